@@ -1,0 +1,65 @@
+"""One typed settings object for the whole tool.
+
+Values come from (highest first): explicit arguments / CLI flags, environment variables
+(``VERACITY_*``), then defaults. Everything the tool writes lives under ``home`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+def _env_path(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser() if value else default
+
+
+def default_home() -> Path:
+    return _env_path("VERACITY_HOME", Path.home() / ".veracity")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings shared by the CLI and the Python API."""
+
+    home: Path = field(default_factory=default_home)
+    endpoint: str | None = field(default_factory=lambda: os.environ.get("VERACITY_ENDPOINT") or None)
+    model: str | None = field(default_factory=lambda: os.environ.get("VERACITY_MODEL") or None)
+    api_key: str = field(default_factory=lambda: os.environ.get("VERACITY_API_KEY", "EMPTY"))
+    index_dir: Path | None = field(
+        default_factory=lambda: Path(os.environ["VERACITY_INDEX"]) if os.environ.get("VERACITY_INDEX") else None
+    )
+    data_dir: Path | None = field(
+        default_factory=lambda: Path(os.environ["VERACITY_DATA_DIR"]) if os.environ.get("VERACITY_DATA_DIR") else None
+    )
+    concurrency: int = field(default_factory=lambda: int(os.environ.get("VERACITY_CONCURRENCY", "16")))
+    request_timeout_s: float = 300.0
+    temperature: float = 0.0
+    seed: int = 0
+
+    @property
+    def models_dir(self) -> Path:
+        return _env_path("VERACITY_MODELS_DIR", self.home / "models")
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def run_dir(self) -> Path:
+        """Where managed servers keep their state and log files."""
+        return self.home / "run"
+
+    @property
+    def indexes_dir(self) -> Path:
+        return self.home / "indexes"
+
+    def with_(self, **changes) -> "Settings":
+        """A copy with the given fields changed; ``None`` values are ignored."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def load_settings(**overrides) -> Settings:
+    return Settings().with_(**overrides)

@@ -1,0 +1,68 @@
+"""Typed errors raised by library code.
+
+Library code raises these; only the CLI turns them into one-line messages. Every error carries a
+``hint`` saying what the user can do about it.
+"""
+
+from __future__ import annotations
+
+
+class VeracityError(Exception):
+    """Base class: a problem the user can act on. ``str(err)`` is one line; ``err.hint`` says what to do."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:  # one line, always
+        return " ".join(self.message.split())
+
+
+class ConfigError(VeracityError):
+    """A bad option, flag or setting."""
+
+    exit_code = 2
+
+
+class ModelError(VeracityError):
+    """Unknown model, missing or broken weights, failed conversion."""
+
+
+class ServerError(VeracityError):
+    """The vLLM server could not be started, died, or is not managed by us."""
+
+
+class EndpointError(VeracityError):
+    """An OpenAI-compatible endpoint is unreachable or serves another model."""
+
+
+class LLMOutputError(VeracityError):
+    """The model's reply still did not validate against the output schema after retries."""
+
+    def __init__(self, message: str, hint: str | None = None, raw: str | None = None, role: str | None = None):
+        super().__init__(message, hint)
+        self.raw = raw
+        self.role = role
+
+
+class IndexDirError(VeracityError):
+    """An index directory is missing, corrupt, or incompatible with the query."""
+
+
+class CorpusError(VeracityError):
+    """A corpus or dump file that cannot be read (wrong format, truncated, bad line)."""
+
+
+class DataError(VeracityError):
+    """A dataset or claims file that cannot be read (wrong format, labels outside the mapping, ...)."""
+
+
+class JavaError(VeracityError):
+    """No Java runtime usable by pyserini."""
+
+
+class LeakageError(VeracityError):
+    """An index built from a dump newer than the dataset, without --allow-leakage."""

@@ -1,0 +1,353 @@
+"""Async client for any OpenAI-compatible endpoint, with schema-constrained generation.
+
+The one LLM contract of the project::
+
+    verdict = await llm.generate(messages, Verdict, role="emulate.classifier")
+
+``generate`` sends the output model's JSON schema as ``response_format`` (the server constrains
+decoding), validates the reply with pydantic, records a :class:`UsageRecord`, and retries transport
+errors with exponential backoff. Nothing here parses free text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import hashlib
+import json
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from veracity.errors import EndpointError, LLMOutputError
+from veracity.serving.structured import response_format_for, schema_fingerprint
+
+T = TypeVar("T", bound=BaseModel)
+Message = dict[str, str]
+
+RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+@dataclass
+class UsageRecord:
+    """One ``generate`` call: who asked, what it cost, how long it took."""
+
+    role: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cache_hit: bool = False  # served from the on-disk response cache
+    cached_prompt_tokens: int | None = None  # server prefix-cache hits, when the server reports them
+    attempts: int = 1
+    finish_reason: str | None = None
+    started_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Usage records of the current task (a claim being verified). ``usage_scope()`` opens one; asyncio
+# tasks copy the context, so concurrent claims each collect only their own calls.
+_current_sink: contextvars.ContextVar[list[UsageRecord] | None] = contextvars.ContextVar(
+    "veracity_usage_sink", default=None
+)
+
+
+@contextlib.contextmanager
+def usage_scope() -> Iterator[list[UsageRecord]]:
+    """Collect the usage records of every ``generate`` call made inside the ``with`` block."""
+    sink: list[UsageRecord] = []
+    token = _current_sink.set(sink)
+    try:
+        yield sink
+    finally:
+        _current_sink.reset(token)
+
+
+class ResponseCache:
+    """On-disk cache of replies keyed on (model, messages, schema, sampling parameters). SQLite, one file."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, content TEXT NOT NULL, "
+            "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
+        )
+
+    @staticmethod
+    def key(model: str, messages: list[Message], schema_fp: str, params: dict[str, Any]) -> str:
+        blob = json.dumps({"m": model, "msg": messages, "s": schema_fp, "p": params}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get(self, key: str) -> tuple[str, int, int] | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
+            ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def put(self, key: str, content: str, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?)",
+                (key, content, prompt_tokens, completion_tokens, time.time()),
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def normalize_endpoint(endpoint: str) -> str:
+    """``http://host:port`` or ``.../v1`` -> base URL ending in ``/v1``."""
+    url = endpoint.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class LLMClient:
+    """Async, bounded-concurrency client for an OpenAI-compatible chat endpoint.
+
+    Use as ``async with LLMClient(endpoint, model) as llm: ...`` or call :meth:`start` / :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str | None = None,
+        *,
+        api_key: str = "EMPTY",
+        concurrency: int = 16,
+        timeout_s: float = 300.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        cache_path: Path | str | None = None,
+        temperature: float = 0.0,
+        seed: int | None = 0,
+        max_tokens: int = 512,
+        validation_retries: int = 1,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.base_url = normalize_endpoint(endpoint)
+        self.model = model
+        self.api_key = api_key
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.validation_retries = validation_retries
+        self.cache = ResponseCache(Path(cache_path)) if cache_path else None
+        self.usage: list[UsageRecord] = []
+        self._sem: asyncio.Semaphore | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def __aenter__(self) -> "LLMClient":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers={"Authorization": f"Bearer {self.api_key}"},
+                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
+            )
+        return self._http
+
+    async def served_models(self) -> list[str]:
+        """Model names the endpoint serves (``GET /v1/models``)."""
+        try:
+            resp = await self._client().get("/models", timeout=10.0)
+        except httpx.HTTPError as exc:
+            raise EndpointError(
+                f"cannot reach the model endpoint {self.base_url} ({type(exc).__name__})",
+                hint="start a server with `veracity serve --detach`, or pass the right --endpoint",
+            ) from exc
+        if resp.status_code >= 400:
+            raise EndpointError(
+                f"endpoint {self.base_url} answered {resp.status_code} to GET /models",
+                hint="check that it is an OpenAI-compatible server and that --api-key is right",
+            )
+        try:
+            return [m["id"] for m in resp.json().get("data", [])]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EndpointError(
+                f"endpoint {self.base_url} did not return an OpenAI model list",
+                hint="point --endpoint at an OpenAI-compatible server (vLLM: http://HOST:PORT/v1)",
+            ) from exc
+
+    async def start(self) -> None:
+        """Check that the endpoint is up and serves the requested model (or pick the one it serves)."""
+        if self._started:
+            return
+        models = await self.served_models()
+        if self.model is None:
+            if not models:
+                raise EndpointError(f"endpoint {self.base_url} serves no model", hint="start vLLM with --model")
+            self.model = models[0]
+        elif self.model not in models:
+            raise EndpointError(
+                f"endpoint {self.base_url} serves {', '.join(models) or 'no model'}, not {self.model}",
+                hint=f"pass --model {models[0]}" if models else "start the server with the model you want",
+            )
+        self._sem = asyncio.Semaphore(self.concurrency)
+        self._started = True
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+        self._started = False
+
+    # -- the contract -----------------------------------------------------------------------------
+    async def generate(
+        self,
+        messages: list[Message],
+        output_model: type[T],
+        *,
+        role: str,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> T:
+        """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema."""
+        if not self._started:
+            await self.start()
+        assert self._sem is not None and self.model is not None
+        params = {
+            "temperature": self.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.max_tokens,
+            "seed": self.seed,
+        }
+        schema_fp = schema_fingerprint(output_model)
+        key = ResponseCache.key(self.model, messages, schema_fp, params) if self.cache else None
+        if self.cache is not None and key is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                content, pt, ct = hit
+                try:
+                    value = output_model.model_validate_json(content)
+                except ValidationError:
+                    value = None  # a stale entry from an older schema: ask again
+                if value is not None:
+                    self._record(UsageRecord(role, self.model, pt, ct, 0.0, cache_hit=True, attempts=0))
+                    return value
+
+        last_error: ValidationError | None = None
+        raw = ""
+        attempts_total = 0
+        for vtry in range(self.validation_retries + 1):
+            body = {
+                "model": self.model,
+                "messages": messages,
+                "response_format": response_format_for(output_model),
+                **params,
+            }
+            if vtry > 0:  # a truncated reply: give it room
+                body["max_tokens"] = params["max_tokens"] * 2
+            t0 = time.perf_counter()
+            data, attempts = await self._post_with_retries(body)
+            attempts_total += attempts
+            latency = time.perf_counter() - t0
+            choice = data["choices"][0]
+            raw = choice.get("message", {}).get("content") or ""
+            usage = data.get("usage") or {}
+            details = usage.get("prompt_tokens_details") or {}
+            rec = UsageRecord(
+                role=role,
+                model=self.model,
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+                latency_s=latency,
+                cached_prompt_tokens=details.get("cached_tokens") if isinstance(details, dict) else None,
+                attempts=attempts_total,
+                finish_reason=choice.get("finish_reason"),
+            )
+            self._record(rec)
+            try:
+                value = output_model.model_validate_json(raw)
+            except ValidationError as exc:
+                last_error = exc
+                continue
+            if self.cache is not None and key is not None:
+                self.cache.put(key, raw, rec.prompt_tokens, rec.completion_tokens)
+            return value
+        first = last_error.errors()[0] if last_error and last_error.errors() else {}
+        raise LLMOutputError(
+            f"{role}: the reply did not validate against {output_model.__name__} "
+            f"({first.get('type', 'invalid')} at {'.'.join(map(str, first.get('loc', ()))) or 'top level'})",
+            hint="raise max_tokens, or check that the server honours response_format json_schema",
+            raw=raw,
+            role=role,
+        )
+
+    def _record(self, rec: UsageRecord) -> None:
+        self.usage.append(rec)
+        sink = _current_sink.get()
+        if sink is not None:
+            sink.append(rec)
+
+    async def _post_with_retries(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        assert self._sem is not None
+        attempt = 0
+        while True:
+            attempt += 1
+            problem: str
+            try:
+                async with self._sem:
+                    resp = await self._client().post("/chat/completions", json=body)
+                if resp.status_code < 400:
+                    return resp.json(), attempt
+                if resp.status_code not in RETRYABLE_STATUS:
+                    detail = _error_detail(resp)
+                    raise EndpointError(
+                        f"endpoint {self.base_url} rejected the request ({resp.status_code}: {detail})",
+                        hint="check the model name and that the server supports response_format json_schema",
+                    )
+                problem = f"HTTP {resp.status_code}"
+            except (httpx.TransportError, httpx.TimeoutException) as exc:
+                problem = type(exc).__name__
+            if attempt > self.max_retries:
+                raise EndpointError(
+                    f"model endpoint {self.base_url} failed {attempt} times ({problem})",
+                    hint="is the server still running? `veracity serve --status` shows it; results written so far are kept",
+                )
+            delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
+            await asyncio.sleep(min(delay, 30.0))
+
+
+def _error_detail(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+        msg = data.get("message") or data.get("error", {}).get("message") or data.get("detail")
+        if msg:
+            return " ".join(str(msg).split())[:200]
+    except (ValueError, AttributeError):
+        pass
+    return resp.text[:200].replace("\n", " ")
