@@ -1,0 +1,1 @@
+"""Claim verification pipeline: types, tools the agents call, evidence memory, runner, methods."""

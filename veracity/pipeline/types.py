@@ -1,0 +1,108 @@
+"""The data that flows through every method: Claim -> method -> Verdict (+ Trace)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Label(str, Enum):
+    SUPPORTED = "SUPPORTED"
+    REFUTED = "REFUTED"
+    NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
+
+
+MAX_CLAIM_CHARS = 20_000  # news articles (ZoFia) included; longer inputs are refused with a clear error
+
+
+@dataclass
+class Claim:
+    id: str
+    text: str
+    date: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    passage_id: str
+    title: str
+    text: str
+    score: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ToolCall:
+    tool: str  # "search" | "open_page" | "memory"
+    query: str
+    hits: list[str]  # passage ids returned
+    latency_s: float
+    role: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Trace:
+    """Everything a method did for one claim."""
+
+    llm_calls: list[Any] = field(default_factory=list)  # veracity.serving.client.UsageRecord
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    memory_hits: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)  # method-specific steps (ReAct steps, graph, ...)
+    started_at: float = field(default_factory=time.time)
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.events.append({"kind": kind, **data})
+
+    def to_dict(self) -> dict[str, Any]:
+        calls = [c.to_dict() if hasattr(c, "to_dict") else c for c in self.llm_calls]
+        return {
+            "llm_calls": calls,
+            "tool_calls": [t.to_dict() for t in self.tool_calls],
+            "memory_hits": self.memory_hits,
+            "timings": self.timings,
+            "events": self.events,
+            "summary": self.summary(),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        calls = [c.to_dict() if hasattr(c, "to_dict") else c for c in self.llm_calls]
+        return {
+            "llm_calls": len(calls),
+            "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+            "completion_tokens": sum(c["completion_tokens"] for c in calls),
+            "tool_calls": len(self.tool_calls),
+            "memory_hits": len(self.memory_hits),
+        }
+
+
+@dataclass
+class Verdict:
+    label: Label
+    explanation: str
+    evidence: list[Evidence] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+    method: str = ""
+
+    def to_dict(self, claim: Claim | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if claim is not None:
+            out.update({"id": claim.id, "claim": claim.text})
+        out.update(
+            {
+                "label": self.label.value,
+                "explanation": self.explanation,
+                "method": self.method,
+                "evidence": [e.to_dict() for e in self.evidence],
+                "trace": self.trace.to_dict(),
+            }
+        )
+        return out
