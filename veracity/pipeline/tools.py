@@ -55,3 +55,17 @@ class Tools:
             ToolCall("open_page", title, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
         return ev
+
+
+def format_passages(evidence: Iterable[Evidence], *, max_words: int | None = None) -> str:
+    """Passages as the models see them: one block per passage, ``[passage_id] title`` then its text.
+
+    ``max_words`` caps the words of each passage's text (the block header is always kept).
+    """
+    blocks = []
+    for ev in evidence:
+        words = ev.text.split()
+        text = " ".join(words[:max_words]) + (" ..." if max_words is not None and len(words) > max_words else "") \
+            if max_words is not None else ev.text
+        blocks.append(f"[{ev.passage_id}] {ev.title}\n{text}")
+    return "\n\n".join(blocks) if blocks else "(no passages)"

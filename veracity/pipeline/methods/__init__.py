@@ -1,0 +1,27 @@
+"""The registry of verification methods: ``METHODS[name]`` is a :class:`MethodSpec`.
+
+Adding a method is one import and one entry below.
+"""
+
+from __future__ import annotations
+
+from veracity.errors import ConfigError
+from veracity.pipeline.methods.base import MethodContext, MethodSpec
+from veracity.pipeline.methods.direct import SPEC as DIRECT
+from veracity.pipeline.methods.rag import SPEC as RAG
+
+METHODS: dict[str, MethodSpec] = {
+    "direct": DIRECT,
+    "rag": RAG,
+}
+
+
+def get_method(name: str) -> MethodSpec:
+    """The method called ``name``; a ConfigError naming the known ones otherwise."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r}", hint=f"choose one of: {', '.join(METHODS)}") from None
+
+
+__all__ = ["METHODS", "MethodContext", "MethodSpec", "get_method"]
