@@ -1,0 +1,170 @@
+"""`veracity verify`: check one claim (a panel) or a JSONL file of claims (resumable batch)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Group
+from rich.panel import Panel
+from rich.text import Text
+
+from veracity.cli._common import console, err_console, fail, print_json
+from veracity.config import load_settings
+from veracity.errors import ConfigError, EndpointError
+
+LABEL_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow"}
+
+
+def _method_names() -> list[str]:
+    from veracity.pipeline.methods import METHODS
+
+    return list(METHODS)
+
+
+def parse_params(items: tuple[str, ...]) -> dict[str, object]:
+    """``("t_max=3", "k=8", "memory_path=/tmp/m.sqlite")`` -> typed dict (JSON values, else strings)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param {item!r} is not key=value", hint="example: --param t_max=3")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def render_verdict(record: dict) -> Panel:
+    label = record["label"]
+    parts: list = [Text.assemble(("Claim: ", "bold"), record["claim"]), Text(""),
+                   Text.assemble(("Verdict: ", "bold"), (label, LABEL_STYLE.get(label, "bold"))),
+                   Text(record["explanation"] or "(no explanation)"), Text("")]
+    if record["evidence"]:
+        parts.append(Text("Evidence", style="bold underline"))
+        for ev in record["evidence"]:
+            words = ev["text"].split()
+            text = " ".join(words[:80]) + (" ..." if len(words) > 80 else "")
+            parts.append(Text.assemble((f"[{ev['passage_id']}] ", "cyan"), (ev["title"], "bold"), "\n", text))
+    else:
+        parts.append(Text("No evidence passages cited.", style="dim"))
+    s = record["trace"]["summary"]
+    parts += [Text(""), Text(f"{record['method']}: {s['llm_calls']} LLM calls, {s['prompt_tokens'] + s['completion_tokens']}"
+                             f" tokens, {s['tool_calls']} tool calls, {s['memory_hits']} memory hits", style="dim")]
+    return Panel(Group(*parts), title=f"veracity verify · {record['id']}", border_style=LABEL_STYLE.get(label, "white").split()[-1])
+
+
+class _MethodChoice(click.Choice):
+    """Choices read from the METHODS registry at run time (methods added later show up)."""
+
+    def __init__(self) -> None:
+        super().__init__([], case_sensitive=False)
+
+    @property
+    def choices(self):  # type: ignore[override]
+        return _method_names()
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass
+
+
+@click.command("verify")
+@click.argument("claim", required=False)
+@click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="JSONL file of claims: one {\"claim\": ..., \"id\": ...} per line.")
+@click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results JSONL (with -i): appended one line per claim; ids already there are skipped.")
+@click.option("--method", "method", type=_MethodChoice(), default="mermaid", show_default=True,
+              help="Verification method (see the METHODS registry).")
+@click.option("--index", "index", type=click.Path(path_type=Path), default=None,
+              help="Index directory (default: $VERACITY_INDEX or ~/.veracity/indexes/demo).")
+@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+              "(default: $VERACITY_ENDPOINT or the managed local server).")
+@click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
+@click.option("--concurrency", type=int, default=None, help="Claims in flight at once (default: $VERACITY_CONCURRENCY or 16).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Method parameter, repeatable, e.g. --param t_max=3 --param max_tokens=256.")
+@click.option("--no-memory", is_flag=True, help="MERMAID ablation: no evidence memory.")
+@click.option("--no-decomposer", is_flag=True, help="MERMAID ablation: no claim decomposition.")
+@click.option("--no-search-rank", is_flag=True, help="EMULATE ablation: keep search order (no SearchRank).")
+@click.option("--no-self-contained-check", is_flag=True, help="EMULATE ablation: treat every page as self-contained.")
+@click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
+              "explanation, evidence, trace).")
+def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params, no_memory,
+           no_decomposer, no_search_rank, no_self_contained_check, cache, as_json) -> None:
+    """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
+
+    \b
+    Examples:
+      veracity verify "The Eiffel Tower is in Berlin."
+      veracity verify "Marie Curie won two Nobel prizes." --method emulate --json
+      veracity verify "..." --method mermaid --no-memory --param t_max=3
+      veracity verify -i claims.jsonl -o results.jsonl --method rag --concurrency 8
+
+    A batch appends each result to the output as it finishes (with its trace), shows claims/min and
+    tokens/s, and resumes where it stopped when run again.
+    """
+    from veracity.pipeline.api import Verifier
+
+    if (claim is None) == (input_path is None):
+        raise click.UsageError("give either a CLAIM or -i FILE (not both)")
+    if input_path is not None and output_path is None:
+        raise click.UsageError("-i needs -o RESULTS.jsonl (where results are appended)")
+    overrides = parse_params(params)
+    flags = {"memory": no_memory, "decomposer": no_decomposer, "search_rank": no_search_rank,
+             "self_contained_check": no_self_contained_check}
+    for name, on in flags.items():
+        if on:
+            overrides[name] = False
+    single = None
+    if claim is not None:
+        from veracity.pipeline.runner import make_claim
+
+        single = make_claim(claim)  # a bad claim fails before any index or server is touched
+    settings = load_settings(endpoint=endpoint, model=model)
+    verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
+                        concurrency=concurrency, cache=cache, **overrides)
+    try:
+        if single is not None:
+            record = verifier.verify(single).to_dict(single)
+            if as_json:
+                print_json(record)
+            else:
+                console.print(render_verdict(record))
+            return
+        _run_batch(verifier, input_path, output_path, concurrency, as_json)
+    finally:
+        verifier.close()
+
+
+def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool) -> None:
+    loaded = verifier.load_claims(input_path)
+    for bad in loaded.rejected:
+        err_console.print(f"[yellow]skipped[/] {bad}", highlight=False, soft_wrap=True)
+    try:
+        stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json)
+    except EndpointError as exc:
+        st = getattr(exc, "stats", None)
+        kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
+        fail(f"{exc}{kept}", "restart the server, then run the same command again to resume")
+        return
+    for cid, why in stats.failed:
+        err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
+    if as_json:
+        print_json({"out": str(output_path), "total": stats.total, "written": stats.done, "skipped": stats.skipped,
+                    "failed": len(stats.failed), "rejected_lines": len(stats.rejected),
+                    "claims_per_min": round(stats.claims_per_min, 2), "tokens_per_s": round(stats.tokens_per_s, 1)})
+        return
+    console.print(
+        f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
+        f"{len(stats.rejected)} bad lines → {output_path}  "
+        f"({stats.claims_per_min:.1f} claims/min, {stats.tokens_per_s:.0f} tokens/s)", highlight=False)
+    if stats.failed:
+        err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
+
+
+COMMANDS = [verify]

@@ -1,0 +1,180 @@
+"""Python API: ``Verifier(method=..., index=..., endpoint=...).verify(claim)`` and ``.verify_many(...)``.
+
+Example::
+
+    from veracity.pipeline.api import Verifier
+
+    v = Verifier(method="mermaid", index="~/.veracity/indexes/demo", endpoint="http://127.0.0.1:8000/v1")
+    verdict = v.verify("The Eiffel Tower is in Berlin.")
+    print(verdict.label, verdict.explanation, [e.passage_id for e in verdict.evidence])
+    stats = v.verify_many("claims.jsonl", out="results.jsonl", concurrency=8)
+
+The sync methods wrap the async ones (``averify`` / ``averify_many``) with ``asyncio.run``; inside a
+running event loop use the async ones. With ``endpoint=None`` the configured endpoint
+(``VERACITY_ENDPOINT``) or the managed local server is used (started if needed). Run-wide state such
+as MERMAID's evidence memory lives as long as the Verifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterable
+
+from veracity.config import Settings
+from veracity.errors import ConfigError, IndexDirError
+from veracity.pipeline.methods import get_method
+from veracity.pipeline.runner import (ClaimsFile, RunStats, make_claim, read_claims_jsonl, run_claims,
+                                      verify_one)
+from veracity.pipeline.types import Claim, Verdict
+
+
+def default_index_dir(settings: Settings) -> Path:
+    """``settings.index_dir`` (``VERACITY_INDEX``), else ``~/.veracity/indexes/demo`` if it exists."""
+    if settings.index_dir is not None:
+        return Path(settings.index_dir).expanduser()
+    demo = settings.indexes_dir / "demo"
+    if demo.exists():
+        return demo
+    raise IndexDirError("no index given and no default index at " + str(demo),
+                        hint="build one with `veracity index build demo`, or pass --index DIR")
+
+
+def open_index(index: Any, settings: Settings | None = None) -> Any:
+    """A Searcher for ``index``: a searcher object as is, a directory opened, None -> the default index."""
+    if index is not None and hasattr(index, "search") and hasattr(index, "open_page"):
+        return index
+    settings = settings or Settings()
+    path = Path(index).expanduser() if index is not None else default_index_dir(settings)
+    if not path.is_dir():
+        raise IndexDirError(f"index directory {path} does not exist",
+                            hint="build one with `veracity index build demo`, or pass --index DIR")
+    if not (path / "manifest.json").is_file():
+        raise IndexDirError(f"{path} is not a veracity index (no manifest.json)",
+                            hint="pass the directory `veracity index build` wrote")
+    try:
+        from veracity.indexes.searcher import Searcher
+    except ImportError as exc:
+        raise ConfigError(f"index support cannot be loaded ({exc})", hint="reinstall veracity with its dependencies") from exc
+    return Searcher(path)
+
+
+class Verifier:
+    """Verify claims with one method, one index and one model endpoint."""
+
+    def __init__(self, method: str = "mermaid", index: Any = None, endpoint: str | None = None,
+                 model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
+                 concurrency: int | None = None, cache: bool = False, exclude_titles: Iterable[str] = (),
+                 search_mode: str = "hybrid", **params: Any):
+        self.settings = settings or Settings()
+        self.spec = get_method(method)
+        self.params = self.spec.make_params(params)
+        self.searcher = open_index(index, self.settings) if (self.spec.needs_index or index is not None) else None
+        self.endpoint = endpoint
+        self.model = model
+        self.concurrency = concurrency or self.settings.concurrency
+        self.cache = cache
+        self.exclude_titles = tuple(exclude_titles)
+        self.search_mode = search_mode
+        self._llm = llm  # an object with the LLMClient contract (tests inject a scripted one)
+        self._resolved: tuple[str, str | None] | None = None
+        self.shared: dict[str, Any] = {}  # run-wide state, e.g. MERMAID's evidence memory
+
+    # -- model endpoint ---------------------------------------------------------------------------
+    def _endpoint(self) -> tuple[str, str | None]:
+        if self._resolved is None:
+            if self.endpoint:
+                self._resolved = (self.endpoint, self.model)
+            else:
+                from veracity.serving.server import ensure_endpoint
+
+                self._resolved = ensure_endpoint(self.settings, self.model)
+        return self._resolved
+
+    @contextlib.asynccontextmanager
+    async def _client(self, concurrency: int) -> AsyncIterator[Any]:
+        if self._llm is not None:
+            yield self._llm
+            return
+        from veracity.serving.client import LLMClient
+
+        url, model = self._endpoint()
+        client = LLMClient(
+            url, model, api_key=self.settings.api_key, concurrency=max(1, concurrency),
+            timeout_s=self.settings.request_timeout_s, temperature=self.settings.temperature,
+            seed=self.settings.seed,
+            cache_path=(self.settings.cache_dir / "responses.sqlite") if self.cache else None,
+        )
+        async with client:
+            yield client
+
+    # -- one claim ----------------------------------------------------------------------------------
+    async def averify(self, claim: str | Claim) -> Verdict:
+        claim = make_claim(claim)
+        async with self._client(1) as llm:
+            return await verify_one(claim, self.spec, llm, self.searcher, self.params, self.shared,
+                                    exclude_titles=self.exclude_titles, search_mode=self.search_mode)
+
+    def verify(self, claim: str | Claim) -> Verdict:
+        """Verify one claim (text or :class:`Claim`) and return its :class:`Verdict` (with trace)."""
+        return asyncio.run(self.averify(claim))
+
+    # -- many claims --------------------------------------------------------------------------------
+    @staticmethod
+    def load_claims(claims: Any) -> ClaimsFile:
+        """A JSONL path, a ClaimsFile, or an iterable of str / Claim / {"claim": ..., "id": ...} dicts."""
+        if isinstance(claims, ClaimsFile):
+            return claims
+        if isinstance(claims, Path) or (isinstance(claims, str) and claims.endswith((".jsonl", ".json"))):
+            return read_claims_jsonl(claims)
+        out: list[Claim] = []
+        for item in claims:
+            if isinstance(item, dict):
+                out.append(make_claim(item.get("claim", ""), id=str(item["id"]) if item.get("id") is not None else None,
+                                      date=item.get("date"),
+                                      meta={k: v for k, v in item.items() if k not in ("id", "claim", "date")}))
+            else:
+                out.append(make_claim(item))
+        ids = [c.id for c in out]
+        if len(ids) != len(set(ids)):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigError(f"duplicate claim id {dup!r}", hint="give every claim a unique id")
+        return ClaimsFile(out, [])
+
+    async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
+                           progress: bool = False) -> RunStats:
+        loaded = self.load_claims(claims)
+        n = concurrency or self.concurrency
+        with contextlib.ExitStack() as stack:
+            if out is None:
+                tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))
+                out_path = Path(tmp) / "results.jsonl"
+            else:
+                out_path = Path(out).expanduser()
+            async with self._client(n) as llm:
+                stats = await run_claims(loaded.claims, self.spec, llm, self.searcher, out_path, concurrency=n,
+                                         params=self.params, shared=self.shared, rejected=loaded.rejected,
+                                         progress=progress, exclude_titles=self.exclude_titles,
+                                         search_mode=self.search_mode, write_manifest=out is not None)
+            if out is None:
+                import json
+
+                order = {c.id: i for i, c in enumerate(loaded.claims)}
+                rows = [json.loads(line) for line in out_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+                stats.results = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
+        return stats
+
+    def verify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
+                    progress: bool = False) -> RunStats:
+        """Verify many claims; with ``out`` results are appended there (resumable), else kept in
+        ``stats.results`` (input order)."""
+        return asyncio.run(self.averify_many(claims, out=out, concurrency=concurrency, progress=progress))
+
+    def close(self) -> None:
+        for value in self.shared.values():
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
+        self.shared.clear()

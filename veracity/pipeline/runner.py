@@ -1,0 +1,423 @@
+"""Run a method over many claims: bounded concurrency, atomic appends, resume, clear bad-input lines.
+
+Input: JSONL, one object per line with ``claim`` (required), ``id`` (optional: default ``sha1(claim)[:12]``),
+``date`` (optional); other keys are kept in ``Claim.meta``. A bad line (not UTF-8, not JSON, not an
+object, no ``claim``, empty claim, claim over ``MAX_CLAIM_CHARS``) is reported as one ``file:line:
+reason`` and skipped; the rest of the batch runs. Duplicate ids are an error for the whole file
+(naming the lines), since it is ambiguous which claim a result would belong to.
+
+Output: JSONL, one object per claim in completion order, written as ONE ``write`` + flush + fsync
+under a lock, so a killed run leaves whole lines only (a torn last line, if the OS leaves one, is
+cut off on the next run). Each line is ``Verdict.to_dict(claim)``: id, claim, label, explanation,
+method, evidence, and the claim's full ``trace`` (LLM calls, tool calls, memory hits, timings) in the
+same line, so results and traces can never get out of step. Beside it, ``<out>.manifest.json``
+records method, parameters, model, endpoint, index manifest and package version.
+
+Resume: ids already in the output are skipped. If the model endpoint fails (``EndpointError``) the
+run stops at once, in-flight claims are dropped (not written), and the error is raised with the
+run's statistics attached as ``err.stats``; rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from veracity.errors import ConfigError, DataError, EndpointError, VeracityError
+from veracity.pipeline.memory import memory_namespace
+from veracity.pipeline.methods import MethodContext, MethodSpec, get_method
+from veracity.pipeline.tools import Tools
+from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Trace, Verdict
+from veracity.serving.client import usage_scope
+
+
+# -- input ------------------------------------------------------------------------------------
+@dataclass
+class RejectedLine:
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+def claim_problem(text: Any) -> str | None:
+    """Why ``text`` cannot be verified, or None."""
+    if not isinstance(text, str):
+        return f"`claim` must be a string, not {type(text).__name__}"
+    if not text.strip():
+        return "empty claim"
+    if len(text) > MAX_CLAIM_CHARS:
+        return f"claim has {len(text):,} characters, over the limit of {MAX_CLAIM_CHARS:,}"
+    return None
+
+
+def default_claim_id(text: str) -> str:
+    return hashlib.sha1(text.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def make_claim(text: str | Claim, id: str | None = None, date: str | None = None,
+               meta: dict[str, Any] | None = None) -> Claim:
+    """A validated Claim; DataError (one line) for an empty or over-long claim."""
+    if isinstance(text, Claim):
+        claim = text
+    else:
+        claim = Claim(id=id or "", text=text, date=date, meta=dict(meta or {}))
+    problem = claim_problem(claim.text)
+    if problem:
+        raise DataError(f"cannot verify this claim: {problem}",
+                        hint=f"pass a non-empty claim of at most {MAX_CLAIM_CHARS:,} characters")
+    if not claim.id:
+        claim.id = default_claim_id(claim.text)
+    return claim
+
+
+@dataclass
+class ClaimsFile:
+    claims: list[Claim]
+    rejected: list[RejectedLine]
+
+
+def read_claims_jsonl(path: Path | str) -> ClaimsFile:
+    """Parse a claims file; bad lines are collected (file:line: reason), duplicate ids raise DataError."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"claims file {path} does not exist", hint="pass a JSONL file: one {\"claim\": ...} per line") from None
+    except OSError as exc:
+        raise DataError(f"cannot read claims file {path} ({exc.strerror})") from None
+    claims: list[Claim] = []
+    rejected: list[RejectedLine] = []
+    first_line: dict[str, int] = {}
+    dups: dict[str, list[int]] = {}
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            rejected.append(RejectedLine(str(path), n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            rejected.append(RejectedLine(str(path), n, f"not JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(obj, dict):
+            rejected.append(RejectedLine(str(path), n, f"not a JSON object (got {type(obj).__name__})"))
+            continue
+        if "claim" not in obj:
+            rejected.append(RejectedLine(str(path), n, "no `claim` field"))
+            continue
+        problem = claim_problem(obj["claim"])
+        if problem:
+            rejected.append(RejectedLine(str(path), n, problem))
+            continue
+        raw_id = obj.get("id")
+        if raw_id is not None and not isinstance(raw_id, (str, int)):
+            rejected.append(RejectedLine(str(path), n, f"`id` must be a string or an integer, not {type(raw_id).__name__}"))
+            continue
+        cid = str(raw_id) if raw_id is not None and str(raw_id).strip() else default_claim_id(obj["claim"])
+        if cid in first_line:
+            dups.setdefault(cid, [first_line[cid]]).append(n)
+            continue
+        first_line[cid] = n
+        date = obj.get("date")
+        meta = {k: v for k, v in obj.items() if k not in ("id", "claim", "date")}
+        claims.append(Claim(id=cid, text=obj["claim"], date=str(date) if date is not None else None, meta=meta))
+    if dups:
+        cid, lines = next(iter(dups.items()))
+        more = f" (and {len(dups) - 1} more duplicated ids)" if len(dups) > 1 else ""
+        raise DataError(
+            f"{path}: duplicate id {cid!r} on lines {', '.join(map(str, lines))}{more}",
+            hint="give every claim a unique `id` (claims without one get an id from their text)",
+        )
+    return ClaimsFile(claims, rejected)
+
+
+# -- output -----------------------------------------------------------------------------------
+def read_done_ids(out_path: Path | str) -> set[str]:
+    """Ids already written to ``out_path``. A torn final line (no newline, not JSON) is cut off."""
+    path = Path(out_path)
+    if not path.exists():
+        return set()
+    data = path.read_bytes()
+    ids: set[str] = set()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the file ends with a newline
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+            ids.add(str(obj["id"]))
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+            raise DataError(f"{path}:{n}: not a result line, so this file cannot be resumed",
+                            hint="move the file aside or pass another -o") from None
+    if tail.strip():
+        try:
+            obj = json.loads(tail.decode("utf-8"))
+            ids.add(str(obj["id"]))
+            with open(path, "ab") as f:  # complete object, only the newline is missing
+                f.write(b"\n")
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+            with open(path, "r+b") as f:  # torn write of an interrupted run: drop it (that claim reruns)
+                f.truncate(len(data) - len(tail))
+    return ids
+
+
+class ResultWriter:
+    """Appends one JSON object per line: a single write, flush and fsync under a lock."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "ab", buffering=0)
+        self._lock = threading.Lock()
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            view = memoryview(line)
+            while view:
+                n = self._f.write(view)
+                view = view[n:]
+            os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+
+
+# -- one claim --------------------------------------------------------------------------------
+class _NoIndex:
+    """Stands in for the searcher of methods that need none; using it is a clear error."""
+
+    manifest: dict = {}
+
+    def search(self, *a, **k):
+        raise ConfigError("this method needs an index", hint="pass --index DIR")
+
+    open_page = search
+
+
+def resolve_params(spec: MethodSpec, params: Any) -> Any:
+    if params is None or isinstance(params, dict):
+        return spec.make_params(params or {})
+    if isinstance(params, spec.params_cls):
+        return params
+    raise ConfigError(f"parameters of type {type(params).__name__} do not belong to method {spec.name}")
+
+
+async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any,
+                     shared: dict[str, Any] | None = None, *, exclude_titles: Iterable[str] = (),
+                     search_mode: str = "hybrid") -> Verdict:
+    """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made."""
+    trace = Trace()
+    tools = Tools(searcher if searcher is not None else _NoIndex(), trace, mode=search_mode,
+                  exclude_titles=exclude_titles)
+    shared = shared if shared is not None else {}
+    if searcher is not None:
+        shared.setdefault("index_namespace", memory_namespace(searcher))
+    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, shared=shared)
+    t0 = time.perf_counter()
+    with usage_scope() as sink:
+        trace.llm_calls = sink  # filled as the method calls the model
+        verdict = await spec.fn(claim, ctx)
+    trace.llm_calls = list(sink)
+    trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
+    trace.timings["llm_s"] = round(sum(getattr(c, "latency_s", 0.0) for c in trace.llm_calls), 4)
+    trace.timings["tools_s"] = round(sum(t.latency_s for t in trace.tool_calls), 4)
+    verdict.trace = trace
+    verdict.method = verdict.method or spec.name
+    return verdict
+
+
+# -- many claims ------------------------------------------------------------------------------
+@dataclass
+class RunStats:
+    out_path: Path
+    total: int = 0  # claims in the input
+    skipped: int = 0  # already in the output (resume)
+    done: int = 0  # written by this run
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (claim id, one-line reason)
+    rejected: list[RejectedLine] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    elapsed_s: float = 0.0
+    stopped: str | None = None  # why the run stopped early (endpoint failure)
+    results: list[dict[str, Any]] | None = None  # filled by Verifier.verify_many when no output file is given
+
+    @property
+    def claims_per_min(self) -> float:
+        return 60.0 * self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return (self.prompt_tokens + self.completion_tokens) / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any) -> None:
+    """``<out>.manifest.json``; refuses to resume a file written by another method or other parameters."""
+    from veracity import __version__
+
+    path = out_path.with_name(out_path.name + ".manifest.json")
+    params_d = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(vars(params))
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            old = {}
+        if old and (old.get("method") != spec.name or old.get("params") != json.loads(json.dumps(params_d, default=str))):
+            raise ConfigError(
+                f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would mix them",
+                hint="pass another -o, or the same --method/--param as before",
+            )
+    manifest = {
+        "method": spec.name,
+        "params": params_d,
+        "model": getattr(llm, "model", None),
+        "endpoint": getattr(llm, "base_url", None),
+        "temperature": getattr(llm, "temperature", None),
+        "seed": getattr(llm, "seed", None),
+        "index": getattr(searcher, "manifest", None),
+        "index_dir": str(getattr(searcher, "index_dir", "")) or None,
+        "veracity_version": __version__,
+        "started_at": time.time(),
+    }
+    path.write_text(json.dumps(manifest, indent=2, default=str))
+
+
+async def run_claims(
+    claims: Iterable[Claim],
+    method: str | MethodSpec,
+    llm: Any,
+    searcher: Any,
+    out_path: Path | str,
+    *,
+    concurrency: int = 4,
+    params: Any = None,
+    shared: dict[str, Any] | None = None,
+    rejected: Iterable[RejectedLine] = (),
+    progress: bool = False,
+    exclude_titles: Iterable[str] = (),
+    search_mode: str = "hybrid",
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+    write_manifest: bool = True,
+) -> RunStats:
+    """Verify ``claims`` with ``concurrency`` claims in flight; append each result to ``out_path``.
+
+    Returns :class:`RunStats`. Claims whose method fails (e.g. the model's reply never validates)
+    are listed in ``stats.failed`` and not written, so a rerun retries them. An ``EndpointError``
+    stops the run; it is re-raised with ``err.stats`` set.
+    """
+    spec = get_method(method) if isinstance(method, str) else method
+    params = resolve_params(spec, params)
+    if spec.needs_index and searcher is None:
+        raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
+    if concurrency < 1:
+        raise ConfigError("concurrency must be at least 1")
+    out_path = Path(out_path)
+    claims = list(claims)
+    stats = RunStats(out_path=out_path, total=len(claims), rejected=list(rejected))
+    done_ids = read_done_ids(out_path)
+    pending = deque(c for c in claims if c.id not in done_ids)
+    stats.skipped = len(claims) - len(pending)
+    if write_manifest:
+        write_run_manifest(out_path, spec, params, llm, searcher)
+    shared = shared if shared is not None else {}
+    writer = ResultWriter(out_path)
+    stop: list[EndpointError] = []
+    tasks: list[asyncio.Task] = []
+    t0 = time.perf_counter()
+    bar = _Progress(len(pending), spec.name, stats) if progress and pending else None
+
+    async def worker() -> None:
+        while pending and not stop:
+            claim = pending.popleft()
+            try:
+                verdict = await verify_one(claim, spec, llm, searcher, params, shared,
+                                           exclude_titles=exclude_titles, search_mode=search_mode)
+            except EndpointError as exc:
+                if not stop:
+                    stop.append(exc)
+                    me = asyncio.current_task()
+                    for t in tasks:
+                        if t is not me:
+                            t.cancel()
+                return
+            except VeracityError as exc:
+                stats.failed.append((claim.id, f"{type(exc).__name__}: {exc}"))
+                continue
+            except Exception as exc:  # a bug in one claim's run must not sink the batch
+                stats.failed.append((claim.id, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
+                continue
+            record = verdict.to_dict(claim)
+            writer.append(record)
+            summary = verdict.trace.summary()
+            stats.done += 1
+            stats.prompt_tokens += summary["prompt_tokens"]
+            stats.completion_tokens += summary["completion_tokens"]
+            stats.elapsed_s = time.perf_counter() - t0
+            if bar is not None:
+                bar.advance()
+            if on_result is not None:
+                on_result(record)
+
+    try:
+        if bar is not None:
+            bar.start()
+        tasks.extend(asyncio.create_task(worker()) for _ in range(min(concurrency, len(pending))))
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for t in tasks:
+            t.cancel()
+        writer.close()
+        stats.elapsed_s = time.perf_counter() - t0
+        if bar is not None:
+            bar.stop()
+    if stop:
+        err = stop[0]
+        stats.stopped = str(err)
+        err.stats = stats  # type: ignore[attr-defined]
+        raise err
+    return stats
+
+
+class _Progress:
+    """rich progress bar on stderr: claims done, claims/min, tokens/s, elapsed, ETA."""
+
+    def __init__(self, total: int, name: str, stats: RunStats):
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        self.stats = stats
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+            console=Console(stderr=True), transient=False,
+        )
+        self.task = self.progress.add_task(f"verify ({name})", total=total, rates="")
+
+    def start(self) -> None:
+        self.progress.start()
+
+    def advance(self) -> None:
+        s = self.stats
+        self.progress.update(self.task, advance=1,
+                             rates=f"{s.claims_per_min:.1f} claims/min  {s.tokens_per_s:.0f} tok/s")
+
+    def stop(self) -> None:
+        self.progress.stop()
