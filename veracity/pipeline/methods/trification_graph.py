@@ -1,0 +1,224 @@
+"""Trification's verification graph: the planner's output models, plan validation and safe repairs.
+
+A plan is a flat list of nodes (Trification §3.2): ``id``, ``type`` (SEARCH / REFINE / THINK / JUDGE),
+``input``, ``hint`` and ``dependencies`` (parent ids). A plan is executed only when it validates:
+
+- every id is unique (and non-empty);
+- every dependency names a node of the plan (or, for a sub-graph, a node already in the graph);
+- the graph is acyclic (a node depending on itself is a cycle);
+- roots (nodes without dependencies) are SEARCH nodes (Table 4: "Root nodes ... should be search node";
+  REFINE / THINK / JUDGE "MUST have dependencies");
+- a REFINE node has at most one parent (§3.3: "we constrain REFINE nodes to have at most one parent");
+- there is at least one JUDGE node (the verdict comes from JUDGE nodes);
+- the plan has at most ``max_nodes`` nodes (the node budget);
+- node types allowed by the ablation (``no_refine`` / ``no_refine_think``) only.
+
+:func:`repair_plan` applies only fixes that cannot change what the plan means: whitespace around ids,
+repeated dependencies, and dependencies that name no node at all (a dangling id carries no information;
+if dropping it leaves a non-SEARCH root, validation still rejects the plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Literal
+
+from pydantic import BaseModel, Field
+
+NodeType = Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
+NODE_TYPES: tuple[str, ...] = ("SEARCH", "REFINE", "THINK", "JUDGE")
+
+
+# -- the planner's output models (one per ablation, so the server's schema enforces the node types) --
+class PlanNode(BaseModel):
+    id: str = Field(description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")
+    type: Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
+    input: str = Field(description="the query (SEARCH) or the statement to process; empty if a REFINE parent sets it")
+    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+
+
+class VerificationPlan(BaseModel):
+    nodes: list[PlanNode]
+
+
+class PlanNodeNoRefine(BaseModel):
+    id: str = Field(description="unique id: s_1, s_2 for SEARCH, t_1 for THINK, j_1 for JUDGE")
+    type: Literal["SEARCH", "THINK", "JUDGE"]
+    input: str = Field(description="the query (SEARCH) or the statement to process")
+    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+
+
+class VerificationPlanNoRefine(BaseModel):
+    nodes: list[PlanNodeNoRefine]
+
+
+class PlanNodeSearchJudge(BaseModel):
+    id: str = Field(description="unique id: s_1, s_2 for SEARCH, j_1 for JUDGE")
+    type: Literal["SEARCH", "JUDGE"]
+    input: str = Field(description="the query (SEARCH) or the statement to judge")
+    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+
+
+class VerificationPlanSearchJudge(BaseModel):
+    nodes: list[PlanNodeSearchJudge]
+
+
+def plan_model_for(allowed_types: Iterable[str]) -> type[BaseModel]:
+    allowed = set(allowed_types)
+    if allowed == set(NODE_TYPES):
+        return VerificationPlan
+    if allowed == {"SEARCH", "THINK", "JUDGE"}:
+        return VerificationPlanNoRefine
+    if allowed == {"SEARCH", "JUDGE"}:
+        return VerificationPlanSearchJudge
+    raise ValueError(f"no plan model for node types {sorted(allowed)}")
+
+
+# -- the graph the executor works on ------------------------------------------------------------
+@dataclass
+class NodeSpec:
+    id: str
+    type: str
+    input: str
+    hint: str
+    dependencies: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "type": self.type, "input": self.input, "hint": self.hint,
+                "dependencies": list(self.dependencies)}
+
+
+def specs_from_plan(plan: BaseModel) -> list[NodeSpec]:
+    return [NodeSpec(n.id, n.type, n.input, n.hint, list(n.dependencies)) for n in plan.nodes]  # type: ignore[attr-defined]
+
+
+def repair_plan(nodes: list[NodeSpec], external_ids: Iterable[str] = ()) -> tuple[list[NodeSpec], list[str]]:
+    """Meaning-preserving fixes. Returns the repaired copy and a list of what was fixed."""
+    fixes: list[str] = []
+    out = [NodeSpec(n.id.strip(), n.type, n.input.strip(), n.hint.strip(), [d.strip() for d in n.dependencies])
+           for n in nodes]
+    for old, new in zip(nodes, out):
+        if old.id != new.id:
+            fixes.append(f"stripped whitespace around id {new.id!r}")
+    known = {n.id for n in out} | set(external_ids)
+    for n in out:
+        seen: list[str] = []
+        for d in n.dependencies:
+            if d in seen:
+                fixes.append(f"{n.id}: dropped repeated dependency {d!r}")
+                continue
+            if d not in known:
+                fixes.append(f"{n.id}: dropped dependency {d!r} that names no node")
+                continue
+            seen.append(d)
+        n.dependencies = seen
+    return out, fixes
+
+
+def find_cycle(nodes: list[NodeSpec]) -> list[str] | None:
+    """One dependency cycle among ``nodes`` (as a list of ids), or None when the graph is acyclic."""
+    deps = {n.id: [d for d in n.dependencies] for n in nodes}
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = {i: WHITE for i in deps}
+    stack: list[str] = []
+
+    def visit(u: str) -> list[str] | None:
+        colour[u] = GREY
+        stack.append(u)
+        for v in deps.get(u, []):
+            if v not in colour:
+                continue  # external or dangling: not part of a cycle here
+            if colour[v] == GREY:
+                return stack[stack.index(v):] + [v]
+            if colour[v] == WHITE:
+                found = visit(v)
+                if found:
+                    return found
+        stack.pop()
+        colour[u] = BLACK
+        return None
+
+    for n in deps:
+        if colour[n] == WHITE:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def validate_plan(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: Iterable[str] = NODE_TYPES,
+                  external_ids: Iterable[str] = ()) -> list[str]:
+    """Every rule the plan breaks, one readable line each (empty list: the plan is executable).
+
+    ``external_ids`` are nodes already in the graph that a sub-graph may depend on.
+    """
+    errors: list[str] = []
+    allowed = set(allowed_types)
+    external = set(external_ids)
+    if not nodes:
+        return ["the plan has no nodes"]
+    if len(nodes) > max_nodes:
+        errors.append(f"the plan has {len(nodes)} nodes, more than the budget of {max_nodes}")
+    ids = [n.id for n in nodes]
+    if any(not i for i in ids):
+        errors.append("a node has an empty id")
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        errors.append(f"ids used more than once: {', '.join(dupes)}")
+    clash = sorted(set(ids) & external)
+    if clash:
+        errors.append(f"ids already used in the graph: {', '.join(clash)}")
+    known = set(ids) | external
+    for n in nodes:
+        if n.type not in allowed:
+            errors.append(f"{n.id}: node type {n.type} is not allowed here (allowed: {', '.join(sorted(allowed))})")
+        missing = [d for d in n.dependencies if d not in known]
+        if missing:
+            errors.append(f"{n.id}: depends on unknown node(s) {', '.join(missing)}")
+        if not n.dependencies and n.type != "SEARCH":
+            errors.append(f"{n.id}: a root node must be a SEARCH node, not {n.type} (give it dependencies)")
+        if n.type == "REFINE" and len(n.dependencies) > 1:
+            errors.append(f"{n.id}: a REFINE node may have at most one parent, it has {len(n.dependencies)}")
+    cycle = find_cycle(nodes)
+    if cycle:
+        errors.append(f"the graph has a cycle: {' -> '.join(cycle)}")
+    if not any(n.type == "JUDGE" for n in nodes):
+        errors.append("the plan has no JUDGE node")
+    return errors
+
+
+def descendants(nodes: Iterable[NodeSpec], root: str) -> set[str]:
+    """Ids of every node reachable from ``root`` along dependency edges (parent -> child)."""
+    children: dict[str, list[str]] = {}
+    for n in nodes:
+        for d in n.dependencies:
+            children.setdefault(d, []).append(n.id)
+    out: set[str] = set()
+    todo = list(children.get(root, []))
+    while todo:
+        c = todo.pop()
+        if c not in out:
+            out.add(c)
+            todo.extend(children.get(c, []))
+    return out
+
+
+def prefix_subgraph(nodes: list[NodeSpec], prefix: str, external_ids: Iterable[str]) -> list[NodeSpec]:
+    """Rename a sub-graph's ids to ``prefix + id`` (dependencies on existing graph nodes are kept)."""
+    external = set(external_ids)
+    own = {n.id for n in nodes}
+    return [
+        NodeSpec(prefix + n.id, n.type, n.input, n.hint,
+                 [prefix + d if d in own and d not in external else d for d in n.dependencies])
+        for n in nodes
+    ]
+
+
+def count_types(nodes: Iterable[NodeSpec]) -> dict[str, int]:
+    counts = {t: 0 for t in NODE_TYPES}
+    for n in nodes:
+        counts[n.type] = counts.get(n.type, 0) + 1
+    return counts
