@@ -1,0 +1,233 @@
+"""EMULATE's algorithm (Figure 1), branch by branch, driven by a scripted LLM and an in-memory index."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.pipeline.methods import METHODS
+from veracity.pipeline.methods.emulate import (Classification, Helpful, QueryList, Ranking, SelfContained,
+                                               Sufficient, apply_ranking)
+from veracity.pipeline.runner import verify_one
+from veracity.pipeline.types import Claim, Label
+
+CLAIM = Claim("c1", "Alpha Tower was built in 1889.")
+
+ARTICLES = {
+    "Alpha": ["Alpha Tower is a tower in Paris.", "It was completed in 1889 for a fair."],
+    "Beta": ["Beta is a river in France."],
+    "Gamma": ["Gamma is a village near Alpha Tower."],
+    "Delta": ["Delta Tower was built in 1901."],
+}
+SCRIPTED = {"q1": ["Alpha", "Beta", "Gamma"], "q2": ["Delta", "Beta"], "q3": ["Gamma", "Delta"],
+            "q4": ["Beta"], "q5": ["Gamma"], "q6": ["Delta"]}
+
+
+def T(x: str) -> Classification:
+    return Classification(explanation=f"because {x}", label="True")
+
+
+def run(script, **params):
+    llm = ScriptedLLM(script)
+    searcher = FakeSearcher(ARTICLES, scripted=SCRIPTED)
+    spec = METHODS["emulate"]
+    verdict = __import__("asyncio").run(verify_one(CLAIM, spec, llm, searcher, spec.make_params(params)))
+    return verdict, llm, searcher
+
+
+def sc(*vals):
+    return [SelfContained(reasoning="r", self_contained=v) for v in vals]
+
+
+def hp(*vals):
+    return [Helpful(reasoning="r", helpful=v) for v in vals]
+
+
+def su(*vals):
+    return [Sufficient(reasoning="r", sufficient=v) for v in vals]
+
+
+def test_sufficient_evidence_stops_early_with_the_ranked_first_result():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2"])],
+        "emulate.search_rank": [Ranking(ranking=[2, 1, 3])],
+        "emulate.self_contained_check": sc(True),
+        "emulate.det_helpful": hp(True),
+        "emulate.sufficient_evidence": su(True),
+        "emulate.classifier": [T("beta")],
+    })
+    assert verdict.label is Label.SUPPORTED
+    assert searcher.queries == ["q1"]  # stopped before q2
+    assert searcher.opened == ["Beta"]  # SearchRank put result 2 first; nothing else read
+    assert [e.passage_id for e in verdict.evidence] == ["Beta#0"]
+    assert llm.roles() == ["emulate.initial_query_gen", "emulate.search_rank", "emulate.self_contained_check",
+                           "emulate.det_helpful", "emulate.sufficient_evidence", "emulate.classifier"]
+    # SearchRank saw title + snippet of every result
+    rank_prompt = llm.of("emulate.search_rank")[0].prompt
+    assert "1. Alpha: Alpha Tower is a tower in Paris." in rank_prompt and "3. Gamma:" in rank_prompt
+    # trace: tool calls and every LLM call recorded
+    assert [t.tool for t in verdict.trace.tool_calls] == ["search", "open_page"]
+    assert len(verdict.trace.llm_calls) == 6
+
+
+def test_helpful_but_insufficient_pushes_new_queries_to_the_front_and_breaks():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3]), Ranking(ranking=[1, 2])],
+        "emulate.self_contained_check": sc(True, True),
+        "emulate.det_helpful": hp(True, True),
+        "emulate.sufficient_evidence": su(False, True),
+        "emulate.additional_query_gen": [QueryList(queries=["q3"])],
+        "emulate.classifier": [T("alpha and gamma")],
+    })
+    assert searcher.queries == ["q1", "q3"]  # q3 went before the waiting q2
+    assert searcher.opened == ["Alpha", "Gamma"]  # break: Beta (q1's second result) never read
+    assert [e.title for e in verdict.evidence] == ["Alpha", "Alpha", "Gamma"]
+    # the additional queries were asked with the helpful page in the evidence
+    assert "Alpha Tower is a tower in Paris." in llm.of("emulate.additional_query_gen")[0].prompt
+
+
+def test_not_helpful_moves_on_to_the_next_result():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3])],
+        "emulate.self_contained_check": sc(True, True),
+        "emulate.det_helpful": hp(False, True),
+        "emulate.sufficient_evidence": su(True),
+        "emulate.classifier": [T("beta")],
+    })
+    assert searcher.opened == ["Alpha", "Beta"]
+    assert [e.title for e in verdict.evidence] == ["Beta"]  # Alpha was not kept
+    assert llm.count("emulate.sufficient_evidence") == 1  # only asked after a helpful page
+
+
+def _deferred_script(deferred_sufficient: bool):
+    return {
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3])],
+        "emulate.self_contained_check": sc(False, True),  # Alpha deferred, Beta comprehensible
+        "emulate.det_helpful": hp(True),
+        "emulate.sufficient_evidence": su(False, deferred_sufficient),
+        "emulate.additional_query_gen": [QueryList(queries=[])],  # nothing more to search
+        "emulate.classifier": [Classification(explanation="e", label="False")],
+    }
+
+
+def test_not_self_contained_result_is_deferred_and_can_settle_the_claim_at_the_end():
+    verdict, llm, searcher = run(_deferred_script(True))
+    assert verdict.label is Label.REFUTED
+    assert searcher.queries == ["q1"]
+    # the deferred page was tried together with the memory bank, after the loop
+    last_sufficient = llm.of("emulate.sufficient_evidence")[-1].prompt
+    assert "Page: Beta" in last_sufficient and "Page: Alpha" in last_sufficient
+    assert [e.title for e in verdict.evidence] == ["Beta", "Alpha", "Alpha"]
+    assert llm.of("emulate.classifier")[0].prompt.count("Page: ") == 2
+    ends = [e for e in verdict.trace.events if e["kind"] == "emulate.classify"]
+    assert ends[0]["reason"].startswith("deferred page")
+
+
+def test_deferred_results_that_do_not_help_leave_the_final_classifier_on_the_memory_bank():
+    verdict, llm, searcher = run(_deferred_script(False))
+    assert [e.title for e in verdict.evidence] == ["Beta"]
+    assert "Page: Alpha" not in llm.of("emulate.classifier")[0].prompt
+    assert llm.count("emulate.sufficient_evidence") == 2
+
+
+@pytest.mark.parametrize("budget", [4, 2])
+def test_query_budget_is_respected(budget):
+    n_results = budget  # one result read per query (MAX_SEARCH_RESULTS_PER_QUERY = 1 here)
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2", "q3", "q4", "q5", "q6"])],
+        "emulate.search_rank": lambda m: Ranking(ranking=[]),
+        "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
+        "emulate.classifier": [T("knowledge")],
+    }, max_search_queries=budget, max_search_results_per_query=1)
+    assert searcher.queries == ["q1", "q2", "q3", "q4", "q5", "q6"][:budget]
+    assert len(searcher.opened) == n_results
+    assert verdict.evidence == []  # nothing helpful: classifier on an empty memory bank
+    assert llm.roles()[-1] == "emulate.classifier"
+
+
+def test_default_parameters_are_the_papers():
+    p = METHODS["emulate"].make_params()
+    assert (p.max_search_queries, p.max_search_results_per_query) == (4, 2)
+
+
+def test_at_most_max_results_per_query_are_read():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[3, 2, 1])],
+        "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
+        "emulate.classifier": [T("none")],
+    })
+    assert searcher.opened == ["Gamma", "Beta"]  # 2 of 3, in SearchRank's order
+
+
+def test_no_search_rank_keeps_search_order():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
+        "emulate.classifier": [T("none")],
+    }, search_rank=False)
+    assert llm.count("emulate.search_rank") == 0
+    assert searcher.opened == ["Alpha", "Beta"]
+
+
+def test_no_self_contained_check_treats_every_page_as_self_contained():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3])],
+        "emulate.det_helpful": hp(True),
+        "emulate.sufficient_evidence": su(True),
+        "emulate.classifier": [T("alpha")],
+    }, self_contained_check=False)
+    assert llm.count("emulate.self_contained_check") == 0
+    assert [e.title for e in verdict.evidence] == ["Alpha", "Alpha"]
+
+
+def test_search_rank_output_is_sanitised():
+    assert apply_ranking([5, 2, 2, 0, -1], 3) == [1, 0, 2]  # out of range and repeats ignored, rest appended
+    assert apply_ranking([], 2) == [0, 1]
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[9, 3, 3])],
+        "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
+        "emulate.classifier": [T("none")],
+    })
+    assert searcher.opened == ["Gamma", "Alpha"]
+
+
+def test_pages_already_read_are_not_reopened_and_pages_are_capped():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q5"])],  # q5 returns Gamma again
+        "emulate.search_rank": [Ranking(ranking=[3, 1, 2])],
+        "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
+        "emulate.classifier": [T("none")],
+    }, page_max_words=4)
+    assert searcher.queries == ["q1", "q5"]
+    assert searcher.opened == ["Gamma", "Alpha"]  # q5's only result was already read
+    page_prompt = llm.of("emulate.det_helpful")[1].prompt
+    assert "Alpha Tower is a ..." in page_prompt and "1889" not in page_prompt.split("New page: Alpha")[1]
+
+
+def test_prompts_put_shared_evidence_first_and_the_task_last():
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": lambda m: Ranking(ranking=[1, 2, 3]),
+        "emulate.self_contained_check": sc(True, True),
+        "emulate.det_helpful": hp(True, True),
+        "emulate.sufficient_evidence": su(False, True),
+        "emulate.additional_query_gen": [QueryList(queries=["q2"])],
+        "emulate.classifier": [T("x")],
+    })
+    helpful = llm.of("emulate.det_helpful")[1].messages[-1]["content"]
+    assert helpful.index("Evidence collected so far") < helpful.index("Claim:") < helpful.index("New page:")
+    assert helpful.rstrip().endswith("Answer helpful true or false.")
+    # the two agents judging one page share everything up to their task
+    check = llm.of("emulate.self_contained_check")[1].messages[-1]["content"]
+    assert check.rsplit("Task:", 1)[0] == helpful.rsplit("Task:", 1)[0]
