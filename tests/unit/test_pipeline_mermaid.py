@@ -1,0 +1,189 @@
+"""MERMAID: ReAct stop conditions, evidence memory reuse and persistence, ablations."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.pipeline.memory import EvidenceMemory, normalize_key
+from veracity.pipeline.methods import METHODS
+from veracity.pipeline.methods.mermaid import Decomposition, FinalVerdict, ReactStep, Triplet
+from veracity.pipeline.runner import verify_one
+from veracity.pipeline.types import Claim, Evidence, Label
+
+ARTICLES = {
+    "Eiffel Tower": ["The Eiffel Tower is a wrought-iron tower in Paris.", "It was completed in 1889."],
+    "Paris": ["Paris is the capital of France."],
+    "Berlin": ["Berlin is the capital of Germany."],
+}
+
+
+def step(action, argument="", label=None, cited=()):
+    return ReactStep(thought=f"I will {action}", action=action, argument=argument, label=label,
+                     cited_passages=list(cited))
+
+
+def decomp(subject="Eiffel Tower", obj="Paris"):
+    return Decomposition(triplets=[Triplet(subject=subject, relation="located in", object=obj, attributions=[])],
+                         keywords=[subject])
+
+
+def run(claim, script, *, searcher=None, shared=None, **params):
+    llm = ScriptedLLM(script)
+    searcher = searcher or FakeSearcher(ARTICLES)
+    spec = METHODS["mermaid"]
+    verdict = asyncio.run(verify_one(claim, spec, llm, searcher, spec.make_params(params),
+                                     shared if shared is not None else {}))
+    return verdict, llm, searcher
+
+
+def test_stops_on_finish_and_cites_only_observed_passages(tmp_path):
+    verdict, llm, searcher = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": [step("search", "Eiffel Tower Paris"),
+                             step("finish", label="SUPPORTED", cited=["Eiffel Tower#0", "Nowhere#3"])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    assert verdict.label is Label.SUPPORTED
+    assert llm.roles() == ["mermaid.decomposer", "mermaid.executor", "mermaid.executor"]
+    assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#0"]  # unknown id ignored
+    assert [t.tool for t in verdict.trace.tool_calls] == ["search"]
+    assert verdict.trace.summary()["llm_calls"] == 3
+    # the second step saw the first step's observation, appended to the same conversation
+    second = llm.of("mermaid.executor")[1].messages
+    assert second[:2] == llm.of("mermaid.executor")[0].messages[:2]  # prefix kept (server prefix cache)
+    assert "[Eiffel Tower#0] Eiffel Tower" in second[-1]["content"]
+
+
+def test_stops_at_t_max_and_forces_a_final_verdict(tmp_path):
+    verdict, llm, searcher = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": lambda m: step("search", "tower"),
+        "mermaid.final": [FinalVerdict(explanation="ran out", label="NOT_ENOUGH_INFO", cited_passages=["Paris#0"])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    assert llm.count("mermaid.executor") == 5  # paper's T_max
+    assert llm.count("mermaid.final") == 1
+    assert len(verdict.trace.tool_calls) == 5
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.explanation == "ran out"
+    assert verdict.evidence == []  # Paris#0 was never observed ("tower" does not match it)
+
+
+def test_t_max_is_a_parameter(tmp_path):
+    verdict, llm, _ = run(Claim("c1", "x"), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": lambda m: step("open_page", "Paris"),
+        "mermaid.final": [FinalVerdict(explanation="e", label="SUPPORTED", cited_passages=["Paris#0"])],
+    }, t_max=2, memory_path=str(tmp_path / "m.sqlite"))
+    assert llm.count("mermaid.executor") == 2
+    assert [t.tool for t in verdict.trace.tool_calls] == ["open_page", "open_page"]
+    assert [e.passage_id for e in verdict.evidence] == ["Paris#0"]
+
+
+def test_finish_without_label_asks_for_the_final_verdict(tmp_path):
+    verdict, llm, _ = run(Claim("c1", "x"), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": [step("finish")],
+        "mermaid.final": [FinalVerdict(explanation="e", label="REFUTED", cited_passages=[])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    assert verdict.label is Label.REFUTED
+    assert llm.roles() == ["mermaid.decomposer", "mermaid.executor", "mermaid.final"]
+
+
+def _memory_aware_executor(messages):
+    """Finish at once when recalled evidence about the tower is in the prompt, else search twice first."""
+    opening = messages[1]["content"]
+    if "Evidence recalled from memory" in opening and "Eiffel Tower#1" in opening:
+        return step("finish", label="SUPPORTED", cited=["Eiffel Tower#1"])
+    searches = sum(1 for m in messages if m["role"] == "assistant")
+    if searches == 0:
+        return step("search", "Eiffel Tower")
+    if searches == 1:
+        return step("open_page", "Eiffel Tower")
+    return step("finish", label="SUPPORTED", cited=["Eiffel Tower#1"])
+
+
+def _two_claims(tmp_path, **params):
+    shared: dict = {}
+    script = {"mermaid.decomposer": lambda m: decomp(), "mermaid.executor": _memory_aware_executor}
+    v1, _, s = run(Claim("a", "The Eiffel Tower is in Paris."), script, shared=shared,
+                   memory_path=str(tmp_path / "m.sqlite"), **params)
+    v2, _, _ = run(Claim("b", "The Eiffel Tower was completed in 1889."), script, searcher=s, shared=shared,
+                   memory_path=str(tmp_path / "m.sqlite"), **params)
+    return v1, v2
+
+
+def test_memory_reuse_makes_fewer_tool_calls_for_a_second_claim_about_the_same_entity(tmp_path):
+    v1, v2 = _two_claims(tmp_path)
+    assert len(v1.trace.tool_calls) == 2 and v1.trace.memory_hits == []
+    assert len(v2.trace.tool_calls) < len(v1.trace.tool_calls)
+    assert len(v2.trace.tool_calls) == 0
+    assert {h["passage_id"] for h in v2.trace.memory_hits} >= {"Eiffel Tower#0", "Eiffel Tower#1"}
+    assert "eiffel tower" in v2.trace.memory_hits[0]["keys"]
+    assert [e.passage_id for e in v2.evidence] == ["Eiffel Tower#1"]  # cited from recalled evidence
+    assert v2.trace.summary()["memory_hits"] >= 2
+
+
+def test_no_memory_ablation_searches_again(tmp_path):
+    v1, v2 = _two_claims(tmp_path, memory=False)
+    assert len(v2.trace.tool_calls) == len(v1.trace.tool_calls) == 2
+    assert v2.trace.memory_hits == []
+    assert not (tmp_path / "m.sqlite").exists()
+
+
+def test_no_decomposer_ablation(tmp_path):
+    verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.executor": [step("finish", label="SUPPORTED")],
+    }, decomposer=False, memory_path=str(tmp_path / "m.sqlite"))
+    assert llm.count("mermaid.decomposer") == 0
+    assert "Facts to check" not in llm.calls[0].prompt
+    with_d, llm2, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.decomposer": [decomp()], "mermaid.executor": [step("finish", label="SUPPORTED")],
+    }, memory_path=str(tmp_path / "m2.sqlite"))
+    assert "(Eiffel Tower | located in | Paris)" in llm2.of("mermaid.executor")[0].prompt
+
+
+def test_memory_persists_across_instances_on_one_sqlite_file(tmp_path):
+    path = tmp_path / "mem.sqlite"
+    ev = [Evidence("Eiffel Tower#1", "Eiffel Tower", "It was completed in 1889.", 2.0),
+          Evidence("Paris#0", "Paris", "Paris is the capital of France.", 1.0)]
+    m1 = EvidenceMemory(path, namespace="idx")
+    assert m1.store(ev, keys=["Paris", "capital"]) == 2
+    assert m1.store(ev[:1]) == 0  # already known
+    m1.close()
+    m2 = EvidenceMemory(path, namespace="idx")
+    hits = m2.recall(["Eiffel Tower"], "")
+    assert [h.evidence.passage_id for h in hits] == ["Eiffel Tower#1"]
+    assert hits[0].evidence.text == "It was completed in 1889."
+    # keys found in the claim text also recall (no decomposition needed); more matched keys rank first
+    hits = m2.recall([], "Is Paris the capital of France?")
+    assert [h.evidence.passage_id for h in hits] == ["Paris#0"] and set(hits[0].keys) == {"paris", "capital"}
+    assert m2.stats() == {"passages": 2, "keys": 3}
+    # another index's memory is separate
+    assert EvidenceMemory(path, namespace="other").recall(["Eiffel Tower"], "Eiffel Tower") == []
+
+
+def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp_path):
+    assert normalize_key("  The Eiffel-Tower! ") == "the eiffel tower"
+    m = EvidenceMemory(tmp_path / "m.sqlite")
+    m.store([Evidence("Berlin#0", "Berlin", "Berlin is the capital of Germany.")], keys=["EIFFEL tower", "Germany"])
+    assert m.recall(["germany"]) and not m.recall(["Eiffel Tower"])
+
+
+class BagOfWords:
+    VOCAB = ["tower", "iron", "paris", "river", "capital", "germany"]
+
+    def encode(self, texts):
+        return np.array([[t.lower().count(w) for w in self.VOCAB] for t in texts], dtype=np.float32) + 1e-3
+
+
+def test_semantic_recall_finds_evidence_without_a_shared_key(tmp_path):
+    path = tmp_path / "m.sqlite"
+    m = EvidenceMemory(path, encoder=BagOfWords())
+    m.store([Evidence("Eiffel Tower#0", "Eiffel Tower", "A wrought iron tower in Paris."),
+             Evidence("Berlin#0", "Berlin", "Berlin is the capital of Germany.")])
+    claim = "Which iron tower stands in paris?"
+    assert m.recall([], claim) == []  # no key in common
+    sem = EvidenceMemory(path, semantic=True, encoder=BagOfWords(), similarity_threshold=0.8)
+    hits = sem.recall([], claim)
+    assert [h.evidence.passage_id for h in hits] == ["Eiffel Tower#0"] and hits[0].similarity > 0.8
