@@ -384,8 +384,13 @@ def read_fever(paths: Sequence[Path]) -> list[Record]:
 def read_claim_label_jsonl(prefix: str) -> Reader:
     """FIRE's flattened files ``{"claim", "label"}`` (one atomic claim per line, no ids).
 
-    Ids are ``<prefix>-<line number>`` so a claim can be found in the file. Labels are mapped by the
-    variant (FIRE: "true"/"false" strings or JSON booleans; BingCheck: the 4-way labels).
+    Ids are ``<prefix>-<line number>`` so a claim can be found in the file. Label mappings:
+    - FIRE's binary files (FacTool-KBQA, BingCheck data/data_full, Factcheck-Bench, FELM-WK), labels
+      "true"/"false" or JSON booleans: true -> SUPPORTED, false -> REFUTED.
+    - BingCheck's 4-way file: variant "emulate" (EMULATE's convention) supported -> SUPPORTED,
+      refuted -> REFUTED, partially supported and not supported dropped; variant "4way" supported and
+      partially supported -> SUPPORTED (as FIRE's binarisation), refuted -> REFUTED, not supported
+      (the annotators found no evidence) -> NOT_ENOUGH_INFO.
     """
 
     def read(paths: Sequence[Path]) -> list[Record]:
@@ -399,6 +404,7 @@ def read_claim_label_jsonl(prefix: str) -> Reader:
                         obj["label"], where))
         return out
 
+    read.__doc__ = read_claim_label_jsonl.__doc__
     return read
 
 
@@ -474,6 +480,7 @@ def read_factbench_segments(source: str) -> Reader:
                             lab, f"{where} claim {j}"))
         return out
 
+    read.__doc__ = read_factbench_segments.__doc__
     return read
 
 
@@ -512,6 +519,7 @@ def read_liar(split: str) -> Reader:
                 out.append((Claim(id=cid, text=_text(row[2], where, fmt, "statement"), meta=meta), row[1], where))
         return out
 
+    read.__doc__ = read_liar.__doc__
     return read
 
 
@@ -576,6 +584,7 @@ def read_sheepdog(split: str) -> Reader:
             out.append((Claim(id=f"sheepdog-{split}-{lineno}", text=text, meta=meta), obj["label"], where))
         return out
 
+    read.__doc__ = read_sheepdog.__doc__
     return read
 
 
@@ -614,6 +623,7 @@ def read_chandleru11(site: str, split: str) -> Reader:
             out.append((Claim(id=row["id"], text=text, meta=meta), row["label"], where))
         return out
 
+    read.__doc__ = read_chandleru11.__doc__
     return read
 
 
@@ -981,6 +991,10 @@ def load_dataset(
     Label names); for a named dataset it overrides entries of the variant's mapping (e.g.
     ``"partially supported=drop"``). ``hops`` (HoVer only) keeps claims with those ``num_hops``.
     """
+    # options first: a bad option is reported before any file is looked up
+    if limit is not None and limit < 1:
+        raise DataError(f"limit must be a positive number of claims, got {limit}", hint="e.g. --limit 100")
+    hop_set = _normalise_hops(hops)
     if name.startswith("jsonl:"):
         path = Path(name[len("jsonl:"):]).expanduser()
         if not path.is_file():
@@ -1003,9 +1017,6 @@ def load_dataset(
         mapping = dict(var.label_map)
         mapping.update(parse_label_map(label_map) or {})
         reader, ds_name, var_name, created = var.reader, spec.name, var.name, var.created or spec.created
-    if limit is not None and limit < 1:
-        raise DataError(f"limit must be a positive number of claims, got {limit}", hint="e.g. --limit 100")
-    hop_set = _normalise_hops(hops)
 
     records = reader(files)
 
