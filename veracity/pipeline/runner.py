@@ -329,6 +329,7 @@ async def run_claims(
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
     claims = list(claims)
     stats = RunStats(out_path=out_path, total=len(claims), rejected=list(rejected))
     done_ids = read_done_ids(out_path)

@@ -1,0 +1,202 @@
+"""Batch runner: bad input lines, duplicate ids, atomic appends, resume, endpoint failure; baselines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.errors import ConfigError, DataError, EndpointError, LLMOutputError
+from veracity.pipeline.methods import METHODS, get_method
+from veracity.pipeline.methods.direct import DirectJudgement
+from veracity.pipeline.methods.rag import RagJudgement
+from veracity.pipeline.runner import (ResultWriter, make_claim, read_claims_jsonl, read_done_ids, run_claims,
+                                      verify_one)
+from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Label
+
+ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
+
+
+def judge(label="SUPPORTED"):
+    return lambda messages: DirectJudgement(explanation="known fact", label=label)
+
+
+def claims(n):
+    return [Claim(f"c{i}", f"Claim number {i} is true.") for i in range(n)]
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path):
+    p = tmp_path / "claims.jsonl"
+    rows = [
+        b'{"id": "a", "claim": "Paris is in France."}',
+        b"this is not json",
+        b'{"id": "b"}',
+        b'{"id": "c", "claim": "   "}',
+        b'{"id": "d", "claim": "' + b"x" * (MAX_CLAIM_CHARS + 1) + b'"}',
+        b'{"id": "e", "claim": "caf\xe9 au lait"}',
+        b"",
+        b'["claim"]',
+        b'{"claim": "No id here.", "label": "SUPPORTED"}',
+        b'{"id": 7, "claim": "Integer ids are fine.", "date": "2020-01-01"}',
+    ]
+    p.write_bytes(b"\n".join(rows) + b"\n")
+    got = read_claims_jsonl(p)
+    assert [c.id for c in got.claims] == ["a", got.claims[1].id, "7"]
+    assert got.claims[1].meta == {"label": "SUPPORTED"} and len(got.claims[1].id) == 12
+    assert got.claims[2].date == "2020-01-01"
+    reasons = {r.line: r.reason for r in got.rejected}
+    assert sorted(reasons) == [2, 3, 4, 5, 6, 8]
+    assert reasons[2].startswith("not JSON") and reasons[3] == "no `claim` field"
+    assert reasons[4] == "empty claim" and "over the limit" in reasons[5]
+    assert reasons[6].startswith("not UTF-8 (byte 0xe9") and reasons[8].startswith("not a JSON object")
+    assert str(got.rejected[0]) == f"{p}:2: {reasons[2]}"
+
+
+def test_duplicate_ids_are_an_error_naming_the_lines(tmp_path):
+    p = tmp_path / "claims.jsonl"
+    p.write_text('{"id": "x", "claim": "one"}\n{"id": "y", "claim": "two"}\n{"id": "x", "claim": "three"}\n')
+    with pytest.raises(DataError, match=r"duplicate id 'x' on lines 1, 3"):
+        read_claims_jsonl(p)
+    with pytest.raises(DataError, match="does not exist"):
+        read_claims_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_single_claim_validation():
+    with pytest.raises(DataError, match="empty claim"):
+        make_claim("   ")
+    with pytest.raises(DataError, match="over the limit"):
+        make_claim("y" * (MAX_CLAIM_CHARS + 1))
+    assert make_claim("A claim.").id == make_claim("A claim. ").id  # stable default ids
+
+
+def test_run_writes_one_line_per_claim_with_its_own_trace_and_resumes(tmp_path):
+    out = tmp_path / "out" / "results.jsonl"
+    llm = ScriptedLLM({"direct.judge": judge()})
+    stats = asyncio.run(run_claims(claims(6), "direct", llm, None, out, concurrency=3))
+    assert (stats.done, stats.skipped, stats.failed) == (6, 0, [])
+    rows = lines(out)
+    assert sorted(r["id"] for r in rows) == [f"c{i}" for i in range(6)]
+    for r in rows:
+        assert {"id", "claim", "label", "explanation", "evidence", "trace", "method"} <= set(r)
+        calls = r["trace"]["llm_calls"]
+        assert len(calls) == 1 and calls[0]["role"] == "direct.judge" and calls[0]["prompt_tokens"] > 0
+        assert r["claim"] == f"Claim number {r['id'][1:]} is true."  # each line holds its own claim
+        assert r["trace"]["summary"]["llm_calls"] == 1  # concurrent claims did not share usage records
+    assert stats.prompt_tokens > 0 and stats.claims_per_min > 0
+    manifest = json.loads((out.parent / "results.jsonl.manifest.json").read_text())
+    assert manifest["method"] == "direct" and manifest["params"] == {"max_tokens": 256}
+    # resume: nothing to do the second time, nothing duplicated
+    llm2 = ScriptedLLM({"direct.judge": judge()})
+    again = asyncio.run(run_claims(claims(8), "direct", llm2, None, out, concurrency=3))
+    assert (again.skipped, again.done) == (6, 2) and llm2.count("direct.judge") == 2
+    assert sorted(r["id"] for r in lines(out)) == [f"c{i}" for i in range(8)]
+
+
+def test_resume_cuts_a_torn_last_line(tmp_path):
+    out = tmp_path / "r.jsonl"
+    good = json.dumps({"id": "c0", "label": "SUPPORTED"})
+    out.write_text(good + "\n" + '{"id": "c1", "lab')
+    assert read_done_ids(out) == {"c0"}
+    assert out.read_text() == good + "\n"
+    llm = ScriptedLLM({"direct.judge": judge()})
+    asyncio.run(run_claims(claims(3), "direct", llm, None, out, concurrency=2))
+    assert sorted(r["id"] for r in lines(out)) == ["c0", "c1", "c2"]
+    # a complete last object missing only its newline is kept
+    out.write_text(good)
+    assert read_done_ids(out) == {"c0"} and out.read_text() == good + "\n"
+    # corruption in the middle is not guessed at
+    out.write_text(good + "\nnot json\n" + good + "\n")
+    with pytest.raises(DataError, match=r"r.jsonl:2"):
+        read_done_ids(out)
+
+
+def test_endpoint_failure_stops_the_run_keeps_results_and_a_rerun_completes(tmp_path):
+    out = tmp_path / "r.jsonl"
+    answered = []
+
+    def die_after_three(role, messages):
+        if len(answered) >= 3:
+            raise EndpointError("model endpoint http://x/v1 failed 5 times (ConnectError)")
+        answered.append(role)
+
+    llm = ScriptedLLM({"direct.judge": judge()}, fail=die_after_three)
+    with pytest.raises(EndpointError) as info:
+        asyncio.run(run_claims(claims(10), "direct", llm, None, out, concurrency=2))
+    stats = info.value.stats
+    assert stats.done == 3 and stats.stopped
+    written = [r["id"] for r in lines(out)]
+    assert len(written) == 3
+    llm2 = ScriptedLLM({"direct.judge": judge()})
+    again = asyncio.run(run_claims(claims(10), "direct", llm2, None, out, concurrency=4))
+    assert again.skipped == 3 and again.done == 7
+    ids = [r["id"] for r in lines(out)]
+    assert sorted(ids) == sorted(f"c{i}" for i in range(10)) and len(ids) == len(set(ids))
+
+
+def test_a_claim_whose_output_never_validates_is_listed_and_not_written(tmp_path):
+    out = tmp_path / "r.jsonl"
+
+    def reply(messages):
+        if "number 2 " in messages[-1]["content"]:
+            raise LLMOutputError("direct.judge: the reply did not validate against DirectJudgement")
+        return DirectJudgement(explanation="e", label="REFUTED")
+
+    stats = asyncio.run(run_claims(claims(4), "direct", ScriptedLLM({"direct.judge": reply}), None, out))
+    assert stats.done == 3 and [cid for cid, _ in stats.failed] == ["c2"]
+    assert "LLMOutputError" in stats.failed[0][1]
+    assert "c2" not in {r["id"] for r in lines(out)}
+
+
+def test_resuming_with_another_method_is_refused(tmp_path):
+    out = tmp_path / "r.jsonl"
+    asyncio.run(run_claims(claims(1), "direct", ScriptedLLM({"direct.judge": judge()}), None, out))
+    with pytest.raises(ConfigError, match="resuming would mix"):
+        asyncio.run(run_claims(claims(1), "rag", ScriptedLLM({}), FakeSearcher(ARTICLES), out))
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    w = ResultWriter(tmp_path / "r.jsonl")
+    big = "z" * 20_000
+
+    def write(t):
+        for i in range(25):
+            w.append({"id": f"{t}-{i}", "pad": big})
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    w.close()
+    rows = lines(tmp_path / "r.jsonl")
+    assert len(rows) == 100 and all(r["pad"] == big for r in rows)
+
+
+def test_rag_cites_only_passages_it_was_shown():
+    llm = ScriptedLLM({"rag.judge": [RagJudgement(explanation="Paris passage", label="SUPPORTED",
+                                                   cited_passages=["Paris#0", "Madrid#0", "Paris#0"])]})
+    spec = get_method("rag")
+    v = asyncio.run(verify_one(Claim("c", "Paris is the capital of France"), spec, llm, FakeSearcher(ARTICLES),
+                               spec.make_params({"k": 2})))
+    assert v.label is Label.SUPPORTED and [e.passage_id for e in v.evidence] == ["Paris#0"]
+    assert v.trace.tool_calls[0].tool == "search" and v.trace.tool_calls[0].hits[0] == "Paris#0"
+    prompt = llm.calls[0].messages[-1]["content"]
+    assert prompt.index("[Paris#0]") < prompt.index("Claim: Paris is the capital")  # evidence first, claim last
+
+
+def test_methods_registry_and_parameters():
+    assert {"direct", "rag", "mermaid", "emulate"} <= set(METHODS)
+    assert METHODS["rag"].make_params().k == 5 and METHODS["mermaid"].make_params().t_max == 5
+    with pytest.raises(ConfigError, match="no parameter"):
+        METHODS["rag"].make_params({"t_max": 3})
+    with pytest.raises(ConfigError, match="unknown method"):
+        get_method("oracle")
+    with pytest.raises(ConfigError, match="needs an index"):
+        asyncio.run(run_claims(claims(1), "rag", ScriptedLLM({}), None, "/tmp/never-written.jsonl"))
