@@ -1,0 +1,135 @@
+"""`veracity verify` and the Verifier API with a scripted model (no server, no real index)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.cli._common import run_main
+from veracity.cli.verify import parse_params, verify
+from veracity.errors import ConfigError, IndexDirError
+from veracity.pipeline.api import Verifier, open_index
+from veracity.pipeline.methods.direct import DirectJudgement
+from veracity.pipeline.methods.rag import RagJudgement
+from veracity.pipeline.types import Label
+
+ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Every Verifier talks to one scripted model instead of an endpoint."""
+    llm = ScriptedLLM({
+        "direct.judge": lambda m: DirectJudgement(explanation="It is well known.", label="REFUTED"),
+        "rag.judge": lambda m: RagJudgement(explanation="The passage says so.", label="SUPPORTED",
+                                            cited_passages=["Paris#0"]),
+    })
+
+    @contextlib.asynccontextmanager
+    async def client(self, concurrency):
+        yield llm
+
+    monkeypatch.setattr(Verifier, "_client", client)
+    return llm
+
+
+def run_cli(args, monkeypatch, capsys):
+    """Run like the installed `veracity` command: library errors become one line + hint."""
+    group = click.Group("veracity", commands={"verify": verify})
+    monkeypatch.setattr(sys, "argv", ["veracity", "verify", *args])
+    code = 0
+    try:
+        run_main(group)
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_help_lists_methods_ablations_and_an_example():
+    res = CliRunner().invoke(verify, ["--help"])
+    assert res.exit_code == 0
+    for text in ("direct|rag|mermaid|emulate", "--no-memory", "--no-decomposer", "--no-search-rank",
+                 "--no-self-contained-check", "veracity verify -i claims.jsonl -o results.jsonl"):
+        assert text in res.output
+
+
+def test_bad_invocations_are_one_clear_line(monkeypatch, capsys, tmp_path):
+    code, _, err = run_cli(["   "], monkeypatch, capsys)
+    assert code == 1 and "error: cannot verify this claim: empty claim" in err and "Traceback" not in err
+    code, _, err = run_cli(["x", "-i", "f.jsonl"], monkeypatch, capsys)
+    assert code == 2 and "either a CLAIM or -i FILE" in err
+    code, _, err = run_cli(["-i", "f.jsonl"], monkeypatch, capsys)
+    assert code == 2 and "-i needs -o" in err
+    code, _, err = run_cli(["x", "--method", "rag", "--index", str(tmp_path / "nope")], monkeypatch, capsys)
+    assert code == 1 and "does not exist" in err and "veracity index build demo" in err
+    code, _, err = run_cli(["x", "--method", "rag", "--index", str(tmp_path)], monkeypatch, capsys)
+    assert code == 1 and "is not a veracity index" in err
+    code, _, err = run_cli(["x", "--method", "direct", "--no-memory"], monkeypatch, capsys)
+    assert code == 2 and "method direct has no parameter memory" in err
+    code, _, err = run_cli(["x", "--param", "oops"], monkeypatch, capsys)
+    assert code == 2 and "is not key=value" in err
+
+
+def test_single_claim_json_and_panel(scripted, monkeypatch, capsys):
+    code, out, err = run_cli(["Paris is in Spain.", "--method", "direct", "--endpoint", "http://x/v1", "--json"],
+                             monkeypatch, capsys)
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["label"] == "REFUTED" and obj["claim"] == "Paris is in Spain."
+    assert {"id", "explanation", "evidence", "trace"} <= set(obj)
+    assert obj["trace"]["llm_calls"][0]["role"] == "direct.judge"
+    code, out, err = run_cli(["Paris is in Spain.", "--method", "direct", "--endpoint", "http://x/v1"],
+                             monkeypatch, capsys)
+    assert code == 0 and "REFUTED" in out and "It is well known." in out
+
+
+def test_batch_reports_bad_lines_and_resumes(scripted, monkeypatch, capsys, tmp_path):
+    src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
+    src.write_text('{"id": "a", "claim": "one"}\n{"claim": ""}\n{"id": "b", "claim": "two"}\n')
+    args = ["-i", str(src), "-o", str(out), "--method", "direct", "--endpoint", "http://x/v1", "--concurrency", "2"]
+    code, stdout, err = run_cli(args, monkeypatch, capsys)
+    assert code == 0, err
+    assert f"{src}:2: empty claim" in err
+    assert "2 written, 0 already done, 0 failed, 1 bad lines" in stdout
+    code, stdout, err = run_cli(args + ["--json"], monkeypatch, capsys)
+    summary = json.loads(stdout)
+    assert summary["written"] == 0 and summary["skipped"] == 2 and summary["rejected_lines"] == 1
+    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()) == ["a", "b"]
+
+
+def test_duplicate_ids_in_a_batch_fail_before_any_work(scripted, monkeypatch, capsys, tmp_path):
+    src = tmp_path / "claims.jsonl"
+    src.write_text('{"id": "a", "claim": "one"}\n{"id": "a", "claim": "two"}\n')
+    code, _, err = run_cli(["-i", str(src), "-o", str(tmp_path / "r.jsonl"), "--method", "direct",
+                            "--endpoint", "http://x/v1"], monkeypatch, capsys)
+    assert code == 1 and "duplicate id 'a' on lines 1, 2" in err
+    assert scripted.calls == []
+
+
+def test_verifier_api_with_a_searcher_object(scripted):
+    v = Verifier(method="rag", index=FakeSearcher(ARTICLES), endpoint="http://x/v1", k=1)
+    verdict = v.verify("Paris is the capital of France.")
+    assert verdict.label is Label.SUPPORTED and [e.passage_id for e in verdict.evidence] == ["Paris#0"]
+    stats = v.verify_many(["Paris is the capital of France.", {"id": "z", "claim": "Berlin is in Germany."}])
+    assert stats.done == 2 and [r["claim"] for r in stats.results] == ["Paris is the capital of France.",
+                                                                        "Berlin is in Germany."]
+    assert stats.results[1]["id"] == "z"
+
+
+def test_default_index_and_parameters(tmp_path, monkeypatch):
+    from veracity.config import Settings
+
+    with pytest.raises(IndexDirError, match="no index given") as info:
+        open_index(None, Settings(home=tmp_path))
+    assert "veracity index build demo" in info.value.hint
+    assert parse_params(("t_max=3", "memory_path=/tmp/m.sqlite", "semantic_memory=true")) == {
+        "t_max": 3, "memory_path": "/tmp/m.sqlite", "semantic_memory": True}
+    with pytest.raises(ConfigError):
+        Verifier(method="emulate", index=FakeSearcher(ARTICLES), endpoint="http://x", t_max=3)
