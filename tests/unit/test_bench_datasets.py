@@ -414,6 +414,10 @@ def test_generic_jsonl(tmp_path):
     assert a.date == "2020-01-02" and a.meta == {"source": "x", "orig_label": True}
     assert ds.labels == (S, R) and ds.created is None and ds.name == f"jsonl:{p}"
     assert ds.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
+    # default mapping (Label names): the label set is what the file uses, here binary
+    names = write(tmp_path / "names.jsonl", '{"claim": "a", "label": "supported"}\n{"claim": "b", "label": "REFUTED"}\n')
+    plain = load_dataset(f"jsonl:{names}")
+    assert [g for _, g in plain.claims] == [S, R] and plain.labels == (S, R)
 
 
 def test_empty_selection_and_duplicates(tmp_path):

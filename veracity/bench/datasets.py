@@ -473,7 +473,7 @@ def read_factbench_segments(source: str) -> Reader:
             if not isinstance(claims, list) or not isinstance(labels, list) or len(claims) != len(labels):
                 raise DataError(f"{where}: expected {fmt} with equally long lists claims/claim_labels",
                                 hint="use the FactBench release of Factcheck-GPT")
-            for j, (text, lab) in enumerate(zip(claims, labels), 1):
+            for j, (text, lab) in enumerate(zip(claims, labels, strict=True), 1):
                 meta = {"prompt": obj.get("prompt"), "response": obj["response"],
                         "response_label": obj.get("response_label")}
                 out.append((Claim(id=f"{source}-{lineno}-{j}", text=_text(text, where, fmt), meta=meta),
@@ -513,7 +513,7 @@ def read_liar(split: str) -> Reader:
                     "subject": row[3], "speaker": row[4], "job_title": row[5], "state": row[6],
                     "party": row[7], "context": row[13],
                     "credit_history": dict(zip(
-                        ("barely-true", "false", "half-true", "mostly-true", "pants-fire"), row[8:13])),
+                        ("barely-true", "false", "half-true", "mostly-true", "pants-fire"), row[8:13], strict=True)),
                 }
                 cid = row[0][:-5] if row[0].endswith(".json") else row[0]
                 out.append((Claim(id=cid, text=_text(row[2], where, fmt, "statement"), meta=meta), row[1], where))
@@ -668,8 +668,9 @@ def read_kkush_gossipcop(paths: Sequence[Path]) -> list[Record]:
 def read_generic_jsonl(paths: Sequence[Path]) -> list[Record]:
     """A user's JSONL file: one {"id", "claim", "label"} object per line (``date`` and other fields optional).
 
-    Labels map through the ``label_map`` given to :func:`load_dataset` (default: the Label names,
-    case-insensitive). ``id`` defaults to ``<file stem>-<line>``; ``date`` goes to Claim.date; every other
+    Labels map through the ``label_map`` given to :func:`load_dataset` (orig -> Label; default: the
+    Label names, case-insensitive, SUPPORTED -> SUPPORTED etc., and the label set is then the labels the
+    file uses). ``id`` defaults to ``<file stem>-<line>``; ``date`` goes to Claim.date; every other
     field is kept in meta.
     """
     fmt = 'claims JSONL ({"id", "claim", "label"} per line)'
@@ -1063,7 +1064,12 @@ def load_dataset(
         pairs = pairs[:limit]
 
     digests = {str(p): _sha256(p) for p in files}
-    used = {lab for lab in mapping.values() if lab is not None}
+    # the label set: the mapping's targets; a JSONL file read with the default mapping (the Label
+    # names) uses the labels its records hold, so a two-label file is scored as a binary set
+    if name.startswith("jsonl:") and label_map is None:
+        used = {gold for _, gold in pairs}
+    else:
+        used = {lab for lab in mapping.values() if lab is not None}
     labels = tuple(lab for lab in Label if lab in used)
     return Dataset(
         name=ds_name, variant=var_name, claims=pairs, labels=labels, source_files=list(files),

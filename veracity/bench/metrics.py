@@ -28,7 +28,7 @@ def _as_label(value: Label | str) -> Label:
     try:
         return Label(str(value))
     except ValueError:
-        raise ValueError(f"not a label: {value!r} (expected one of {', '.join(l.value for l in Label)})") from None
+        raise ValueError(f"not a label: {value!r} (expected one of {', '.join(lab.value for lab in Label)})") from None
 
 
 def _div(num: float, den: float) -> float:
@@ -43,7 +43,7 @@ def _ordered(labels: Iterable[Label]) -> list[Label]:
 
 def accuracy(gold: Sequence[Label | str], pred: Sequence[Label | str]) -> float:
     _check_lengths(gold, pred)
-    return _div(sum(_as_label(g) == _as_label(p) for g, p in zip(gold, pred)), len(gold))
+    return _div(sum(_as_label(g) == _as_label(p) for g, p in zip(gold, pred, strict=True)), len(gold))
 
 
 def confusion_matrix(gold: Sequence[Label | str], pred: Sequence[Label | str],
@@ -57,7 +57,7 @@ def confusion_matrix(gold: Sequence[Label | str], pred: Sequence[Label | str],
     order = [_as_label(lab) for lab in labels]
     index = {lab: i for i, lab in enumerate(order)}
     m = [[0] * len(order) for _ in order]
-    for g, p in zip(gold, pred):
+    for g, p in zip(gold, pred, strict=True):
         gi, pj = index.get(_as_label(g)), index.get(_as_label(p))
         if gi is not None and pj is not None:
             m[gi][pj] += 1
@@ -85,7 +85,7 @@ def per_class(gold: Sequence[Label | str], pred: Sequence[Label | str],
     p = [_as_label(x) for x in pred]
     out: dict[Label, ClassScores] = {}
     for lab in (_as_label(x) for x in labels):
-        tp = sum(1 for a, b in zip(g, p) if a == lab and b == lab)
+        tp = sum(1 for a, b in zip(g, p, strict=True) if a == lab and b == lab)
         support = sum(1 for a in g if a == lab)
         predicted = sum(1 for b in p if b == lab)
         precision = _div(tp, predicted)
@@ -172,7 +172,7 @@ def orig_label_breakdown(orig_labels: Sequence[Any], pred: Sequence[Label | str]
     "partially supported": ``{orig: {predicted Label value: count}}``, originals in first-seen order."""
     _check_lengths(orig_labels, pred)
     out: dict[str, Counter[str]] = {}
-    for o, p in zip(orig_labels, pred):
+    for o, p in zip(orig_labels, pred, strict=True):
         out.setdefault(str(o), Counter())[_as_label(p).value] += 1
     return {o: {lab.value: c[lab.value] for lab in Label if c[lab.value]} for o, c in out.items()}
 
