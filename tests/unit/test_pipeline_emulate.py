@@ -135,18 +135,21 @@ def test_deferred_results_that_do_not_help_leave_the_final_classifier_on_the_mem
 
 @pytest.mark.parametrize("budget", [4, 2])
 def test_query_budget_is_respected(budget):
-    n_results = budget  # one result read per query (MAX_SEARCH_RESULTS_PER_QUERY = 1 here)
+    # every page helps but never suffices, so AdditionalQueryGen keeps the queue full: only the budget stops
     verdict, llm, searcher = run({
-        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2", "q3", "q4", "q5", "q6"])],
-        "emulate.search_rank": lambda m: Ranking(ranking=[]),
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2", "q3"])],
         "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
-        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
-        "emulate.classifier": [T("knowledge")],
-    }, max_search_queries=budget, max_search_results_per_query=1)
-    assert searcher.queries == ["q1", "q2", "q3", "q4", "q5", "q6"][:budget]
-    assert len(searcher.opened) == n_results
-    assert verdict.evidence == []  # nothing helpful: classifier on an empty memory bank
-    assert llm.roles()[-1] == "emulate.classifier"
+        "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=True),
+        "emulate.sufficient_evidence": lambda m: Sufficient(reasoning="r", sufficient=False),
+        "emulate.additional_query_gen": lambda m: QueryList(queries=["q4", "q5", "q6"]),
+        "emulate.classifier": [T("what was collected")],
+    }, max_search_queries=budget, max_search_results_per_query=1, search_rank=False)
+    # q4 runs twice (pushed to the front twice); the second time Beta was already read
+    assert searcher.queries == ["q1", "q4", "q4", "q5"][:budget]
+    assert searcher.opened == {4: ["Alpha", "Beta", "Gamma"], 2: ["Alpha", "Beta"]}[budget]
+    assert llm.roles()[-1] == "emulate.classifier" and llm.count("emulate.classifier") == 1
+    assert {e.title for e in verdict.evidence} == set(searcher.opened)  # classifier on what was collected
+    assert llm.count("emulate.additional_query_gen") == len(searcher.opened)
 
 
 def test_default_parameters_are_the_papers():

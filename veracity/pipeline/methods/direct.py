@@ -20,7 +20,7 @@ class DirectParams:
 
 # -- role: direct.judge ------------------------------------------------------------------------
 class DirectJudgement(BaseModel):
-    explanation: str = Field(description="one or two sentences of reasoning")
+    explanation: str = Field(max_length=600, description="one or two sentences of reasoning")
     label: LabelName
 
 

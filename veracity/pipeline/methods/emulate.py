@@ -43,7 +43,7 @@ the agent's task last, so the agents judging one page share a prompt prefix on t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -79,31 +79,34 @@ class Page:
 
 
 # -- output models of the seven agents -----------------------------------------------------------
+Reasoning = Annotated[str, Field(max_length=400)]
+
+
 class QueryList(BaseModel):  # InitialQueryGen, AdditionalQueryGen
-    queries: list[str] = Field(description="short search queries, most useful first")
+    queries: list[Annotated[str, Field(max_length=120)]] = Field(max_length=3, description="short search queries, most useful first")
 
 
 class Ranking(BaseModel):  # SearchRank
-    ranking: list[int] = Field(description="result numbers, most relevant and credible first")
+    ranking: list[int] = Field(max_length=10, description="result numbers, most relevant and credible first")
 
 
 class SelfContained(BaseModel):  # SelfContainedCheck
-    reasoning: str
+    reasoning: Reasoning
     self_contained: bool
 
 
 class Helpful(BaseModel):  # DetHelpful
-    reasoning: str
+    reasoning: Reasoning
     helpful: bool
 
 
 class Sufficient(BaseModel):  # SufficientEvidence
-    reasoning: str
+    reasoning: Reasoning
     sufficient: bool
 
 
 class Classification(BaseModel):  # Classifier
-    explanation: str
+    explanation: Annotated[str, Field(max_length=600)]
     label: Literal["True", "False"]
 
 

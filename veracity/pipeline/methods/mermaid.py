@@ -22,7 +22,7 @@ adds embedding-similarity recall (the paper's open question).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -50,16 +50,19 @@ class MermaidParams:
 
 
 # -- role: mermaid.decomposer ------------------------------------------------------------------
+Short = Annotated[str, Field(max_length=160)]
+
+
 class Triplet(BaseModel):
-    subject: str
-    relation: str
-    object: str
-    attributions: list[str] = Field(description="qualifiers of the fact: time, place, quantity, source")
+    subject: Short
+    relation: Short
+    object: Short
+    attributions: list[Short] = Field(max_length=3, description="qualifiers of the fact: time, place, quantity, source")
 
 
 class Decomposition(BaseModel):
-    triplets: list[Triplet] = Field(description="the atomic facts the claim asserts")
-    keywords: list[str] = Field(description="topical keywords: named entities and domain terms")
+    triplets: list[Triplet] = Field(max_length=4, description="the atomic facts the claim asserts")
+    keywords: list[Short] = Field(max_length=6, description="topical keywords: named entities and domain terms")
 
 
 DECOMPOSER_SYSTEM = (
@@ -84,17 +87,17 @@ def entity_keys(d: Decomposition | None) -> list[str]:
 
 # -- role: mermaid.executor --------------------------------------------------------------------
 class ReactStep(BaseModel):
-    thought: str = Field(description="what is known so far and what is still missing")
+    thought: str = Field(max_length=500, description="what is known so far and what is still missing")
     action: Literal["search", "open_page", "finish"]
-    argument: str = Field(description="search: the query; open_page: an exact article title; finish: empty")
+    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
     label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
-    cited_passages: list[str] = Field(description="finish only: ids of the passages the verdict relies on")
+    cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
 class FinalVerdict(BaseModel):
-    explanation: str = Field(description="short reasoning grounded in the observed passages")
+    explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
     label: LabelName
-    cited_passages: list[str] = Field(description="ids of the passages the verdict relies on")
+    cited_passages: list[Short] = Field(max_length=5, description="ids of the passages the verdict relies on")
 
 
 EXECUTOR_SYSTEM = (

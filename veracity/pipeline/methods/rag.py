@@ -7,6 +7,7 @@ shown (exact dictionary lookup) and any id not among them is ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -25,9 +26,9 @@ class RagParams:
 
 # -- role: rag.judge ---------------------------------------------------------------------------
 class RagJudgement(BaseModel):
-    explanation: str = Field(description="one or two sentences of reasoning grounded in the passages")
+    explanation: str = Field(max_length=600, description="one or two sentences of reasoning grounded in the passages")
     label: LabelName
-    cited_passages: list[str] = Field(description="ids of the passages the verdict relies on, e.g. 'Title#0'")
+    cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="ids of the passages the verdict relies on, e.g. 'Title#0'")
 
 
 RAG_SYSTEM = (
