@@ -71,6 +71,10 @@ class Verifier:
         self.settings = settings or Settings()
         self.spec = get_method(method)
         self.params = self.spec.make_params(params)
+        if getattr(self.params, "memory_path", "unset") is None:  # evidence memory under this settings' home
+            from veracity.pipeline.memory import default_memory_path
+
+            self.params.memory_path = str(default_memory_path(self.settings))
         self.searcher = open_index(index, self.settings) if (self.spec.needs_index or index is not None) else None
         self.endpoint = endpoint
         self.model = model
