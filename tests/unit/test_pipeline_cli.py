@@ -98,10 +98,13 @@ def test_batch_reports_bad_lines_and_resumes(scripted, monkeypatch, capsys, tmp_
     assert code == 0, err
     assert f"{src}:2: empty claim" in err
     assert "2 written, 0 already done, 0 failed, 1 bad lines" in stdout
-    code, stdout, err = run_cli(args + ["--json"], monkeypatch, capsys)
-    summary = json.loads(stdout)
-    assert summary["written"] == 0 and summary["skipped"] == 2 and summary["rejected_lines"] == 1
+    code, stdout, err = run_cli(args + ["--json"], monkeypatch, capsys)  # resume: nothing left to do
+    assert code == 0 and stdout == "" and "0 written, 2 already done" in err
     assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()) == ["a", "b"]
+    src.write_text(src.read_text() + '{"id": "c", "claim": "three"}\n')
+    code, stdout, err = run_cli(args + ["--json"], monkeypatch, capsys)
+    objs = [json.loads(x) for x in stdout.splitlines()]  # one object per new claim, as written
+    assert [o["id"] for o in objs] == ["c"] and {"label", "explanation", "evidence", "trace"} <= set(objs[0])
 
 
 def test_duplicate_ids_in_a_batch_fail_before_any_work(scripted, monkeypatch, capsys, tmp_path):

@@ -93,7 +93,7 @@ class _MethodChoice(click.Choice):
 @click.option("--no-self-contained-check", is_flag=True, help="EMULATE ablation: treat every page as self-contained.")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
-              "explanation, evidence, trace).")
+              "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params, no_memory,
            no_decomposer, no_search_rank, no_self_contained_check, cache, as_json) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
@@ -146,7 +146,8 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
     for bad in loaded.rejected:
         err_console.print(f"[yellow]skipped[/] {bad}", highlight=False, soft_wrap=True)
     try:
-        stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json)
+        stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
+                                     on_result=print_json if as_json else None)
     except EndpointError as exc:
         st = getattr(exc, "stats", None)
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
@@ -154,12 +155,7 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         return
     for cid, why in stats.failed:
         err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
-    if as_json:
-        print_json({"out": str(output_path), "total": stats.total, "written": stats.done, "skipped": stats.skipped,
-                    "failed": len(stats.failed), "rejected_lines": len(stats.rejected),
-                    "claims_per_min": round(stats.claims_per_min, 2), "tokens_per_s": round(stats.tokens_per_s, 1)})
-        return
-    console.print(
+    (err_console if as_json else console).print(
         f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
         f"{len(stats.rejected)} bad lines → {output_path}  "
         f"({stats.claims_per_min:.1f} claims/min, {stats.tokens_per_s:.0f} tokens/s)", highlight=False)

@@ -148,7 +148,7 @@ class Verifier:
         return ClaimsFile(out, [])
 
     async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
-                           progress: bool = False) -> RunStats:
+                           progress: bool = False, on_result: Any = None) -> RunStats:
         loaded = self.load_claims(claims)
         n = concurrency or self.concurrency
         with contextlib.ExitStack() as stack:
@@ -161,7 +161,8 @@ class Verifier:
                 stats = await run_claims(loaded.claims, self.spec, llm, self.searcher, out_path, concurrency=n,
                                          params=self.params, shared=self.shared, rejected=loaded.rejected,
                                          progress=progress, exclude_titles=self.exclude_titles,
-                                         search_mode=self.search_mode, write_manifest=out is not None)
+                                         search_mode=self.search_mode, write_manifest=out is not None,
+                                         on_result=on_result)
             if out is None:
                 import json
 
@@ -171,10 +172,11 @@ class Verifier:
         return stats
 
     def verify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
-                    progress: bool = False) -> RunStats:
+                    progress: bool = False, on_result: Any = None) -> RunStats:
         """Verify many claims; with ``out`` results are appended there (resumable), else kept in
-        ``stats.results`` (input order)."""
-        return asyncio.run(self.averify_many(claims, out=out, concurrency=concurrency, progress=progress))
+        ``stats.results`` (input order). ``on_result(record)`` is called as each result is written."""
+        return asyncio.run(self.averify_many(claims, out=out, concurrency=concurrency, progress=progress,
+                                             on_result=on_result))
 
     def close(self) -> None:
         for value in self.shared.values():
