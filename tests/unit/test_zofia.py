@@ -1,0 +1,279 @@
+"""ZoFia end-to-end with a scripted LLM, an in-memory index and a bag-of-words encoder: retrieval, the
+agents, debate termination, ablations and bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+
+from veracity.pipeline.methods.base import MethodContext
+from veracity.pipeline.methods.zofia import (
+    ClaimVerification,
+    DebateDecision,
+    DirectDecision,
+    LINGUIST_DIMENSIONS,
+    SPEC,
+    relevant_chunks,
+    verify_zofia,
+)
+from veracity.pipeline.tools import Tools
+from veracity.pipeline.types import Claim, Label, Trace
+
+from tests.unit._stub_llm_tz import StubLLM, StubSearcher
+
+
+class BagOfWords:
+    """Deterministic stand-in encoder: hashed bag of lower-case words, L2-normalised."""
+
+    dim = 256
+
+    def encode(self, texts):
+        out = np.zeros((len(texts), self.dim))
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+
+PAGES = {
+    "Paris": ["Paris is the capital and largest city of France. It hosts fashion week every year. "
+              "Paris is known for its museums."],
+    "Paris, Texas": ["Paris is a city in Lamar County, Texas, United States. It has a replica tower. "
+                     "Its population is about 25,000."],
+    "Jamie Foxx": ["Jamie Foxx is an American actor and singer. He won an Academy Award. He was born in Texas."],
+    "Katie Holmes": ["Katie Holmes is an American actress. She starred in Dawson's Creek."],
+    "Foxx and Holmes": ["Jamie Foxx and Katie Holmes were reported to be dating for years. "
+                        "A representative for Jamie Foxx denied the engagement rumors with Katie Holmes in Paris."],
+}
+
+ARTICLE = ("Jamie Foxx is reportedly ready to marry Katie Holmes. The couple plans a wedding in Paris during "
+           "fashion week. Sources close to the couple told a tabloid about the plans.")
+
+
+def entities(*items):
+    return {"entities": [{"text": t, "type": ty, "confidence": c} for t, ty, c in items]}
+
+
+def scripted(judge=("FAKE",), ents=None, **extra):
+    def judge_h(messages, model, i):
+        if model is DirectDecision:
+            return {"reason": "direct", "decision": "REAL"}
+        d = judge[min(i, len(judge) - 1)]
+        return {"reason": f"round {i + 1}", "decision": d}
+
+    h = {
+        "zofia.entities": [ents or entities(("Jamie Foxx", "PER", 0.97), ("Katie Holmes", "PER", 0.95),
+                                            ("Paris", "LOC", 0.9), ("tabloid", "MISC", 0.3))],
+        "zofia.linguist": lambda msgs, model, i: {"analysis": "vague sourcing", "reflects": "FAKE"},
+        "zofia.expert_triage": [{"domain": "entertainment", "expert_role": "entertainment journalist"}],
+        "zofia.expert": [{"knowledge_concordance": "relies on anonymous sources",
+                          "logical_integrity": "leaps from rumors to marriage"}],
+        "zofia.claim_extractor": [{"core_claim": "Jamie Foxx plans to marry Katie Holmes in Paris.",
+                                   "subclaims": ["Jamie Foxx and Katie Holmes have been dating for years."]}],
+        "zofia.claim_verifier": [{"reasoning": "a representative denied it", "label": "REFUTES",
+                                  "quoted_evidence": ["A representative for Jamie Foxx denied the engagement rumors"]}],
+        "zofia.pro": lambda msgs, model, i: {"rebuttal": "" if i == 0 else f"pro rebuts {i}", "points": [f"pro point {i}"]},
+        "zofia.con": lambda msgs, model, i: {"rebuttal": f"con rebuts {i}", "points": [f"con point {i}"]},
+        "zofia.judge": judge_h,
+    }
+    h.update(extra)
+    return h
+
+
+def make_ctx(llm, pages=None, shared=None, **params):
+    trace = Trace()
+    searcher = StubSearcher(dict(PAGES if pages is None else pages))
+    ctx = MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace, params=SPEC.make_params(params),
+                        shared={"zofia.encoder": BagOfWords(), **(shared or {})})
+    return ctx, searcher
+
+
+def events(trace, kind):
+    return [e for e in trace.events if e["kind"] == kind]
+
+
+async def test_full_pipeline_with_debate_ending_on_judge_ruling():
+    llm = StubLLM(scripted(judge=("CONTINUE", "CONTINUE", "FAKE")))
+    ctx, searcher = make_ctx(llm)
+    verdict = await verify_zofia(Claim("n1", ARTICLE), ctx)
+    assert verdict.label == Label.REFUTED and verdict.method == "zofia"
+    # entities: the LLM extractor (no ner_model) and the dynamic threshold dropped the 0.3 entity at λ=0.8
+    assert events(ctx.trace, "zofia.entities")[0]["extractor"] == "llm"
+    thr = events(ctx.trace, "zofia.threshold")[0]
+    assert thr["threshold"] == 0.8 and [k["text"] for k in thr["kept"]] == ["Jamie Foxx", "Katie Holmes", "Paris"]
+    kw = events(ctx.trace, "zofia.keywords")[0]
+    assert kw["keywords"] and set(kw["keywords"]) <= {"Jamie Foxx", "Katie Holmes", "Paris"}
+    assert all("saliency" in s for s in kw["saliency"]) and kw["mmr_steps"]
+    # debate: stops at the judge's first ruling, 3 rounds of pro / con / judge
+    assert llm.roles().count("zofia.pro") == 3 and llm.roles().count("zofia.con") == 3
+    assert llm.roles().count("zofia.judge") == 3
+    rounds = events(ctx.trace, "zofia.debate_round")
+    assert [r["decision"] for r in rounds] == ["CONTINUE", "CONTINUE", "FAKE"]
+    pro_calls = [c for c in llm.calls if c.role == "zofia.pro"]
+    con_calls = [c for c in llm.calls if c.role == "zofia.con"]
+    assert pro_calls[0].messages[-1]["content"].endswith("Debate starts.")
+    assert "## Linguistic analysis" in pro_calls[0].messages[-1]["content"]  # the evidence pool
+    assert "pro point 0" in con_calls[0].messages[-1]["content"]  # con answers pro's argument
+    assert "con point 0" in pro_calls[1].messages[-1]["content"]  # pro rebuts con's last argument
+    judge_calls = [c for c in llm.calls if c.role == "zofia.judge"]
+    assert "= ROUND 2 =" in judge_calls[1].messages[-1]["content"]  # the judge sees the whole history
+    # linguist: 5 isolated sessions, one dimension each
+    ling = [c for c in llm.calls if c.role == "zofia.linguist"]
+    assert len(ling) == 5 and len({c.messages[-1]["content"].split("Feature: ")[1] for c in ling}) == 5
+    assert all(len(c.messages) == 2 for c in ling)
+    # expert role chosen from the text
+    exp = next(c for c in llm.calls if c.role == "zofia.expert")
+    assert "renowned entertainment journalist" in exp.messages[0]["content"]
+    # claim verifier got relevant chunks of the conjunctive web results
+    ver = [c for c in llm.calls if c.role == "zofia.claim_verifier"]
+    assert ver and "denied the engagement rumors" in ver[0].messages[-1]["content"]
+    web = events(ctx.trace, "zofia.web")
+    assert web and all(pid.startswith("Foxx and Holmes") for pid in web[-1]["kept"])
+    assert any(e.title == "Foxx and Holmes" for e in verdict.evidence)
+    assert ctx.trace.tool_calls and {t.role for t in ctx.trace.tool_calls} >= {"zofia.wiki", "zofia.web"}
+
+
+async def test_wikipedia_entry_is_disambiguated_by_context():
+    llm = StubLLM(scripted(ents=entities(("Paris", "LOC", 0.95))))
+    ctx, _ = make_ctx(llm, pages={k: v for k, v in PAGES.items() if k != "Paris"}
+                      | {"Paris (France)": PAGES["Paris"]})
+    text = "Designers flock to Paris for fashion week. The capital of France hosts museums and shows."
+    verdict = await verify_zofia(Claim("n2", text), ctx)
+    dis = events(ctx.trace, "zofia.disambiguation")[0]
+    assert set(dis["candidates"]) >= {"Paris (France)", "Paris, Texas"}
+    assert dis["chosen"] == "Paris (France)"
+    sims = dict(zip(dis["candidates"], dis["similarity"]))
+    assert sims["Paris (France)"] > sims["Paris, Texas"]
+    wiki = [e for e in verdict.evidence if e.title == "Paris (France)"]
+    # the first 3 sentences of the entry
+    assert wiki and wiki[0].text == ("Paris is the capital and largest city of France. It hosts fashion week every "
+                                     "year. Paris is known for its museums.")
+
+
+async def test_debate_is_capped_and_undecided_means_nei():
+    llm = StubLLM(scripted(judge=("CONTINUE",)))
+    ctx, _ = make_ctx(llm, max_debate_rounds=2)
+    verdict = await verify_zofia(Claim("n3", ARTICLE), ctx)
+    assert verdict.label == Label.NOT_ENOUGH_INFO
+    assert llm.roles().count("zofia.judge") == 2 and llm.roles().count("zofia.pro") == 2
+    assert events(ctx.trace, "zofia.decision")[0]["decision"] == "INSUFFICIENT"
+
+
+async def test_real_maps_to_supported_and_first_round_ruling_stops():
+    llm = StubLLM(scripted(judge=("REAL",)))
+    ctx, _ = make_ctx(llm)
+    verdict = await verify_zofia(Claim("n4", ARTICLE), ctx)
+    assert verdict.label == Label.SUPPORTED and llm.roles().count("zofia.pro") == 1
+
+
+async def test_no_entities_still_gets_a_verdict_without_retrieval():
+    llm = StubLLM(scripted(ents=entities(), judge=("FAKE",)))
+    ctx, searcher = make_ctx(llm)
+    verdict = await verify_zofia(Claim("n5", "it is said that something big will happen soon, believe it."), ctx)
+    assert verdict.label == Label.REFUTED
+    assert searcher.queries == [] and ctx.trace.tool_calls == []
+    assert "no entities" in events(ctx.trace, "zofia.no_entities")[0]["reason"]
+    assert "zofia.claim_verifier" not in llm.roles()  # nothing retrieved: claims are NEI without a call
+    claims = events(ctx.trace, "zofia.claims")[0]["claims"]
+    assert claims and all(c["label"] == "NOT ENOUGH INFO" for c in claims)
+
+
+async def test_nothing_checkable_gives_nei_with_reason():
+    llm = StubLLM(scripted(ents=entities()))
+    ctx, _ = make_ctx(llm, no_linguist=True, no_expert=True)
+    verdict = await verify_zofia(Claim("n6", "something will happen."), ctx)
+    assert verdict.label == Label.NOT_ENOUGH_INFO
+    reason = events(ctx.trace, "zofia.nothing_to_check")[0]["reason"]
+    assert "nothing could be checked" in reason and "no entities" in reason
+    assert "zofia.pro" not in llm.roles() and "zofia.judge" not in llm.roles()
+
+
+async def test_long_article_is_truncated_and_said_so():
+    long = ARTICLE + " " + " ".join(["filler"] * 500)
+    llm = StubLLM(scripted())
+    ctx, _ = make_ctx(llm, max_article_words=40)
+    await verify_zofia(Claim("n7", long), ctx)
+    ev = events(ctx.trace, "zofia.truncated")[0]
+    assert ev["kept"] == 40 and ev["words"] == len(long.split())
+    ling = next(c for c in llm.calls if c.role == "zofia.linguist")
+    shown = ling.messages[-1]["content"].split("News text:\n")[1].split("\n\nFeature:")[0]
+    assert len(shown.split()) == 40
+
+
+async def test_ablations_skip_their_component():
+    llm = StubLLM(scripted())
+    ctx, searcher = make_ctx(llm, no_web=True, no_debate=True, no_linguist=True)
+    verdict = await verify_zofia(Claim("n8", ARTICLE), ctx)
+    roles = llm.roles()
+    assert "zofia.pro" not in roles and "zofia.linguist" not in roles
+    assert roles.count("zofia.judge") == 1
+    assert next(c for c in llm.calls if c.role == "zofia.judge").output_model is DirectDecision
+    assert verdict.label == Label.SUPPORTED  # the scripted direct judge says REAL
+    assert not any(t.role == "zofia.web" for t in ctx.trace.tool_calls)
+    assert "zofia.claim_verifier" not in roles  # no web corpus -> claims cannot be verified
+    assert events(ctx.trace, "zofia.config")[0]["ablations"] == ["no_web", "no_linguist", "no_debate"]
+
+
+async def test_no_retrieval_at_all_skips_entity_extraction():
+    llm = StubLLM(scripted())
+    ctx, searcher = make_ctx(llm, no_wiki=True, no_web=True)
+    await verify_zofia(Claim("n9", ARTICLE), ctx)
+    assert "zofia.entities" not in llm.roles() and searcher.queries == []
+
+
+async def test_injected_token_classifier_is_used_instead_of_llm():
+    def ner(text):
+        i = text.index("Katie Holmes")
+        return [{"entity_group": "PER", "score": 0.99, "word": "Katie Holmes", "start": i, "end": i + 12}]
+
+    llm = StubLLM(scripted())
+    ctx, _ = make_ctx(llm, shared={"zofia.ner": ner})
+    await verify_zofia(Claim("n10", ARTICLE), ctx)
+    assert "zofia.entities" not in llm.roles()
+    assert events(ctx.trace, "zofia.entities")[0]["extractor"].startswith("token-classification")
+    assert events(ctx.trace, "zofia.keywords")[0]["keywords"] == ["Katie Holmes"]
+
+
+async def test_missing_ner_model_path_is_a_config_error():
+    from veracity.errors import ConfigError
+
+    ctx, _ = make_ctx(StubLLM(scripted()), ner_model="/nonexistent/ner")
+    with pytest.raises(ConfigError):
+        await verify_zofia(Claim("n11", ARTICLE), ctx)
+
+
+def test_rag_threshold_eq9():
+    q = np.array([1.0, 0.0])
+    chunks = np.array([[1.0, 0.0], [0.05, 1.0], [1.0, 1.0], [-1.0, 0.0]])
+    # cosines: 1.0, 0.0499, 0.7071, -1.0 -> top-3 = [0, 2, 1]; θ_sim = 0.1 drops chunk 1
+    rel = relevant_chunks(q, chunks, k=3, theta=0.1)
+    assert [j for j, _ in rel] == [0, 2]
+    assert relevant_chunks(q, chunks, k=1, theta=0.1) == [(0, pytest.approx(1.0))]
+
+
+def test_output_models_are_flat_enums():
+    assert DebateDecision.model_json_schema()["properties"]["decision"]["enum"] == ["REAL", "FAKE", "CONTINUE"]
+    assert ClaimVerification.model_json_schema()["properties"]["label"]["enum"] == \
+        ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+    assert len(LINGUIST_DIMENSIONS) == 5
+    p = SPEC.make_params()
+    assert (p.lambda_init, p.lambda_step, p.mmr_alpha, p.mmr_beta, p.mmr_gamma, p.theta_sim, p.web_k) == \
+        (0.8, 0.1, 0.3, 2.5, 0.5, 0.1, 10)
+
+
+async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
+    from veracity.pipeline.methods.zofia import web_search
+
+    ctx, _ = make_ctx(StubLLM({}))
+    found = await web_search(["Jamie Foxx", "Katie Holmes", "Paris"], ctx, set())
+    assert [e.passage_id for e in found] == ["Foxx and Holmes#0"]  # the only passage naming all three
+    found = await web_search(["Jamie Foxx", "Mars"], ctx, set())
+    assert {e.passage_id for e in found} == {"Jamie Foxx#0", "Foxx and Holmes#0"}
+    assert [w["keywords"] for w in events(ctx.trace, "zofia.web")][-2:] == [["Jamie Foxx", "Mars"], ["Jamie Foxx"]]
+    ctx2, _ = make_ctx(StubLLM({}), web_relax=False, exclude_titles=("Foxx and Holmes",))
+    assert await web_search(["Jamie Foxx", "Mars"], ctx2, set()) == []
+    assert await web_search(["Jamie Foxx"], ctx2, set()) == [e for e in found if e.title == "Jamie Foxx"]
