@@ -11,12 +11,16 @@ from veracity.pipeline.methods.direct import SPEC as DIRECT
 from veracity.pipeline.methods.emulate import SPEC as EMULATE
 from veracity.pipeline.methods.mermaid import SPEC as MERMAID
 from veracity.pipeline.methods.rag import SPEC as RAG
+from veracity.pipeline.methods.trification import SPEC as TRIFICATION
+from veracity.pipeline.methods.zofia import SPEC as ZOFIA
 
 METHODS: dict[str, MethodSpec] = {
     "direct": DIRECT,
     "rag": RAG,
     "mermaid": MERMAID,
     "emulate": EMULATE,
+    "trification": TRIFICATION,
+    "zofia": ZOFIA,
 }
 
 
