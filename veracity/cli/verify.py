@@ -89,13 +89,15 @@ class _MethodChoice(click.Choice):
               help="Method parameter, repeatable, e.g. --param t_max=3 --param max_tokens=256.")
 @click.option("--no-memory", is_flag=True, help="MERMAID ablation: no evidence memory.")
 @click.option("--no-decomposer", is_flag=True, help="MERMAID ablation: no claim decomposition.")
+@click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
+              "similarity (all-MiniLM-L6-v2), not only by entity keys.")
 @click.option("--no-search-rank", is_flag=True, help="EMULATE ablation: keep search order (no SearchRank).")
 @click.option("--no-self-contained-check", is_flag=True, help="EMULATE ablation: treat every page as self-contained.")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params, no_memory,
-           no_decomposer, no_search_rank, no_self_contained_check, cache, as_json) -> None:
+           no_decomposer, semantic_memory, no_search_rank, no_self_contained_check, cache, as_json) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -120,6 +122,8 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
     for name, on in flags.items():
         if on:
             overrides[name] = False
+    if semantic_memory:
+        overrides["semantic_memory"] = True
     single = None
     if claim is not None:
         from veracity.pipeline.runner import make_claim

@@ -100,7 +100,7 @@ class EvidenceMemory:
     """Key-value evidence memory (entity key -> passages) in one SQLite file; thread-safe."""
 
     def __init__(self, path: Path | str | None = None, *, namespace: str = "default", semantic: bool = False,
-                 encoder: Encoder | None = None, similarity_threshold: float = 0.5):
+                 encoder: Encoder | None = None, similarity_threshold: float = 0.45):
         self.path = Path(path) if path is not None else default_memory_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.namespace = namespace

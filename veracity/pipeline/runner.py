@@ -337,6 +337,7 @@ async def run_claims(
     stats.skipped = len(claims) - len(pending)
     if write_manifest:
         write_run_manifest(out_path, spec, params, llm, searcher)
+    own_shared = shared is None
     shared = shared if shared is not None else {}
     writer = ResultWriter(out_path)
     stop: list[EndpointError] = []
@@ -385,6 +386,10 @@ async def run_claims(
         for t in tasks:
             t.cancel()
         writer.close()
+        if own_shared:  # run-wide state this call opened (e.g. the evidence memory's SQLite connection)
+            for value in shared.values():
+                if callable(getattr(value, "close", None)):
+                    value.close()
         stats.elapsed_s = time.perf_counter() - t0
         if bar is not None:
             bar.stop()

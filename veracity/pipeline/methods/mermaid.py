@@ -43,7 +43,7 @@ class MermaidParams:
     memory: bool = True  # ablation --no-memory: False
     decomposer: bool = True  # ablation --no-decomposer: False
     semantic_memory: bool = False  # also recall stored evidence by embedding similarity
-    similarity_threshold: float = 0.5  # cosine threshold of semantic recall
+    similarity_threshold: float = 0.45  # cosine threshold of semantic recall (all-MiniLM-L6-v2 paraphrases score ~0.45-0.6)
     memory_k: int = 5  # most passages recalled from memory per claim
     memory_path: str | None = None  # SQLite file (default: ~/.veracity/memory/evidence.sqlite)
     max_tokens: int = 384  # completion budget per call
