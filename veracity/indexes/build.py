@@ -1,0 +1,366 @@
+"""Build an index directory from one or more corpus sources.
+
+Layout of ``DIR``::
+
+    manifest.json        what was built from what, how (written last)
+    passages.sqlite      passage id / FAISS row -> title, text (open_page, hit text)
+    bm25/                Lucene index (pyserini / Anserini), unless --no-bm25
+    dense/index.faiss    FAISS index over normalized embeddings, unless --no-dense
+    dense/ids.txt        passage id of FAISS row i on line i
+
+The build runs in ``.DIR.building`` next to ``DIR`` and is renamed into place at the end, so nothing
+half-written looks like an index. Stages: read + chunk + store + BM25 (restarted when interrupted),
+then embedding in shards (resumed where it stopped: run the same command again), then FAISS.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from veracity.errors import ConfigError, CorpusError, IndexDirError
+from veracity.indexes.dense import (DEFAULT_ENCODER, DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, Encoder,
+                                    build_faiss, canonical_encoder, embed_shards, estimate_resources, write_ids)
+from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
+                                       package_versions, write_manifest)
+from veracity.indexes.passages import Chunking, chunk_article
+from veracity.indexes.readers import FORMATS, SourceInfo, detect_format, read_articles, sha256_file
+from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
+
+STATE_FILE = "build-state.json"
+SHARDS_DIR = "dense-shards"
+
+Progress = Callable[[str, int, "int | None"], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    format: str
+
+
+@dataclass
+class BuildOptions:
+    bm25: bool = True
+    dense: bool = True
+    encoder: str = DEFAULT_ENCODER
+    faiss_factory: str = DEFAULT_FACTORY
+    chunking: Chunking = field(default_factory=Chunking)
+    limit: int | None = None          # at most this many passages in all
+    on_error: str = "raise"           # "skip": bad JSONL lines are skipped and counted
+    dump_date: str | None = None      # for sources whose format carries no date (JSONL, HoVer, FEVER)
+    overwrite: bool = False
+    shard_size: int = 4096
+    batch_size: int = 64
+    bm25_threads: int = 1
+
+    def key(self) -> dict:
+        """Options that change the result: a resumed build must have the same."""
+        return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
+                "faiss_factory": self.faiss_factory if self.dense else None, "chunking": self.chunking.to_dict(),
+                "limit": self.limit, "on_error": self.on_error, "dump_date": self.dump_date,
+                "shard_size": self.shard_size}
+
+
+def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Source]:
+    """Paths (or the word ``demo``) -> sources with their format; ``fmt`` applies to every path."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown --format {fmt!r}", hint=f"one of {', '.join(FORMATS)}")
+    out = []
+    for spec in specs:
+        if str(spec) == "demo":
+            from veracity.indexes.demo import demo_archive
+
+            out.append(Source(demo_archive(), "demo"))
+            continue
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            raise CorpusError(f"corpus source {path} does not exist or is not a file",
+                              hint="pass a Wikipedia dump (*.xml.bz2), a JSONL file, or `demo`")
+        out.append(Source(path.resolve(), detect_format(path) if fmt == "auto" else fmt))
+    if not out:
+        raise ConfigError("no corpus source given", hint="e.g. veracity index build demo --out DIR")
+    return out
+
+
+def _check_date(value: str | None) -> None:
+    if value is None:
+        return
+    try:
+        _dt.date.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"--dump-date must be YYYY-MM-DD, got {value!r}", hint="e.g. --dump-date 2017-10-01") from None
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise IndexDirError(f"output {out} exists and is not a directory", hint="pick another --out")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise IndexDirError(f"output directory {out} already exists", hint="pass --overwrite to replace it, "
+                                "or pick another --out")
+        if not (out / MANIFEST_FILE).exists():
+            raise IndexDirError(f"{out} is not empty and not an index: refusing to overwrite it",
+                                hint="pick another --out (only index directories are replaced)")
+
+
+def _source_fingerprint(sources: list[Source]) -> list[dict]:
+    out = []
+    for s in sources:
+        st = s.path.stat()
+        out.append({"path": str(s.path), "format": s.format, "bytes": st.st_size, "mtime": int(st.st_mtime)})
+    return out
+
+
+def build_dir_for(out: Path) -> Path:
+    return out.parent / f".{out.name}.building"
+
+
+def build_index(sources: list[Source], out: Path | str, options: BuildOptions | None = None, *,
+                progress: Progress | None = None, log: Callable[[str], None] | None = None,
+                on_shard: Callable[[int], None] | None = None) -> dict:
+    """Build the index; returns its manifest. Raises typed errors; an interrupted build resumes."""
+    options = options or BuildOptions()
+    out = Path(out).expanduser().resolve()
+    progress = progress or (lambda stage, done, total: None)
+    log = log or (lambda msg: None)
+    if not options.bm25 and not options.dense:
+        raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
+    _check_date(options.dump_date)
+    _prepare_out(out, options.overwrite)
+    encoder = Encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
+    if options.dense:
+        import faiss
+
+        try:
+            faiss.index_factory(encoder.dimension, options.faiss_factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError:
+            raise ConfigError(f"bad FAISS factory string {options.faiss_factory!r}",
+                              hint="e.g. --faiss-factory Flat | HNSW32 | IVF4096,PQ32") from None
+
+    work = build_dir_for(out)
+    key = hashlib.sha256(json.dumps({"sources": _source_fingerprint(sources), "options": options.key()},
+                                    sort_keys=True).encode()).hexdigest()
+    state_path = work / STATE_FILE
+    state = {}
+    if state_path.exists():
+        try:
+            state = json.loads(state_path.read_text())
+        except ValueError:
+            state = {}
+        if state.get("key") != key:
+            log(f"discarding a partial build of other sources/options in {work}")
+            shutil.rmtree(work)
+            state = {}
+        else:
+            log(f"resuming the partial build in {work}")
+    elif work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    state.setdefault("key", key)
+    state.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    state.setdefault("timings", {})
+
+    def save_state() -> None:
+        tmp = state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(state_path)
+
+    save_state()
+
+    # -- hashes (once; kept across resumes)
+    if "sources" not in state:
+        total = sum(s.path.stat().st_size for s in sources)
+        done = 0
+        infos = []
+        for s in sources:
+            def step(n: int) -> None:
+                nonlocal done
+                done += n
+                progress("hash", done, total)
+            info = SourceInfo(str(s.path), s.format, bytes=s.path.stat().st_size)
+            info.sha256 = sha256_file(s.path, step)
+            infos.append(info.to_dict())
+        state["sources"] = infos
+        save_state()
+
+    # -- stage 1: read, chunk, store, BM25
+    if not state.get("passages_done"):
+        rough = estimate_resources(_rough_passages(sources, options), encoder.dimension if encoder else 0,
+                                   options.faiss_factory, bm25=options.bm25, dense=options.dense)
+        log("rough estimate from the source size: " + format_estimate(rough))
+        t0 = time.perf_counter()
+        try:
+            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)  # nothing in stage 1 is worth resuming
+            raise
+        store_count = PassageStore(work / STORE_FILE).count
+        dt = time.perf_counter() - t0
+        state["timings"]["read_bm25_s"] = round(dt, 2)
+        state["timings"]["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
+        state["n_passages"] = store_count
+        state["passages_done"] = True
+        save_state()
+    n = state["n_passages"]
+    dim = encoder.dimension if encoder else 0
+    est = estimate_resources(n, dim, options.faiss_factory, bm25=options.bm25, dense=options.dense)
+    state["estimate"] = est
+    save_state()
+    log(f"estimate for {n} passages: " + format_estimate(est))
+
+    # -- stage 2: dense
+    dense_info = None
+    if options.dense:
+        store = PassageStore(work / STORE_FILE)
+        shards = work / SHARDS_DIR
+        t0 = time.perf_counter()
+        embedded = embed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
+                                batch_size=options.batch_size, progress=lambda d, t: progress("embed", d, t),
+                                on_shard=on_shard)
+        dt = time.perf_counter() - t0
+        if embedded:
+            state["timings"]["embed_passages_per_s"] = round(embedded / dt, 2) if dt > 0 else None
+            state["timings"]["embed_s"] = round(state["timings"].get("embed_s", 0) + dt, 2)
+        save_state()
+        t0 = time.perf_counter()
+        facts = build_faiss(shards, n, dim, options.faiss_factory, work / "dense" / FAISS_FILE,
+                            shard_size=options.shard_size, progress=lambda d, t: progress("faiss", d, t))
+        state["timings"]["faiss_s"] = round(time.perf_counter() - t0, 2)
+        write_ids(store.iter_ids(), work / "dense" / IDS_FILE)
+        store.close()
+        dense_info = {"dir": "dense", "faiss_file": f"dense/{FAISS_FILE}", "ids_file": f"dense/{IDS_FILE}",
+                      "encoder": encoder.name, "dimension": dim, "max_seq_length": encoder.max_seq_length,
+                      "normalized": True, "similarity": "inner product of L2-normalized vectors (cosine)",
+                      "faiss_factory": options.faiss_factory, "shard_size": options.shard_size, **facts}
+
+    finished = _dt.datetime.now(_dt.timezone.utc)
+    started = _dt.datetime.fromisoformat(state["started"])
+    manifest = {
+        "kind": MANIFEST_KIND,
+        "format_version": MANIFEST_VERSION,
+        "sources": state["sources"],
+        "dump_date": None,
+        "passages": n,
+        "articles": sum(s["articles"] for s in state["sources"]),
+        "chunking": options.chunking.to_dict(),
+        "limit": options.limit,
+        "passage_store": STORE_FILE,
+        "bm25": {"dir": "bm25", "engine": "Lucene (pyserini/Anserini)", "analyzer": "default English (Porter, stopwords)",
+                 "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4"} if options.bm25 else None,
+        "dense": dense_info,
+        "build": {"started": state["started"], "finished": finished.isoformat(timespec="seconds"),
+                  "seconds": round((finished - started).total_seconds(), 2), **state["timings"]},
+        "estimate": est,
+        "versions": package_versions(),
+    }
+    d = index_dump_date(manifest)
+    manifest["dump_date"] = d.isoformat() if d else None
+    if dense_info is not None:
+        shutil.rmtree(work / SHARDS_DIR, ignore_errors=True)
+    state_path.unlink(missing_ok=True)
+    write_manifest(work, manifest)
+    _move_into_place(work, out)
+    return manifest
+
+
+def _move_into_place(work: Path, out: Path) -> None:
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        out.rename(old)
+    work.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _read_into(work: Path, sources: list[Source], infos: list[dict], options: BuildOptions,
+               progress: Progress, log: Callable[[str], None]) -> list[dict]:
+    """Stage 1 from scratch: passages.sqlite + bm25/. Returns the source infos with counts filled."""
+    for stale in (work / STORE_FILE, work / "bm25"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
+    t0 = time.perf_counter()
+    writer = PassageWriter(work / STORE_FILE)
+    bm25 = None
+    if options.bm25:
+        from veracity.indexes.bm25 import BM25Writer
+
+        bm25 = BM25Writer(work / "bm25", threads=options.bm25_threads)
+    out_infos = []
+    limit = options.limit
+    duplicates = 0
+    try:
+        for source, raw in zip(sources, infos):
+            info = SourceInfo(**raw)
+            info.articles, info.skipped = 0, {}
+            for article in read_articles(source.path, source.format, info, on_error=options.on_error):
+                if limit is not None and writer.count >= limit:
+                    break
+                if writer.has_title(article.title):
+                    duplicates += 1
+                    info.skip("duplicate title")
+                    continue
+                passages = chunk_article(article, options.chunking)
+                if limit is not None:
+                    passages = passages[:limit - writer.count]
+                writer.add(passages)
+                if bm25 is not None:
+                    for p in passages:
+                        bm25.add(p)
+                if writer.count % 2000 < len(passages):
+                    writer.commit()
+                progress("passages", writer.count, limit)
+            if info.dump_date is None and options.dump_date:
+                info.dump_date, info.dump_date_from = options.dump_date, "user"
+            out_infos.append(info.to_dict())
+    finally:
+        writer.close()
+        if bm25 is not None:
+            bm25.close()
+    if writer.count == 0:
+        raise CorpusError("the corpus is empty: no passages were read from "
+                          + ", ".join(str(s.path) for s in sources),
+                          hint="check the file and --format (skipped: "
+                               + (", ".join(f"{k} {v}" for i in out_infos for k, v in i["skipped"].items()) or "none")
+                               + ")")
+    dt = time.perf_counter() - t0
+    progress("passages", writer.count, writer.count)
+    log(f"read {writer.count} passages from {sum(i['articles'] for i in out_infos)} articles in {dt:.1f} s"
+        + (f" ({duplicates} duplicate titles skipped)" if duplicates else ""))
+    return out_infos
+
+
+def _rough_passages(sources: list[Source], options: BuildOptions) -> int:
+    """Passage count guessed from file sizes (about 700 bytes of text per 100 words; bz2 ~ 1:5)."""
+    total = 0
+    for s in sources:
+        size = s.path.stat().st_size
+        ratio = 5 if s.path.suffix in (".bz2", ".gz") else 1
+        if s.format == "wiki-xml":
+            ratio *= 0.6  # markup
+        if s.format == "demo":
+            ratio = 2.5
+        total += int(size * ratio / (7 * options.chunking.words))
+    return min(total, options.limit) if options.limit else total
+
+
+def format_estimate(est: dict) -> str:
+    from veracity.indexes.dense import human_bytes
+
+    parts = [f"disk {human_bytes(est['disk_total'])}"]
+    if est.get("shards_disk_during_build"):
+        parts.append(f"+ {human_bytes(est['shards_disk_during_build'])} of embedding shards while building")
+    if est.get("dense_ram"):
+        parts.append(f"RAM for the FAISS index {human_bytes(est['dense_ram'])} "
+                     f"(peak while building {human_bytes(est['build_ram_peak'])})")
+    return ", ".join(parts)

