@@ -55,6 +55,10 @@ class ScriptedLLM:
                 reply = reply(messages)
         else:
             reply = entry(messages)
+        if not isinstance(reply, output_model) and isinstance(reply, output_model.__mro__[1]):
+            # a method narrowed a role's model per call (e.g. citations restricted to the shown ids):
+            # the reply must validate against the narrowed schema, as constrained decoding would ensure
+            reply = output_model.model_validate(reply.model_dump())
         if not isinstance(reply, output_model):
             raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
         self.calls.append(Call(role, list(messages), output_model, reply, max_tokens))

@@ -28,7 +28,7 @@ def scripted(monkeypatch):
     llm = ScriptedLLM({
         "direct.judge": lambda m: DirectJudgement(explanation="It is well known.", label="REFUTED"),
         "rag.judge": lambda m: RagJudgement(explanation="The passage says so.", label="SUPPORTED",
-                                            cited_passages=["Paris#0"]),
+                                            cited_passages=["Paris#0"] if "[Paris#0]" in m[-1]["content"] else []),
     })
 
     @contextlib.asynccontextmanager

@@ -44,7 +44,7 @@ def test_stops_on_finish_and_cites_only_observed_passages(tmp_path):
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("search", "Eiffel Tower Paris"),
                              step("finish", label="SUPPORTED", cited=["Eiffel Tower#0", "Nowhere#3"])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, memory_path=str(tmp_path / "m.sqlite"), constrain_citations=False)  # a server that ignores the enum
     assert verdict.label is Label.SUPPORTED
     assert llm.roles() == ["mermaid.decomposer", "mermaid.executor", "mermaid.executor"]
     assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#0"]  # unknown id ignored
@@ -60,13 +60,34 @@ def test_stops_at_t_max_and_forces_a_final_verdict(tmp_path):
     verdict, llm, searcher = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": lambda m: step("search", "tower"),
-        "mermaid.final": [FinalVerdict(explanation="ran out", label="NOT_ENOUGH_INFO", cited_passages=["Paris#0"])],
+        "mermaid.final": [FinalVerdict(explanation="ran out", label="NOT_ENOUGH_INFO",
+                                       cited_passages=["Eiffel Tower#1"])],
     }, memory_path=str(tmp_path / "m.sqlite"))
     assert llm.count("mermaid.executor") == 5  # paper's T_max
     assert llm.count("mermaid.final") == 1
     assert len(verdict.trace.tool_calls) == 5
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.explanation == "ran out"
-    assert verdict.evidence == []  # Paris#0 was never observed ("tower" does not match it)
+    assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#1"]
+    # the final call's schema only allows the passages observed ("tower" never matched Paris)
+    final_schema = llm.of("mermaid.final")[0].output_model.model_json_schema()
+    assert set(final_schema["properties"]["cited_passages"]["items"]["enum"]) == {"Eiffel Tower#0", "Eiffel Tower#1"}
+
+
+def test_citations_are_constrained_to_observed_passages(tmp_path):
+    import pydantic
+    import pytest
+
+    verdict, llm, _ = run(Claim("c1", "x"), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": [step("open_page", "Paris"), step("finish", label="SUPPORTED", cited=["Paris#0"])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    first, second = (c.output_model.model_json_schema()["properties"]["cited_passages"] for c in llm.of("mermaid.executor"))
+    assert first["maxItems"] == 0  # nothing observed yet: nothing can be cited
+    assert second["items"].get("enum", [second["items"].get("const")]) == ["Paris#0"]  # one id: JSON "const"
+    with pytest.raises(pydantic.ValidationError):
+        llm.of("mermaid.executor")[1].output_model.model_validate(
+            step("finish", label="SUPPORTED", cited=["Berlin#0"]).model_dump())
+    assert [e.passage_id for e in verdict.evidence] == ["Paris#0"]
 
 
 def test_t_max_is_a_parameter(tmp_path):

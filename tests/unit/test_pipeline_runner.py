@@ -184,11 +184,17 @@ def test_rag_cites_only_passages_it_was_shown():
                                                    cited_passages=["Paris#0", "Madrid#0", "Paris#0"])]})
     spec = get_method("rag")
     v = asyncio.run(verify_one(Claim("c", "Paris is the capital of France"), spec, llm, FakeSearcher(ARTICLES),
-                               spec.make_params({"k": 2})))
+                               spec.make_params({"k": 2, "constrain_citations": False})))
     assert v.label is Label.SUPPORTED and [e.passage_id for e in v.evidence] == ["Paris#0"]
     assert v.trace.tool_calls[0].tool == "search" and v.trace.tool_calls[0].hits[0] == "Paris#0"
     prompt = llm.calls[0].messages[-1]["content"]
     assert prompt.index("[Paris#0]") < prompt.index("Claim: Paris is the capital")  # evidence first, claim last
+    # by default the schema enumerates the shown ids, so the server cannot produce an unknown one
+    llm2 = ScriptedLLM({"rag.judge": [RagJudgement(explanation="e", label="SUPPORTED", cited_passages=["Berlin#0"])]})
+    v2 = asyncio.run(verify_one(Claim("c", "Berlin capital Germany"), spec, llm2, FakeSearcher(ARTICLES),
+                                spec.make_params({"k": 2})))
+    enum = llm2.calls[0].output_model.model_json_schema()["properties"]["cited_passages"]["items"]["enum"]
+    assert enum == ["Berlin#0", "Paris#0"] and [e.passage_id for e in v2.evidence] == ["Berlin#0"]
 
 
 def test_methods_registry_and_parameters():

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from veracity.pipeline.memory import EvidenceMemory
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.methods.direct import LabelName
-from veracity.pipeline.methods.rag import cited_evidence
+from veracity.pipeline.methods.rag import cited_evidence, citing
 from veracity.pipeline.tools import format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
@@ -47,6 +47,7 @@ class MermaidParams:
     memory_k: int = 5  # most passages recalled from memory per claim
     memory_path: str | None = None  # SQLite file (default: ~/.veracity/memory/evidence.sqlite)
     max_tokens: int = 384  # completion budget per call
+    constrain_citations: bool = True  # schemas enumerate the ids of the passages observed so far
 
 
 # -- role: mermaid.decomposer ------------------------------------------------------------------
@@ -174,7 +175,8 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     ]
     finish: ReactStep | None = None
     for t in range(1, p.t_max + 1):
-        step = await ctx.llm.generate(messages, ReactStep, role="mermaid.executor", max_tokens=p.max_tokens)
+        step = await ctx.llm.generate(messages, citing(ReactStep, list(observed), p.constrain_citations),
+                                      role="mermaid.executor", max_tokens=p.max_tokens)
         messages.append({"role": "assistant", "content": step.model_dump_json()})
         if step.action == "finish":
             trace.event("mermaid.step", t=t, thought=step.thought, action="finish", label=step.label)
@@ -199,7 +201,8 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         label, explanation, cited = finish.label, finish.thought, finish.cited_passages
     else:  # T_max reached, or finish without a label: force the verdict
         messages.append({"role": "user", "content": FINAL_PROMPT})
-        final = await ctx.llm.generate(messages, FinalVerdict, role="mermaid.final", max_tokens=p.max_tokens)
+        final = await ctx.llm.generate(messages, citing(FinalVerdict, list(observed), p.constrain_citations),
+                                       role="mermaid.final", max_tokens=p.max_tokens)
         label, explanation, cited = final.label, final.explanation, final.cited_passages
         trace.event("mermaid.final", forced_after_steps=len([m for m in messages if m["role"] == "assistant"]))
 
