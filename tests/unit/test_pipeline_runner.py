@@ -46,7 +46,7 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_rest_is_read(tmp_path
         b'{"claim": "No id here.", "label": "SUPPORTED"}',
         b'{"id": 7, "claim": "Integer ids are fine.", "date": "2020-01-01"}',
     ]
-    p.write_bytes(b"\n".join(rows) + b"\n")
+    p.write_bytes(b"\xef\xbb\xbf" + b"\n".join(rows) + b"\n")  # with a byte-order mark
     got = read_claims_jsonl(p)
     assert [c.id for c in got.claims] == ["a", got.claims[1].id, "7"]
     assert got.claims[1].meta == {"label": "SUPPORTED"} and len(got.claims[1].id) == 12

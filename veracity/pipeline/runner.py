@@ -106,6 +106,8 @@ def read_claims_jsonl(path: Path | str) -> ClaimsFile:
             continue
         try:
             line = raw.decode("utf-8")
+            if n == 1:
+                line = line.lstrip("\ufeff")  # a byte-order mark written by some editors
         except UnicodeDecodeError as exc:
             rejected.append(RejectedLine(str(path), n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
             continue
@@ -342,6 +344,7 @@ async def run_claims(
     writer = ResultWriter(out_path)
     stop: list[EndpointError] = []
     tasks: list[asyncio.Task] = []
+    outcomes: list = []
     t0 = time.perf_counter()
     bar = _Progress(len(pending), spec.name, stats) if progress and pending else None
 
@@ -381,7 +384,7 @@ async def run_claims(
         if bar is not None:
             bar.start()
         tasks.extend(asyncio.create_task(worker()) for _ in range(min(concurrency, len(pending))))
-        await asyncio.gather(*tasks, return_exceptions=True)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         for t in tasks:
             t.cancel()
@@ -398,6 +401,9 @@ async def run_claims(
         stats.stopped = str(err)
         err.stats = stats  # type: ignore[attr-defined]
         raise err
+    for outcome in outcomes:  # e.g. an on_result callback that raised: surface it, results stay written
+        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            raise outcome
     return stats
 
 
