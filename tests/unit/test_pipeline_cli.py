@@ -136,3 +136,59 @@ def test_default_index_and_parameters(tmp_path, monkeypatch):
         "t_max": 3, "memory_path": "/tmp/m.sqlite", "semantic_memory": True}
     with pytest.raises(ConfigError):
         Verifier(method="emulate", index=FakeSearcher(ARTICLES), endpoint="http://x", t_max=3)
+
+
+@pytest.fixture
+def fake_openai(monkeypatch):
+    """The real LLMClient over an in-process OpenAI-style transport (no server): replies per schema name."""
+    import httpx
+
+    import veracity.serving.client as client_mod
+
+    state = {"down": False, "requests": []}
+
+    def handler(request):
+        if state["down"]:
+            raise httpx.ConnectError("connection refused", request=request)
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "tiny"}]})
+        body = json.loads(request.content)
+        state["requests"].append(body)
+        assert body["response_format"]["type"] == "json_schema"
+        content = {"explanation": "Known.", "label": "REFUTED"}
+        return httpx.Response(200, json={"choices": [{"message": {"content": json.dumps(content)},
+                                                      "finish_reason": "stop"}],
+                                         "usage": {"prompt_tokens": 40, "completion_tokens": 9}})
+
+    original = client_mod.LLMClient.__init__
+
+    def init(self, *args, **kwargs):
+        kwargs["transport"] = httpx.MockTransport(handler)
+        kwargs["backoff_s"] = 0.0
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(client_mod.LLMClient, "__init__", init)
+    return state
+
+
+def test_verifier_through_the_real_client(fake_openai):
+    v = Verifier(method="direct", endpoint="http://127.0.0.1:9/v1")
+    verdict = v.verify("The Moon is made of cheese.")
+    assert verdict.label is Label.REFUTED
+    calls = verdict.trace.llm_calls
+    assert len(calls) == 1 and calls[0].model == "tiny" and calls[0].prompt_tokens == 40
+    assert fake_openai["requests"][0]["model"] == "tiny" and fake_openai["requests"][0]["temperature"] == 0.0
+
+
+def test_endpoint_down_is_one_line_and_keeps_results(fake_openai, monkeypatch, capsys, tmp_path):
+    src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
+    src.write_text('{"id": "a", "claim": "one"}\n{"id": "b", "claim": "two"}\n')
+    args = ["-i", str(src), "-o", str(out), "--method", "direct", "--endpoint", "http://127.0.0.1:9/v1"]
+    code, _, err = run_cli(args, monkeypatch, capsys)
+    assert code == 0 and len(out.read_text().splitlines()) == 2
+    before = out.read_bytes()
+    fake_openai["down"] = True
+    src.write_text(src.read_text() + '{"id": "c", "claim": "three"}\n')
+    code, _, err = run_cli(args, monkeypatch, capsys)
+    assert code == 1 and "cannot reach the model endpoint" in err and "Traceback" not in err
+    assert out.read_bytes() == before  # nothing written is lost
