@@ -72,7 +72,9 @@ def test_bad_invocations_are_one_clear_line(monkeypatch, capsys, tmp_path):
     code, _, err = run_cli(["x", "--method", "rag", "--index", str(tmp_path)], monkeypatch, capsys)
     assert code == 1 and "is not a veracity index" in err
     code, _, err = run_cli(["x", "--method", "direct", "--no-memory"], monkeypatch, capsys)
-    assert code == 2 and "method direct has no parameter memory" in err
+    assert code == 2 and "--no-memory is an ablation of mermaid, not of direct" in err
+    code, _, err = run_cli(["x", "--method", "mermaid", "--static"], monkeypatch, capsys)
+    assert code == 2 and "--static is an ablation of trification" in err and "no-memory, no-decomposer" in err
     code, _, err = run_cli(["x", "--param", "oops"], monkeypatch, capsys)
     assert code == 2 and "is not key=value" in err
 

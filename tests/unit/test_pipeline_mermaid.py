@@ -191,6 +191,16 @@ def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp
     assert m.recall(["germany"]) and not m.recall(["Eiffel Tower"])
 
 
+def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_name_them(tmp_path):
+    """The paper keys memory by the decomposition's subjects/objects: evidence found for a claim about
+    "the 1998 film" is recalled for that entity although the passage says "Titanic"."""
+    m = EvidenceMemory(tmp_path / "m.sqlite")
+    ev = [Evidence("Titanic (1997 film)#0", "Titanic (1997 film)", "Directed by James Cameron.")]
+    m.store(ev, keys=["film", "director"], entities=["The Cameron movie"])
+    assert [h.evidence.passage_id for h in m.recall(["the cameron movie"])] == ["Titanic (1997 film)#0"]
+    assert not m.recall(["director"])  # a keyword is linked only where the passage uses it ("Directed" is not it)
+
+
 class BagOfWords:
     VOCAB = ["tower", "iron", "paris", "river", "capital", "germany"]
 

@@ -87,14 +87,20 @@ def bench_llm_cmd(concurrency, requests_per_level, max_tokens, endpoint, model, 
     console.print(f"report: {out}")
 
 
-def _attach_optional() -> None:
-    """Commands written in their own modules join the group when present."""
-    try:
-        from veracity.cli.bench_retrieval import RETRIEVAL_COMMAND
-    except ImportError:
-        return
-    bench.add_command(RETRIEVAL_COMMAND)
+def _attach() -> None:
+    """Subcommands written in their own modules (each exports ``COMMAND``)."""
+    import importlib
+
+    for name in ("bench_retrieval", "bench_run", "bench_throughput"):
+        try:
+            module = importlib.import_module(f"veracity.cli.{name}")
+        except ModuleNotFoundError as exc:  # a module not written yet; a broken import still raises
+            if exc.name != f"veracity.cli.{name}":
+                raise
+            continue
+        for command in getattr(module, "COMMANDS", []):
+            bench.add_command(command)
 
 
-_attach_optional()
+_attach()
 COMMANDS = [bench]

@@ -95,4 +95,4 @@ def retrieval_cmd(index_dir, dataset, data_file, modes, ks, limit, out, as_json)
     console.print(f"report: {out}")
 
 
-RETRIEVAL_COMMAND = retrieval_cmd
+COMMANDS = [retrieval_cmd]

@@ -71,6 +71,16 @@ class _MethodChoice(click.Choice):
         pass
 
 
+def _ablation_options(fn):
+    """One flag per ablation of the ABLATIONS table (--no-memory, --static, --no-debate, ...)."""
+    from veracity.pipeline.methods import ABLATIONS
+
+    for name, (owner, _param, _value, text) in reversed(list(ABLATIONS.items())):
+        fn = click.option(f"--{name}", f"ablation_{name.replace('-', '_')}", is_flag=True,
+                          help=f"[{owner}] {text}")(fn)
+    return fn
+
+
 @click.command("verify")
 @click.argument("claim", required=False)
 @click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -87,17 +97,14 @@ class _MethodChoice(click.Choice):
 @click.option("--concurrency", type=int, default=None, help="Claims in flight at once (default: $VERACITY_CONCURRENCY or 16).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
               help="Method parameter, repeatable, e.g. --param t_max=3 --param max_tokens=256.")
-@click.option("--no-memory", is_flag=True, help="MERMAID ablation: no evidence memory.")
-@click.option("--no-decomposer", is_flag=True, help="MERMAID ablation: no claim decomposition.")
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
-@click.option("--no-search-rank", is_flag=True, help="EMULATE ablation: keep search order (no SearchRank).")
-@click.option("--no-self-contained-check", is_flag=True, help="EMULATE ablation: treat every page as self-contained.")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
-def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params, no_memory,
-           no_decomposer, semantic_memory, no_search_rank, no_self_contained_check, cache, as_json) -> None:
+@_ablation_options
+def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params,
+           semantic_memory, cache, as_json, **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -105,6 +112,8 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
       veracity verify "The Eiffel Tower is in Berlin."
       veracity verify "Marie Curie won two Nobel prizes." --method emulate --json
       veracity verify "..." --method mermaid --no-memory --param t_max=3
+      veracity verify "..." --method trification --static
+      veracity verify "..." --method zofia --no-debate
       veracity verify -i claims.jsonl -o results.jsonl --method rag --concurrency 8
 
     A batch appends each result to the output as it finishes (with its trace), shows claims/min and
@@ -116,12 +125,11 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
         raise click.UsageError("-i needs -o RESULTS.jsonl (where results are appended)")
+    from veracity.pipeline.methods import ablation_params
+
     overrides = parse_params(params)
-    flags = {"memory": no_memory, "decomposer": no_decomposer, "search_rank": no_search_rank,
-             "self_contained_check": no_self_contained_check}
-    for name, on in flags.items():
-        if on:
-            overrides[name] = False
+    chosen = [name.removeprefix("ablation_").replace("_", "-") for name, on in ablations.items() if on]
+    overrides.update(ablation_params(method, chosen))
     if semantic_memory:
         overrides["semantic_memory"] = True
     single = None

@@ -67,7 +67,7 @@ class Verifier:
     def __init__(self, method: str = "mermaid", index: Any = None, endpoint: str | None = None,
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
                  concurrency: int | None = None, cache: bool = False, exclude_titles: Iterable[str] = (),
-                 search_mode: str = "hybrid", **params: Any):
+                 search_mode: str | None = None, **params: Any):
         self.settings = settings or Settings()
         self.spec = get_method(method)
         self.params = self.spec.make_params(params)

@@ -125,13 +125,16 @@ class EvidenceMemory:
         return vecs / np.maximum(norms, 1e-12)
 
     # -- write ---------------------------------------------------------------------------------
-    def store(self, evidence: Iterable[Evidence], keys: Iterable[str] = ()) -> int:
-        """Remember passages: each under its normalised title and under every given key that occurs
-        (as whole words) in its title or text. Returns the number of passages new to the memory."""
+    def store(self, evidence: Iterable[Evidence], keys: Iterable[str] = (), entities: Iterable[str] = ()) -> int:
+        """Remember passages: each under its normalised title, under every ``entities`` key (the
+        claim's subjects and objects, the paper's memory index: the evidence was gathered for them),
+        and under every other given key that occurs (as whole words) in its title or text.
+        Returns the number of passages new to the memory."""
         items = list({e.passage_id: e for e in evidence}.values())
         if not items:
             return 0
         norm_keys = sorted({k for k in (normalize_key(x) for x in keys) if len(k) >= MIN_KEY_CHARS})
+        anchors = {k for k in (normalize_key(x) for x in entities) if len(k) >= MIN_KEY_CHARS}
         embeddings = self._embed([f"{e.title}: {e.text}" for e in items]) if self.semantic else None
         new = 0
         with self._lock:
@@ -145,7 +148,7 @@ class EvidenceMemory:
                     )
                     new += cur.rowcount
                     haystack = f" {normalize_key(ev.title)} {normalize_key(ev.text)} "
-                    linked = {normalize_key(ev.title)} | {k for k in norm_keys if f" {k} " in haystack}
+                    linked = {normalize_key(ev.title)} | anchors | {k for k in norm_keys if f" {k} " in haystack}
                     self._db.executemany(
                         "INSERT OR IGNORE INTO entity_keys VALUES (?, ?, ?)",
                         [(self.namespace, k, ev.passage_id) for k in linked if len(k) >= MIN_KEY_CHARS],
@@ -246,6 +249,11 @@ def memory_namespace(searcher: Any) -> str:
     manifest = getattr(searcher, "manifest", None)
     if not isinstance(manifest, dict) or not manifest:
         return "default"
-    blob = json.dumps({k: manifest.get(k) for k in sorted(manifest) if k not in ("created", "created_at", "build_seconds")},
-                      sort_keys=True, default=str)
+    # what fixes the passages and their ids (sources with their hashes, chunking, count), not build
+    # times, versions or the dense encoder: a rebuild of the same corpus keeps its memory
+    identity = ("kind", "sources", "chunking", "passages", "limit", "dump_date")
+    picked = {k: manifest[k] for k in identity if k in manifest}
+    if not picked:
+        picked = {k: v for k, v in manifest.items() if k not in ("build", "versions", "estimate", "created", "created_at")}
+    blob = json.dumps(picked, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

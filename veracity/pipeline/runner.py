@@ -214,6 +214,12 @@ class _NoIndex:
     open_page = search
 
 
+def default_search_mode(searcher: Any) -> str:
+    """Hybrid when the index has both parts, else the one it has (a BM25-only index still works)."""
+    modes = tuple(getattr(searcher, "modes", None) or ("hybrid",))
+    return "hybrid" if "hybrid" in modes else modes[0]
+
+
 def resolve_params(spec: MethodSpec, params: Any) -> Any:
     if params is None or isinstance(params, dict):
         return spec.make_params(params or {})
@@ -224,10 +230,10 @@ def resolve_params(spec: MethodSpec, params: Any) -> Any:
 
 async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any,
                      shared: dict[str, Any] | None = None, *, exclude_titles: Iterable[str] = (),
-                     search_mode: str = "hybrid") -> Verdict:
+                     search_mode: str | None = None) -> Verdict:
     """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made."""
     trace = Trace()
-    tools = Tools(searcher if searcher is not None else _NoIndex(), trace, mode=search_mode,
+    tools = Tools(searcher if searcher is not None else _NoIndex(), trace, mode=search_mode or default_search_mode(searcher),
                   exclude_titles=exclude_titles)
     shared = shared if shared is not None else {}
     if searcher is not None:
@@ -314,7 +320,7 @@ async def run_claims(
     rejected: Iterable[RejectedLine] = (),
     progress: bool = False,
     exclude_titles: Iterable[str] = (),
-    search_mode: str = "hybrid",
+    search_mode: str | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     write_manifest: bool = True,
 ) -> RunStats:

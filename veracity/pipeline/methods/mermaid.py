@@ -9,7 +9,7 @@ The algorithm, top to bottom::
         if step.action == finish: break
         observation = search(step.argument) | open_page(step.argument)
     if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)
-    memory.store(observed passages, keys = entities(D_c) + keywords(D_c))
+    memory.store(observed passages, under entities(D_c); keywords(D_c) where they occur)
 
 Roles: ``mermaid.decomposer``, ``mermaid.executor`` (one call per step), ``mermaid.final`` (forced
 verdict after T_max steps). The executor conversation grows by appending (assistant step, user
@@ -208,7 +208,9 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
 
     # 4. Memory update
     if memory is not None and gathered:
-        new = memory.store(gathered.values(), keys)
+        subjects_objects = ([t.subject for t in decomposition.triplets] + [t.object for t in decomposition.triplets]
+                            if decomposition is not None else [])
+        new = memory.store(gathered.values(), keys, entities=subjects_objects)
         trace.event("mermaid.memory_update", stored=len(gathered), new=new)
 
     return Verdict(label=Label(label), explanation=explanation,

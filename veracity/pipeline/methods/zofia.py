@@ -91,6 +91,10 @@ class ZofiaParams:
     agent_max_tokens: int = 256
     debate_max_tokens: int = 400
 
+    def __post_init__(self) -> None:  # --param exclude_titles='"Title"' or '["A", "B"]'
+        titles = self.exclude_titles
+        self.exclude_titles = (titles,) if isinstance(titles, str) else tuple(titles)
+
 
 LINGUIST_DIMENSIONS = ("Sentence", "Word", "Grammar", "Emotion", "Information Quality")
 

@@ -1,0 +1,131 @@
+"""Real builds from a tiny Wikipedia dump and a few dozen HoVer paragraphs: known answers, resume of an
+interrupted dense build, bad input (existing out dir, empty corpus, bad JSONL line, bad dump)."""
+
+import json
+
+import faiss
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.fixtures.index import write_wiki_dump
+from veracity.errors import CorpusError, IndexDirError
+from veracity.indexes.build import BuildOptions, build_dir_for, build_index, resolve_sources
+from veracity.indexes.searcher import Searcher
+
+pytestmark = pytest.mark.integration
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def xml_index(tmp_path_factory):
+    from tests.fixtures.index import missing
+    from veracity.errors import JavaError
+
+    tmp = tmp_path_factory.mktemp("xml")
+    dump = write_wiki_dump(tmp / "enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=True)
+    try:
+        build_index(resolve_sources([dump]), tmp / "idx", BuildOptions())
+    except JavaError as exc:
+        missing(str(exc))
+    return tmp / "idx"
+
+
+def test_xml_dump_index_answers_and_manifest(xml_index):
+    m = json.loads((xml_index / "manifest.json").read_text())
+    assert m["dump_date"] == "2019-03-01" and m["sources"][0]["format"] == "wiki-xml"
+    assert m["articles"] == 3 and m["passages"] == 3
+    assert m["sources"][0]["skipped"]["redirect"] == 1
+    with Searcher(xml_index) as s:
+        for mode in ("bm25", "dense", "hybrid"):
+            assert s.search("navigation treatise published in 1650 describing tides", 1, mode)[0].title == "Glass Compass", mode
+        assert s.search("capital Vexton founded 1642", 1, "bm25")[0].passage_id == "Zorbland#0"
+        assert s.open_page("Zorb land") == []  # redirects are not articles
+        assert all(not h.title.startswith("Talk:") for h in s.search("Is this real?", 3, "bm25"))
+
+
+def test_existing_out_dir_refused_unless_overwrite(xml_index, tmp_path):
+    dump = write_wiki_dump(tmp_path / "enwiki-20200101-pages-articles.xml.bz2")
+    with pytest.raises(IndexDirError, match="already exists"):
+        build_index(resolve_sources([dump]), xml_index, BuildOptions(dense=False))
+    stranger = tmp_path / "notes"
+    stranger.mkdir()
+    (stranger / "keep.txt").write_text("mine")
+    with pytest.raises(IndexDirError, match="not an index"):
+        build_index(resolve_sources([dump]), stranger, BuildOptions(dense=False, overwrite=True))
+    assert (stranger / "keep.txt").read_text() == "mine"
+    copy = tmp_path / "idx"
+    build_index(resolve_sources([dump]), copy, BuildOptions(dense=False))
+    m = build_index(resolve_sources([dump]), copy, BuildOptions(dense=False, overwrite=True, limit=2))
+    assert m["passages"] == 2 and json.loads((copy / "manifest.json").read_text())["passages"] == 2
+    assert m["dense"] is None and not (copy / "dense").exists()
+    with Searcher(copy) as s:
+        assert s.modes == ("bm25",)
+        with pytest.raises(IndexDirError, match="needs dense vectors"):
+            s.search("x", 3, "hybrid")
+
+
+def test_empty_corpus_leaves_nothing(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"title": "A", "text": ""}\n')
+    out = tmp_path / "out"
+    with pytest.raises(CorpusError, match="empty"):
+        build_index(resolve_sources([empty]), out, BuildOptions(dense=False))
+    assert not out.exists() and not build_dir_for(out).exists()
+
+
+def test_resumed_dense_build_equals_uninterrupted(hover_subset, tmp_path):
+    records = hover_subset[0][:40]
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    opts = dict(bm25=False, shard_size=16)
+    full = build_index(resolve_sources([src]), tmp_path / "full", BuildOptions(**opts))
+    assert full["passages"] > 32  # three shards at least
+
+    calls = []
+
+    def stop_after_two(i):
+        calls.append(i)
+        if len(calls) == 2:
+            raise Interrupted
+
+    out = tmp_path / "resumed"
+    with pytest.raises(Interrupted):
+        build_index(resolve_sources([src]), out, BuildOptions(**opts), on_shard=stop_after_two)
+    partial = build_dir_for(out.resolve())
+    assert not out.exists() and not (partial / "manifest.json").exists()
+    assert sorted(p.name for p in (partial / "dense-shards").glob("shard-*.npy")) == ["shard-00000.npy",
+                                                                                     "shard-00001.npy"]
+    resumed_shards = []
+    logs = []
+    m = build_index(resolve_sources([src]), out, BuildOptions(**opts), on_shard=resumed_shards.append, log=logs.append)
+    assert resumed_shards[0] == 2  # continued where it stopped
+    assert any("resuming" in line for line in logs)
+    a = faiss.read_index(str(tmp_path / "full" / "dense" / "index.faiss"))
+    b = faiss.read_index(str(out / "dense" / "index.faiss"))
+    assert a.ntotal == b.ntotal == m["passages"]
+    np.testing.assert_allclose(a.reconstruct_n(0, a.ntotal), b.reconstruct_n(0, b.ntotal), atol=1e-5)
+    assert (tmp_path / "full" / "dense" / "ids.txt").read_text() == (out / "dense" / "ids.txt").read_text()
+    assert not partial.exists()
+
+
+def test_cli_bad_inputs_are_one_line(tmp_path):
+    from veracity.cli.index import index
+
+    runner = CliRunner()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "A", "text": "alpha beta"}\nnot json\n{"title": "C", "text": "gamma"}\n')
+    res = runner.invoke(index, ["build", str(bad), "--out", str(tmp_path / "o"), "--no-dense"])
+    assert res.exit_code == 1 and f"{bad}:2" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "o").exists()
+    res = runner.invoke(index, ["build", str(bad), "--out", str(tmp_path / "o"), "--no-dense", "--on-error", "skip"])
+    assert res.exit_code == 0, res.output
+    assert "bad line 1" in res.output and json.loads((tmp_path / "o" / "manifest.json").read_text())["passages"] == 2
+    trunc = tmp_path / "enwiki-20190301-pages-articles.xml.bz2"
+    trunc.write_bytes(write_wiki_dump(tmp_path / "x.xml.bz2").read_bytes()[:150])
+    res = runner.invoke(index, ["build", str(trunc), "--out", str(tmp_path / "t"), "--no-dense"])
+    assert res.exit_code == 1 and ("truncated" in res.output or "broken XML" in res.output)
+    assert not (tmp_path / "t").exists()
