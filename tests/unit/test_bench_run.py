@@ -1,0 +1,214 @@
+"""`bench run` / `bench compare` with a scripted LLM and an in-memory index over the shared HoVer file:
+run directory contents, metrics against the predictions, resume, leakage guard, bad input."""
+
+import json
+import sys
+
+import click
+import pytest
+
+from tests.fixtures.index import shared_data_dir
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.bench.run import (RunConfig, bench_run, compare_markdown, compare_rows, finalize, load_config,
+                                read_predictions)
+from veracity.config import Settings
+from veracity.errors import ConfigError, DataError, EndpointError, LeakageError
+from veracity.pipeline.methods.direct import DirectJudgement
+from veracity.pipeline.methods.rag import RagJudgement
+
+DATA = shared_data_dir()
+pytestmark = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+
+
+def alternating_direct():
+    """SUPPORTED, REFUTED, SUPPORTED, ... so that metrics are not trivial."""
+    n = {"i": 0}
+
+    def reply(messages):
+        n["i"] += 1
+        return DirectJudgement(explanation=f"call {n['i']}", label="SUPPORTED" if n["i"] % 2 else "REFUTED")
+    return ScriptedLLM({"direct.judge": reply})
+
+
+def settings(tmp_path):
+    return Settings(home=tmp_path / "home", data_dir=DATA)
+
+
+def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_path):
+    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, hops=[2, 3])
+    out = tmp_path / "run"
+    metrics = bench_run(cfg, out, settings=settings(tmp_path), llm=alternating_direct())
+    for name in ("run.json", "predictions.jsonl", "metrics.json", "report.md", "confusion.png", "hops.png"):
+        assert (out / name).is_file(), name
+    run = json.loads((out / "run.json").read_text())
+    assert run["dataset"]["name"] == "hover" and len(run["dataset"]["sha256"]) == 64
+    assert run["dataset"]["selection"] == {"hops": [2, 3], "limit": 6, "seed": 3}
+    assert run["method_params"]["max_tokens"] == 256 and run["versions"]["python"]
+    assert run["leakage"]["checked"] is False and "closed-book" in run["leakage"]["reason"]
+    assert len(run["sessions"]) == 1 and run["sessions"][0]["done"] == 6
+    preds = read_predictions(out)
+    assert len(preds) == 6 and all(p["trace"]["llm_calls"] for p in preds)
+    # the metrics are those of the predictions against the gold labels of the selected claims
+    from veracity.bench.datasets import load_dataset
+    from veracity.bench.metrics import evaluate
+
+    ds = load_dataset("hover", DATA, limit=6, seed=3, hops=[2, 3])
+    gold = {c.id: g for c, g in ds.claims}
+    assert {c.meta["hops"] for c, _ in ds.claims} <= {2, 3}
+    expected = evaluate([gold[p["id"]] for p in preds], [p["label"] for p in preds], labels=ds.labels)
+    assert metrics["scores"]["accuracy"] == pytest.approx(expected.accuracy)
+    assert metrics["scores"]["macro_f1"] == pytest.approx(expected.macro_f1)
+    assert sum(map(sum, metrics["scores"]["confusion"]["matrix"])) == 6
+    assert sum(h["n"] for h in metrics["by_hops"].values()) == 6
+    assert metrics["efficiency"]["llm_calls_per_claim"] == 1.0 and metrics["efficiency"]["claims_per_min"] > 0
+    report = (out / "report.md").read_text()
+    assert "macro-F1" in report and "![confusion.png](confusion.png)" in report and "By number of hops" in report
+
+
+def test_interrupted_run_resumes_without_losing_or_repeating_claims(tmp_path):
+    cfg = RunConfig(dataset="hover", method="direct", limit=8, seed=1, concurrency=1)
+    out = tmp_path / "run"
+    calls = {"n": 0}
+
+    def die_after_three(role, messages):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise EndpointError("cannot reach the model endpoint", hint="start it")
+
+    flaky = alternating_direct()
+    flaky.fail = die_after_three
+    with pytest.raises(EndpointError, match="3 of 8 claims are scored"):
+        bench_run(cfg, out, settings=settings(tmp_path), llm=flaky)
+    partial = json.loads((out / "metrics.json").read_text())
+    assert partial["complete"] is False and partial["n_predicted"] == 3
+    assert "INCOMPLETE (3 of 8 claims)" in (out / "report.md").read_text()
+    metrics = bench_run(cfg, out, settings=settings(tmp_path), llm=alternating_direct())
+    ids = [p["id"] for p in read_predictions(out)]
+    assert len(ids) == 8 and len(set(ids)) == 8 and metrics["complete"]
+    run = json.loads((out / "run.json").read_text())
+    assert [s["done"] for s in run["sessions"]] == [3, 5] and run["sessions"][0]["stopped"]
+
+
+def test_resume_with_other_settings_is_refused(tmp_path):
+    out = tmp_path / "run"
+    bench_run(RunConfig(dataset="hover", method="direct", limit=2), out, settings=settings(tmp_path), llm=alternating_direct())
+    with pytest.raises(ConfigError, match="holds a run with other settings"):
+        bench_run(RunConfig(dataset="hover", method="direct", limit=3), out, settings=settings(tmp_path),
+                  llm=alternating_direct())
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not a benchmark run directory"):
+        bench_run(RunConfig(dataset="hover", method="direct", limit=2), tmp_path / "other", settings=settings(tmp_path),
+                  llm=alternating_direct())
+
+
+def rag_llm():
+    return ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="x", label="SUPPORTED", cited_passages=[])})
+
+
+def dated_index(date):
+    return FakeSearcher({"Skagen Painters": ["A group of Danish artists."]},
+                        manifest={"kind": "veracity-index", "sources": [{"dump_date": date}], "passages": 1})
+
+
+def test_leakage_guard_refuses_a_newer_index_unless_allowed(tmp_path):
+    cfg = RunConfig(dataset="hover", method="rag", limit=2, index=None)
+    with pytest.raises(LeakageError, match="dump date 2024-01-01, newer than the hover dataset"):
+        bench_run_with_index(cfg, tmp_path / "a", dated_index("2024-01-01"), tmp_path)
+    assert not (tmp_path / "a" / "predictions.jsonl").exists()
+    cfg.allow_leakage = True
+    bench_run_with_index(cfg, tmp_path / "b", dated_index("2024-01-01"), tmp_path)
+    run = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert run["leakage"]["index_newer"] is True and run["leakage"]["allowed"] is True
+    assert "allowed by --allow-leakage" in (tmp_path / "b" / "report.md").read_text()
+    # an index from the 2017 dump is older than HoVer (2020): no flag needed
+    ok = RunConfig(dataset="hover", method="rag", limit=2)
+    bench_run_with_index(ok, tmp_path / "c", dated_index("2017-10-01"), tmp_path)
+    leak = json.loads((tmp_path / "c" / "run.json").read_text())["leakage"]
+    assert leak["index_newer"] is False and leak["index_dump_date"] == "2017-10-01"
+    # an unknown dump date cannot rule leakage out
+    with pytest.raises(LeakageError, match="unknown dump date"):
+        bench_run_with_index(ok, tmp_path / "d", dated_index(None), tmp_path)
+
+
+def bench_run_with_index(cfg, out, searcher, tmp_path):
+    cfg.index = None
+    import veracity.pipeline.api as api
+
+    real_open = api.open_index
+    api.open_index = lambda index, settings=None: searcher
+    try:
+        return bench_run(cfg, out, settings=settings(tmp_path), llm=rag_llm())
+    finally:
+        api.open_index = real_open
+
+
+def test_compare_puts_runs_side_by_side(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    bench_run(RunConfig(dataset="hover", method="direct", limit=4, name="direct-4"), a, settings=settings(tmp_path),
+              llm=alternating_direct())
+    bench_run(RunConfig(dataset="hover", method="direct", limit=2), b, settings=settings(tmp_path), llm=alternating_direct())
+    (b / "metrics.json").unlink()  # recomputed from the run directory
+    rows = compare_rows([a, b])
+    assert [r["run"] for r in rows] == ["direct-4", "b"] and [r["n"] for r in rows] == ["4/4", "2/2"]
+    md = compare_markdown(rows)
+    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | macro-F1") and len(md.splitlines()) == 4
+    assert finalize(b)["n_predicted"] == 2
+
+
+def test_configs_and_bad_input(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('dataset = "hover"\nmethod = "mermaid"\nlimit = 5\nablations = ["no-memory"]\n[params]\nt_max = 3\n')
+    cfg = load_config(p, limit=7)
+    assert cfg.limit == 7 and cfg.method_overrides() == {"t_max": 3, "memory": False}
+    p.write_text('dataset = "hover"\nmethod = "mermaid"\nlimt = 5\n')
+    with pytest.raises(ConfigError, match="unknown key.*limt"):
+        load_config(p)
+    p.write_text('dataset = "hover"\nmethod = [\n')
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="unknown method 'magic'"):
+        bench_run(RunConfig(dataset="hover", method="magic"), tmp_path / "x", settings=settings(tmp_path))
+    with pytest.raises(ConfigError, match="--no-debate is an ablation of zofia"):
+        bench_run(RunConfig(dataset="hover", method="mermaid", ablations=["no-debate"]), tmp_path / "x",
+                  settings=settings(tmp_path))
+    with pytest.raises(DataError, match="unknown dataset 'hoverr'"):
+        bench_run(RunConfig(dataset="hoverr", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+    with pytest.raises(DataError, match="hops must be 2, 3 or 4"):
+        bench_run(RunConfig(dataset="hover", method="direct", hops=[7]), tmp_path / "x", settings=settings(tmp_path))
+    with pytest.raises(DataError, match="no claims left"):  # an empty selection after filters
+        bench_run(RunConfig(dataset="hover", method="direct", label_map="SUPPORTED=drop,NOT_SUPPORTED=drop"),
+                  tmp_path / "x", settings=settings(tmp_path))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1", "claim": "A is B.", "label": "maybe"}\n')
+    with pytest.raises(DataError, match="labels outside the mapping: 'maybe'"):
+        bench_run(RunConfig(dataset=f"jsonl:{bad}", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+    assert not (tmp_path / "x").exists()  # nothing written for a run that could not start
+
+
+def run_cli(args, monkeypatch, capsys):
+    from veracity.cli._common import run_main
+    from veracity.cli.bench import bench
+
+    monkeypatch.setattr(sys, "argv", ["veracity", "bench", *args])
+    try:
+        run_main(click.Group("veracity", commands={"bench": bench}))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_errors_are_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("VERACITY_DATA_DIR", str(DATA))
+    code, _, err = run_cli(["run", "--dataset", "nope", "--method", "direct", "--out", str(tmp_path / "r")], monkeypatch, capsys)
+    assert code != 0 and "unknown dataset 'nope'" in err and "hint:" in err and "Traceback" not in err
+    code, _, err = run_cli(["run", "--method", "direct"], monkeypatch, capsys)
+    assert code == 2 and "give --dataset and --method" in err
+    code, _, err = run_cli(["run", "--dataset", "hover", "--method", "emulate", "--ablation", "static"], monkeypatch, capsys)
+    assert code != 0 and "--static is an ablation of trification" in err
+    code, _, err = run_cli(["compare", str(tmp_path)], monkeypatch, capsys)
+    assert code != 0 and "is not a benchmark run directory" in err
+    code, out, _ = run_cli(["--help"], monkeypatch, capsys)
+    assert code == 0 and all(c in out for c in ("run", "compare", "llm", "retrieval"))

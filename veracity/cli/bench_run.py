@@ -1,0 +1,149 @@
+"""`veracity bench run` (a method over a dataset, scored) and `veracity bench compare` (runs side by side)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from veracity.cli._common import console, err_console, fail, print_json
+from veracity.config import load_settings
+from veracity.errors import EndpointError
+
+
+def _dataset_names() -> str:
+    from veracity.bench.datasets import DATASETS
+
+    return ", ".join(DATASETS) + ", jsonl:PATH"
+
+
+@click.command("run")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="TOML config (see benchmarks/configs/); flags given here override it.")
+@click.option("--dataset", default=None, help="hover, feverous-s, fever, factool-kbqa, bingcheck, factcheck-bench, "
+              "felm-wk, politifact, gossipcop, liar, or jsonl:PATH.")
+@click.option("--method", default=None, help="direct, rag, mermaid, emulate, trification or zofia.")
+@click.option("--variant", default=None, help="Dataset variant (label convention / release), e.g. bingcheck's binary-fire.")
+@click.option("--hops", default=None, help="HoVer only: comma-separated hop counts to keep, e.g. 2 or 3,4.")
+@click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")
+@click.option("--seed", type=int, default=None, help="Sampling seed for --limit (default 0).")
+@click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
+@click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index).")
+@click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
+              "(default: $VERACITY_DATA_DIR).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory (default: bench-results/<dataset>-<method>-<time>); an existing run resumes.")
+@click.option("--ablation", "ablations", multiple=True, help="Ablation flag of the method, repeatable, e.g. "
+              "--ablation no-memory, --ablation static.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Method parameter, repeatable.")
+@click.option("--concurrency", type=int, default=None, help="Claims in flight (default: $VERACITY_CONCURRENCY or 16).")
+@click.option("--allow-leakage", is_flag=True, default=None, help="Run even if the index may be newer than the dataset "
+              "(the report says so).")
+@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
+@click.option("--model", default=None, help="Model name on the endpoint.")
+@click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, index, data_dir, out_dir, ablations,
+            params, concurrency, allow_leakage, endpoint, model, as_json) -> None:
+    """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
+
+    Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
+    hash, versions), metrics.json and report.md (with plots) go into the run directory. Running the
+    same command again resumes an interrupted run.
+
+    \b
+    Examples:
+      veracity bench run --dataset hover --method mermaid --limit 50 --index ~/.veracity/indexes/hover-mix
+      veracity bench run --dataset hover --hops 3 --method trification --ablation static --limit 20
+      veracity bench run --config benchmarks/configs/emulate-factool-kbqa.toml --out runs/emulate-kbqa
+    """
+    from veracity.bench.run import RunConfig, bench_run, load_config
+    from veracity.cli.verify import parse_params
+
+    hop_list = None
+    if hops:
+        try:
+            hop_list = [int(h) for h in hops.split(",") if h.strip()]
+        except ValueError:
+            raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
+    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
+             "label_map": label_map, "index": index, "concurrency": concurrency, "allow_leakage": allow_leakage,
+             "ablations": list(ablations) or None}
+    if config_path is not None:
+        cfg = load_config(config_path, **given)
+        if params:
+            cfg.params.update(parse_params(params))
+    else:
+        if not dataset or not method:
+            raise click.UsageError("give --dataset and --method (or --config FILE)")
+        cfg = RunConfig(**{k: v for k, v in given.items() if v is not None}, params=parse_params(params))
+    cfg.method_overrides()  # unknown method / ablation / parameter: fail before anything starts
+    settings = load_settings(endpoint=endpoint, model=model)
+    out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
+    err_console.print(f"run directory: {out_dir}", highlight=False)
+    try:
+        metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json)
+    except EndpointError as exc:
+        fail(str(exc), exc.hint or "restart the server, then run the same command again to resume")
+        return
+    if as_json:
+        print_json(metrics)
+        return
+    _print_summary(metrics, out_dir)
+    for cid, why in metrics.get("failed", []):
+        err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
+    if metrics.get("failed"):
+        err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
+
+
+def _print_summary(metrics: dict, out_dir: Path) -> None:
+    s = metrics.get("scores") or {}
+    e = metrics.get("efficiency") or {}
+    run = metrics.get("run", {})
+    table = Table(title=f"{run.get('method')} on {run.get('dataset')} — {metrics['n_predicted']}/{metrics['n_claims']} claims")
+    for col in ("accuracy", "macro-F1", "weighted-F1", "NEI rate", "LLM calls/claim", "tokens/claim", "tool calls/claim",
+                "claims/min"):
+        table.add_column(col, justify="right")
+    if s:
+        table.add_row(f"{s['accuracy']:.3f}", f"{s['macro_f1']:.3f}", f"{s['weighted_f1']:.3f}", f"{s['nei_rate']:.2f}",
+                      f"{e['llm_calls_per_claim']:.1f}", f"{e['tokens_per_claim']:.0f}", f"{e['tool_calls_per_claim']:.1f}",
+                      f"{e['claims_per_min']:.2f}")
+    console.print(table)
+    leak = run.get("leakage") or {}
+    if leak.get("checked") and leak.get("index_newer"):
+        console.print("[yellow]leakage guard:[/] the index may be newer than the dataset (allowed by --allow-leakage)")
+    console.print(f"report: {out_dir / 'report.md'}", highlight=False)
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print a markdown table (for BENCHMARKS.md).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the markdown table here.")
+def compare_cmd(runs, as_markdown, out) -> None:
+    """One table across benchmark runs: accuracy, F1, NEI rate and cost per claim.
+
+    \b
+    Examples:
+      veracity bench compare bench-results/hover-*
+      veracity bench compare runs/mermaid runs/mermaid-no-memory --markdown --out compare.md
+    """
+    from veracity.bench.run import COMPARE_COLUMNS, compare_markdown, compare_rows
+
+    rows = compare_rows(list(runs))
+    md = compare_markdown(rows)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(md + "\n", encoding="utf-8")
+    if as_markdown:
+        click.echo(md)
+        return
+    table = Table(title=f"{len(rows)} benchmark runs")
+    for col in COMPARE_COLUMNS:
+        table.add_column(col, justify="left" if col in ("run", "dataset", "method") else "right")
+    for r in rows:
+        table.add_row(*(r[c] for c in COMPARE_COLUMNS))
+    console.print(table)
+
+
+COMMANDS = [run_cmd, compare_cmd]
