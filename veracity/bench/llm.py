@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Annotated, Callable, Literal
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -32,7 +32,7 @@ class BenchVerdict(BaseModel):
     """Enum + list + nested object: the shapes every method's roles use."""
 
     label: Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
-    queries: list[str] = Field(max_length=3)
+    queries: list[Annotated[str, Field(max_length=80)]] = Field(max_length=3)  # bounded: fits max_tokens
     focus: Span
 
 
@@ -166,7 +166,7 @@ async def run_client(endpoint: str, model: str, concurrency: int, n: int, max_to
 
 
 async def bench_llm(endpoint: str, model: str | None, concurrencies: list[int], *, requests_per_level: int | None = None,
-                    max_tokens: int = 96, progress: Callable[[str], None] | None = None) -> dict:
+                    max_tokens: int = 192, progress: Callable[[str], None] | None = None) -> dict:
     """Run both modes at each concurrency; returns a JSON-ready report."""
     probe = LLMClient(endpoint, model)
     await probe.start()

@@ -41,7 +41,7 @@ def bench() -> None:
 @click.option("--concurrency", default="1,8,32", show_default=True, help="Comma-separated in-flight request levels.")
 @click.option("--requests", "requests_per_level", type=int, default=None,
               help="Requests per level and mode (default: max(8, 2 x concurrency)).")
-@click.option("--max-tokens", type=int, default=96, show_default=True, help="Output budget per request.")
+@click.option("--max-tokens", type=int, default=192, show_default=True, help="Output budget per request.")
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed server).")
 @click.option("--model", default=None, help="Served model name (default: what the endpoint serves).")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
