@@ -212,3 +212,26 @@ def test_cli_errors_are_one_line(monkeypatch, capsys, tmp_path):
     assert code != 0 and "is not a benchmark run directory" in err
     code, out, _ = run_cli(["--help"], monkeypatch, capsys)
     assert code == 0 and all(c in out for c in ("run", "compare", "llm", "retrieval"))
+
+
+def test_method_statistics_average_trification_graphs_and_mermaid_steps():
+    from veracity.bench.run import method_statistics
+
+    def rec(*events, hits=()):
+        return {"trace": {"events": list(events), "memory_hits": list(hits)}}
+
+    tri = [rec({"kind": "trification.stats", "graph_modifications": 2,
+                "initial_nodes": {"SEARCH": 2, "REFINE": 0, "THINK": 1, "JUDGE": 1},
+                "final_nodes": {"SEARCH": 4, "REFINE": 1, "THINK": 2, "JUDGE": 2}}),
+           rec({"kind": "trification.stats", "graph_modifications": 0,
+                "initial_nodes": {"SEARCH": 3, "REFINE": 1, "THINK": 1, "JUDGE": 1},
+                "final_nodes": {"SEARCH": 3, "REFINE": 1, "THINK": 1, "JUDGE": 1}}),
+           rec({"kind": "trification.no_plan", "reason": "x"})]
+    s = method_statistics(tri)["trification"]
+    assert s["claims"] == 2 and s["graph_modifications_per_claim"] == 1.0 and s["claims_modified"] == 0.5
+    assert s["nodes_initial"]["SEARCH"] == 2.5 and s["nodes_final"]["SEARCH"] == 3.5 and s["no_plan"] == 1
+    mer = [rec({"kind": "mermaid.recall"}, {"kind": "mermaid.step"}, {"kind": "mermaid.step"}, hits=[{"passage_id": "A#0"}]),
+           rec({"kind": "mermaid.recall"}, *[{"kind": "mermaid.step"}] * 5, {"kind": "mermaid.final"})]
+    m = method_statistics(mer)["mermaid"]
+    assert m == {"claims": 2, "executor_steps_per_claim": 3.5, "claims_with_memory_hits": 0.5, "forced_verdicts": 0.5}
+    assert method_statistics([rec()]) == {}

@@ -208,6 +208,7 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
         return out
     out["scores"] = evaluate(g, p, labels=dataset.labels).to_dict()
     out["efficiency"] = efficiency_summary(rows, wall_time_s)
+    out["method_stats"] = method_statistics(rows)
     out["orig_labels"] = orig_label_breakdown([gold[r["id"]][0].meta.get("orig_label") for r in rows], p)
     hops = sorted({gold[r["id"]][0].meta.get("hops") for r in rows} - {None})
     if hops:
@@ -217,6 +218,41 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
             s = evaluate([g[i] for i in idx], [p[i] for i in idx], labels=dataset.labels)
             by_hop[str(h)] = {"n": s.n, "accuracy": s.accuracy, "macro_f1": s.macro_f1}
         out["by_hops"] = by_hop
+    return out
+
+
+def method_statistics(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-claim statistics a method records in its trace events (means over the claims that have them).
+
+    Trification: graph modifications and node counts by type before -> after modification (the
+    paper's Table 2). MERMAID: executor steps, claims that recalled memory, claims forced to a verdict
+    at T_max. Other methods: {}.
+    """
+    def events(r: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+        return [e for e in (r.get("trace") or {}).get("events", []) if e.get("kind") == kind]
+
+    out: dict[str, Any] = {}
+    tri = [ev[-1] for ev in (events(r, "trification.stats") for r in results) if ev]
+    if tri:
+        n = len(tri)
+        types = ("SEARCH", "REFINE", "THINK", "JUDGE")
+        out["trification"] = {
+            "claims": n,
+            "graph_modifications_per_claim": sum(t.get("graph_modifications", 0) for t in tri) / n,
+            "claims_modified": sum(1 for t in tri if t.get("graph_modifications", 0)) / n,
+            "nodes_initial": {k: sum((t.get("initial_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
+            "nodes_final": {k: sum((t.get("final_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
+            "no_plan": sum(1 for r in results if events(r, "trification.no_plan")),
+        }
+    mer = [r for r in results if events(r, "mermaid.step") or events(r, "mermaid.recall")]
+    if mer:
+        n = len(mer)
+        out["mermaid"] = {
+            "claims": n,
+            "executor_steps_per_claim": sum(len(events(r, "mermaid.step")) for r in mer) / n,
+            "claims_with_memory_hits": sum(1 for r in mer if (r.get("trace") or {}).get("memory_hits")) / n,
+            "forced_verdicts": sum(1 for r in mer if events(r, "mermaid.final")) / n,
+        }
     return out
 
 
@@ -318,6 +354,20 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
                   f"| latency p50 / p95 (s) | {e['latency_p50_s']:.1f} / {e['latency_p95_s']:.1f} |", "",
                   f"Wall time {e['wall_time_s']:.0f} s ({e['wall_time_source']}), {e['claims_per_min']:.2f} claims/min "
                   f"at concurrency {run.get('concurrency')}.", ""]
+    tri = (metrics.get("method_stats") or {}).get("trification")
+    if tri:
+        lines += ["## Trification graph statistics (paper's Table 2)", "",
+                  f"Graph modifications per claim: {tri['graph_modifications_per_claim']:.2f} "
+                  f"({tri['claims_modified']:.0%} of claims modified); claims with no valid plan: {tri['no_plan']}.", "",
+                  "| node type | initial graph | final graph |", "|---|---|---|"]
+        for k in tri["nodes_initial"]:
+            lines.append(f"| {k} | {tri['nodes_initial'][k]:.2f} | {tri['nodes_final'][k]:.2f} |")
+        lines.append("")
+    mer = (metrics.get("method_stats") or {}).get("mermaid")
+    if mer:
+        lines += ["## MERMAID executor", "",
+                  f"Executor steps per claim {mer['executor_steps_per_claim']:.2f}; claims that recalled evidence from "
+                  f"memory {mer['claims_with_memory_hits']:.0%}; verdicts forced at T_max {mer['forced_verdicts']:.0%}.", ""]
     for png in plots:
         lines += [f"![{png}]({png})", ""]
     paper = cfg.get("paper") or {}
