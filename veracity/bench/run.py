@@ -422,9 +422,15 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if previous["dataset"]["sha256"] != dataset.sha256:
             raise ConfigError(f"{out_dir} was run on other data files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
+    run_overrides = dict(overrides)
+    from veracity.pipeline.methods import get_method
+
+    if "memory_path" in {f.name for f in dataclasses.fields(get_method(cfg.method).params_cls)}:
+        # a run's evidence memory lives in its directory: runs do not feed each other (resuming keeps it)
+        run_overrides.setdefault("memory_path", str(out_dir / "memory.sqlite"))
     verifier = Verifier(method=cfg.method, index=cfg.index, endpoint=settings.endpoint, model=settings.model,
                         settings=settings, llm=llm, concurrency=cfg.concurrency, search_mode=cfg.search_mode,
-                        **overrides)
+                        **run_overrides)
     try:
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage)
         if llm is not None:

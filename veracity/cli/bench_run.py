@@ -102,8 +102,7 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     e = metrics.get("efficiency") or {}
     run = metrics.get("run", {})
     table = Table(title=f"{run.get('method')} on {run.get('dataset')} — {metrics['n_predicted']}/{metrics['n_claims']} claims")
-    for col in ("accuracy", "macro-F1", "weighted-F1", "NEI rate", "LLM calls/claim", "tokens/claim", "tool calls/claim",
-                "claims/min"):
+    for col in ("acc", "macro-F1", "w-F1", "NEI", "calls/claim", "tok/claim", "tools/claim", "claims/min"):
         table.add_column(col, justify="right")
     if s:
         table.add_row(f"{s['accuracy']:.3f}", f"{s['macro_f1']:.3f}", f"{s['weighted_f1']:.3f}", f"{s['nei_rate']:.2f}",
