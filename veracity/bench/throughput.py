@@ -1,0 +1,605 @@
+"""`veracity bench throughput`: end-to-end throughput of one method, claims in flight = 1, 4, 16, 64, ...
+
+Each concurrency level verifies its own claims with the whole agentic pipeline (retrieval, every LLM
+call, memory) and reports, per level:
+
+- client side: claims/min, LLM tokens/s (prompt, completion, total), LLM calls per claim, per-claim
+  latency p50 / p95, failed claims;
+- server side, from the endpoint's Prometheus ``/metrics`` (scraped before and after the level, and
+  polled every ``poll_interval_s`` during it for the gauges): prefix-cache hit rate, running and
+  waiting requests (mean / max), mean time to first token and per output token, KV-cache usage,
+  requests and tokens the server processed (see :func:`veracity.bench.prom.server_figures`);
+- GPU memory used (max over the level) when this machine has an NVIDIA GPU.
+
+Levels are independent: the claims of the levels (and of the warm-up) are disjoint slices of one seeded
+sample, so vLLM's prefix cache never sees a claim's prompts twice, and each level gets a fresh run
+state and, for methods with an evidence memory (MERMAID), a fresh memory file in its directory.
+Prompts still share their instructions, which is the prefix cache's normal, intended use. The server's
+cache outlives a benchmark: claims an earlier run sent (same dataset and seed) may still be cached there,
+so pass another ``seed`` for claims the server has not seen.
+
+The output directory holds ``report.json``, ``report.md``, ``scaling.png`` and one folder per level
+(``c0004/results.jsonl`` with every verdict and trace, ``c0004/memory.sqlite`` where used). The reports
+are rewritten after every level, so an interrupted benchmark keeps the levels it finished.
+
+The server may serve other clients at the same time; its counters then include their work. A level
+whose server finished more requests than the benchmark made is flagged in the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from veracity.bench.metrics import efficiency_summary
+from veracity.bench.prom import Metrics, metrics_url, parse_prometheus, server_figures
+from veracity.config import Settings
+from veracity.errors import ConfigError, EndpointError
+
+DEFAULT_LEVELS = (1, 4, 16, 64)
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+SCALING_PNG = "scaling.png"
+GPU_SAMPLE_EVERY_S = 2.0
+SETTLE_S = 0.5
+
+Notify = Callable[[str], None]
+
+
+def default_claims_per_level(concurrency: int) -> int:
+    """Enough claims to keep every worker busy twice over."""
+    return max(8, 2 * concurrency)
+
+
+def level_dir_name(concurrency: int) -> str:
+    return f"c{concurrency:04d}"
+
+
+def plan_level_sizes(levels: list[int], available: int, claims_per_level: int | None) -> tuple[list[int], bool]:
+    """Claims per level, and whether they were cut down to fit ``available`` disjoint claims.
+
+    An explicit ``claims_per_level`` that does not fit is an error; the defaults (max(8, 2 x concurrency))
+    shrink in proportion, at least one claim per level.
+    """
+    if not levels:
+        raise ConfigError("no concurrency levels given", hint="e.g. --concurrency 1,4,16,64")
+    if len(set(levels)) != len(levels):
+        raise ConfigError(f"concurrency levels repeat: {','.join(map(str, levels))}",
+                          hint="list each level once, e.g. --concurrency 1,4,16")
+    if claims_per_level is not None:
+        if claims_per_level < 1:
+            raise ConfigError(f"--claims-per-level must be at least 1, got {claims_per_level}", hint="e.g. --claims-per-level 16")
+        sizes = [claims_per_level] * len(levels)
+        if sum(sizes) > available:
+            raise ConfigError(
+                f"{len(levels)} levels x {claims_per_level} claims need {sum(sizes)} distinct claims, "
+                f"the dataset has {available}",
+                hint="lower --claims-per-level or give fewer --concurrency levels (levels never reuse a claim)")
+        return sizes, False
+    sizes = [default_claims_per_level(c) for c in levels]
+    if sum(sizes) <= available:
+        return sizes, False
+    if available < len(levels):
+        raise ConfigError(f"the dataset has {available} claims, fewer than the {len(levels)} levels",
+                          hint="give fewer --concurrency levels or a larger dataset")
+    scale = available / sum(sizes)
+    return [max(1, int(s * scale)) for s in sizes], True
+
+
+# -- GPU memory -------------------------------------------------------------------------------------
+def parse_nvidia_smi(text: str) -> dict[str, Any] | None:
+    """``nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits`` ->
+    {"used_mib", "total_mib", "devices": [{"index", "used_mib", "total_mib"}]}; None if nothing parses."""
+    devices = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 3:
+            continue
+        try:
+            devices.append({"index": int(parts[0]), "used_mib": float(parts[1]), "total_mib": float(parts[2])})
+        except ValueError:
+            continue
+    if not devices:
+        return None
+    return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
+            "devices": devices, "source": "nvidia-smi"}
+
+
+def gpu_memory() -> dict[str, Any] | None:
+    """GPU memory in use on this machine (all NVIDIA GPUs), or None without a GPU."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total",
+                                  "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+            if out.returncode == 0:
+                return parse_nvidia_smi(out.stdout)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if not Path("/dev/nvidiactl").exists():  # no NVIDIA driver: do not pay for importing torch
+        return None
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        devices = []
+        for i in range(torch.cuda.device_count()):
+            free, total = torch.cuda.mem_get_info(i)
+            devices.append({"index": i, "used_mib": (total - free) / 2**20, "total_mib": total / 2**20})
+        return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
+                "devices": devices, "source": "torch.cuda.mem_get_info"}
+    except Exception:  # torch missing or broken: no figure rather than a failed benchmark
+        return None
+
+
+# -- /metrics ---------------------------------------------------------------------------------------
+class MetricsProbe:
+    """Scrapes the endpoint's Prometheus ``/metrics``; ``scrape`` raises on any failure."""
+
+    def __init__(self, url: str, timeout_s: float = 5.0):
+        self.url = url
+        self.timeout_s = timeout_s
+        self._client: Any = None
+
+    async def scrape(self) -> Metrics:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s)
+        resp = await self._client.get(self.url)
+        if resp.status_code != 200:
+            raise ValueError(f"answered HTTP {resp.status_code}")
+        metrics = parse_prometheus(resp.text)
+        if not len(metrics):
+            raise ValueError("returned no Prometheus samples")
+        return metrics
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class _Sampler:
+    """Snapshots around one level and gauge polls (and GPU memory) while it runs."""
+
+    def __init__(self, probe: Any, interval_s: float, warn: Notify, gpu: bool, warned: set[str]):
+        self.probe = probe
+        self.interval_s = interval_s
+        self.warn = warn
+        self.gpu = gpu
+        self.polls: list[Metrics] = []
+        self.poll_errors = 0
+        self.gpu_samples: list[dict[str, Any]] = []
+        self.warned = warned  # shared by the levels: an unreachable /metrics is reported once
+        self._task: asyncio.Task | None = None
+
+    async def snapshot(self) -> Metrics | None:
+        if self.probe is None:
+            return None
+        try:
+            return await self.probe.scrape()
+        except Exception as exc:
+            if "unreachable" not in self.warned:
+                self.warned.add("unreachable")
+                self.warn(f"cannot read {getattr(self.probe, 'url', 'the server metrics')} "
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): server-side figures are n/a")
+            return None
+
+    async def _poll(self) -> None:
+        last_gpu = 0.0
+        while True:
+            await asyncio.sleep(self.interval_s)
+            if self.probe is not None:
+                try:
+                    self.polls.append(await self.probe.scrape())
+                except Exception:
+                    self.poll_errors += 1
+            if self.gpu and time.monotonic() - last_gpu >= GPU_SAMPLE_EVERY_S:
+                last_gpu = time.monotonic()
+                sample = await asyncio.to_thread(gpu_memory)
+                if sample is not None:
+                    self.gpu_samples.append(sample)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._poll())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+
+# -- the benchmark ----------------------------------------------------------------------------------
+@dataclass
+class ThroughputConfig:
+    method: str
+    levels: list[int] = field(default_factory=lambda: list(DEFAULT_LEVELS))
+    dataset: str = "hover"
+    data_dir: str | None = None
+    claims_per_level: int | None = None
+    seed: int = 0
+    index: Any = None  # a directory, or an open searcher
+    params: dict[str, Any] = field(default_factory=dict)
+    warmup: int = 1  # claims verified (at concurrency 1) before the first level, not reported
+    poll_interval_s: float = 0.5
+
+
+def level_overrides(spec: Any, params: dict[str, Any], level_dir: Path) -> dict[str, Any]:
+    """The method parameters of one level: a method with an evidence memory gets a fresh file in the level's folder."""
+    out = dict(params)
+    if "memory_path" in {f.name for f in dataclasses.fields(spec.params_cls)}:
+        out["memory_path"] = str(level_dir / "memory.sqlite")
+    return out
+
+
+def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
+    from veracity.serving.server import ensure_endpoint, health
+
+    url, model = ensure_endpoint(settings, settings.model)
+    served = health(url, timeout=10.0)
+    if served is None:
+        raise EndpointError(f"the model endpoint {url} does not answer",
+                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint")
+    if not served:
+        raise EndpointError(f"the model endpoint {url} serves no model", hint="start vLLM with --model")
+    if model and model not in served:
+        raise EndpointError(f"the endpoint {url} serves {', '.join(served)}, not {model}", hint=f"pass --model {served[0]}")
+    return url, model or served[0]
+
+
+def _level_record(concurrency: int, claims: list[Any], stats: Any, rows: list[dict[str, Any]], wall_s: float,
+                  server: dict[str, Any], gpu: list[dict[str, Any]], level_dir: str, stopped: str | None) -> dict[str, Any]:
+    eff = efficiency_summary(rows, wall_s)
+    done = len(rows)
+    per_s = (lambda x: x / wall_s if wall_s > 0 else 0.0)  # noqa: E731
+    record = {
+        "concurrency": concurrency,
+        "claims": len(claims),
+        "done": done,
+        "failed": len(stats.failed) if stats is not None else 0,
+        "failed_claims": [list(f) for f in stats.failed] if stats is not None else [],
+        "not_run": len(claims) - done - (len(stats.failed) if stats is not None else 0),
+        "stopped": stopped,
+        "wall_s": wall_s,
+        "claims_per_min": 60.0 * done / wall_s if wall_s > 0 else 0.0,
+        "prompt_tokens": eff["prompt_tokens"],
+        "completion_tokens": eff["completion_tokens"],
+        "prompt_tokens_per_s": per_s(eff["prompt_tokens"]),
+        "completion_tokens_per_s": per_s(eff["completion_tokens"]),
+        "tokens_per_s": per_s(eff["prompt_tokens"] + eff["completion_tokens"]),
+        "llm_calls": eff["llm_calls"],
+        "llm_calls_per_claim": eff["llm_calls_per_claim"] if done else None,
+        "tokens_per_claim": eff["tokens_per_claim"] if done else None,
+        "tool_calls_per_claim": eff["tool_calls_per_claim"] if done else None,
+        "latency_mean_s": eff["latency_mean_s"] if done else None,
+        "latency_p50_s": eff["latency_p50_s"] if done else None,
+        "latency_p95_s": eff["latency_p95_s"] if done else None,
+        "server": server,
+        "gpu_memory_used_max_mib": max((g["used_mib"] for g in gpu), default=None),
+        "gpu_memory_total_mib": gpu[-1]["total_mib"] if gpu else None,
+        "claim_ids": [c.id for c in claims],
+        "dir": level_dir,
+    }
+    calls = [c for r in rows for c in ((r.get("trace") or {}).get("llm_calls") or [])]
+    reported = [c for c in calls if isinstance(c.get("cached_prompt_tokens"), int)]
+    prompt = sum(c.get("prompt_tokens") or 0 for c in reported)
+    record["own_prefix_cache_hit_rate"] = (sum(c["cached_prompt_tokens"] for c in reported) / prompt) if prompt else None
+    finished = server.get("requests_finished")
+    record["other_traffic"] = bool(finished is not None and not record["failed"] and finished > eff["llm_calls"])
+    return record
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, settings: Settings | None = None,
+                            llm: Any = None, probe: Any = "auto", progress: bool = False,
+                            notify: Notify | None = None, warn: Notify | None = None) -> dict[str, Any]:
+    """Run every level of ``cfg`` into ``out_dir``; return the report (also written as report.json/.md).
+
+    ``llm`` replaces the endpoint (tests pass a scripted stand-in); ``probe`` is what reads the server's
+    metrics (``"auto"``: the endpoint's /metrics; None: no server figures; tests pass a fake with an
+    async ``scrape()``). An EndpointError stops the benchmark after writing the levels finished so far.
+    """
+    from veracity.bench.datasets import load_dataset
+    from veracity.pipeline.api import Verifier, open_index
+    from veracity.pipeline.methods import get_method
+
+    settings = settings or Settings()
+    notify = notify or (lambda s: None)
+    warnings: list[str] = []
+
+    def warn_(msg: str) -> None:
+        warnings.append(msg)
+        (warn or notify)(msg)
+
+    # options, method and dataset first: a mistake is reported before any server or index is touched
+    levels = list(cfg.levels)
+    if cfg.warmup < 0:
+        raise ConfigError(f"--warmup must be 0 or more, got {cfg.warmup}", hint="e.g. --warmup 1")
+    if cfg.poll_interval_s <= 0:
+        raise ConfigError("the metrics poll interval must be positive")
+    spec = get_method(cfg.method)
+    spec.make_params(cfg.params)  # unknown parameter names: one line naming the valid ones
+    if "memory_path" in cfg.params:
+        warn_("--param memory_path is ignored: every level gets a fresh memory file in its own folder")
+    out_dir = Path(out_dir).expanduser()
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
+    wanted = cfg.warmup + (sum(cfg.claims_per_level or default_claims_per_level(c) for c in levels))
+    dataset = load_dataset(cfg.dataset, cfg.data_dir or settings.data_dir, limit=wanted, seed=cfg.seed)
+    available = len(dataset.claims)
+    warmup_n = min(cfg.warmup, max(0, available - len(levels)))
+    sizes, capped = plan_level_sizes(levels, available - warmup_n, cfg.claims_per_level)
+    if capped:
+        warn_(f"the dataset has {dataset.total} claims: levels cut to {', '.join(map(str, sizes))} claims "
+              "so that no claim is reused")
+    claims = [c for c, _ in dataset.claims]
+    warm_claims, rest = claims[:warmup_n], claims[warmup_n:]
+    slices, start = [], 0
+    for n in sizes:
+        slices.append(rest[start:start + n])
+        start += n
+
+    if llm is None:
+        url, model = _resolve_endpoint(settings)
+    else:
+        url, model = None, getattr(llm, "model", type(llm).__name__)
+    if probe == "auto":
+        probe = MetricsProbe(metrics_url(url)) if url else None
+    searcher = None
+    own_searcher = False
+    if spec.needs_index or cfg.index is not None:
+        searcher = open_index(cfg.index, settings)
+        own_searcher = searcher is not cfg.index
+    gpu_now = gpu_memory()
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "kind": "veracity-bench-throughput",
+        "method": spec.name,
+        "params": cfg.params,
+        "dataset": dataset.name if not cfg.dataset.startswith("jsonl:") else cfg.dataset,
+        "dataset_sha256": dataset.sha256,
+        "seed": cfg.seed,
+        "levels_requested": levels,
+        "claims_per_level": sizes,
+        "warmup_claims": warmup_n,
+        "disjoint": True,
+        "disjointness": "each level verifies its own claims (disjoint slices of one seeded sample, warm-up "
+                        "excluded) with a fresh run state and a fresh evidence-memory file: no level repeats a "
+                        "claim's prompts to the prefix cache or inherits memory from another",
+        "endpoint": url,
+        "model": model,
+        "metrics_url": getattr(probe, "url", None),
+        "index_dir": str(getattr(searcher, "index_dir", "") or "") or None,
+        "gpu": gpu_now,
+        "poll_interval_s": cfg.poll_interval_s,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "status": "running",
+        "warnings": warnings,
+        "levels": [],
+    }
+    write_reports(out_dir, report)
+
+    def verifier_for(level_dir: Path, concurrency: int) -> Any:
+        return Verifier(method=spec.name, index=searcher, endpoint=url, model=model, settings=settings, llm=llm,
+                        concurrency=concurrency, **level_overrides(spec, cfg.params, level_dir))
+
+    stopped: EndpointError | None = None
+    warned: set[str] = set()
+    try:
+        if warm_claims:
+            notify(f"warm-up: {len(warm_claims)} claim(s) at concurrency 1 (not reported)")
+            v = verifier_for(out_dir / "warmup", 1)
+            try:
+                await v.averify_many(warm_claims, out=out_dir / "warmup" / "results.jsonl", concurrency=1)
+            except EndpointError as exc:
+                stopped = exc
+            finally:
+                v.close()
+        for i, (concurrency, level_claims) in enumerate(zip(levels, slices, strict=True)):
+            if stopped is not None:
+                break
+            name = level_dir_name(concurrency)
+            level_dir = out_dir / name
+            notify(f"level {i + 1}/{len(levels)}: concurrency {concurrency}, {len(level_claims)} claims")
+            sampler = _Sampler(probe, cfg.poll_interval_s, warn_, gpu=gpu_now is not None, warned=warned)
+            before = await sampler.snapshot()
+            v = verifier_for(level_dir, concurrency)
+            stats, why = None, None
+            sampler.start()
+            t0 = time.perf_counter()
+            try:
+                stats = await v.averify_many(level_claims, out=level_dir / "results.jsonl", concurrency=concurrency,
+                                             progress=progress)
+            except EndpointError as exc:
+                stats, why, stopped = getattr(exc, "stats", None), str(exc), exc
+            finally:
+                wall = stats.elapsed_s if stats is not None and stats.elapsed_s else time.perf_counter() - t0
+                await sampler.stop()
+                v.close()
+            if probe is not None:  # let the server's counters take in the level's last requests
+                await asyncio.sleep(min(SETTLE_S, cfg.poll_interval_s))
+            after = await sampler.snapshot()
+            if sampler.poll_errors and (sampler.polls or before is not None or after is not None):
+                warn_(f"level {concurrency}: {sampler.poll_errors} of {sampler.poll_errors + len(sampler.polls)} "
+                      "metrics polls failed")
+            rows = _read_rows(level_dir / "results.jsonl")
+            figures = server_figures(before, after, sampler.polls, model=model if probe is not None else None)
+            record = _level_record(concurrency, level_claims, stats, rows, wall, figures, sampler.gpu_samples,
+                                   name, why)
+            if record["other_traffic"]:
+                warn_(f"level {concurrency}: the server finished {figures['requests_finished']:.0f} requests, this "
+                      f"benchmark made {record['llm_calls']}: other clients were using it, its figures include their work")
+            report["levels"].append(record)
+            write_reports(out_dir, report)
+            if stopped is not None:
+                break
+        report["status"] = "stopped" if stopped is not None else "complete"
+    except BaseException:
+        report["status"] = "interrupted"
+        raise
+    finally:
+        report["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        write_reports(out_dir, report)
+        if probe is not None and hasattr(probe, "aclose"):
+            await probe.aclose()
+        if own_searcher and hasattr(searcher, "close"):
+            searcher.close()
+    if stopped is not None:
+        raise EndpointError(f"{stopped}; the {len(report['levels'])} level(s) run so far are in {out_dir}",
+                            hint="restart the server and run the benchmark again with a new --out")
+    return report
+
+
+def bench_throughput(cfg: ThroughputConfig, out_dir: Path | str, **kw: Any) -> dict[str, Any]:
+    """Synchronous :func:`abench_throughput`."""
+    return asyncio.run(abench_throughput(cfg, out_dir, **kw))
+
+
+# -- tables and reports -----------------------------------------------------------------------------
+def fmt(value: Any, spec: str = ".2f", scale: float = 1.0, suffix: str = "") -> str:
+    """A number for a table; None -> "n/a"."""
+    if value is None:
+        return "n/a"
+    return format(value * scale, spec) + suffix
+
+
+def _pair(a: Any, b: Any, spec: str = ".1f") -> str:
+    return "n/a" if a is None and b is None else f"{fmt(a, spec)} / {fmt(b, spec)}"
+
+
+CLIENT_COLUMNS = ("conc.", "ok/failed", "claims/min", "prompt tok/s", "compl tok/s", "total tok/s", "calls/claim",
+                  "p50 s", "p95 s")
+SERVER_COLUMNS = ("conc.", "prefix hit", "own hit", "TTFT s", "TPOT s", "running avg/max", "waiting avg/max",
+                  "KV max", "srv reqs", "GPU MiB")
+
+
+def client_rows(report: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for lv in report["levels"]:
+        rows.append([str(lv["concurrency"]), f"{lv['done']}/{lv['failed']}" + (" (stopped)" if lv.get("stopped") else ""),
+                     fmt(lv["claims_per_min"]), fmt(lv["prompt_tokens_per_s"], ".1f"),
+                     fmt(lv["completion_tokens_per_s"], ".1f"), fmt(lv["tokens_per_s"], ".1f"),
+                     fmt(lv["llm_calls_per_claim"]), fmt(lv["latency_p50_s"], ".1f"), fmt(lv["latency_p95_s"], ".1f")])
+    return rows
+
+
+def server_rows(report: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for lv in report["levels"]:
+        s = lv["server"]
+        gpu = lv.get("gpu_memory_used_max_mib")
+        rows.append([str(lv["concurrency"]) + (" *" if lv.get("other_traffic") else ""),
+                     fmt(s["prefix_cache_hit_rate"], ".1%"), fmt(lv.get("own_prefix_cache_hit_rate"), ".1%"),
+                     fmt(s["ttft_mean_s"], ".3f"), fmt(s["tpot_mean_s"], ".4f"),
+                     _pair(s["requests_running_mean"], s["requests_running_max"]),
+                     _pair(s["requests_waiting_mean"], s["requests_waiting_max"]),
+                     fmt(s["kv_cache_usage_max"], ".1%"), fmt(s["requests_finished"], ".0f"),
+                     fmt(gpu, ".0f")])
+    return rows
+
+
+def _md_table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def render_markdown(report: dict[str, Any], plot: str | None) -> str:
+    sizes = ", ".join(f"{c}: {n}" for c, n in zip(report["levels_requested"], report["claims_per_level"], strict=True))
+    lines = [f"# bench throughput: {report['method']} on {report['dataset']}", "",
+             f"- status: {report['status']}",
+             f"- model: {report['model']} at {report['endpoint'] or '(stand-in LLM)'}; metrics: {report['metrics_url'] or 'n/a'}",
+             f"- index: {report['index_dir'] or 'none'}; method parameters: "
+             f"`{json.dumps(report['params']) if report['params'] else 'defaults'}`",
+             f"- claims per level (concurrency: claims): {sizes}"
+             f" (seed {report['seed']}, warm-up {report['warmup_claims']} claim(s) not reported)",
+             f"- levels are independent: {report['disjointness']}. The server's prefix cache outlives a "
+             "benchmark: claims an earlier run sent (same dataset and seed) may still be cached; another --seed "
+             "gives claims it has not seen.",
+             f"- GPU: {fmt((report.get('gpu') or {}).get('total_mib'), '.0f', suffix=' MiB total') if report.get('gpu') else 'none (CPU)'}",
+             f"- started {report['started_at']}, finished {report.get('finished_at', '-')}", ""]
+    lines += ["## Client side (whole pipeline)", "", *_md_table(CLIENT_COLUMNS, client_rows(report)), "",
+              "Tokens are the LLM usage of the claims that finished, over the level's wall time; calls/claim counts "
+              "LLM calls; p50 / p95 are per-claim latencies.", "",
+              "## Server side (vLLM /metrics)", "", *_md_table(SERVER_COLUMNS, server_rows(report)), "",
+              "Prefix hit (prefix-cache hit rate), TTFT (mean time to first token), TPOT (mean time per output "
+              "token) and srv reqs (requests the server finished) are deltas of the server's counters over the "
+              "level; running / waiting requests and KV-cache usage (max) are polled every "
+              f"{report['poll_interval_s']} s; GPU MiB is the most GPU memory in use during the level. "
+              "n/a: the server does not expose the figure (or /metrics could not be read). Own hit is the share "
+              "of this benchmark's prompt tokens the server reported as cached (`usage.prompt_tokens_details`), "
+              "unaffected by other clients. * marks a level during which other clients used the server too.", ""]
+    if report["warnings"]:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in report["warnings"]] + [""]
+    failed = [(lv["concurrency"], cid, why) for lv in report["levels"] for cid, why in lv["failed_claims"]]
+    if failed:
+        lines += ["## Failed claims", ""] + [f"- concurrency {c}, claim {cid}: {why}" for c, cid, why in failed] + [""]
+    if plot:
+        lines += [f"![{plot}]({plot})", ""]
+    return "\n".join(lines)
+
+
+def plot_scaling(out_dir: Path, report: dict[str, Any]) -> str | None:
+    """claims/min and tokens/s against concurrency (log2 axis)."""
+    levels = [lv for lv in report["levels"] if lv["done"]]
+    if not levels:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [lv["concurrency"] for lv in levels]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
+    a.plot(xs, [lv["claims_per_min"] for lv in levels], "o-", color="#4477aa")
+    a.set_ylabel("claims / min")
+    b.plot(xs, [lv["tokens_per_s"] for lv in levels], "o-", label="total", color="#4477aa")
+    b.plot(xs, [lv["prompt_tokens_per_s"] for lv in levels], "s--", label="prompt", color="#66ccee")
+    b.plot(xs, [lv["completion_tokens_per_s"] for lv in levels], "^--", label="completion", color="#ee6677")
+    b.set_ylabel("LLM tokens / s")
+    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.set_xlabel("claims in flight (concurrency)")
+        if len(set(xs)) > 1:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{report['method']}: end-to-end throughput ({report['model']})", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out_dir / SCALING_PNG, dpi=110)
+    plt.close(fig)
+    return SCALING_PNG
+
+
+def write_reports(out_dir: Path, report: dict[str, Any]) -> None:
+    """report.json, report.md and scaling.png; the reports are replaced atomically, so always readable."""
+    out_dir = Path(out_dir)
+    png = plot_scaling(out_dir, report)
+    for name, text in ((REPORT_JSON, json.dumps(report, indent=2, default=str)), (REPORT_MD, render_markdown(report, png))):
+        tmp = out_dir / (name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out_dir / name)
