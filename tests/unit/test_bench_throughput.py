@@ -19,7 +19,7 @@ from veracity.bench.throughput import (ThroughputConfig, bench_throughput, clien
                                        parse_nvidia_smi, plan_level_sizes, render_markdown, server_rows)
 from veracity.cli._common import run_main
 from veracity.config import Settings
-from veracity.errors import ConfigError, DataError, EndpointError
+from veracity.errors import ConfigError, DataError, EndpointError, LLMOutputError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods import get_method
 from veracity.pipeline.methods.direct import DirectJudgement
@@ -507,6 +507,13 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     import veracity.bench.throughput as tp
 
     llm = SlowLLM(delay_s=0.0)
+    replies = iter(range(100))
+
+    def judge(messages):  # the third claim's reply never validates: a failed claim
+        if next(replies) == 2:
+            raise LLMOutputError("direct.judge: the reply did not validate against DirectJudgement")
+        return DirectJudgement(explanation="ok", label="SUPPORTED")
+    llm.script["direct.judge"] = judge
 
     @contextlib.asynccontextmanager
     async def client(self, concurrency):
@@ -523,4 +530,5 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     assert "cannot read http://127.0.0.1:9/metrics" in err  # the dead /metrics is one warning line
     for name in ("report.json", "report.md", "scaling.png", "c0001/results.jsonl", "c0002/results.jsonl"):
         assert (out / name).is_file(), name
-    assert len(llm.calls) == 4
+    assert len(llm.calls) == 3 and "failed claim" in err and "did not validate" in err
+    assert "1/1" in stdout  # concurrency 2: one claim done, one failed

@@ -81,6 +81,10 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
         for row in rows:
             table.add_row(*row)
         console.print(table)
+    for lv in report["levels"]:
+        for cid, why in lv["failed_claims"]:
+            err_console.print(f"[red]failed[/] claim {cid} (concurrency {lv['concurrency']}): {why}",
+                              highlight=False, soft_wrap=True)
     console.print("levels ran disjoint claims with fresh run state and memory; "
                   f"report: {out_dir / 'report.md'}", highlight=False)
 
