@@ -277,3 +277,15 @@ async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
     ctx2, _ = make_ctx(StubLLM({}), web_relax=False, exclude_titles=("Foxx and Holmes",))
     assert await web_search(["Jamie Foxx", "Mars"], ctx2, set()) == []
     assert await web_search(["Jamie Foxx"], ctx2, set()) == [e for e in found if e.title == "Jamie Foxx"]
+
+
+async def test_entity_reply_that_never_validates_still_gives_a_verdict():
+    from veracity.errors import LLMOutputError
+
+    llm = StubLLM(scripted(ents=LLMOutputError("zofia.entities: the reply did not validate", role="zofia.entities")))
+    ctx, searcher = make_ctx(llm)
+    verdict = await verify_zofia(Claim("n7", "Jamie Foxx will marry Katie Holmes in Paris."), ctx)
+    ent = events(ctx.trace, "zofia.entities")[0]
+    assert ent["found"] == 0 and "did not validate" in ent["error"]
+    assert searcher.queries == [] and verdict.label in (Label.REFUTED, Label.SUPPORTED, Label.NOT_ENOUGH_INFO)
+    assert "zofia.judge" in llm.roles()  # the linguist / expert evidence still reaches the judge

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -164,7 +164,7 @@ def modify_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, fail
 
 # -- role: trification.search (A.2 "Prompts for SEARCH Node") ------------------------------------
 class SearchQueries(BaseModel):
-    queries: list[str] = Field(description="search queries, each a natural sentence")
+    queries: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="search queries, each a natural sentence")
 
 
 SEARCH_SYSTEM = (
@@ -177,7 +177,7 @@ SEARCH_SYSTEM = (
 
 # -- role: trification.refine (A.2 "Prompts for REFINE node") ------------------------------------
 class RefinedInput(BaseModel):
-    new_input: str = Field(description="the input rewritten without ambiguous references, pronouns or unclear entities")
+    new_input: str = Field(max_length=300, description="the input rewritten without ambiguous references, pronouns or unclear entities")
 
 
 REFINE_SYSTEM = (
@@ -191,7 +191,7 @@ REFINE_SYSTEM = (
 
 # -- role: trification.think (A.2 "Prompts for THINK node") --------------------------------------
 class ThinkResult(BaseModel):
-    explanation: str = Field(description="the input examined against the evidence, and their logical relationship")
+    explanation: str = Field(max_length=600, description="the input examined against the evidence, and their logical relationship")
     evidence_sufficient: bool = Field(description="false when the evidence cannot answer the input")
 
 
@@ -207,7 +207,7 @@ THINK_SYSTEM = (
 
 # -- role: trification.judge (A.2 "Prompts for JUDGE node") --------------------------------------
 class JudgeResult(BaseModel):
-    explanation: str = Field(description="the logical relationship between the claim, the input and the evidence")
+    explanation: str = Field(max_length=600, description="the logical relationship between the claim, the input and the evidence")
     label: Literal["Supports", "Refutes", "Uncertain"]
 
 

@@ -21,7 +21,7 @@ if dropping it leaves a non-SEARCH root, validation still rejects the plan).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Literal
+from typing import Annotated, Iterable, Literal
 
 from pydantic import BaseModel, Field
 
@@ -31,39 +31,39 @@ NODE_TYPES: tuple[str, ...] = ("SEARCH", "REFINE", "THINK", "JUDGE")
 
 # -- the planner's output models (one per ablation, so the server's schema enforces the node types) --
 class PlanNode(BaseModel):
-    id: str = Field(description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")
+    id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")
     type: Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
-    input: str = Field(description="the query (SEARCH) or the statement to process; empty if a REFINE parent sets it")
-    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+    input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process; empty if a REFINE parent sets it")
+    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 class VerificationPlan(BaseModel):
-    nodes: list[PlanNode]
+    nodes: list[PlanNode] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
 
 
 class PlanNodeNoRefine(BaseModel):
-    id: str = Field(description="unique id: s_1, s_2 for SEARCH, t_1 for THINK, j_1 for JUDGE")
+    id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, t_1 for THINK, j_1 for JUDGE")
     type: Literal["SEARCH", "THINK", "JUDGE"]
-    input: str = Field(description="the query (SEARCH) or the statement to process")
-    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+    input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process")
+    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 class VerificationPlanNoRefine(BaseModel):
-    nodes: list[PlanNodeNoRefine]
+    nodes: list[PlanNodeNoRefine] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
 
 
 class PlanNodeSearchJudge(BaseModel):
-    id: str = Field(description="unique id: s_1, s_2 for SEARCH, j_1 for JUDGE")
+    id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, j_1 for JUDGE")
     type: Literal["SEARCH", "JUDGE"]
-    input: str = Field(description="the query (SEARCH) or the statement to judge")
-    hint: str = Field(description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[str] = Field(description="ids of the parent nodes; empty only for SEARCH roots")
+    input: str = Field(max_length=200, description="the query (SEARCH) or the statement to judge")
+    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 class VerificationPlanSearchJudge(BaseModel):
-    nodes: list[PlanNodeSearchJudge]
+    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
 
 
 def plan_model_for(allowed_types: Iterable[str]) -> type[BaseModel]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -103,13 +103,13 @@ LINGUIST_DIMENSIONS = ("Sentence", "Word", "Grammar", "Emotion", "Information Qu
 
 # -- role: zofia.entities (LLM fallback of the BERT-NER extractor, eq. 1) --------------------------
 class ExtractedEntity(BaseModel):
-    text: str = Field(description="the entity exactly as written in the text")
+    text: str = Field(max_length=60, description="the entity exactly as written in the text")
     type: Literal["PER", "ORG", "LOC", "MISC"]
     confidence: float = Field(description="probability between 0 and 1 that this is a correct named entity")
 
 
 class ExtractedEntities(BaseModel):
-    entities: list[ExtractedEntity]
+    entities: list[ExtractedEntity] = Field(max_length=10)  # bounded so a reply fits max_tokens
 
 
 ENTITIES_SYSTEM = (
@@ -121,7 +121,7 @@ ENTITIES_SYSTEM = (
 
 # -- role: zofia.linguist (B.1; one isolated call per dimension) ----------------------------------
 class LinguistAnalysis(BaseModel):
-    analysis: str = Field(description="one direct analytical paragraph, at most 25 words")
+    analysis: str = Field(max_length=200, description="one direct analytical paragraph, at most 25 words")
     reflects: Literal["REAL", "FAKE"] = Field(description="whether this feature reflects real or fake news")
 
 
@@ -143,8 +143,8 @@ LINGUIST_SYSTEM = (
 
 # -- role: zofia.expert_triage / zofia.expert (B.2) -------------------------------------------------
 class ExpertTriage(BaseModel):
-    domain: str = Field(description="the most relevant domain of the news, e.g. economy, politics, entertainment")
-    expert_role: str = Field(description="a precise expert role for that domain, e.g. economist, journalist")
+    domain: str = Field(max_length=60, description="the most relevant domain of the news, e.g. economy, politics, entertainment")
+    expert_role: str = Field(max_length=60, description="a precise expert role for that domain, e.g. economist, journalist")
 
 
 TRIAGE_SYSTEM = ("Identify the most relevant domain of the news text and the precise expert role best suited to "
@@ -152,8 +152,8 @@ TRIAGE_SYSTEM = ("Identify the most relevant domain of the news text and the pre
 
 
 class ExpertAnalysis(BaseModel):
-    knowledge_concordance: str = Field(description="rationality of the factual claims, viewpoints and details; departures from common sense or sensationalism")
-    logical_integrity: str = Field(description="coherence of arguments and conclusions; logical fallacies or unsupported inferences")
+    knowledge_concordance: str = Field(max_length=300, description="rationality of the factual claims, viewpoints and details; departures from common sense or sensationalism")
+    logical_integrity: str = Field(max_length=300, description="coherence of arguments and conclusions; logical fallacies or unsupported inferences")
 
 
 def expert_system(role: str) -> str:
@@ -172,8 +172,8 @@ def expert_system(role: str) -> str:
 
 # -- role: zofia.claim_extractor (B.3, eq. 8) -------------------------------------------------------
 class ExtractedClaims(BaseModel):
-    core_claim: str = Field(description="the claim that directly determines the truthfulness of the news")
-    subclaims: list[str] = Field(description="2-4 supporting sub-claims, concise declarative sentences without pronouns")
+    core_claim: str = Field(max_length=200, description="the claim that directly determines the truthfulness of the news")
+    subclaims: list[Annotated[str, Field(max_length=160)]] = Field(max_length=4, description="2-4 supporting sub-claims, concise declarative sentences without pronouns")
 
 
 CLAIM_EXTRACTOR_SYSTEM = (
@@ -188,9 +188,9 @@ CLAIM_EXTRACTOR_SYSTEM = (
 
 # -- role: zofia.claim_verifier (B.4, eq. 9) --------------------------------------------------------
 class ClaimVerification(BaseModel):
-    reasoning: str = Field(description="brief reasoning based only on the web information")
+    reasoning: str = Field(max_length=300, description="brief reasoning based only on the web information")
     label: Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
-    quoted_evidence: list[str] = Field(description="sentences quoted from the web information")
+    quoted_evidence: list[Annotated[str, Field(max_length=200)]] = Field(max_length=3, description="sentences quoted from the web information")
 
 
 CLAIM_VERIFIER_SYSTEM = (
@@ -205,8 +205,8 @@ CLAIM_VERIFIER_SYSTEM = (
 
 # -- role: zofia.pro / zofia.con (B.5) ----------------------------------------------------------------
 class DebateArgument(BaseModel):
-    rebuttal: str = Field(description="one paragraph rebutting the opponent's evidence and reasons (empty at the start)")
-    points: list[str] = Field(description="new evidence, each: a statement summarizing the material, which material it comes from, and the reason")
+    rebuttal: str = Field(max_length=400, description="one paragraph rebutting the opponent's evidence and reasons (empty at the start)")
+    points: list[Annotated[str, Field(max_length=250)]] = Field(max_length=3, description="new evidence, each: a statement summarizing the material, which material it comes from, and the reason")
 
 
 def debater_system(side: str) -> str:
@@ -223,7 +223,7 @@ def debater_system(side: str) -> str:
 
 # -- role: zofia.judge (B.6) ----------------------------------------------------------------------------
 class DebateDecision(BaseModel):
-    reason: str = Field(description="one sentence: why the debate can end with this ruling, or what is still missing")
+    reason: str = Field(max_length=300, description="one sentence: why the debate can end with this ruling, or what is still missing")
     decision: Literal["REAL", "FAKE", "CONTINUE"]
 
 
@@ -240,7 +240,7 @@ def judge_system(max_rounds: int) -> str:
 
 
 class DirectDecision(BaseModel):  # the "w/o Debate" ablation: one judgement over the evidence pool
-    reason: str = Field(description="one or two sentences of reasoning")
+    reason: str = Field(max_length=300, description="one or two sentences of reasoning")
     decision: Literal["REAL", "FAKE"]
 
 
@@ -288,9 +288,13 @@ async def extract_entities(text: str, sentences: list[str], spans, ctx: MethodCo
         ctx.trace.event("zofia.entities", extractor=f"token-classification:{p.ner_model or 'injected'}",
                         found=len(mentions))
         return mentions
-    out = await ctx.llm.generate(
-        [{"role": "system", "content": ENTITIES_SYSTEM}, {"role": "user", "content": f"Text: {text}"}],
-        ExtractedEntities, role="zofia.entities", max_tokens=p.agent_max_tokens * 2)
+    try:
+        out = await ctx.llm.generate(
+            [{"role": "system", "content": ENTITIES_SYSTEM}, {"role": "user", "content": f"Text: {text}"}],
+            ExtractedEntities, role="zofia.entities", max_tokens=p.agent_max_tokens * 2)
+    except LLMOutputError as exc:  # the claim is still checked, without entity-guided retrieval
+        ctx.trace.event("zofia.entities", extractor="llm", found=0, error=str(exc))
+        return []
     mentions, dropped = place_mentions([(e.text, e.type, e.confidence) for e in out.entities], sentences)
     ctx.trace.event("zofia.entities", extractor="llm", found=len(mentions), not_in_text=dropped)
     return mentions
