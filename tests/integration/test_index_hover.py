@@ -78,7 +78,7 @@ def test_concurrent_threads_and_async_match_sequential(hover_searcher, hover_cla
     expected = {(q, m): [h.passage_id for h in hover_searcher.search(q, 5, m)] for q in queries for m in ("bm25", "hybrid")}
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = dict(zip(expected, pool.map(lambda qm: [h.passage_id for h in hover_searcher.search(qm[0], 5, qm[1])],
-                                          expected)))
+                                          expected), strict=True))
     assert got == expected
 
     async def many():

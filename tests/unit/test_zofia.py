@@ -146,7 +146,7 @@ async def test_wikipedia_entry_is_disambiguated_by_context():
     dis = events(ctx.trace, "zofia.disambiguation")[0]
     assert set(dis["candidates"]) >= {"Paris (France)", "Paris, Texas"}
     assert dis["chosen"] == "Paris (France)"
-    sims = dict(zip(dis["candidates"], dis["similarity"]))
+    sims = dict(zip(dis["candidates"], dis["similarity"], strict=True))
     assert sims["Paris (France)"] > sims["Paris, Texas"]
     wiki = [e for e in verdict.evidence if e.title == "Paris (France)"]
     # the first 3 sentences of the entry

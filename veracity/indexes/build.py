@@ -300,7 +300,7 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
     limit = options.limit
     duplicates = 0
     try:
-        for source, raw in zip(sources, infos):
+        for source, raw in zip(sources, infos, strict=True):
             info = SourceInfo(**raw)
             info.articles, info.skipped = 0, {}
             for article in read_articles(source.path, source.format, info, on_error=options.on_error):

@@ -167,7 +167,7 @@ class Searcher:
 
         def fetch(depth: int) -> list[tuple[int, float]]:
             scores, rows = self._faiss.search(vec, depth)
-            got = [(int(r), float(s)) for r, s in zip(rows[0], scores[0]) if r >= 0]
+            got = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
             missing = [r for r, _ in got if r not in rows_cache]
             if missing:
                 rows_cache.update(self.store.by_rows(missing))

@@ -100,7 +100,7 @@ def repair_plan(nodes: list[NodeSpec], external_ids: Iterable[str] = ()) -> tupl
     fixes: list[str] = []
     out = [NodeSpec(n.id.strip(), n.type, n.input.strip(), n.hint.strip(), [d.strip() for d in n.dependencies])
            for n in nodes]
-    for old, new in zip(nodes, out):
+    for old, new in zip(nodes, out, strict=True):
         if old.id != new.id:
             fixes.append(f"stripped whitespace around id {new.id!r}")
     known = {n.id for n in out} | set(external_ids)

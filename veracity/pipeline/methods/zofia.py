@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -468,7 +468,7 @@ async def claim_verification(text: str, web: list[Evidence], ctx: MethodContext)
                                       {"role": "user", "content": f"Web information:\n{info}\n\nClaim: {q}"}],
                                      ClaimVerification, role="zofia.claim_verifier", max_tokens=p.agent_max_tokens)
         ctx_ev = []
-        for j, s in rel:
+        for j, _s in rel:
             if chunks[j][1] not in ctx_ev:
                 ctx_ev.append(chunks[j][1])
         return CheckedClaim(kind, q, out.label, out.reasoning, list(out.quoted_evidence), ctx_ev)
