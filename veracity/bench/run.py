@@ -485,7 +485,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
 
 # -- compare ------------------------------------------------------------------------------------
 COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "NEI", "LLM calls/claim",
-                   "tokens/claim", "tools/claim", "claims/min", "leakage")
+                   "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s", "claims/min", "leakage")
 
 
 def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
@@ -511,7 +511,9 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
             "acc": fmt("accuracy", s), "macro-F1": fmt("macro_f1", s), "weighted-F1": fmt("weighted_f1", s),
             "NEI": fmt("nei_rate", s, ".2f"),
             "LLM calls/claim": fmt("llm_calls_per_claim", e, ".1f"), "tokens/claim": fmt("tokens_per_claim", e, ".0f"),
-            "tools/claim": fmt("tool_calls_per_claim", e, ".1f"), "claims/min": fmt("claims_per_min", e, ".2f"),
+            "tools/claim": fmt("tool_calls_per_claim", e, ".2f"), "memory hits/claim": fmt("memory_hits_per_claim", e, ".2f"),
+            "claim p50 s": fmt("latency_p50_s", e, ".1f"), "wall s": fmt("wall_time_s", e, ".0f"),
+            "claims/min": fmt("claims_per_min", e, ".2f"),
             "leakage": ("allowed" if leak.get("index_newer") else "ok") if leak.get("checked") else "n/a",
         })
     return rows
