@@ -218,3 +218,47 @@ def test_semantic_recall_finds_evidence_without_a_shared_key(tmp_path):
     sem = EvidenceMemory(path, semantic=True, encoder=BagOfWords(), similarity_threshold=0.8)
     hits = sem.recall([], claim)
     assert [h.evidence.passage_id for h in hits] == ["Eiffel Tower#0"] and hits[0].similarity > 0.8
+
+
+def _never_validates(role):
+    from veracity.errors import LLMOutputError
+
+    def reply(messages):
+        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)", role=role)
+    return reply
+
+
+def test_a_decomposition_that_never_validates_falls_back_to_the_claim_text(tmp_path):
+    verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.decomposer": [_never_validates("mermaid.decomposer")],
+        "mermaid.executor": [step("search", "Eiffel Tower"), step("finish", label="SUPPORTED", cited=["Eiffel Tower#0"])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    assert verdict.label is Label.SUPPORTED
+    ev = [e for e in verdict.trace.events if e["kind"] == "mermaid.decomposition"][0]
+    assert "did not validate" in ev["error"] and "claim text" in ev["fallback"]
+    # the executor still ran, without a decomposition in its prompt
+    assert "Facts to check" not in llm.of("mermaid.executor")[0].messages[1]["content"]
+
+
+def test_an_executor_step_that_never_validates_forces_the_verdict_from_what_was_seen(tmp_path):
+    verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": [step("search", "Eiffel Tower"), _never_validates("mermaid.executor")],
+        "mermaid.final": [FinalVerdict(explanation="seen enough", label="SUPPORTED", cited_passages=["Eiffel Tower#0"])],
+    }, memory_path=str(tmp_path / "m.sqlite"))
+    assert verdict.label is Label.SUPPORTED and llm.count("mermaid.final") == 1
+    steps = [e for e in verdict.trace.events if e["kind"] == "mermaid.step"]
+    assert steps[-1]["action"] == "abandoned" and steps[-1]["t"] == 2
+    assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#0"]
+
+
+def test_a_final_verdict_that_never_validates_gives_not_enough_info_with_the_reason(tmp_path):
+    verdict, _, _ = run(Claim("c1", "x"), {
+        "mermaid.decomposer": [decomp()],
+        "mermaid.executor": lambda m: step("open_page", "Paris"),
+        "mermaid.final": [_never_validates("mermaid.final")],
+    }, t_max=1, memory_path=str(tmp_path / "m.sqlite"))
+    assert verdict.label is Label.NOT_ENOUGH_INFO
+    assert "did not validate" in verdict.explanation
+    final = [e for e in verdict.trace.events if e["kind"] == "mermaid.final"][0]
+    assert "did not validate" in final["error"]

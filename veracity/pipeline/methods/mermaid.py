@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.errors import LLMOutputError
 from veracity.pipeline.memory import EvidenceMemory
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.methods.direct import LabelName
@@ -152,9 +153,12 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     # 1. Decomposer
     decomposition: Decomposition | None = None
     if p.decomposer:
-        decomposition = await ctx.llm.generate(decomposer_messages(claim), Decomposition,
-                                               role="mermaid.decomposer", max_tokens=p.max_tokens)
-        trace.event("mermaid.decomposition", **decomposition.model_dump())
+        try:
+            decomposition = await ctx.llm.generate(decomposer_messages(claim), Decomposition,
+                                                   role="mermaid.decomposer", max_tokens=p.max_tokens)
+            trace.event("mermaid.decomposition", **decomposition.model_dump())
+        except LLMOutputError as exc:  # the claim is still checked, as with --no-decomposer
+            trace.event("mermaid.decomposition", error=str(exc), fallback="no decomposition: claim text only")
     keys = entity_keys(decomposition)
 
     # 2. Memory recall (warm start)
@@ -175,8 +179,12 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     ]
     finish: ReactStep | None = None
     for t in range(1, p.t_max + 1):
-        step = await ctx.llm.generate(messages, citing(ReactStep, list(observed), p.constrain_citations),
-                                      role="mermaid.executor", max_tokens=p.max_tokens)
+        try:
+            step = await ctx.llm.generate(messages, citing(ReactStep, list(observed), p.constrain_citations),
+                                          role="mermaid.executor", max_tokens=p.max_tokens)
+        except LLMOutputError as exc:  # end the loop; the verdict is forced from what was observed
+            trace.event("mermaid.step", t=t, action="abandoned", error=str(exc))
+            break
         messages.append({"role": "assistant", "content": step.model_dump_json()})
         if step.action == "finish":
             trace.event("mermaid.step", t=t, thought=step.thought, action="finish", label=step.label)
@@ -201,10 +209,16 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         label, explanation, cited = finish.label, finish.thought, finish.cited_passages
     else:  # T_max reached, or finish without a label: force the verdict
         messages.append({"role": "user", "content": FINAL_PROMPT})
-        final = await ctx.llm.generate(messages, citing(FinalVerdict, list(observed), p.constrain_citations),
-                                       role="mermaid.final", max_tokens=p.max_tokens)
-        label, explanation, cited = final.label, final.explanation, final.cited_passages
-        trace.event("mermaid.final", forced_after_steps=len([m for m in messages if m["role"] == "assistant"]))
+        steps_done = len([m for m in messages if m["role"] == "assistant"])
+        try:
+            final = await ctx.llm.generate(messages, citing(FinalVerdict, list(observed), p.constrain_citations),
+                                           role="mermaid.final", max_tokens=p.max_tokens)
+            label, explanation, cited = final.label, final.explanation, final.cited_passages
+            trace.event("mermaid.final", forced_after_steps=steps_done)
+        except LLMOutputError as exc:  # no checkable verdict: say so instead of failing the claim
+            label, cited = Label.NOT_ENOUGH_INFO.value, []
+            explanation = f"No verdict: the model's final answer did not validate ({exc})."
+            trace.event("mermaid.final", forced_after_steps=steps_done, error=str(exc))
 
     # 4. Memory update
     if memory is not None and gathered:
