@@ -234,3 +234,54 @@ def test_prompts_put_shared_evidence_first_and_the_task_last():
     # the two agents judging one page share everything up to their task
     check = llm.of("emulate.self_contained_check")[1].messages[-1]["content"]
     assert check.rsplit("Task:", 1)[0] == helpful.rsplit("Task:", 1)[0]
+
+
+def _never_validates(role):
+    from veracity.errors import LLMOutputError
+
+    def reply(messages):
+        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)", role=role)
+    return reply
+
+
+def _failed_agents(verdict):
+    return [e["agent"] for e in verdict.trace.events if e["kind"] == "emulate.agent_failed"]
+
+
+def test_agents_whose_replies_never_validate_fall_back_and_the_claim_still_gets_a_verdict():
+    # initial queries fail -> the claim text is the query; SearchRank fails -> search order kept;
+    # SelfContainedCheck fails -> treated as self-contained; the classifier fails -> NOT_ENOUGH_INFO
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [_never_validates("emulate.initial_query_gen")],
+        "emulate.search_rank": [_never_validates("emulate.search_rank")],
+        "emulate.self_contained_check": [_never_validates("emulate.self_contained_check")],
+        "emulate.det_helpful": hp(True),
+        "emulate.sufficient_evidence": su(True),
+        "emulate.classifier": [_never_validates("emulate.classifier")],
+    })
+    assert searcher.queries == [CLAIM.text]
+    assert searcher.opened == ["Delta"]  # the search's own first result (most words shared with the claim)
+    assert verdict.label is Label.NOT_ENOUGH_INFO and "did not validate" in verdict.explanation
+    assert [e.passage_id for e in verdict.evidence] == ["Delta#0"]
+    assert _failed_agents(verdict) == ["emulate.initial_query_gen", "emulate.search_rank",
+                                       "emulate.self_contained_check", "emulate.classifier"]
+
+
+def test_failed_helpfulness_sufficiency_and_additional_queries_are_conservative():
+    # DetHelpful fails -> not helpful (next result); SufficientEvidence fails -> not sufficient;
+    # AdditionalQueryGen fails -> no new queries, the queue goes on
+    verdict, llm, searcher = run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3]), Ranking(ranking=[1, 2])],
+        "emulate.self_contained_check": sc(True, True, True, True),
+        "emulate.det_helpful": [_never_validates("emulate.det_helpful"), *hp(True, False, False)],
+        "emulate.sufficient_evidence": [_never_validates("emulate.sufficient_evidence"), *su(False)],
+        "emulate.additional_query_gen": [_never_validates("emulate.additional_query_gen")],
+        "emulate.classifier": [T("alpha")],
+    })
+    assert searcher.queries == ["q1", "q2"]
+    assert searcher.opened == ["Alpha", "Beta", "Delta"]  # q2: Beta was already read, Delta alone (no ranking)
+    assert verdict.label is Label.SUPPORTED
+    assert [e.passage_id for e in verdict.evidence] == ["Beta#0"]  # only the page judged helpful
+    assert _failed_agents(verdict) == ["emulate.det_helpful", "emulate.sufficient_evidence",
+                                       "emulate.additional_query_gen"]

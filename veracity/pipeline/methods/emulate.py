@@ -47,6 +47,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.errors import LLMOutputError
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.tools import format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -195,25 +196,41 @@ async def verify_emulate(claim: Claim, ctx: MethodContext) -> Verdict:
     llm, trace = ctx.llm, ctx.trace
     mt = p.max_tokens
 
+    async def agent(coro, role: str, fallback: str):
+        """One agent call; a reply that never validates is recorded and the algorithm goes on with ``fallback``."""
+        try:
+            return await coro
+        except LLMOutputError as exc:
+            trace.event("emulate.agent_failed", agent=role, error=str(exc), fallback=fallback)
+            return None
+
     async def classifier(bank: list[Page], reason: str) -> Verdict:
-        out = await llm.generate(_messages(claim, bank, TASK_CLASSIFY), Classification, role="emulate.classifier",
-                                 max_tokens=mt)
+        out = await agent(llm.generate(_messages(claim, bank, TASK_CLASSIFY), Classification,
+                                       role="emulate.classifier", max_tokens=mt),
+                          "emulate.classifier", "no verdict: NOT_ENOUGH_INFO")
+        if out is None:
+            return Verdict(label=Label.NOT_ENOUGH_INFO, explanation="No verdict: the classifier's reply did not validate.",
+                           evidence=[e for pg in bank for e in pg.passages], trace=trace, method="emulate")
         trace.event("emulate.classify", reason=reason, label=out.label, pages=[pg.title for pg in bank])
         return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED, explanation=out.explanation,
                        evidence=[e for pg in bank for e in pg.passages], trace=trace, method="emulate")
 
     async def sufficient(bank: list[Page]) -> bool:
-        out = await llm.generate(_messages(claim, bank, TASK_SUFFICIENT), Sufficient,
-                                 role="emulate.sufficient_evidence", max_tokens=mt)
+        out = await agent(llm.generate(_messages(claim, bank, TASK_SUFFICIENT), Sufficient,
+                                       role="emulate.sufficient_evidence", max_tokens=mt),
+                          "emulate.sufficient_evidence", "treated as not sufficient")
+        if out is None:
+            return False
         trace.event("emulate.sufficient", pages=[pg.title for pg in bank], sufficient=out.sufficient)
         return out.sufficient
 
     memory_bank: list[Page] = []
     not_self_contained: list[Page] = []
     seen: set[str] = set()
-    first = await llm.generate(_messages(claim, [], TASK_INITIAL_QUERIES), QueryList,
-                               role="emulate.initial_query_gen", max_tokens=mt)
-    query_queue = [q for q in first.queries if q.strip()]
+    first = await agent(llm.generate(_messages(claim, [], TASK_INITIAL_QUERIES), QueryList,
+                                     role="emulate.initial_query_gen", max_tokens=mt),
+                        "emulate.initial_query_gen", "the claim text as the only query")
+    query_queue = [q for q in first.queries if q.strip()] if first is not None else [claim.text]
     trace.event("emulate.queries", source="initial", queries=list(query_queue))
     queries_made = 0
 
@@ -224,10 +241,11 @@ async def verify_emulate(claim: Claim, ctx: MethodContext) -> Verdict:
         results = group_results(hits, p.snippet_words, seen if p.skip_seen_pages else set())
         if p.search_rank and len(results) > 1:
             listing = "\n".join(f"{i}. {r.title}: {r.snippet}" for i, r in enumerate(results, 1))
-            rank = await llm.generate(
+            rank = await agent(llm.generate(
                 _messages(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\nSearch results:\n{listing}"),
-                Ranking, role="emulate.search_rank", max_tokens=mt)
-            results = [results[i] for i in apply_ranking(rank.ranking, len(results))]
+                Ranking, role="emulate.search_rank", max_tokens=mt), "emulate.search_rank", "search order kept")
+            if rank is not None:
+                results = [results[i] for i in apply_ranking(rank.ranking, len(results))]
         ranked = results[: p.max_search_results_per_query]
         trace.event("emulate.search", query=query, ranked=[r.title for r in ranked])
 
@@ -235,23 +253,27 @@ async def verify_emulate(claim: Claim, ctx: MethodContext) -> Verdict:
             page = await open_result(ctx, result)
             seen.add(result.title)
             if p.self_contained_check:
-                sc = await llm.generate(_messages(claim, memory_bank, TASK_SELF_CONTAINED, page=page), SelfContained,
-                                        role="emulate.self_contained_check", max_tokens=mt)
-                self_contained = sc.self_contained
+                sc = await agent(llm.generate(_messages(claim, memory_bank, TASK_SELF_CONTAINED, page=page),
+                                              SelfContained, role="emulate.self_contained_check", max_tokens=mt),
+                                 "emulate.self_contained_check", "treated as self-contained")
+                self_contained = sc.self_contained if sc is not None else True
             else:
                 self_contained = True
             if self_contained:
-                hp = await llm.generate(_messages(claim, memory_bank, TASK_HELPFUL, page=page), Helpful,
-                                        role="emulate.det_helpful", max_tokens=mt)
-                trace.event("emulate.page", title=page.title, self_contained=True, helpful=hp.helpful)
-                if hp.helpful:
+                hp = await agent(llm.generate(_messages(claim, memory_bank, TASK_HELPFUL, page=page), Helpful,
+                                              role="emulate.det_helpful", max_tokens=mt),
+                                 "emulate.det_helpful", "treated as not helpful")
+                helpful = hp.helpful if hp is not None else False
+                trace.event("emulate.page", title=page.title, self_contained=True, helpful=helpful)
+                if helpful:
                     memory_bank.append(page)
                     if await sufficient(memory_bank):  # (a) done
                         return await classifier(memory_bank, "sufficient")
                     # (b) helpful but not enough: more queries, to the front of the queue
-                    more = await llm.generate(_messages(claim, memory_bank, TASK_ADDITIONAL_QUERIES), QueryList,
-                                              role="emulate.additional_query_gen", max_tokens=mt)
-                    new = [q for q in more.queries if q.strip()]
+                    more = await agent(llm.generate(_messages(claim, memory_bank, TASK_ADDITIONAL_QUERIES), QueryList,
+                                                    role="emulate.additional_query_gen", max_tokens=mt),
+                                       "emulate.additional_query_gen", "no additional queries")
+                    new = [q for q in more.queries if q.strip()] if more is not None else []
                     query_queue[:0] = new
                     trace.event("emulate.queries", source="additional", queries=new)
                     break
