@@ -23,6 +23,7 @@ from veracity.pipeline.methods.trification_graph import (
     plan_model_for,
     prefix_subgraph,
     repair_plan,
+    structural_repair,
     validate_plan,
 )
 from veracity.pipeline.tools import Tools
@@ -230,7 +231,7 @@ async def test_concurrent_execution_respects_dependencies():
 async def test_invalid_plan_is_replanned_with_errors_fed_back():
     cyclic = plan(N("s_1", "SEARCH"), N("t_1", "THINK", ["s_1", "j_1"]), N("j_1", "JUDGE", ["t_1"]))
     llm = StubLLM(handlers(planner=[cyclic, GRAPH]))
-    ctx = make_ctx(llm)
+    ctx = make_ctx(llm, structural_repair=False)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
     planner_calls = [c for c in llm.calls if c.role == "trification.planner"]
     assert len(planner_calls) == 2
@@ -248,7 +249,7 @@ async def test_invalid_plan_is_replanned_with_errors_fed_back():
 async def test_plan_that_never_validates_gives_nei_and_runs_nothing():
     no_judge = plan(N("s_1", "SEARCH"), N("t_1", "THINK", ["s_1"]))
     llm = StubLLM(handlers(planner=[no_judge]))
-    ctx = make_ctx(llm, max_replans=2)
+    ctx = make_ctx(llm, max_replans=2, structural_repair=False)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
     assert llm.roles() == ["trification.planner"] * 3
@@ -259,7 +260,7 @@ async def test_plan_that_never_validates_gives_nei_and_runs_nothing():
 
 async def test_over_budget_plan_is_rejected():
     llm = StubLLM(handlers(planner=[GRAPH]))
-    ctx = make_ctx(llm, max_nodes=4, max_replans=1)
+    ctx = make_ctx(llm, max_nodes=4, max_replans=1, structural_repair=False)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
     assert llm.roles() == ["trification.planner"] * 2
@@ -339,3 +340,53 @@ def test_judge_output_model_is_flat():
     schema = JudgeResult.model_json_schema()
     assert schema["properties"]["label"]["enum"] == ["Supports", "Refutes", "Uncertain"]
     assert TrificationParams().max_modifications == 3 and TrificationParams().k == 10
+
+
+# ----------------------------------------------------------------- structural repair (small-model plans)
+def test_structural_repair_reads_a_flat_list_as_a_chain_and_adds_a_judge():
+    flat = [N("1", "SEARCH", input="Eiffel Tower"), N("2", "THINK", input="who built it"),
+            N("3", "SEARCH", input="Gustave Eiffel"), N("4", "REFINE", input="it")]
+    assert validate_plan(flat, max_nodes=12)  # invalid as written
+    fixed, fixes = structural_repair(flat, max_nodes=12, judge_input="the claim")
+    assert validate_plan(fixed, max_nodes=12) == []
+    deps = {n.id: n.dependencies for n in fixed}
+    assert deps == {"1": [], "2": ["1"], "3": [], "4": ["3"], "judge": ["2", "4"]}  # JUDGE over the sinks
+    assert fixed[-1].type == "JUDGE" and fixed[-1].input == "the claim"
+    assert any("no parent" in f for f in fixes) and any("added JUDGE" in f for f in fixes)
+
+
+def test_structural_repair_drops_repeats_and_trims_to_the_budget():
+    rambling = [N("1", "SEARCH", input="a"), N("2", "THINK", input="b")] + \
+               [N(str(i), "JUDGE", input="c") for i in range(3, 25)]  # SmolLM2's typical reply
+    fixed, fixes = structural_repair(rambling, max_nodes=12)
+    assert [n.id for n in fixed] == ["1", "2", "3"]  # 21 repeated JUDGEs dropped
+    assert {n.id: n.dependencies for n in fixed} == {"1": [], "2": ["1"], "3": ["2"]}
+    assert validate_plan(fixed, max_nodes=12) == []
+    many = [N(f"s{i}", "SEARCH", input=f"q{i}") for i in range(20)]
+    fixed, fixes = structural_repair(many, max_nodes=5)
+    assert len(fixed) == 5 and fixed[-1].type == "JUDGE"  # one slot kept for the JUDGE
+    assert fixed[-1].dependencies == ["s0", "s1", "s2", "s3"]
+    assert validate_plan(fixed, max_nodes=5) == []
+
+
+def test_structural_repair_cannot_fix_a_cycle_or_a_non_search_first_node():
+    cyclic = [N("s", "SEARCH"), N("t", "THINK", ["s", "j"]), N("j", "JUDGE", ["t"])]
+    fixed, _ = structural_repair(cyclic, max_nodes=12)
+    assert any("cycle" in e for e in validate_plan(fixed, max_nodes=12))
+    think_first = [N("t", "THINK"), N("j", "JUDGE", ["t"])]
+    fixed, _ = structural_repair(think_first, max_nodes=12)
+    assert any("root node must be a SEARCH" in e for e in validate_plan(fixed, max_nodes=12))
+
+
+async def test_a_repaired_plan_runs_without_a_replan_and_the_trace_shows_the_repairs():
+    flat = plan(N("1", "SEARCH", input="Eiffel Tower"), N("2", "THINK", input="Gustave Eiffel built it"))
+    llm = StubLLM(handlers(planner=[flat]))
+    ctx = make_ctx(llm)
+    verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
+    assert llm.roles().count("trification.planner") == 1
+    plans = events(ctx.trace, "trification.plan")
+    assert [(p["valid"], p.get("structural_repair", False)) for p in plans] == [(False, False), (True, True)]
+    assert any("added JUDGE" in f for f in plans[1]["repairs"])
+    started = {e["id"] for e in events(ctx.trace, "trification.node_start")}
+    assert started == {"1", "2", "judge"}
+    assert verdict.label == Label.SUPPORTED

@@ -3,9 +3,12 @@
 Reads like the paper (Trification, §3 and Algorithm 1):
 
 1. **Plan** (Table 4 prompt): the planner writes the verification graph as a flat list of nodes. A plan is
-   repaired where a fix cannot change its meaning, validated (``trification_graph.validate_plan``) and,
-   when invalid, re-planned with the validation errors fed back (``max_replans`` times). An invalid plan
-   is never executed; if none validates the claim gets NOT_ENOUGH_INFO with the reason in the trace.
+   repaired where a fix cannot change its meaning, validated (``trification_graph.validate_plan``);
+   when invalid, the usual small-model mistakes are repaired structurally (``structural_repair``: a flat
+   list read as a chain, repeats dropped, trimmed to the node budget, a JUDGE added; every fix is in the
+   trace; ``structural_repair = false`` turns this off) and, if still invalid, re-planned with the
+   validation errors fed back (``max_replans`` times). An invalid plan is never executed; if none
+   validates the claim gets NOT_ENOUGH_INFO with the reason in the trace.
 2. **Execute** (§3.3): every node starts as soon as all its parents have finished; ready nodes run
    concurrently. Before a node runs, its parents' evidence and outputs are propagated to it, and if a
    parent is a REFINE node the node's input is replaced by the refined input.
@@ -46,6 +49,7 @@ from veracity.pipeline.methods.trification_graph import (
     plan_model_for,
     prefix_subgraph,
     repair_plan,
+    structural_repair,
     specs_from_plan,
     validate_plan,
 )
@@ -59,6 +63,7 @@ class TrificationParams:
     max_modifications: int = 3  # graph modifications in dynamic mode (paper §4.3: up to 3)
     max_nodes: int = 12  # node budget of one plan / sub-graph; a larger plan is rejected and re-planned
     max_replans: int = 2  # re-plans with the validation errors fed back, after the first plan
+    structural_repair: bool = True  # chain parentless nodes, drop repeats, trim to budget, add a JUDGE (traced)
     k: int = 10  # passages per search query (paper: top-10 paragraphs)
     max_queries: int = 3  # queries a SEARCH node may issue
     prompt_passages: int = 10  # passages shown to a THINK / REFINE / JUDGE node (propagated evidence)
@@ -422,7 +427,7 @@ class GraphRun:
         external = [x.spec.id for x in reusable]
         msgs = modify_messages(self.claim, self.p.allowed_types(), self.p.max_nodes, failed, reusable)
         specs = await request_plan(self.ctx, msgs, role="trification.modify", external_ids=external,
-                                   prefix=f"m{n}.", phase=f"modification {n}")
+                                   prefix=f"m{n}.", phase=f"modification {n}", claim_text=self.claim.text)
         if specs is None:
             self.ctx.trace.event("trification.modification_failed", id=failed.spec.id, request=n)
             return False
@@ -457,7 +462,8 @@ class GraphRun:
 
 
 async def request_plan(ctx: MethodContext, messages: list[dict[str, str]], *, role: str,
-                       external_ids: list[str] = (), prefix: str = "", phase: str = "plan") -> list[NodeSpec] | None:
+                       external_ids: list[str] = (), prefix: str = "", phase: str = "plan",
+                       claim_text: str = "") -> list[NodeSpec] | None:
     """Plan, repair, validate; re-plan with the errors fed back. The valid plan's nodes, or None."""
     p: TrificationParams = ctx.params
     allowed = p.allowed_types()
@@ -479,6 +485,14 @@ async def request_plan(ctx: MethodContext, messages: list[dict[str, str]], *, ro
                         repairs=fixes, nodes=[s.to_dict() for s in specs])
         if not errors:
             return specs
+        if p.structural_repair:
+            fixed, structural = structural_repair(specs, max_nodes=p.max_nodes, allowed_types=allowed,
+                                                  external_ids=external_ids, judge_input=claim_text, id_prefix=prefix)
+            still = validate_plan(fixed, max_nodes=p.max_nodes, allowed_types=allowed, external_ids=external_ids)
+            ctx.trace.event("trification.plan", phase=phase, attempt=attempt, valid=not still, errors=still,
+                            repairs=structural, structural_repair=True, nodes=[s.to_dict() for s in fixed])
+            if not still:
+                return fixed
         msgs = msgs + [{"role": "assistant", "content": plan.model_dump_json()},
                        {"role": "user", "content": replan_feedback(errors)}]
     return None
@@ -503,7 +517,7 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine, no_refine_think=p.no_refine_think)
     t0 = time.perf_counter()
     specs = await request_plan(ctx, planner_messages(claim, p.allowed_types(), p.max_nodes),
-                               role="trification.planner")
+                               role="trification.planner", claim_text=claim.text)
     ctx.trace.timings["trification.plan_s"] = time.perf_counter() - t0
     if specs is None:
         reason = f"the planner produced no valid verification graph in {p.max_replans + 1} attempts"

@@ -118,6 +118,76 @@ def repair_plan(nodes: list[NodeSpec], external_ids: Iterable[str] = ()) -> tupl
     return out, fixes
 
 
+def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: Iterable[str] = NODE_TYPES,
+                      external_ids: Iterable[str] = (), judge_input: str = "",
+                      id_prefix: str = "") -> tuple[list[NodeSpec], list[str]]:
+    """Best-effort fixes for a plan that breaks the graph rules, in the way small models usually break them.
+
+    Applied only when :func:`repair_plan` was not enough (the caller validates the result again and falls
+    back to re-planning if it is still invalid). Each fix is listed for the trace:
+
+    1. a node that repeats an earlier node (same type, input and dependencies) is dropped and edges to it
+       point to the earlier one;
+    2. a plan over the node budget keeps its first nodes (one slot is kept for a JUDGE if it has none);
+    3. a THINK / REFINE / JUDGE node with no parent gets the node listed just before it as its parent (a
+       flat list is read as a chain; edges only point backwards, so no cycle is introduced);
+    4. a plan with no JUDGE gets one that depends on every node nothing else depends on, judging
+       ``judge_input`` (the claim).
+    """
+    fixes: list[str] = []
+    external = set(external_ids)
+    out = [NodeSpec(n.id, n.type, n.input, n.hint, list(n.dependencies)) for n in nodes]
+    # 1. repeated nodes
+    kept: list[NodeSpec] = []
+    alias: dict[str, str] = {}
+    signature: dict[tuple, str] = {}
+    for n in out:
+        sig = (n.type, n.input.casefold(), tuple(alias.get(d, d) for d in n.dependencies))
+        if sig in signature and n.id not in alias:
+            alias[n.id] = signature[sig]
+            continue
+        signature.setdefault(sig, n.id)
+        kept.append(n)
+    if alias:
+        fixes.append(f"dropped {len(alias)} node(s) repeating an earlier one: {', '.join(alias)}")
+    for n in kept:
+        deps: list[str] = []
+        for d in n.dependencies:
+            d = alias.get(d, d)
+            if d != n.id and d not in deps:
+                deps.append(d)
+        n.dependencies = deps
+    out = kept
+    # 2. node budget
+    allowed = set(allowed_types)
+    need_judge = "JUDGE" in allowed and not any(n.type == "JUDGE" for n in out[:max_nodes])
+    budget = max_nodes - 1 if need_judge else max_nodes
+    if len(out) > budget:
+        fixes.append(f"kept the first {budget} of {len(out)} nodes (budget {max_nodes})")
+        out = out[:budget]
+        ids = {n.id for n in out} | external
+        for n in out:
+            n.dependencies = [d for d in n.dependencies if d in ids]
+    # 3. parentless non-SEARCH nodes: chain to the node listed before
+    for i, n in enumerate(out):
+        if not n.dependencies and n.type != "SEARCH" and i > 0:
+            n.dependencies = [out[i - 1].id]
+            fixes.append(f"{n.id}: {n.type} had no parent; it now depends on {out[i - 1].id}, listed before it")
+    # 4. a JUDGE
+    if "JUDGE" in allowed and out and not any(n.type == "JUDGE" for n in out):
+        used = {d for n in out for d in n.dependencies}
+        sinks = [n.id for n in out if n.id not in used]
+        ids = {n.id for n in out} | external
+        jid, k = f"{id_prefix}judge", 1
+        while jid in ids:
+            k += 1
+            jid = f"{id_prefix}judge{k}"
+        out.append(NodeSpec(jid, "JUDGE", (judge_input or out[-1].input)[:200],
+                            "added by repair: judges the claim on the evidence of the whole graph", sinks))
+        fixes.append(f"added JUDGE {jid} over {', '.join(sinks)} (the plan had none)")
+    return out, fixes
+
+
 def find_cycle(nodes: list[NodeSpec]) -> list[str] | None:
     """One dependency cycle among ``nodes`` (as a list of ids), or None when the graph is acyclic."""
     deps = {n.id: [d for d in n.dependencies] for n in nodes}
