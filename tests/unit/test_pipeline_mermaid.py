@@ -201,6 +201,23 @@ def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_nam
     assert not m.recall(["director"])  # a keyword is linked only where the passage uses it ("Directed" is not it)
 
 
+def test_function_word_keys_link_nothing(tmp_path):
+    """A small model's decomposition yields subjects like "The" or "Both": as keys they would match every
+    later claim (the claim-text match finds " the " in any sentence) and recall unrelated passages."""
+    from veracity.pipeline.memory import usable_key
+
+    assert not usable_key("the") and not usable_key("both") and not usable_key("of the")
+    assert usable_key("naushad") and usable_key("the mother of naushad") and not usable_key("ab")
+    m = EvidenceMemory(tmp_path / "m.sqlite")
+    ev = [Evidence("Brentwood Cathedral#0", "Brentwood Cathedral", "The cathedral is in Brentwood, Essex.")]
+    m.store(ev, keys=["The", "Both"], entities=["The", "Both of them"])
+    assert not m.recall(["The mother of", "Naushad"], "The mother of Naushad was an actor.")
+    assert [h.evidence.passage_id for h in m.recall(["Brentwood Cathedral"])] == ["Brentwood Cathedral#0"]  # by title
+    # a memory file written before such keys were refused: they are ignored at recall
+    m._db.execute("INSERT INTO entity_keys VALUES (?, ?, ?)", (m.namespace, "the", "Brentwood Cathedral#0"))
+    assert not m.recall([], "The mother of Naushad was an actor.")
+
+
 class BagOfWords:
     VOCAB = ["tower", "iron", "paris", "river", "capital", "germany"]
 

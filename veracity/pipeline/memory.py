@@ -38,6 +38,20 @@ from veracity.pipeline.types import Evidence
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 MIN_KEY_CHARS = 3
+# Keys made only of these words ("The", "Both", "the mother of") name no entity: a small model's decomposition
+# produces them, and as memory keys they would link every later claim to unrelated passages.
+FUNCTION_WORDS = frozenset("""
+a an the this that these those it its he she his her they their them we our you your i my me
+of in on at to for from by with about as into onto over under after before between through during
+and or but nor not no both either neither each every all any some one two three
+is are was were be been being has have had do does did will would can could may might shall should
+who whom whose which what when where why how there here than then also only same other another
+""".split())
+
+
+def usable_key(key: str) -> bool:
+    """A normalised key that can name an entity: long enough and not only function words."""
+    return len(key) >= MIN_KEY_CHARS and any(w not in FUNCTION_WORDS for w in key.split())
 
 
 def normalize_key(text: str) -> str:
@@ -133,8 +147,8 @@ class EvidenceMemory:
         items = list({e.passage_id: e for e in evidence}.values())
         if not items:
             return 0
-        norm_keys = sorted({k for k in (normalize_key(x) for x in keys) if len(k) >= MIN_KEY_CHARS})
-        anchors = {k for k in (normalize_key(x) for x in entities) if len(k) >= MIN_KEY_CHARS}
+        norm_keys = sorted({k for k in (normalize_key(x) for x in keys) if usable_key(k)})
+        anchors = {k for k in (normalize_key(x) for x in entities) if usable_key(k)}
         embeddings = self._embed([f"{e.title}: {e.text}" for e in items]) if self.semantic else None
         new = 0
         with self._lock:
@@ -151,7 +165,7 @@ class EvidenceMemory:
                     linked = {normalize_key(ev.title)} | anchors | {k for k in norm_keys if f" {k} " in haystack}
                     self._db.executemany(
                         "INSERT OR IGNORE INTO entity_keys VALUES (?, ?, ?)",
-                        [(self.namespace, k, ev.passage_id) for k in linked if len(k) >= MIN_KEY_CHARS],
+                        [(self.namespace, k, ev.passage_id) for k in linked if usable_key(k)],
                     )
                 self._db.execute("COMMIT")
             except BaseException:
@@ -162,7 +176,7 @@ class EvidenceMemory:
     # -- read ----------------------------------------------------------------------------------
     def recall(self, keys: Iterable[str], claim_text: str = "", k: int = 5) -> list[MemoryHit]:
         """Passages linked to the claim's keys (and, with ``semantic``, close to the claim), best first."""
-        wanted = {x for x in (normalize_key(s) for s in keys) if len(x) >= MIN_KEY_CHARS}
+        wanted = {x for x in (normalize_key(s) for s in keys) if usable_key(x)}
         norm_claim = f" {normalize_key(claim_text)} "
         matched: dict[str, set[str]] = {}
         with self._lock:
@@ -179,7 +193,8 @@ class EvidenceMemory:
                     (self.namespace, norm_claim),
                 ).fetchall()
         for key, pid in rows:
-            matched.setdefault(pid, set()).add(key)
+            if usable_key(key):  # memory files written before function-word keys were refused
+                matched.setdefault(pid, set()).add(key)
         sims: dict[str, float] = {}
         if self.semantic and claim_text.strip():
             sims = self._similar(claim_text)
