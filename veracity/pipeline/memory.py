@@ -46,7 +46,8 @@ of in on at to for from by with about as into onto over under after before betwe
 and or but nor not no both either neither each every all any some one two three
 is are was were be been being has have had do does did will would can could may might shall should
 who whom whose which what when where why how there here than then also only same other another
-""".split())
+claim claims statement fact facts evidence true false
+""".split())  # the last line: words the prompts use about the task, which small models echo as "entities"
 
 
 def usable_key(key: str) -> bool:
