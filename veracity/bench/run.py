@@ -314,7 +314,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- dataset sha256: `{ds['sha256'][:16]}`; files: {', '.join(Path(p).name for p in ds['source_files'])}",
         f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
-        f"- model: {model.get('model')} at {model.get('endpoint')}"
+        f"- model: {model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"
+        f" at {model.get('endpoint')}"
         + (" (managed vLLM server)" if (model.get("server") or {}).get("managed") else ""),
         f"- index: {run.get('index_dir') or 'none'}"
         + (f" ({run['index'].get('passages')} passages)" if isinstance(run.get("index"), dict) else ""),
