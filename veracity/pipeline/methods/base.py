@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from veracity.errors import ConfigError
+from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Trace, Verdict
 
@@ -56,3 +56,14 @@ class MethodSpec:
                 hint=f"valid: {', '.join(sorted(names))}",
             )
         return self.params_cls(**overrides)
+
+
+async def unless_invalid(coro: Awaitable[Any], trace: Trace, kind: str, **info: Any) -> Any:
+    """Await one role's call; when its reply never validates (``LLMOutputError``), record ``kind`` in the
+    trace with the error and ``info`` (which agent, what the method does instead) and return None, so the
+    method can go on with its fallback instead of failing the claim."""
+    try:
+        return await coro
+    except LLMOutputError as exc:
+        trace.event(kind, error=str(exc), **info)
+        return None

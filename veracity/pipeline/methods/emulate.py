@@ -47,8 +47,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.errors import LLMOutputError
-from veracity.pipeline.methods.base import MethodContext, MethodSpec
+from veracity.pipeline.methods.base import MethodContext, MethodSpec, unless_invalid
 from veracity.pipeline.tools import format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
@@ -196,24 +195,21 @@ async def verify_emulate(claim: Claim, ctx: MethodContext) -> Verdict:
     llm, trace = ctx.llm, ctx.trace
     mt = p.max_tokens
 
-    async def agent(coro, role: str, fallback: str):
+    def agent(coro, role: str, fallback: str):
         """One agent call; a reply that never validates is recorded and the algorithm goes on with ``fallback``."""
-        try:
-            return await coro
-        except LLMOutputError as exc:
-            trace.event("emulate.agent_failed", agent=role, error=str(exc), fallback=fallback)
-            return None
+        return unless_invalid(coro, trace, "emulate.agent_failed", agent=role, fallback=fallback)
 
     async def classifier(bank: list[Page], reason: str) -> Verdict:
         out = await agent(llm.generate(_messages(claim, bank, TASK_CLASSIFY), Classification,
                                        role="emulate.classifier", max_tokens=mt),
                           "emulate.classifier", "no verdict: NOT_ENOUGH_INFO")
+        evidence = [e for pg in bank for e in pg.passages]
         if out is None:
             return Verdict(label=Label.NOT_ENOUGH_INFO, explanation="No verdict: the classifier's reply did not validate.",
-                           evidence=[e for pg in bank for e in pg.passages], trace=trace, method="emulate")
+                           evidence=evidence, trace=trace, method="emulate")
         trace.event("emulate.classify", reason=reason, label=out.label, pages=[pg.title for pg in bank])
         return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED, explanation=out.explanation,
-                       evidence=[e for pg in bank for e in pg.passages], trace=trace, method="emulate")
+                       evidence=evidence, trace=trace, method="emulate")
 
     async def sufficient(bank: list[Page]) -> bool:
         out = await agent(llm.generate(_messages(claim, bank, TASK_SUFFICIENT), Sufficient,

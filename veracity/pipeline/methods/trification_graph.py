@@ -143,7 +143,7 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
     signature: dict[tuple, str] = {}
     for n in out:
         sig = (n.type, n.input.casefold(), tuple(alias.get(d, d) for d in n.dependencies))
-        if sig in signature and n.id not in alias:
+        if sig in signature:
             alias[n.id] = signature[sig]
             continue
         signature.setdefault(sig, n.id)

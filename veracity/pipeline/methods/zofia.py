@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from veracity.errors import LLMOutputError
-from veracity.pipeline.methods.base import MethodContext, MethodSpec
+from veracity.pipeline.methods.base import MethodContext, MethodSpec, unless_invalid
 from veracity.pipeline.methods.zofia_keywords import (
     Encoder,
     EntityMention,
@@ -542,13 +542,9 @@ async def _none() -> None:
     return None
 
 
-async def _guarded(name: str, coro, ctx: MethodContext):
+def _guarded(name: str, coro, ctx: MethodContext):
     """An agent whose reply never validates is left out of the evidence pool (recorded), not fatal."""
-    try:
-        return await coro
-    except LLMOutputError as exc:
-        ctx.trace.event("zofia.agent_failed", agent=name, error=str(exc))
-        return None
+    return unless_invalid(coro, ctx.trace, "zofia.agent_failed", agent=name)
 
 
 async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
