@@ -13,7 +13,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from veracity.errors import LLMOutputError
 
 
 @dataclass
@@ -62,7 +64,11 @@ class StubLLM:
         if isinstance(reply, Exception):
             call.end_seq = self._next()
             raise reply
-        value = reply if isinstance(reply, BaseModel) else output_model.model_validate(reply)
+        try:  # like the real client: a reply that breaks the schema is an LLMOutputError
+            value = reply if isinstance(reply, BaseModel) else output_model.model_validate(reply)
+        except ValidationError as exc:
+            call.end_seq = self._next()
+            raise LLMOutputError(f"{role}: the reply did not validate: {exc}", role=role) from exc
         assert isinstance(value, output_model), f"{role}: handler returned {type(value).__name__}"
         call.reply = value
         call.end_seq = self._next()

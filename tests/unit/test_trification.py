@@ -134,6 +134,19 @@ def test_plan_models_follow_ablations():
     assert "REFINE" not in enum
 
 
+def test_plan_schema_caps_nodes_at_the_budget():
+    bounded = plan_model_for(("SEARCH", "REFINE", "THINK", "JUDGE"), 5)
+    assert issubclass(bounded, VerificationPlan)
+    assert bounded.model_json_schema()["properties"]["nodes"]["maxItems"] == 5
+    assert plan_model_for(("SEARCH", "REFINE", "THINK", "JUDGE"), 5) is bounded  # one class per budget
+    node = {"id": "s_1", "type": "SEARCH", "input": "q", "hint": "h", "dependencies": []}
+    bounded.model_validate({"nodes": [node] * 5})
+    with pytest.raises(ValueError):
+        bounded.model_validate({"nodes": [node] * 6})
+    with pytest.raises(ValueError):
+        plan_model_for(("SEARCH", "JUDGE"), 0)
+
+
 def test_label_rule():
     def j(label):
         r = NodeRun(N("j", "JUDGE", ["s"]))
@@ -259,12 +272,14 @@ async def test_plan_that_never_validates_gives_nei_and_runs_nothing():
 
 
 async def test_over_budget_plan_is_rejected():
+    # the planner's schema caps the node list at max_nodes, so an over-budget reply never validates
     llm = StubLLM(handlers(planner=[GRAPH]))
     ctx = make_ctx(llm, max_nodes=4, max_replans=1, structural_repair=False)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
     assert llm.roles() == ["trification.planner"] * 2
-    assert "budget of 4" in events(ctx.trace, "trification.plan")[0]["errors"][0]
+    first = events(ctx.trace, "trification.plan")[0]
+    assert not first["valid"] and "at most 4 items" in first["errors"][0]
 
 
 async def test_uncertain_judge_modifications_are_capped_at_three():
@@ -325,7 +340,8 @@ async def test_ablation_no_refine_uses_restricted_schema():
     ctx = make_ctx(llm, no_refine_think=True)
     await verify_trification(Claim("c", "x"), ctx)
     call = llm.calls[0]
-    assert call.output_model is VerificationPlanSearchJudge
+    assert issubclass(call.output_model, VerificationPlanSearchJudge)
+    assert call.output_model.model_json_schema()["properties"]["nodes"]["maxItems"] == ctx.params.max_nodes
     assert "REFINE (ids" not in call.messages[0]["content"] and "THINK (ids" not in call.messages[0]["content"]
 
 

@@ -71,7 +71,7 @@ class TrificationParams:
     no_refine: bool = False  # ablation "w/o REFINE" (Table 1)
     no_refine_think: bool = False  # ablation "w/o REFINE and THINK" (Table 1)
     uncertain_label: str = "REFUTED"  # label when a JUDGE is still Uncertain at the end (paper: not confirmed -> REFUTES)
-    plan_max_tokens: int = 1200  # completion budget of a planner call
+    plan_max_tokens: int = 1536  # completion budget of a planner call (12 nodes of typical length fit)
     node_max_tokens: int = 320  # completion budget of a node call
 
     def allowed_types(self) -> tuple[str, ...]:
@@ -467,7 +467,7 @@ async def request_plan(ctx: MethodContext, messages: list[dict[str, str]], *, ro
     """Plan, repair, validate; re-plan with the errors fed back. The valid plan's nodes, or None."""
     p: TrificationParams = ctx.params
     allowed = p.allowed_types()
-    model = plan_model_for(allowed)
+    model = plan_model_for(allowed, p.max_nodes)
     msgs = list(messages)
     for attempt in range(p.max_replans + 1):
         try:
