@@ -176,9 +176,13 @@ def test_memory_persists_across_instances_on_one_sqlite_file(tmp_path):
     hits = m2.recall(["Eiffel Tower"], "")
     assert [h.evidence.passage_id for h in hits] == ["Eiffel Tower#1"]
     assert hits[0].evidence.text == "It was completed in 1889."
-    # keys found in the claim text also recall (no decomposition needed); more matched keys rank first
+    # stored keys naming something the claim names also recall (no decomposition needed); a common noun
+    # of the claim ("capital") does not, while the same word given as a key does
     hits = m2.recall([], "Is Paris the capital of France?")
-    assert [h.evidence.passage_id for h in hits] == ["Paris#0"] and set(hits[0].keys) == {"paris", "capital"}
+    assert [h.evidence.passage_id for h in hits] == ["Paris#0"] and set(hits[0].keys) == {"paris"}
+    assert m2.recall([], "What is the capital of a country?") == []
+    hits = m2.recall(["capital"], "Is Paris the capital of France?")
+    assert set(hits[0].keys) == {"paris", "capital"}
     assert m2.stats() == {"passages": 2, "keys": 3}
     # another index's memory is separate
     assert EvidenceMemory(path, namespace="other").recall(["Eiffel Tower"], "Eiffel Tower") == []
@@ -217,6 +221,52 @@ def test_function_word_keys_link_nothing(tmp_path):
     # a memory file written before such keys were refused: they are ignored at recall
     m._db.execute("INSERT INTO entity_keys VALUES (?, ?, ?)", (m.namespace, "the", "Brentwood Cathedral#0"))
     assert not m.recall([], "The mother of Naushad was an actor.")
+
+
+def test_memory_keys_are_names():
+    """MERMAID keys memory by entity: the names in the decomposition, not common nouns the small model
+    made subjects ("the song", "Film" for "the film"), which linked unrelated HoVer claims."""
+    from veracity.pipeline.memory import name_spans
+    from veracity.pipeline.methods.mermaid import Decomposition, entity_keys
+
+    assert name_spans("The film was directed by Steven Spielberg in 1993 after the Battle of Antietam.") == [
+        "Steven Spielberg", "Battle of Antietam"]
+    assert name_spans("Leonardo da Vinci's town") == ["Leonardo da Vinci"]
+    assert name_spans("the mother of") == [] and name_spans("1993") == []
+    d = Decomposition.model_validate({"triplets": [
+        {"subject": "The mother of Naushad", "relation": "was", "object": "an actor", "attributions": []},
+        {"subject": "Film", "relation": "directed by", "object": "Steven Spielberg", "attributions": []},
+        {"subject": "The song", "relation": "about", "object": "Lake Geneva", "attributions": []}],
+        "keywords": ["song", "film", "Naushad"]})
+    claim = "The mother of Naushad acted in the film by Steven Spielberg, and the song is about Lake Geneva."
+    assert entity_keys(d, claim) == ["Naushad", "Steven Spielberg", "Lake Geneva"]
+
+
+def test_a_common_noun_subject_links_no_later_claim(tmp_path):
+    """Two claims about different songs whose decompositions both say "The song": the second recalls
+    nothing of the first (before, "the song" was a memory key and recalled the first claim's passages)."""
+    shared: dict = {}
+    script = {"mermaid.decomposer": lambda m: decomp("The song", "the tower"), "mermaid.executor": _memory_aware_executor}
+    v1, _, s = run(Claim("a", "The song is about the Eiffel Tower."), script, shared=shared,
+                   memory_path=str(tmp_path / "m.sqlite"))
+    assert len(v1.trace.tool_calls) == 2
+    v2, _, _ = run(Claim("b", "The song was recorded in Berlin."), script, searcher=s, shared=shared,
+                   memory_path=str(tmp_path / "m.sqlite"))
+    assert v2.trace.memory_hits == [] and len(v2.trace.tool_calls) == 2
+    # the claim's own names are keys even when the decomposition names nothing
+    v3, _, _ = run(Claim("c", "The song mentions the Eiffel Tower again."), script, searcher=s, shared=shared,
+                   memory_path=str(tmp_path / "m.sqlite"))
+    assert {h["passage_id"] for h in v3.trace.memory_hits} >= {"Eiffel Tower#0", "Eiffel Tower#1"}
+    assert len(v3.trace.tool_calls) == 0
+
+
+def test_a_common_noun_in_the_claim_does_not_recall_its_article(tmp_path):
+    m = EvidenceMemory(tmp_path / "m.sqlite")
+    m.store([Evidence("Film#0", "Film", "A film is a work of visual art."),
+             Evidence("The Beatles#0", "The Beatles", "The Beatles were a rock band from Liverpool.")])
+    assert m.recall([], "The film was shot in Paris.") == []
+    assert [h.evidence.passage_id for h in m.recall([], "A film about the Film festival.")] == ["Film#0"]
+    assert [h.evidence.passage_id for h in m.recall([], "Ringo Starr drummed for The Beatles.")] == ["The Beatles#0"]
 
 
 class BagOfWords:

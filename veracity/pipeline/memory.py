@@ -1,12 +1,14 @@
 """MERMAID's evidence memory: retrieved passages keyed by entity, kept in one SQLite file.
 
 The memory persists across the claims of a run and across runs. Keys are normalised entity strings
-(lower case, punctuation folded to spaces): the decomposer's subjects, objects and topical keywords,
-and every stored passage's article title (a Wikipedia title names an entity). Recall for a claim
-returns the passages linked to
+(lower case, punctuation folded to spaces): the names MERMAID finds in the decomposer's subjects, objects
+and topical keywords and in the claim (:func:`name_spans`: capitalised runs, so "the song" or "claim" is
+never a key), and every stored passage's article title (a Wikipedia title names an entity). Recall for
+a claim returns the passages linked to
 
 - any of the claim's keys (exact match of the normalised strings), and
-- any stored key that occurs as whole words in the normalised claim text,
+- any stored key that occurs as whole words in one of the names the claim mentions (:func:`name_spans`:
+  runs of capitalised words), so a common noun in the claim recalls nothing,
 
 ranked by how many distinct keys matched. Optionally (``semantic=True``, the open question MERMAID's
 authors name) passages whose embedding is close to the claim's embedding are recalled as well; the
@@ -53,6 +55,56 @@ claim claims statement fact facts evidence true false
 def usable_key(key: str) -> bool:
     """A normalised key that can name an entity: long enough and not only function words."""
     return len(key) >= MIN_KEY_CHARS and any(w not in FUNCTION_WORDS for w in key.split())
+
+
+# lower-case words that may sit inside a name ("Battle of Antietam", "Leonardo da Vinci")
+NAME_CONNECTORS = frozenset("of the de la le van von der den da del du di".split())
+_NAME_TOKEN = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*|[^\w\s]", re.UNICODE)
+
+
+def _is_name_word(word: str) -> bool:
+    return (word[0].isupper() or any(c.isdigit() for c in word)) and word.casefold() not in FUNCTION_WORDS
+
+
+def name_spans(text: str) -> list[str]:
+    """The runs of capitalised words (or numbers) in ``text``: the names it mentions, as written.
+
+    ``"The film was directed by Steven Spielberg in 1993 after the Battle of Antietam."`` ->
+    ``["Steven Spielberg", "Battle of Antietam"]``. Capitalised function words ("The", "Both")
+    are not names; lower-case connectors ("of", "da") join name words; punctuation ends a run; a
+    possessive "'s" is dropped. Memory keys are names: a common noun ("film", "song", "mother") links
+    unrelated claims (on 50 HoVer claims such keys made most of MERMAID's memory hits).
+    """
+    spans: list[str] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[-1].casefold() in NAME_CONNECTORS:
+            run.pop()
+        if any(w[0].isupper() for w in run):  # a number alone ("1993") names nothing
+            spans.append(" ".join(run))
+        run.clear()
+
+    for tok in _NAME_TOKEN.findall(text):
+        if tok[0].isalnum():
+            if tok.endswith(("'s", "’s")):
+                tok = tok[:-2]
+            if _is_name_word(tok):
+                run.append(tok)
+                continue
+            if run and tok in NAME_CONNECTORS:  # lower case only: "Of" opens no name
+                run.append(tok)
+                continue
+        close()
+    close()
+    return list(dict.fromkeys(spans))
+
+
+def _without_article(key: str) -> str:
+    for article in ("the ", "a ", "an "):
+        if key.startswith(article):
+            return key[len(article):]
+    return key
 
 
 def normalize_key(text: str) -> str:
@@ -163,7 +215,9 @@ class EvidenceMemory:
                     )
                     new += cur.rowcount
                     haystack = f" {normalize_key(ev.title)} {normalize_key(ev.text)} "
-                    linked = {normalize_key(ev.title)} | anchors | {k for k in norm_keys if f" {k} " in haystack}
+                    title = normalize_key(ev.title)
+                    # "The Beatles" is also found as "Beatles" (name_spans drops a leading "The")
+                    linked = {title, _without_article(title)} | anchors | {k for k in norm_keys if f" {k} " in haystack}
                     self._db.executemany(
                         "INSERT OR IGNORE INTO entity_keys VALUES (?, ?, ?)",
                         [(self.namespace, k, ev.passage_id) for k in linked if usable_key(k)],
@@ -178,7 +232,9 @@ class EvidenceMemory:
     def recall(self, keys: Iterable[str], claim_text: str = "", k: int = 5) -> list[MemoryHit]:
         """Passages linked to the claim's keys (and, with ``semantic``, close to the claim), best first."""
         wanted = {x for x in (normalize_key(s) for s in keys) if usable_key(x)}
-        norm_claim = f" {normalize_key(claim_text)} "
+        # stored keys are matched against the names the claim mentions, not its every word: a claim saying
+        # "the film" must not recall the article "Film"
+        norm_claim = " | ".join(["", *(normalize_key(n) for n in name_spans(claim_text)), ""])
         matched: dict[str, set[str]] = {}
         with self._lock:
             rows = []
@@ -188,7 +244,7 @@ class EvidenceMemory:
                     f"SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND key IN ({marks})",
                     (self.namespace, *sorted(wanted)),
                 ).fetchall()
-            if norm_claim.strip():
+            if norm_claim.strip(" |"):
                 rows += self._db.execute(
                     "SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND instr(?, ' ' || key || ' ') > 0",
                     (self.namespace, norm_claim),

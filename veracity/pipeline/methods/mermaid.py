@@ -9,7 +9,7 @@ The algorithm, top to bottom::
         if step.action == finish: break
         observation = search(step.argument) | open_page(step.argument)
     if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)
-    memory.store(observed passages, under entities(D_c); keywords(D_c) where they occur)
+    memory.store(observed passages, under the names in entities(D_c) and in c; keywords(D_c) where they occur)
 
 Roles: ``mermaid.decomposer``, ``mermaid.executor`` (one call per step), ``mermaid.final`` (forced
 verdict after T_max steps). The executor conversation grows by appending (assistant step, user
@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from veracity.errors import LLMOutputError
-from veracity.pipeline.memory import EvidenceMemory
+from veracity.pipeline.memory import EvidenceMemory, name_spans
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.methods.direct import LabelName
 from veracity.pipeline.methods.rag import cited_evidence, citing
@@ -79,12 +79,28 @@ def decomposer_messages(claim: Claim) -> list[dict[str, str]]:
     return [{"role": "system", "content": DECOMPOSER_SYSTEM}, {"role": "user", "content": f"Claim: {claim.text}"}]
 
 
-def entity_keys(d: Decomposition | None) -> list[str]:
-    """The memory keys of a decomposition: subjects, objects and keywords."""
+def entity_keys(d: Decomposition | None, claim_text: str = "", keywords: bool = True) -> list[str]:
+    """The memory keys of a decomposition: the names in its subjects, objects and keywords.
+
+    Memory is keyed by entity (MERMAID §3.2), so a key is a name (:func:`name_spans`): "The mother of
+    Naushad" gives "Naushad", "the song" gives nothing. A name word the claim itself writes only in lower
+    case is a common noun the model capitalised ("Film" for "the film") and is dropped as well.
+    """
     if d is None:
         return []
-    keys = [t.subject for t in d.triplets] + [t.object for t in d.triplets] + list(d.keywords)
-    return [k for k in dict.fromkeys(k.strip() for k in keys) if k]
+    claim_words = claim_text.split()
+    lower_only = {w.casefold().strip(".,;:!?\"'()") for w in claim_words} - {
+        w.casefold().strip(".,;:!?\"'()") for w in claim_words if w[:1].isupper()}
+    keys: list[str] = []
+    for raw in [t.subject for t in d.triplets] + [t.object for t in d.triplets] + (list(d.keywords) if keywords else []):
+        for name in name_spans(raw):
+            if not any(w.casefold() in lower_only for w in name.split() if _is_capitalised(w)):
+                keys.append(name)
+    return list(dict.fromkeys(keys))
+
+
+def _is_capitalised(word: str) -> bool:
+    return word[:1].isupper()
 
 
 # -- role: mermaid.executor --------------------------------------------------------------------
@@ -159,7 +175,7 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
             trace.event("mermaid.decomposition", **decomposition.model_dump())
         except LLMOutputError as exc:  # the claim is still checked, as with --no-decomposer
             trace.event("mermaid.decomposition", error=str(exc), fallback="no decomposition: claim text only")
-    keys = entity_keys(decomposition)
+    keys = entity_keys(decomposition, claim.text)
 
     # 2. Memory recall (warm start)
     recalled: list[Evidence] = []
@@ -222,9 +238,10 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
 
     # 4. Memory update
     if memory is not None and gathered:
-        subjects_objects = ([t.subject for t in decomposition.triplets] + [t.object for t in decomposition.triplets]
-                            if decomposition is not None else [])
-        new = memory.store(gathered.values(), keys, entities=subjects_objects)
+        # anchors: the names among the triplets' subjects / objects, and the names the claim itself mentions
+        # (so memory works when the decomposition is missing or names nothing)
+        entities = list(dict.fromkeys(entity_keys(decomposition, claim.text, keywords=False) + name_spans(claim.text)))
+        new = memory.store(gathered.values(), keys, entities=entities)
         trace.event("mermaid.memory_update", stored=len(gathered), new=new)
 
     return Verdict(label=Label(label), explanation=explanation,
