@@ -196,3 +196,21 @@ async def test_bounded_concurrency():
 def test_normalize_endpoint():
     assert normalize_endpoint("localhost:8000") == "http://localhost:8000/v1"
     assert normalize_endpoint("http://h:1/v1/") == "http://h:1/v1"
+
+
+async def test_read_timeout_grows_with_the_reply_budget():
+    """A long structured reply (a 1,536-token plan) on a loaded CPU server outlives a flat 300 s timeout;
+    the wait is at least max_tokens / min_tokens_per_s."""
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "m"}]})
+        seen.append(request.extensions["timeout"]["read"])
+        return httpx.Response(200, json={"choices": [{"message": {"content": GOOD}}],
+                                         "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+
+    async with LLMClient("http://fake:1", "m", timeout_s=300, transport=httpx.MockTransport(handler)) as llm:
+        await llm.generate(MSG, Out, role="r", max_tokens=100)
+        await llm.generate(MSG, Out, role="r", max_tokens=1536)
+    assert seen == [300, 768]

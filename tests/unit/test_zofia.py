@@ -289,3 +289,42 @@ async def test_entity_reply_that_never_validates_still_gives_a_verdict():
     assert ent["found"] == 0 and "did not validate" in ent["error"]
     assert searcher.queries == [] and verdict.label in (Label.REFUTED, Label.SUPPORTED, Label.NOT_ENOUGH_INFO)
     assert "zofia.judge" in llm.roles()  # the linguist / expert evidence still reaches the judge
+
+
+async def test_debater_reply_that_never_validates_is_an_empty_argument():
+    from veracity.errors import LLMOutputError
+
+    def con(msgs, model, i):
+        if i == 0:
+            return LLMOutputError("zofia.con: the reply did not validate (json_invalid)", role="zofia.con")
+        return {"rebuttal": "con rebuts", "points": ["con point"]}
+
+    llm = StubLLM(scripted(judge=("CONTINUE", "FAKE"), **{"zofia.con": con}))
+    ctx, _ = make_ctx(llm)
+    verdict = await verify_zofia(Claim("n8", ARTICLE), ctx)
+    assert verdict.label == Label.REFUTED  # the debate went on and the judge ruled in round 2
+    failed = events(ctx.trace, "zofia.agent_failed")
+    assert [(e["agent"], e["round"]) for e in failed] == [("con", 1)] and "json_invalid" in failed[0]["error"]
+    rounds = events(ctx.trace, "zofia.debate_round")
+    assert rounds[0]["con"] == "" and rounds[1]["con"] == "Rebuttal: con rebuts\n- con point"
+    # the pro side's second turn was told the con side had nothing
+    assert llm.roles().count("zofia.pro") == 2
+
+
+async def test_judge_reply_that_never_validates_continues_then_gives_nei():
+    from veracity.errors import LLMOutputError
+
+    def judge(msgs, model, i):
+        return LLMOutputError("zofia.judge: the reply did not validate", role="zofia.judge")
+
+    llm = StubLLM(scripted(**{"zofia.judge": judge}))
+    ctx, _ = make_ctx(llm, max_debate_rounds=2)
+    verdict = await verify_zofia(Claim("n9", ARTICLE), ctx)
+    assert verdict.label == Label.NOT_ENOUGH_INFO and llm.roles().count("zofia.judge") == 2
+    assert [e["agent"] for e in events(ctx.trace, "zofia.agent_failed")] == ["judge", "judge"]
+    assert events(ctx.trace, "zofia.decision")[0]["decision"] == "INSUFFICIENT"
+    # the w/o-debate judge falls back the same way
+    llm = StubLLM(scripted(**{"zofia.judge": judge}))
+    ctx, _ = make_ctx(llm, no_debate=True)
+    verdict = await verify_zofia(Claim("n10", ARTICLE), ctx)
+    assert verdict.label == Label.NOT_ENOUGH_INFO and "did not validate" in verdict.explanation

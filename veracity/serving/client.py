@@ -141,6 +141,7 @@ class LLMClient:
         max_tokens: int = 512,
         validation_retries: int = 1,
         transport: httpx.AsyncBaseTransport | None = None,
+        min_tokens_per_s: float = 2.0,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -155,6 +156,9 @@ class LLMClient:
         self.seed = seed
         self.max_tokens = max_tokens
         self.validation_retries = validation_retries
+        # a reply is awaited at least max_tokens / min_tokens_per_s seconds: a 1,536-token plan among 16
+        # requests on a CPU server decodes at ~7 tokens/s and outlived the flat 300 s (Trification on HoVer)
+        self.min_tokens_per_s = min_tokens_per_s
         self._transport = transport
         self.cache = ResponseCache(Path(cache_path)) if cache_path else None
         self.usage: list[UsageRecord] = []
@@ -316,6 +320,12 @@ class LLMClient:
         if sink is not None:
             sink.append(rec)
 
+    def _timeout_for(self, body: dict[str, Any]) -> httpx.Timeout:
+        """The read timeout of one completion: ``timeout_s``, or longer when the reply may be long."""
+        max_tokens = body.get("max_tokens") or self.max_tokens
+        read = max(self.timeout_s, max_tokens / self.min_tokens_per_s) if self.min_tokens_per_s > 0 else self.timeout_s
+        return httpx.Timeout(read, connect=10.0)
+
     async def _post_with_retries(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         assert self._sem is not None
         attempt = 0
@@ -324,7 +334,7 @@ class LLMClient:
             problem: str
             try:
                 async with self._sem:
-                    resp = await self._client().post("/chat/completions", json=body)
+                    resp = await self._client().post("/chat/completions", json=body, timeout=self._timeout_for(body))
                 if resp.status_code < 400:
                     return resp.json(), attempt
                 if resp.status_code not in RETRYABLE_STATUS:

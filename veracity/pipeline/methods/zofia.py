@@ -500,6 +500,9 @@ def evidence_pool(text: str, ling, exp, checked, wiki: list[Evidence]) -> tuple[
     return "\n\n".join(parts), n
 
 
+NO_ARGUMENT = DebateArgument(rebuttal="", points=[])  # a debater whose reply never validated this round
+
+
 def format_argument(a: DebateArgument) -> str:
     return (f"Rebuttal: {a.rebuttal}\n" if a.rebuttal.strip() else "") + "\n".join(f"- {x}" for x in a.points)
 
@@ -516,17 +519,25 @@ async def debate(pool: str, ctx: MethodContext) -> tuple[str, str, int]:
         opening = f"Material:\n{pool}\n\n" if rnd == 1 else ""
         pro_msgs.append({"role": "user", "content": opening + (
             "Debate starts." if a_con is None else f"Con's arguments:\n{format_argument(a_con)}")})
-        a_pro = await ctx.llm.generate(list(pro_msgs), DebateArgument, role="zofia.pro", max_tokens=p.debate_max_tokens)
+        a_pro = await unless_invalid(
+            ctx.llm.generate(list(pro_msgs), DebateArgument, role="zofia.pro", max_tokens=p.debate_max_tokens),
+            ctx.trace, "zofia.agent_failed", agent="pro", round=rnd, fallback="no argument this round") or NO_ARGUMENT
         pro_msgs.append({"role": "assistant", "content": a_pro.model_dump_json()})
         con_msgs.append({"role": "user", "content": opening + f"Pro's arguments:\n{format_argument(a_pro)}"})
-        a_con = await ctx.llm.generate(list(con_msgs), DebateArgument, role="zofia.con", max_tokens=p.debate_max_tokens)
+        a_con = await unless_invalid(
+            ctx.llm.generate(list(con_msgs), DebateArgument, role="zofia.con", max_tokens=p.debate_max_tokens),
+            ctx.trace, "zofia.agent_failed", agent="con", round=rnd, fallback="no argument this round") or NO_ARGUMENT
         con_msgs.append({"role": "assistant", "content": a_con.model_dump_json()})
         history.append((a_pro, a_con))
         record = "\n\n".join(f"= ROUND {i} =\nPro:\n{format_argument(a)}\nCon:\n{format_argument(b)}"
                              for i, (a, b) in enumerate(history, 1))
-        d = await ctx.llm.generate([{"role": "system", "content": judge_system(p.max_debate_rounds)},
-                                    {"role": "user", "content": f"Material:\n{pool}\n\nDebate record:\n{record}"}],
-                                   DebateDecision, role="zofia.judge", max_tokens=p.agent_max_tokens)
+        d = await unless_invalid(
+            ctx.llm.generate([{"role": "system", "content": judge_system(p.max_debate_rounds)},
+                              {"role": "user", "content": f"Material:\n{pool}\n\nDebate record:\n{record}"}],
+                             DebateDecision, role="zofia.judge", max_tokens=p.agent_max_tokens),
+            ctx.trace, "zofia.agent_failed", agent="judge", round=rnd, fallback="the debate continues")
+        if d is None:  # no ruling this round: another round, or INSUFFICIENT after the last one
+            d = DebateDecision(decision="CONTINUE", reason="the judge's reply did not validate")
         ctx.trace.event("zofia.debate_round", round=rnd, pro=format_argument(a_pro), con=format_argument(a_con),
                         decision=d.decision, reason=d.reason)
         reason = d.reason
@@ -590,10 +601,13 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     # Stage 2b: debate and judgment
     t2 = time.perf_counter()
     if p.no_debate:
-        d = await ctx.llm.generate([{"role": "system", "content": DIRECT_JUDGE_SYSTEM},
-                                    {"role": "user", "content": f"Material:\n{pool}"}],
-                                   DirectDecision, role="zofia.judge", max_tokens=p.agent_max_tokens)
-        decision, reason, rounds = d.decision, d.reason, 0
+        d = await unless_invalid(
+            ctx.llm.generate([{"role": "system", "content": DIRECT_JUDGE_SYSTEM},
+                              {"role": "user", "content": f"Material:\n{pool}"}],
+                             DirectDecision, role="zofia.judge", max_tokens=p.agent_max_tokens),
+            ctx.trace, "zofia.agent_failed", agent="judge", fallback="INSUFFICIENT")
+        decision, reason, rounds = (d.decision, d.reason, 0) if d is not None else (
+            "INSUFFICIENT", "the judge's reply did not validate", 0)
     else:
         decision, reason, rounds = await debate(pool, ctx)
     ctx.trace.timings["zofia.debate_s"] = time.perf_counter() - t2
