@@ -385,13 +385,34 @@ def test_structural_repair_drops_repeats_and_trims_to_the_budget():
     assert validate_plan(fixed, max_nodes=5) == []
 
 
-def test_structural_repair_cannot_fix_a_cycle_or_a_non_search_first_node():
+def test_structural_repair_breaks_cycles_by_list_order_and_roots_the_graph_in_a_search():
     cyclic = [N("s", "SEARCH"), N("t", "THINK", ["s", "j"]), N("j", "JUDGE", ["t"])]
-    fixed, _ = structural_repair(cyclic, max_nodes=12)
-    assert any("cycle" in e for e in validate_plan(fixed, max_nodes=12))
+    assert any("cycle" in e for e in validate_plan(cyclic, max_nodes=12))
+    fixed, fixes = structural_repair(cyclic, max_nodes=12)
+    assert {n.id: n.dependencies for n in fixed} == {"s": [], "t": ["s"], "j": ["t"]}
+    assert validate_plan(fixed, max_nodes=12) == [] and any("break a cycle" in f for f in fixes)
+    selfloop = [N("1", "SEARCH", ["1"], input="a"), N("2", "JUDGE", ["2"], input="b")]  # SmolLM2: "1 -> 1"
+    fixed, _ = structural_repair(selfloop, max_nodes=12)
+    assert {n.id: n.dependencies for n in fixed} == {"1": [], "2": ["1"]}
     think_first = [N("t", "THINK"), N("j", "JUDGE", ["t"])]
-    fixed, _ = structural_repair(think_first, max_nodes=12)
-    assert any("root node must be a SEARCH" in e for e in validate_plan(fixed, max_nodes=12))
+    fixed, fixes = structural_repair(think_first, max_nodes=12, judge_input="the claim")
+    assert [(n.id, n.type, n.dependencies) for n in fixed] == [("search", "SEARCH", []), ("t", "THINK", ["search"]),
+                                                               ("j", "JUDGE", ["t"])]
+    assert fixed[0].input == "the claim" and validate_plan(fixed, max_nodes=12) == []
+    # an acyclic plan listed out of order keeps its edges
+    backwards = [N("j", "JUDGE", ["s"]), N("s", "SEARCH")]
+    fixed, _ = structural_repair(backwards + [N("s", "SEARCH", input="again")], max_nodes=12)
+    assert fixed[0].dependencies == ["s"]
+
+
+def test_structural_repair_renames_reused_ids():
+    # SmolLM2 used an entity name as the id of every node
+    plan_ = [N("Sven Scheuer", "SEARCH", input="Sven Scheuer"), N("Sven Scheuer", "THINK", ["Sven Scheuer"], input="b"),
+             N("Sven Scheuer", "JUDGE", ["Sven Scheuer"], input="c")]
+    assert any("more than once" in e for e in validate_plan(plan_, max_nodes=12))
+    fixed, fixes = structural_repair(plan_, max_nodes=12)
+    assert [n.id for n in fixed] == ["Sven Scheuer", "Sven Scheuer_2", "Sven Scheuer_3"]
+    assert validate_plan(fixed, max_nodes=12) == [] and any("fresh ids" in f for f in fixes)
 
 
 async def test_a_repaired_plan_runs_without_a_replan_and_the_trace_shows_the_repairs():

@@ -146,17 +146,37 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
     Applied only when :func:`repair_plan` was not enough (the caller validates the result again and falls
     back to re-planning if it is still invalid). Each fix is listed for the trace:
 
+    0. a node reusing an earlier node's id gets a fresh id (``s_1`` -> ``s_1_2``; dependencies naming the id
+       keep meaning the first node with it);
     1. a node that repeats an earlier node (same type, input and dependencies) is dropped and edges to it
-       point to the earlier one;
+       point to the earlier one; when the graph has a cycle, edges to the node itself or to nodes listed
+       after it are dropped (the list order is read as the execution order);
     2. a plan over the node budget keeps its first nodes (one slot is kept for a JUDGE if it has none);
     3. a THINK / REFINE / JUDGE node with no parent gets the node listed just before it as its parent (a
        flat list is read as a chain; edges only point backwards, so no cycle is introduced);
-    4. a plan with no JUDGE gets one that depends on every node nothing else depends on, judging
+    4. a first node that is not a SEARCH gets a SEARCH of ``judge_input`` (the claim) as its parent;
+    5. a plan with no JUDGE gets one that depends on every node nothing else depends on, judging
        ``judge_input`` (the claim).
     """
     fixes: list[str] = []
     external = set(external_ids)
     out = [NodeSpec(n.id, n.type, n.input, n.hint, list(n.dependencies)) for n in nodes]
+    # 0. ids used more than once
+    taken = {n.id for n in out} | external
+    seen_ids: set[str] = set()
+    renamed: list[str] = []
+    for n in out:
+        if n.id in seen_ids:
+            k, fresh = 2, f"{n.id}_2"
+            while fresh in taken:
+                k += 1
+                fresh = f"{n.id}_{k}"
+            renamed.append(f"{n.id} -> {fresh}")
+            n.id = fresh
+            taken.add(fresh)
+        seen_ids.add(n.id)
+    if renamed:
+        fixes.append(f"gave fresh ids to nodes reusing an id: {', '.join(renamed)}")
     # 1. repeated nodes
     kept: list[NodeSpec] = []
     alias: dict[str, str] = {}
@@ -178,6 +198,13 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
                 deps.append(d)
         n.dependencies = deps
     out = kept
+    if find_cycle(out) is not None:
+        position = {n.id: i for i, n in enumerate(out)}
+        for i, n in enumerate(out):
+            forward = [d for d in n.dependencies if position.get(d, -1) >= i]
+            if forward:
+                n.dependencies = [d for d in n.dependencies if d not in forward]
+                fixes.append(f"{n.id}: dropped dependencies on itself or later nodes ({', '.join(forward)}) to break a cycle")
     # 2. node budget
     allowed = set(allowed_types)
     need_judge = "JUDGE" in allowed and not any(n.type == "JUDGE" for n in out[:max_nodes])
@@ -193,6 +220,17 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
         if not n.dependencies and n.type != "SEARCH" and i > 0:
             n.dependencies = [out[i - 1].id]
             fixes.append(f"{n.id}: {n.type} had no parent; it now depends on {out[i - 1].id}, listed before it")
+    # a first node that is not a SEARCH has nothing to read: a SEARCH of the claim goes before it
+    if out and not out[0].dependencies and out[0].type != "SEARCH" and "SEARCH" in allowed:
+        ids = {n.id for n in out} | external
+        sid, k = f"{id_prefix}search", 1
+        while sid in ids:
+            k += 1
+            sid = f"{id_prefix}search{k}"
+        out.insert(0, NodeSpec(sid, "SEARCH", (judge_input or out[0].input)[:200],
+                               "added by repair: evidence for the first node, which had no parent", []))
+        out[1].dependencies = [sid]
+        fixes.append(f"{out[1].id}: the first node was a {out[1].type} with no parent; added SEARCH {sid} before it")
     # 4. a JUDGE
     if "JUDGE" in allowed and out and not any(n.type == "JUDGE" for n in out):
         used = {d for n in out for d in n.dependencies}
