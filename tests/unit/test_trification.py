@@ -427,3 +427,27 @@ async def test_a_repaired_plan_runs_without_a_replan_and_the_trace_shows_the_rep
     started = {e["id"] for e in events(ctx.trace, "trification.node_start")}
     assert started == {"1", "2", "judge"}
     assert verdict.label == Label.SUPPORTED
+
+
+async def test_a_node_whose_reply_never_validates_falls_back_instead_of_blocking_the_judge():
+    """SmolLM2's THINK reply did not validate on 2 of 6 paper-setting claims; the JUDGE below it was skipped
+    and the claim ended NOT_ENOUGH_INFO. Now THINK concludes nothing, SEARCH searches its input, REFINE
+    passes its input on, and the JUDGE still rules."""
+    from veracity.errors import LLMOutputError
+
+    def bad(role):
+        return lambda messages, model, i: LLMOutputError(f"{role}: the reply did not validate (json_invalid)", role=role)
+
+    h = handlers(judge=("Refutes",))
+    h.update({"trification.think": bad("trification.think"), "trification.refine": bad("trification.refine"),
+              "trification.search": bad("trification.search")})
+    llm = StubLLM(h)
+    ctx = make_ctx(llm, static=True)
+    verdict = await verify_trification(Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
+    assert verdict.label == Label.REFUTED
+    failed = {e["id"]: e["fallback"] for e in events(ctx.trace, "trification.agent_failed")}
+    assert set(failed) == {n["id"] for n in GRAPH["nodes"] if n["type"] != "JUDGE"}
+    assert any(e["status"] == "done" and e["type"] == "JUDGE" for e in events(ctx.trace, "trification.node_end"))
+    assert ctx.trace.tool_calls  # the SEARCH nodes searched their inputs
+    judge_text = user_text(next(c for c in llm.calls if c.role == "trification.judge").messages)
+    assert "[Eiffel Tower#0]" in judge_text or "[Gustave Eiffel#0]" in judge_text  # evidence still reached it

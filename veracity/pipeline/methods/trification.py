@@ -334,14 +334,19 @@ class GraphRun:
         refined = [p.output for p in parents if p.spec.type == "REFINE" and p.output]
         r.input = " ".join(refined) if refined else (r.spec.input or self.claim.text)
         try:
-            if r.spec.type == "SEARCH":
-                await self._search(r, parents)
-            elif r.spec.type == "REFINE":
-                await self._refine(r, parents)
-            elif r.spec.type == "THINK":
-                await self._think(r, parents)
-            else:
-                await self._judge(r, parents)
+            try:
+                if r.spec.type == "SEARCH":
+                    await self._search(r, parents)
+                elif r.spec.type == "REFINE":
+                    await self._refine(r, parents)
+                elif r.spec.type == "THINK":
+                    await self._think(r, parents)
+                else:
+                    await self._judge(r, parents)
+            except LLMOutputError as exc:
+                if r.spec.type == "JUDGE":
+                    raise  # no label to fall back on: the node errs, other JUDGEs may still rule
+                await self._fallback(r, exc)
         except LLMOutputError as exc:
             r.status = "error"
             r.output = f"error: {exc}"
@@ -355,6 +360,25 @@ class GraphRun:
         self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status=r.status,
                              input=r.input, output=_short(r.output, 60), label=r.label,
                              evidence=[e.passage_id for e in r.evidence[: self.p.prompt_passages]], t=self._t())
+
+    async def _fallback(self, r: NodeRun, exc: LLMOutputError) -> None:
+        """A SEARCH / REFINE / THINK node whose reply never validates does the least it can instead of
+        blocking its descendants (a THINK error used to skip the JUDGE below it and end in NOT_ENOUGH_INFO):
+        SEARCH searches its input as the query, REFINE passes its input on, THINK concludes nothing."""
+        if r.spec.type == "SEARCH":
+            hits = await self.ctx.tools.search(r.input, self.p.k, role="trification.search")
+            r.evidence = merge_evidence([hits, r.evidence])
+            r.output = f"searched 1 query: {r.input}"
+            fallback = "searched the node's input as the query"
+        elif r.spec.type == "REFINE":
+            r.output = r.input
+            fallback = "the input passes on unrefined"
+        else:
+            r.output = ""
+            r.insufficient = False
+            fallback = "no conclusion; the evidence passes on"
+        self.ctx.trace.event("trification.agent_failed", id=r.spec.id, type=r.spec.type, error=str(exc),
+                             fallback=fallback, t=self._t())
 
     def _context(self, r: NodeRun, parents: list[NodeRun]) -> str:
         outs = "\n".join(f"[{p.spec.id}] ({p.spec.type}) {p.output}" for p in parents
