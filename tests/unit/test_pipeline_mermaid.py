@@ -181,9 +181,10 @@ def test_memory_persists_across_instances_on_one_sqlite_file(tmp_path):
     hits = m2.recall([], "Is Paris the capital of France?")
     assert [h.evidence.passage_id for h in hits] == ["Paris#0"] and set(hits[0].keys) == {"paris"}
     assert m2.recall([], "What is the capital of a country?") == []
-    hits = m2.recall(["capital"], "Is Paris the capital of France?")
-    assert set(hits[0].keys) == {"paris", "capital"}
-    assert m2.stats() == {"passages": 2, "keys": 3}
+    hits = m2.recall(["Eiffel Tower", "Paris"], "")
+    assert [h.evidence.passage_id for h in hits] == ["Eiffel Tower#1", "Paris#0"]
+    assert set(hits[0].keys) == {"eiffel tower"} and m2.recall(["capital"]) == []  # one word: title only
+    assert m2.stats() == {"passages": 2, "keys": 2}
     # another index's memory is separate
     assert EvidenceMemory(path, namespace="other").recall(["Eiffel Tower"], "Eiffel Tower") == []
 
@@ -191,8 +192,14 @@ def test_memory_persists_across_instances_on_one_sqlite_file(tmp_path):
 def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp_path):
     assert normalize_key("  The Eiffel-Tower! ") == "the eiffel tower"
     m = EvidenceMemory(tmp_path / "m.sqlite")
-    m.store([Evidence("Berlin#0", "Berlin", "Berlin is the capital of Germany.")], keys=["EIFFEL tower", "Germany"])
-    assert m.recall(["germany"]) and not m.recall(["Eiffel Tower"])
+    m.store([Evidence("Berlin#0", "Berlin", "Berlin is the capital of Germany.")],
+            keys=["EIFFEL tower", "capital of Germany", "Germany"])
+    assert m.recall(["capital of germany"]) and not m.recall(["Eiffel Tower"])
+    assert not m.recall(["Germany"])  # a one-word key links through the title only
+    m.store([Evidence("Claim Jumper#0", "Claim Jumper", "Claim Jumper is an American restaurant chain."),
+             Evidence("American Airlines#0", "American Airlines", "An airline.")], entities=["American", "Los Angeles"])
+    assert [h.evidence.passage_id for h in m.recall(["American"])] == ["American Airlines#0"]
+    assert {h.evidence.passage_id for h in m.recall(["Los Angeles"])} == {"Claim Jumper#0", "American Airlines#0"}
 
 
 def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_name_them(tmp_path):
