@@ -94,13 +94,9 @@ def entity_keys(d: Decomposition | None, claim_text: str = "", keywords: bool = 
     keys: list[str] = []
     for raw in [t.subject for t in d.triplets] + [t.object for t in d.triplets] + (list(d.keywords) if keywords else []):
         for name in name_spans(raw):
-            if not any(w.casefold() in lower_only for w in name.split() if _is_capitalised(w)):
+            if not any(w.casefold() in lower_only for w in name.split() if w[:1].isupper()):
                 keys.append(name)
     return list(dict.fromkeys(keys))
-
-
-def _is_capitalised(word: str) -> bool:
-    return word[:1].isupper()
 
 
 # -- role: mermaid.executor --------------------------------------------------------------------

@@ -334,25 +334,23 @@ class GraphRun:
         refined = [p.output for p in parents if p.spec.type == "REFINE" and p.output]
         r.input = " ".join(refined) if refined else (r.spec.input or self.claim.text)
         try:
-            try:
-                if r.spec.type == "SEARCH":
-                    await self._search(r, parents)
-                elif r.spec.type == "REFINE":
-                    await self._refine(r, parents)
-                elif r.spec.type == "THINK":
-                    await self._think(r, parents)
-                else:
-                    await self._judge(r, parents)
-            except LLMOutputError as exc:
-                if r.spec.type == "JUDGE":
-                    raise  # no label to fall back on: the node errs, other JUDGEs may still rule
-                await self._fallback(r, exc)
+            if r.spec.type == "SEARCH":
+                await self._search(r, parents)
+            elif r.spec.type == "REFINE":
+                await self._refine(r, parents)
+            elif r.spec.type == "THINK":
+                await self._think(r, parents)
+            else:
+                await self._judge(r, parents)
         except LLMOutputError as exc:
-            r.status = "error"
-            r.output = f"error: {exc}"
-            self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status="error",
-                                 error=str(exc), t=self._t())
-            return
+            if r.spec.type != "JUDGE":
+                await self._fallback(r, exc)
+            else:  # no label to fall back on: the node errs, other JUDGEs may still rule
+                r.status = "error"
+                r.output = f"error: {exc}"
+                self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status="error",
+                                     error=str(exc), t=self._t())
+                return
         failed_by_modification = False
         if r.insufficient and not self.p.static and r.spec.type in ("THINK", "JUDGE"):
             failed_by_modification = await self._modify(r)
