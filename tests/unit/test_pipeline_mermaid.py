@@ -197,9 +197,20 @@ def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp
     assert m.recall(["capital of germany"]) and not m.recall(["Eiffel Tower"])
     assert not m.recall(["Germany"])  # a one-word key links through the title only
     m.store([Evidence("Claim Jumper#0", "Claim Jumper", "Claim Jumper is an American restaurant chain."),
-             Evidence("American Airlines#0", "American Airlines", "An airline.")], entities=["American", "Los Angeles"])
-    assert [h.evidence.passage_id for h in m.recall(["American"])] == ["American Airlines#0"]
-    assert {h.evidence.passage_id for h in m.recall(["Los Angeles"])} == {"Claim Jumper#0", "American Airlines#0"}
+             Evidence("American Airlines#0", "American Airlines", "An airline."),
+             Evidence("American Pie (film series)#0", "American Pie (film series)", "Four films.")],
+            entities=["American", "Los Angeles"])
+    # a one-word name links only the article it is the title of, not every title it is a word of
+    assert m.recall(["American"]) == [] and m.recall([], "The American Ian Anderson sang.") == []
+    assert {h.evidence.passage_id for h in m.recall(["Los Angeles"])} == {
+        "Claim Jumper#0", "American Airlines#0", "American Pie (film series)#0"}
+    # the title less its disambiguation and article is a key too
+    assert [h.evidence.passage_id for h in m.recall(["American Pie"])] == ["American Pie (film series)#0"]
+    m.store([Evidence("Naushad (composer)#0", "Naushad (composer)", "An Indian composer."),
+             Evidence("The Beatles (band)#0", "The Beatles (band)", "A rock band.")], keys=["Naushad"], entities=["Naushad"])
+    assert [h.evidence.passage_id for h in m.recall(["Naushad"])] == ["Naushad (composer)#0"]
+    assert [h.evidence.passage_id for h in m.recall([], "The mother of Naushad was an actor.")] == ["Naushad (composer)#0"]
+    assert [h.evidence.passage_id for h in m.recall(["The Beatles"])] == [h.evidence.passage_id for h in m.recall(["Beatles"])] == ["The Beatles (band)#0"]
 
 
 def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_name_them(tmp_path):

@@ -107,6 +107,13 @@ def _without_article(key: str) -> str:
     return key
 
 
+def _title_names(title: str) -> set[str]:
+    """The keys an article title stands for: ``"The Beatles (band)"`` -> the beatles band, beatles band, the beatles, beatles."""
+    full = normalize_key(title)
+    base = normalize_key(re.sub(r"\s*\([^()]*\)\s*$", "", title)) or full
+    return {k for k in (full, _without_article(full), base, _without_article(base)) if k}
+
+
 def normalize_key(text: str) -> str:
     """``"The Eiffel-Tower!"`` -> ``"the eiffel tower"``: NFKC, case-folded, punctuation to spaces."""
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -196,8 +203,8 @@ class EvidenceMemory:
         """Remember passages: each under its normalised title, under every ``entities`` key (the
         claim's subjects and objects, the paper's memory index: the evidence was gathered for them),
         and under every other given key that occurs (as whole words) in its title or text. A one-word
-        key or entity ("Naushad", but also "American") links a passage only when it is a word of the
-        passage's title.
+        key or entity ("Naushad", but also "American") links a passage only when it is the passage's
+        title, less a leading article and a parenthesised disambiguation ("Naushad (composer)").
         Returns the number of passages new to the memory."""
         items = list({e.passage_id: e for e in evidence}.values())
         if not items:
@@ -218,13 +225,14 @@ class EvidenceMemory:
                     new += cur.rowcount
                     title = normalize_key(ev.title)
                     haystack = f" {title} {normalize_key(ev.text)} "
-                    in_title = f" {title} "
-                    # a one-word name links a passage only through its title: "American" (a capitalised
-                    # adjective) anchored every passage of every claim about an American, and 40 of 50
-                    # passages MERMAID recalled on 50 HoVer claims came through it
-                    linked = ({title, _without_article(title)}
-                              | {a for a in anchors if " " in a or f" {a} " in in_title}
-                              | {k for k in norm_keys if f" {k} " in (haystack if " " in k else in_title)})
+                    # a one-word name links a passage only when it *is* the passage's title (less a
+                    # leading article and a "(disambiguation)"): "American" anchored every passage of
+                    # every claim about an American (40 of 50 recalled on 50 HoVer claims), and as a
+                    # word of a title it still recalled "American Pie (film series)" for 10 claims
+                    names = _title_names(ev.title)
+                    linked = (names
+                              | {a for a in anchors if " " in a or a in names}
+                              | {k for k in norm_keys if (f" {k} " in haystack if " " in k else k in names)})
                     self._db.executemany(
                         "INSERT OR IGNORE INTO entity_keys VALUES (?, ?, ?)",
                         [(self.namespace, k, ev.passage_id) for k in linked if usable_key(k)],
