@@ -14,7 +14,7 @@ same-entity claim has finished before it starts, as in a run over a stream of re
     veracity bench run --dataset jsonl:OUT.jsonl --method mermaid --ablation no-memory --concurrency 4 \
         --index IDX --allow-leakage --out runs/repeats-mermaid-no-memory
 
-Reads hover/hover_dev_release_v1.1.json under $VERACITY_DATA_DIR (default ../shared/data). Each line:
+Reads HoVer dev through veracity's loader (``$VERACITY_DATA_DIR``, as ``bench run`` does). Each line:
 id (HoVer uid), claim, label (SUPPORTED / REFUTED), entity (the shared article), gold_titles, hops.
 """
 
@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from veracity.bench.datasets import load_dataset
+from veracity.errors import VeracityError
+from veracity.pipeline.types import Claim
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,47 +42,45 @@ def main(argv: list[str] | None = None) -> int:
     if args.entities < 1 or args.per_entity < 2:
         print("error: --entities must be >= 1 and --per-entity >= 2 (a repeat needs two claims)", file=sys.stderr)
         return 2
-    data_dir = Path(os.environ.get("VERACITY_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    src = data_dir / "hover" / "hover_dev_release_v1.1.json"
-    if not src.is_file():
-        print(f"error: {src} not found (hint: set VERACITY_DATA_DIR to the folder holding hover/)", file=sys.stderr)
+    try:
+        records = load_dataset("hover", variant="dev").claims
+    except VeracityError as exc:
+        print(f"error: {exc}" + (f" (hint: {exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2
-    rows = json.loads(src.read_text(encoding="utf-8"))
-    by_title: dict[str, list[dict]] = defaultdict(list)
-    for row in rows:
-        for title in sorted({t for t, _ in row["supporting_facts"]}):
-            by_title[title].append(row)
+    by_title: dict[str, list[tuple[Claim, str]]] = defaultdict(list)
+    for claim, label in records:
+        for title in sorted(set(claim.meta["gold_titles"])):
+            by_title[title].append((claim, str(label.value)))
     rng = random.Random(args.seed)
     candidates = sorted(t for t, claims in by_title.items() if len(claims) >= args.per_entity)
     rng.shuffle(candidates)
     used: set[str] = set()
-    groups: list[tuple[str, list[dict]]] = []
+    groups: list[tuple[str, list[tuple[Claim, str]]]] = []
     for title in candidates:
         # one claim per HotpotQA question: HoVer derives several claims from one question (the same
         # facts, mutated), and a repeat of those would test recall of near-duplicates, not of an entity
-        by_question: dict[str, list[dict]] = defaultdict(list)
-        for r in by_title[title]:
-            if str(r["uid"]) not in used:
-                by_question[r["hpqa_id"]].append(r)
+        by_question: dict[str, list[tuple[Claim, str]]] = defaultdict(list)
+        for claim, label in by_title[title]:
+            if claim.id not in used:
+                by_question[str(claim.meta["hpqa_id"])].append((claim, label))
         if len(by_question) < args.per_entity:
             continue
         pick = [rng.choice(by_question[q]) for q in rng.sample(sorted(by_question), args.per_entity)]
-        used.update(str(r["uid"]) for r in pick)
+        used.update(claim.id for claim, _ in pick)
         groups.append((title, pick))
         if len(groups) == args.entities:
             break
     if len(groups) < args.entities:
         print(f"error: only {len(groups)} entities have {args.per_entity} unused claims", file=sys.stderr)
         return 2
-    label = {"SUPPORTED": "SUPPORTED", "NOT_SUPPORTED": "REFUTED"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as f:
         for i in range(args.per_entity):
             for title, pick in groups:
-                r = pick[i]
+                claim, label = pick[i]
                 f.write(json.dumps({
-                    "id": str(r["uid"]), "claim": r["claim"], "label": label[r["label"]], "entity": title,
-                    "gold_titles": sorted({t for t, _ in r["supporting_facts"]}), "hops": r["num_hops"],
+                    "id": claim.id, "claim": claim.text, "label": label, "entity": title,
+                    "gold_titles": claim.meta["gold_titles"], "hops": claim.meta["hops"],
                 }, ensure_ascii=False) + "\n")
     print(f"{args.out}: {args.entities * args.per_entity} claims, entities: {', '.join(t for t, _ in groups)}")
     return 0

@@ -3,8 +3,9 @@
 The memory persists across the claims of a run and across runs. Keys are normalised entity strings
 (lower case, punctuation folded to spaces): the names MERMAID finds in the decomposer's subjects, objects
 and topical keywords and in the claim (:func:`name_spans`: capitalised runs, so "the song" or "claim" is
-never a key), and every stored passage's article title (a Wikipedia title names an entity). Recall for
-a claim returns the passages linked to
+never a key), and every stored passage's article title, also without a leading article and a
+"(disambiguation)" (a Wikipedia title names an entity). Recall for a claim returns the passages
+linked to
 
 - any of the claim's keys (exact match of the normalised strings), and
 - any stored key that occurs as whole words in one of the names the claim mentions (:func:`name_spans`:
