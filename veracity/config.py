@@ -10,10 +10,22 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from veracity.errors import ConfigError
+
 
 def _env_path(name: str, default: Path) -> Path:
     value = os.environ.get(name)
     return Path(value).expanduser() if value else default
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"${name} must be an integer, got {value!r}", hint=f"e.g. {name}={default}") from None
 
 
 def default_home() -> Path:
@@ -34,7 +46,11 @@ class Settings:
     data_dir: Path | None = field(
         default_factory=lambda: Path(os.environ["VERACITY_DATA_DIR"]) if os.environ.get("VERACITY_DATA_DIR") else None
     )
-    concurrency: int = field(default_factory=lambda: int(os.environ.get("VERACITY_CONCURRENCY", "16")))
+    # claims in flight in a batch
+    concurrency: int = field(default_factory=lambda: _env_int("VERACITY_CONCURRENCY", 16))
+    # LLM requests in flight (one claim's parallel agents, or many claims): 256 is vLLM's default
+    # --max-num-seqs, so the client never keeps the server's batch from filling; the server queues the rest
+    llm_concurrency: int = field(default_factory=lambda: _env_int("VERACITY_LLM_CONCURRENCY", 256))
     request_timeout_s: float = 300.0
     temperature: float = 0.0
     seed: int = 0

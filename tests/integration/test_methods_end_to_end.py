@@ -25,11 +25,14 @@ CLAIMS = [
 ]
 
 SMALL = {  # cheap budgets; the paper defaults are covered by unit tests
-    "direct": {"max_tokens": 512},
-    "rag": {"k": 3, "max_tokens": 512},
-    "mermaid": {"t_max": 3, "search_k": 3, "page_max_passages": 3, "max_tokens": 512},
+    "direct": {"judge.max_tokens": 512},
+    "rag": {"k": 3, "judge.max_tokens": 512},
+    "mermaid": {"t_max": 3, "search_k": 3, "page_max_passages": 3,
+                "decomposer.max_tokens": 512, "executor.max_tokens": 512, "final.max_tokens": 512},
     "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_max_words": 200,
-                "max_tokens": 512},
+                **{f"{role}.max_tokens": 512 for role in ("initial_query_gen", "search_rank", "self_contained_check",
+                                                          "det_helpful", "sufficient_evidence", "classifier",
+                                                          "additional_query_gen")}},
 }
 
 
@@ -40,10 +43,8 @@ def _ids_in_index(searcher, title: str) -> set[str]:
 @pytest.mark.parametrize("method", ["direct", "rag", "mermaid", "emulate"])
 def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
     params = dict(SMALL[method])
-    if method == "mermaid":
-        params["memory_path"] = str(tmp_path / "memory.sqlite")
     v = Verifier(method=method, index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                 concurrency=2, **params)
+                 concurrency=2, state_dir=tmp_path / "state", **params)
     out = tmp_path / "results.jsonl"
     stats = v.verify_many(CLAIMS, out=out, concurrency=2)
     v.close()
@@ -82,17 +83,17 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
 
 
 def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_path):
-    """Evidence gathered in one run is recalled in the next (same SQLite file, same index)."""
-    mem = str(tmp_path / "memory.sqlite")
+    """Evidence gathered in one run is recalled in the next (same state dir, so the same SQLite file; same index)."""
+    state_dir = tmp_path / "state"
     first = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                     memory_path=mem, **{k: v for k, v in SMALL["mermaid"].items()})
+                     state_dir=state_dir, **{k: v for k, v in SMALL["mermaid"].items()})
     v1 = first.verify(CLAIMS[0])
     first.close()
     gathered = {h for t in v1.trace.tool_calls for h in t.hits}
     if not gathered:
         pytest.skip("the model finished without any tool call, so there is nothing to remember")
     second = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                      memory_path=mem, **SMALL["mermaid"])
+                      state_dir=state_dir, **SMALL["mermaid"])
     v2 = second.verify(Claim("again", CLAIMS[0].text))
     second.close()
     assert v2.trace.memory_hits and {h["passage_id"] for h in v2.trace.memory_hits} <= gathered

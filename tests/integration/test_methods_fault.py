@@ -24,7 +24,7 @@ CLAIMS = [
     Claim("f6", "The Harrier is a breed of dog."),
     Claim("f7", "Polow da Don produced songs recorded by Fergie."),
 ]
-PARAMS = {"k": 2, "max_tokens": 256}
+PARAMS = {"k": 2, "judge.max_tokens": 256}
 
 
 async def _run(endpoint, searcher, out, *, on_result=None):

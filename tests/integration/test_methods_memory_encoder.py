@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from veracity.pipeline.memory import EvidenceMemory
+from veracity.pipeline.methods.mermaid.memory import EvidenceMemory
 from veracity.pipeline.types import Evidence
 
 pytestmark = pytest.mark.integration

@@ -33,7 +33,9 @@ def _check_common(verdict, llm_endpoint, searcher, prefix):
 def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
     v = Verifier(method="trification", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                  static=static, max_nodes=6, max_replans=1, max_queries=1, k=3, prompt_passages=4,
-                 passage_max_words=60, max_modifications=1, plan_max_tokens=700, node_max_tokens=200)
+                 passage_max_words=60, max_modifications=1,
+                 **{"planner.max_tokens": 700, "modify.max_tokens": 700, "search.max_tokens": 200,
+                    "refine.max_tokens": 200, "think.max_tokens": 200, "judge.max_tokens": 200})
     verdict = v.verify(CLAIM)
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "trification.")
     assert kinds[0] == "trification.mode" and "trification.plan" in kinds
@@ -55,7 +57,9 @@ def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
 def test_zofia_end_to_end(llm_endpoint, hover_searcher):
     v = Verifier(method="zofia", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                  max_debate_rounds=1, web_k=3, web_pool=10, wiki_candidates=2, rag_k=3, max_subclaims=2,
-                 agent_max_tokens=160, debate_max_tokens=200)
+                 **{"entities.max_tokens": 320, "linguist.max_tokens": 160, "expert_triage.max_tokens": 160,
+                    "expert.max_tokens": 160, "claim_extractor.max_tokens": 160, "claim_verifier.max_tokens": 160,
+                    "judge.max_tokens": 160, "pro.max_tokens": 200, "con.max_tokens": 200})
     verdict = v.verify(CLAIM)
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "zofia.")
     assert "zofia.config" in kinds

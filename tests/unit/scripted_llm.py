@@ -1,19 +1,37 @@
-"""Stand-ins for unit tests: a scripted LLM with the LLMClient contract and an in-memory searcher.
+"""The one stand-in LLM for unit tests, and an in-memory searcher.
 
-``ScriptedLLM({"emulate.classifier": [Classification(...)], "mermaid.executor": fn})`` answers each
-role from its queue (FIFO; an entry may be a function of the messages) or from a function of the
-messages. It refuses unscripted roles and exhausted queues, checks that every reply is an instance of
-the output model the caller asked for, records every call, and reports usage to the current
-``usage_scope()`` exactly like the real client, so traces get their llm_calls.
+:class:`ScriptedLLM` implements the contract of :class:`veracity.serving.client.LLMClient`:
+``await generate(messages, OutputModel, *, role, temperature=None, max_tokens=None)`` returns an
+instance of ``OutputModel``, a reply that does not validate raises ``LLMOutputError``, and every call
+records a :class:`UsageRecord` in ``llm.usage`` and in the current ``usage_scope()`` (so traces get
+their llm_calls), exactly like the real client.
+
+The script maps a role to:
+
+- a list of replies, used in order (FIFO). When it runs out the call fails, unless ``repeat_last=True``
+  (then the last reply repeats). An entry may be a callable of the messages.
+- a callable ``(messages) -> reply``, or ``(messages, output_model, call_index) -> reply``.
+
+A reply is an instance of the output model (or of the model a method narrowed per call, re-validated
+against the narrowed schema as constrained decoding would ensure), a ``dict`` validated against the
+output model (``LLMOutputError`` when it does not fit), or an exception instance, which is raised.
+Unscripted roles fail the test. ``fail(role, messages)`` runs before each reply and may raise (e.g.
+``EndpointError``) to simulate faults; ``delay`` (seconds, or a callable of the :class:`Call`) makes
+calls overlap. Every call is in ``calls`` with its start / end sequence numbers, so tests can check
+ordering and concurrency.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pydantic import BaseModel, ValidationError
+
+from veracity.errors import LLMOutputError
 from veracity.serving.client import UsageRecord, _current_sink
 
 
@@ -22,54 +40,103 @@ class Call:
     role: str
     messages: list[dict[str, str]]
     output_model: type
-    reply: Any
+    reply: Any = None
     max_tokens: int | None = None
+    temperature: float | None = None
+    start_seq: int = 0
+    end_seq: int | None = None
 
     @property
     def prompt(self) -> str:
         return "\n".join(m["content"] for m in self.messages)
 
 
+def _arity(fn: Callable) -> int:
+    try:
+        return len([p for p in inspect.signature(fn).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        return 1
+
+
 class ScriptedLLM:
     model = "scripted-llm"
+    base_url = "scripted://"
+    temperature = 0.0
+    seed = 0
 
-    def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list], None] | None = None):
+    def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list], None] | None = None,
+                 repeat_last: bool = False, delay: float | Callable[[Call], float] = 0.0):
         self.script: dict[str, Any] = {}
         for role, entry in (script or {}).items():
             self.script[role] = deque(entry) if isinstance(entry, (list, tuple)) else entry
-        self.fail = fail  # called before each reply: may raise (e.g. EndpointError) to simulate faults
+        self.fail = fail
+        self.repeat_last = repeat_last
+        self.delay = delay
         self.calls: list[Call] = []
+        self.usage: list[UsageRecord] = []
+        self._seq = 0
+        self._per_role: dict[str, int] = {}
 
-    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None):
-        await asyncio.sleep(0)  # let other claims run, like a real network call
-        if self.fail is not None:
-            self.fail(role, messages)
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _reply(self, role: str, messages: list, output_model: type, index: int) -> Any:
         if role not in self.script:
             raise AssertionError(f"ScriptedLLM: role {role!r} was not scripted (scripted: {sorted(self.script)})")
         entry = self.script[role]
         if isinstance(entry, deque):
             if not entry:
                 raise AssertionError(f"ScriptedLLM: script for {role!r} is exhausted")
-            reply = entry.popleft()
-            if callable(reply) and not hasattr(reply, "model_dump"):
+            reply = entry[0] if (self.repeat_last and len(entry) == 1) else entry.popleft()
+            if callable(reply) and not isinstance(reply, (BaseModel, BaseException)) and not isinstance(reply, type):
                 reply = reply(messages)
-        else:
-            reply = entry(messages)
-        if not isinstance(reply, output_model) and isinstance(reply, output_model.__mro__[1]):
-            # a method narrowed a role's model per call (e.g. citations restricted to the shown ids):
-            # the reply must validate against the narrowed schema, as constrained decoding would ensure
-            reply = output_model.model_validate(reply.model_dump())
-        if not isinstance(reply, output_model):
-            raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
-        self.calls.append(Call(role, list(messages), output_model, reply, max_tokens))
-        prompt_tokens = sum(len(m["content"].split()) for m in messages)
-        rec = UsageRecord(role=role, model=self.model, prompt_tokens=prompt_tokens,
-                          completion_tokens=len(reply.model_dump_json().split()), latency_s=0.0)
+            return reply
+        return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
+
+    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None):
+        call = Call(role, list(messages), output_model, None, max_tokens, temperature, self._next())
+        self.calls.append(call)
+        index = self._per_role.get(role, 0)
+        self._per_role[role] = index + 1
+        d = self.delay(call) if callable(self.delay) else self.delay
+        await asyncio.sleep(d or 0)  # let other claims run, like a real network call
+        try:
+            if self.fail is not None:
+                self.fail(role, messages)
+            reply = self._reply(role, messages, output_model, index)
+            if isinstance(reply, BaseException):
+                raise reply
+            try:
+                if isinstance(reply, dict):
+                    reply = output_model.model_validate(reply)
+                elif not isinstance(reply, output_model) and isinstance(reply, output_model.__mro__[1]):
+                    # a method narrowed a role's model per call (e.g. citations restricted to the shown
+                    # ids): the reply must validate against the narrowed schema
+                    reply = output_model.model_validate(reply.model_dump())
+            except ValidationError as exc:
+                self._record(role, messages, "{}")
+                raise LLMOutputError(f"{role}: the reply did not validate against {output_model.__name__}: {exc}",
+                                     role=role) from exc
+            if not isinstance(reply, output_model):
+                raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
+            call.reply = reply
+            self._record(role, messages, reply.model_dump_json())
+            return reply
+        finally:
+            call.end_seq = self._next()
+
+    def _record(self, role: str, messages: list, content: str) -> None:
+        rec = UsageRecord(role=role, model=self.model,
+                          prompt_tokens=sum(len(m["content"].split()) for m in messages),
+                          completion_tokens=len(content.split()), latency_s=0.0)
+        self.usage.append(rec)
         sink = _current_sink.get()
         if sink is not None:
             sink.append(rec)
-        return reply
 
+    # -- inspection ------------------------------------------------------------------------------------
     def roles(self) -> list[str]:
         return [c.role for c in self.calls]
 
@@ -85,28 +152,40 @@ class Hit:
     passage_id: str
     title: str
     text: str
-    score: float
+    score: float = 1.0
 
 
 @dataclass
 class FakeSearcher:
-    """The Searcher contract over a dict ``title -> [passage texts]``.
+    """The retriever contract over a dict ``title -> [passage texts]``.
 
-    ``search`` ranks passages by word overlap with the query; ``scripted`` maps a query to the exact
-    list of titles to return (their first passages), for tests that need a fixed result list.
+    ``search`` ranks passages by shared lower-case words with the query (``strip_punctuation``: commas
+    and periods ignored);
+    ``scripted`` maps a query to the exact list of titles to return (their first passages), for tests
+    that need a fixed result list. Every query is recorded in ``queries`` and ``calls`` (with k and the
+    excluded titles), every opened title in ``opened``.
     """
 
     articles: dict[str, list[str]]
     scripted: dict[str, list[str]] = field(default_factory=dict)
     manifest: dict = field(default_factory=lambda: {"name": "fake-index"})
     queries: list[str] = field(default_factory=list)
+    calls: list[tuple[str, int, tuple]] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
+    strip_punctuation: bool = False
 
     def _passages(self, title: str) -> list[Hit]:
         return [Hit(f"{title}#{i}", title, text, 1.0) for i, text in enumerate(self.articles.get(title, []))]
 
+    def _words(self, text: str) -> set[str]:
+        text = text.lower()
+        if self.strip_punctuation:
+            text = text.replace(",", " ").replace(".", " ")
+        return set(text.split())
+
     def search(self, query: str, k: int = 10, mode: str = "hybrid", exclude_titles=(), exclude_patterns=()) -> list[Hit]:
         self.queries.append(query)
+        self.calls.append((query, k, tuple(exclude_titles)))
         if query in self.scripted:
             return [self._passages(t)[0] for t in self.scripted[query] if t not in exclude_titles][:k]
         words = set(query.lower().split())
@@ -115,7 +194,7 @@ class FakeSearcher:
             if title in exclude_titles:
                 continue
             for hit in self._passages(title):
-                overlap = len(words & set(f"{hit.title} {hit.text}".lower().split()))
+                overlap = len(words & self._words(f"{hit.title} {hit.text}"))
                 if overlap:
                     scored.append(Hit(hit.passage_id, hit.title, hit.text, float(overlap)))
         scored.sort(key=lambda h: -h.score)

@@ -43,7 +43,7 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
     run = json.loads((out / "run.json").read_text())
     assert run["dataset"]["name"] == "hover" and len(run["dataset"]["sha256"]) == 64
     assert run["dataset"]["selection"] == {"hops": [2, 3], "limit": 6, "seed": 3}
-    assert run["method_params"]["max_tokens"] == 256 and run["versions"]["python"]
+    assert run["roles"]["direct.judge"]["max_tokens"] == 256 and run["versions"]["python"]
     assert run["leakage"]["checked"] is False and "closed-book" in run["leakage"]["reason"]
     assert len(run["sessions"]) == 1 and run["sessions"][0]["done"] == 6
     preds = read_predictions(out)
@@ -143,6 +143,28 @@ def bench_run_with_index(cfg, out, searcher, tmp_path):
         api.open_index = real_open
 
 
+def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
+    import veracity.pipeline.api as api
+    from veracity.pipeline.methods.mermaid import Decomposition, ReactStep
+
+    def executor(messages):  # search once, then finish
+        if any(m["role"] == "assistant" for m in messages):
+            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
+        return ReactStep(thought="look", action="search", argument="Skagen Painters", label=None, cited_passages=[])
+
+    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[]),
+                       "mermaid.executor": executor})
+    monkeypatch.setattr(api, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
+    out = tmp_path / "run"
+    metrics = bench_run(RunConfig(dataset="hover", method="mermaid", limit=2), out, settings=settings(tmp_path), llm=llm)
+    assert metrics["n_predicted"] == 2
+    assert (out / "memory" / "evidence.sqlite").is_file()  # the run's evidence memory lives in its directory
+    assert not (tmp_path / "home" / "memory").exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["state_dir"] == str(out)
+    assert run["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": None}
+
+
 def test_compare_puts_runs_side_by_side(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     bench_run(RunConfig(dataset="hover", method="direct", limit=4, name="direct-4"), a, settings=settings(tmp_path),
@@ -235,3 +257,17 @@ def test_method_statistics_average_trification_graphs_and_mermaid_steps():
     m = method_statistics(mer)["mermaid"]
     assert m == {"claims": 2, "executor_steps_per_claim": 3.5, "claims_with_memory_hits": 0.5, "forced_verdicts": 0.5}
     assert method_statistics([rec()]) == {}
+
+
+def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
+    with pytest.raises(ConfigError, match="llm_concurrency must be at least 1, got 0"):
+        RunConfig(dataset="hover", method="direct", llm_concurrency=0)
+    code, _, err = run_cli(["run", "--dataset", "hover", "--method", "direct", "--llm-concurrency", "0",
+                            "--out", str(tmp_path / "r")], monkeypatch, capsys)
+    assert code == 2 and "llm_concurrency must be at least 1" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
+    out = tmp_path / "ok"
+    bench_run(RunConfig(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
+              settings=settings(tmp_path), llm=alternating_direct())
+    run = json.loads((out / "run.json").read_text())
+    assert run["concurrency"] == 1 and run["llm_concurrency"] == 8 and run["state_dir"] is None

@@ -15,13 +15,12 @@ import pytest
 
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.bench.prom import (Histogram, Metrics, metrics_url, parse_prometheus, server_figures)
-from veracity.bench.throughput import (ThroughputConfig, bench_throughput, client_rows, level_overrides,
-                                       parse_nvidia_smi, plan_level_sizes, render_markdown, server_rows)
+from veracity.bench.throughput import (ThroughputConfig, bench_throughput, client_rows, parse_nvidia_smi,
+                                       plan_level_sizes, render_markdown, server_rows)
 from veracity.cli._common import run_main
 from veracity.config import Settings
 from veracity.errors import ConfigError, DataError, EndpointError, LLMOutputError
 from veracity.pipeline.api import Verifier
-from veracity.pipeline.methods import get_method
 from veracity.pipeline.methods.direct import DirectJudgement
 
 SAMPLE = Path(__file__).parent / "data" / "vllm_metrics_sample.txt"
@@ -222,12 +221,35 @@ def test_plan_level_sizes():
         plan_level_sizes([1, 2, 4], 2, None)
 
 
-def test_level_overrides_give_memory_methods_a_fresh_file(tmp_path):
-    mer = level_overrides(get_method("mermaid"), {"t_max": 3}, tmp_path / "c0004")
-    assert mer == {"t_max": 3, "memory_path": str(tmp_path / "c0004" / "memory.sqlite")}
-    assert level_overrides(get_method("mermaid"), {"memory_path": "/shared.sqlite"}, tmp_path / "c0001")["memory_path"] \
-        == str(tmp_path / "c0001" / "memory.sqlite")
-    assert level_overrides(get_method("direct"), {"max_tokens": 64}, tmp_path / "c0001") == {"max_tokens": 64}
+def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(tmp_path):
+    from tests.unit.scripted_llm import FakeSearcher
+    from veracity.pipeline.methods.mermaid import Decomposition, ReactStep
+
+    def executor(messages):  # search once, then finish: every claim stores a passage in its level's memory
+        if any(m["role"] == "assistant" for m in messages):
+            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
+        return ReactStep(thought="look", action="search", argument="Paris", label=None, cited_passages=[])
+
+    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[]),
+                       "mermaid.executor": executor})
+    searcher = FakeSearcher({"Paris": ["Paris is the capital of France."]})
+    claims = write_claims(tmp_path / "claims.jsonl", 20)
+
+    def config(**kw):
+        return ThroughputConfig(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2, seed=3,
+                                warmup=1, index=searcher, poll_interval_s=0.005, **kw)
+
+    report = bench_throughput(config(params={"t_max": 3}), tmp_path / "out", settings=Settings(home=tmp_path / "home"),
+                              llm=llm, probe=None)
+    assert report["status"] == "complete" and [lv["done"] for lv in report["levels"]] == [2, 2]
+    for name in ("warmup", "c0001", "c0002"):
+        assert (tmp_path / "out" / name / "memory" / "evidence.sqlite").is_file(), name
+    assert not (tmp_path / "home" / "memory").exists()  # no level uses the default state dir
+    # a memory file is not a parameter any more: one line before anything runs
+    with pytest.raises(ConfigError, match="no parameter memory_path"):
+        bench_throughput(config(params={"memory_path": "/shared.sqlite"}), tmp_path / "o2",
+                         settings=Settings(home=tmp_path / "home"), llm=llm, probe=None)
+    assert not (tmp_path / "o2").exists()
 
 
 def test_parse_nvidia_smi():
@@ -530,5 +552,6 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     assert "cannot read http://127.0.0.1:9/metrics" in err  # the dead /metrics is one warning line
     for name in ("report.json", "report.md", "scaling.png", "c0001/results.jsonl", "c0002/results.jsonl"):
         assert (out / name).is_file(), name
-    assert len(llm.calls) == 3 and "failed claim" in err and "did not validate" in err
+    answered = [c for c in llm.calls if c.reply is not None]  # the stand-in also records the failed call
+    assert len(answered) == 3 and "failed claim" in err and "did not validate" in err
     assert "1/1" in stdout  # concurrency 2: one claim done, one failed

@@ -6,8 +6,9 @@ import pytest
 
 from veracity.errors import ConfigError, IndexDirError, LeakageError
 from veracity.indexes.dense import estimate_resources
+from veracity.indexes.hybrid import rrf_fuse
 from veracity.indexes.manifest import check_leakage, index_dump_date, index_newer_than, read_manifest
-from veracity.indexes.searcher import TitleFilter, rrf_fuse
+from veracity.indexes.retriever import TitleFilter
 
 
 def test_rrf_scores_and_order():

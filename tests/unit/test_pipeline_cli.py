@@ -194,3 +194,57 @@ def test_endpoint_down_is_one_line_and_keeps_results(fake_openai, monkeypatch, c
     code, _, err = run_cli(args, monkeypatch, capsys)
     assert code == 1 and "cannot reach the model endpoint" in err and "Traceback" not in err
     assert out.read_bytes() == before  # nothing written is lost
+
+
+def test_a_single_claim_uses_the_llm_request_limit_not_one_slot(fake_openai, monkeypatch, tmp_path):
+    import veracity.serving.client as client_mod
+    from veracity.config import Settings
+
+    seen = []
+    init = client_mod.LLMClient.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs.get("concurrency"))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(client_mod.LLMClient, "__init__", spy)
+    monkeypatch.delenv("VERACITY_LLM_CONCURRENCY", raising=False)
+    assert Settings().llm_concurrency == 256 and Settings().concurrency >= 1  # vLLM's default max_num_seqs
+    Verifier(method="direct", endpoint="http://127.0.0.1:9/v1").verify("The Moon is made of cheese.")
+    assert seen == [256]
+    monkeypatch.setenv("VERACITY_LLM_CONCURRENCY", "96")
+    v = Verifier(method="direct", endpoint="http://127.0.0.1:9/v1", concurrency=2)
+    v.verify("The Moon is made of cheese.")
+    v.verify_many(["One.", "Two."], concurrency=1)  # claims in flight do not change the request limit
+    assert seen == [256, 96, 96]
+    Verifier(method="direct", endpoint="http://127.0.0.1:9/v1", llm_concurrency=8).verify("x")
+    assert seen[-1] == 8
+
+
+def test_concurrency_below_one_is_one_line_before_any_server(monkeypatch, capsys, tmp_path):
+    with pytest.raises(ConfigError, match="claims in flight .* at least 1, got 0"):
+        Verifier(method="direct", concurrency=0)
+    with pytest.raises(ConfigError, match="LLM requests in flight .* at least 1, got 0"):
+        Verifier(method="direct", llm_concurrency=0)
+    for flag in ("--concurrency", "--llm-concurrency"):
+        # no endpoint given: a managed server would be started if the check came later
+        code, _, err = run_cli(["x", "--method", "direct", flag, "0"], monkeypatch, capsys)
+        assert code == 2 and f"({flag}," in err and "at least 1" in err and "Traceback" not in err
+    monkeypatch.setenv("VERACITY_LLM_CONCURRENCY", "lots")
+    code, _, err = run_cli(["x", "--method", "direct"], monkeypatch, capsys)
+    assert code == 2 and "$VERACITY_LLM_CONCURRENCY must be an integer" in err
+
+
+def test_state_dir_option_reaches_the_verifier(scripted, monkeypatch, capsys, tmp_path):
+    seen = {}
+    real_init = Verifier.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen["state_dir"] = self.state_dir
+
+    monkeypatch.setattr(Verifier, "__init__", init)
+    code, _, err = run_cli(["x", "--method", "direct", "--endpoint", "http://x/v1", "--state-dir", str(tmp_path / "s"),
+                            "--json"], monkeypatch, capsys)
+    assert code == 0, err
+    assert seen["state_dir"] == tmp_path / "s"

@@ -285,3 +285,34 @@ def test_failed_helpfulness_sufficiency_and_additional_queries_are_conservative(
     assert [e.passage_id for e in verdict.evidence] == ["Beta#0"]  # only the page judged helpful
     assert _failed_agents(verdict) == ["emulate.det_helpful", "emulate.sufficient_evidence",
                                        "emulate.additional_query_gen"]
+
+
+def test_roles_are_declared_and_their_settings_reach_the_llm_calls():
+    spec = METHODS["emulate"]
+    by_name = {r.name: r for r in spec.roles}
+    assert list(by_name) == ["emulate.initial_query_gen", "emulate.search_rank", "emulate.self_contained_check",
+                             "emulate.det_helpful", "emulate.sufficient_evidence", "emulate.classifier",
+                             "emulate.additional_query_gen"]
+    assert {(r.max_tokens, r.temperature) for r in spec.roles} == {(256, None)}  # the old max_tokens param
+    # a run that calls all seven agents (helpful but insufficient, then sufficient)
+    script = {
+        "emulate.initial_query_gen": [QueryList(queries=["q1", "q2"])],
+        "emulate.search_rank": [Ranking(ranking=[1, 2, 3]), Ranking(ranking=[1, 2])],
+        "emulate.self_contained_check": sc(True, True),
+        "emulate.det_helpful": hp(True, True),
+        "emulate.sufficient_evidence": su(False, True),
+        "emulate.additional_query_gen": [QueryList(queries=["q3"])],
+        "emulate.classifier": [T("alpha and gamma")],
+    }
+    _, llm, _ = run(script)
+    assert set(llm.roles()) == set(by_name)
+    for call in llm.calls:
+        role = by_name[call.role]
+        assert (call.max_tokens, call.temperature) == (role.max_tokens, role.temperature)
+        assert call.output_model is role.output
+    # a per-role budget reaches that role's call only
+    llm = ScriptedLLM(script)
+    params = spec.make_params({"classifier.max_tokens": 300})
+    __import__("asyncio").run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES, scripted=SCRIPTED), params))
+    assert [c.max_tokens for c in llm.of("emulate.classifier")] == [300]
+    assert all(c.max_tokens == by_name[c.role].max_tokens for c in llm.calls if c.role != "emulate.classifier")

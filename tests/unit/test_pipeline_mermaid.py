@@ -7,10 +7,10 @@ import asyncio
 import numpy as np
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
-from veracity.pipeline.memory import EvidenceMemory, normalize_key
 from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.mermaid import Decomposition, FinalVerdict, ReactStep, Triplet
-from veracity.pipeline.runner import verify_one
+from veracity.pipeline.methods.mermaid.memory import EvidenceMemory, normalize_key
+from veracity.pipeline.runner import index_namespace, open_run_state, verify_one
 from veracity.pipeline.types import Claim, Evidence, Label
 
 ARTICLES = {
@@ -30,12 +30,19 @@ def decomp(subject="Eiffel Tower", obj="Paris"):
                          keywords=[subject])
 
 
-def run(claim, script, *, searcher=None, shared=None, **params):
+def run(claim, script, *, searcher=None, state=None, state_dir=None, **params):
+    """One claim; with ``state_dir`` a run state is opened there (and closed), else ``state`` is used."""
     llm = ScriptedLLM(script)
     searcher = searcher or FakeSearcher(ARTICLES)
     spec = METHODS["mermaid"]
-    verdict = asyncio.run(verify_one(claim, spec, llm, searcher, spec.make_params(params),
-                                     shared if shared is not None else {}))
+    p = spec.make_params(params)
+    own = state is None
+    state = open_run_state(spec, p, searcher, state_dir) if own else state
+    try:
+        verdict = asyncio.run(verify_one(claim, spec, llm, searcher, p, state))
+    finally:
+        if own:
+            state.close()
     return verdict, llm, searcher
 
 
@@ -44,7 +51,7 @@ def test_stops_on_finish_and_cites_only_observed_passages(tmp_path):
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("search", "Eiffel Tower Paris"),
                              step("finish", label="SUPPORTED", cited=["Eiffel Tower#0", "Nowhere#3"])],
-    }, memory_path=str(tmp_path / "m.sqlite"), constrain_citations=False)  # a server that ignores the enum
+    }, state_dir=tmp_path, constrain_citations=False)  # a server that ignores the enum
     assert verdict.label is Label.SUPPORTED
     assert llm.roles() == ["mermaid.decomposer", "mermaid.executor", "mermaid.executor"]
     assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#0"]  # unknown id ignored
@@ -62,7 +69,7 @@ def test_stops_at_t_max_and_forces_a_final_verdict(tmp_path):
         "mermaid.executor": lambda m: step("search", "tower"),
         "mermaid.final": [FinalVerdict(explanation="ran out", label="NOT_ENOUGH_INFO",
                                        cited_passages=["Eiffel Tower#1"])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, state_dir=tmp_path)
     assert llm.count("mermaid.executor") == 5  # paper's T_max
     assert llm.count("mermaid.final") == 1
     assert len(verdict.trace.tool_calls) == 5
@@ -80,7 +87,7 @@ def test_citations_are_constrained_to_observed_passages(tmp_path):
     verdict, llm, _ = run(Claim("c1", "x"), {
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("open_page", "Paris"), step("finish", label="SUPPORTED", cited=["Paris#0"])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, state_dir=tmp_path)
     first, second = (c.output_model.model_json_schema()["properties"]["cited_passages"] for c in llm.of("mermaid.executor"))
     assert first["maxItems"] == 0  # nothing observed yet: nothing can be cited
     assert second["items"].get("enum", [second["items"].get("const")]) == ["Paris#0"]  # one id: JSON "const"
@@ -95,7 +102,7 @@ def test_t_max_is_a_parameter(tmp_path):
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": lambda m: step("open_page", "Paris"),
         "mermaid.final": [FinalVerdict(explanation="e", label="SUPPORTED", cited_passages=["Paris#0"])],
-    }, t_max=2, memory_path=str(tmp_path / "m.sqlite"))
+    }, t_max=2, state_dir=tmp_path)
     assert llm.count("mermaid.executor") == 2
     assert [t.tool for t in verdict.trace.tool_calls] == ["open_page", "open_page"]
     assert [e.passage_id for e in verdict.evidence] == ["Paris#0"]
@@ -106,7 +113,7 @@ def test_finish_without_label_asks_for_the_final_verdict(tmp_path):
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("finish")],
         "mermaid.final": [FinalVerdict(explanation="e", label="REFUTED", cited_passages=[])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, state_dir=tmp_path)
     assert verdict.label is Label.REFUTED
     assert llm.roles() == ["mermaid.decomposer", "mermaid.executor", "mermaid.final"]
 
@@ -124,13 +131,18 @@ def _memory_aware_executor(messages):
     return step("finish", label="SUPPORTED", cited=["Eiffel Tower#1"])
 
 
+def _open_state(tmp_path, searcher=None, **params):
+    """One run state for several claims (as the runner keeps one per run)."""
+    spec = METHODS["mermaid"]
+    return open_run_state(spec, spec.make_params(params), searcher or FakeSearcher(ARTICLES), tmp_path)
+
+
 def _two_claims(tmp_path, **params):
-    shared: dict = {}
     script = {"mermaid.decomposer": lambda m: decomp(), "mermaid.executor": _memory_aware_executor}
-    v1, _, s = run(Claim("a", "The Eiffel Tower is in Paris."), script, shared=shared,
-                   memory_path=str(tmp_path / "m.sqlite"), **params)
-    v2, _, _ = run(Claim("b", "The Eiffel Tower was completed in 1889."), script, searcher=s, shared=shared,
-                   memory_path=str(tmp_path / "m.sqlite"), **params)
+    state = _open_state(tmp_path, **params)
+    v1, _, s = run(Claim("a", "The Eiffel Tower is in Paris."), script, state=state, **params)
+    v2, _, _ = run(Claim("b", "The Eiffel Tower was completed in 1889."), script, searcher=s, state=state, **params)
+    state.close()
     return v1, v2
 
 
@@ -149,18 +161,18 @@ def test_no_memory_ablation_searches_again(tmp_path):
     v1, v2 = _two_claims(tmp_path, memory=False)
     assert len(v2.trace.tool_calls) == len(v1.trace.tool_calls) == 2
     assert v2.trace.memory_hits == []
-    assert not (tmp_path / "m.sqlite").exists()
+    assert not (tmp_path / "memory" / "evidence.sqlite").exists()
 
 
 def test_no_decomposer_ablation(tmp_path):
     verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.executor": [step("finish", label="SUPPORTED")],
-    }, decomposer=False, memory_path=str(tmp_path / "m.sqlite"))
+    }, decomposer=False, state_dir=tmp_path)
     assert llm.count("mermaid.decomposer") == 0
     assert "Facts to check" not in llm.calls[0].prompt
     with_d, llm2, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.decomposer": [decomp()], "mermaid.executor": [step("finish", label="SUPPORTED")],
-    }, memory_path=str(tmp_path / "m2.sqlite"))
+    }, state_dir=tmp_path / "m2")
     assert "(Eiffel Tower | located in | Paris)" in llm2.of("mermaid.executor")[0].prompt
 
 
@@ -226,7 +238,7 @@ def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_nam
 def test_function_word_keys_link_nothing(tmp_path):
     """A small model's decomposition yields subjects like "The" or "Both": as keys they would match every
     later claim (the claim-text match finds " the " in any sentence) and recall unrelated passages."""
-    from veracity.pipeline.memory import usable_key
+    from veracity.pipeline.methods.mermaid.memory import usable_key
 
     assert not usable_key("the") and not usable_key("both") and not usable_key("of the")
     assert not usable_key("claim")  # SmolLM2 often names the claim itself as the subject
@@ -244,7 +256,7 @@ def test_function_word_keys_link_nothing(tmp_path):
 def test_memory_keys_are_names():
     """MERMAID keys memory by entity: the names in the decomposition, not common nouns the small model
     made subjects ("the song", "Film" for "the film"), which linked unrelated HoVer claims."""
-    from veracity.pipeline.memory import name_spans
+    from veracity.pipeline.methods.mermaid.memory import name_spans
     from veracity.pipeline.methods.mermaid import Decomposition, entity_keys
 
     assert name_spans("The film was directed by Steven Spielberg in 1993 after the Battle of Antietam.") == [
@@ -263,17 +275,15 @@ def test_memory_keys_are_names():
 def test_a_common_noun_subject_links_no_later_claim(tmp_path):
     """Two claims about different songs whose decompositions both say "The song": the second recalls
     nothing of the first (before, "the song" was a memory key and recalled the first claim's passages)."""
-    shared: dict = {}
+    state = _open_state(tmp_path)
     script = {"mermaid.decomposer": lambda m: decomp("The song", "the tower"), "mermaid.executor": _memory_aware_executor}
-    v1, _, s = run(Claim("a", "The song is about the Eiffel Tower."), script, shared=shared,
-                   memory_path=str(tmp_path / "m.sqlite"))
+    v1, _, s = run(Claim("a", "The song is about the Eiffel Tower."), script, state=state)
     assert len(v1.trace.tool_calls) == 2
-    v2, _, _ = run(Claim("b", "The song was recorded in Berlin."), script, searcher=s, shared=shared,
-                   memory_path=str(tmp_path / "m.sqlite"))
+    v2, _, _ = run(Claim("b", "The song was recorded in Berlin."), script, searcher=s, state=state)
     assert v2.trace.memory_hits == [] and len(v2.trace.tool_calls) == 2
     # the claim's own names are keys even when the decomposition names nothing
-    v3, _, _ = run(Claim("c", "The song mentions the Eiffel Tower again."), script, searcher=s, shared=shared,
-                   memory_path=str(tmp_path / "m.sqlite"))
+    v3, _, _ = run(Claim("c", "The song mentions the Eiffel Tower again."), script, searcher=s, state=state)
+    state.close()
     assert {h["passage_id"] for h in v3.trace.memory_hits} >= {"Eiffel Tower#0", "Eiffel Tower#1"}
     assert len(v3.trace.tool_calls) == 0
 
@@ -318,7 +328,7 @@ def test_a_decomposition_that_never_validates_falls_back_to_the_claim_text(tmp_p
     verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.decomposer": [_never_validates("mermaid.decomposer")],
         "mermaid.executor": [step("search", "Eiffel Tower"), step("finish", label="SUPPORTED", cited=["Eiffel Tower#0"])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, state_dir=tmp_path)
     assert verdict.label is Label.SUPPORTED
     ev = [e for e in verdict.trace.events if e["kind"] == "mermaid.decomposition"][0]
     assert "did not validate" in ev["error"] and "claim text" in ev["fallback"]
@@ -331,7 +341,7 @@ def test_an_executor_step_that_never_validates_forces_the_verdict_from_what_was_
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("search", "Eiffel Tower"), _never_validates("mermaid.executor")],
         "mermaid.final": [FinalVerdict(explanation="seen enough", label="SUPPORTED", cited_passages=["Eiffel Tower#0"])],
-    }, memory_path=str(tmp_path / "m.sqlite"))
+    }, state_dir=tmp_path)
     assert verdict.label is Label.SUPPORTED and llm.count("mermaid.final") == 1
     steps = [e for e in verdict.trace.events if e["kind"] == "mermaid.step"]
     assert steps[-1]["action"] == "abandoned" and steps[-1]["t"] == 2
@@ -343,8 +353,60 @@ def test_a_final_verdict_that_never_validates_gives_not_enough_info_with_the_rea
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": lambda m: step("open_page", "Paris"),
         "mermaid.final": [_never_validates("mermaid.final")],
-    }, t_max=1, memory_path=str(tmp_path / "m.sqlite"))
+    }, t_max=1, state_dir=tmp_path)
     assert verdict.label is Label.NOT_ENOUGH_INFO
     assert "did not validate" in verdict.explanation
     final = [e for e in verdict.trace.events if e["kind"] == "mermaid.final"][0]
     assert "did not validate" in final["error"]
+
+
+def test_the_run_state_keeps_the_memory_at_state_dir_memory_evidence_sqlite(tmp_path):
+    from veracity.config import Settings
+    from veracity.pipeline.methods.mermaid import MermaidState
+    from veracity.pipeline.methods.mermaid.memory import default_memory_path
+
+    spec = METHODS["mermaid"]
+    assert spec.state_cls is MermaidState
+    state = spec.open_state(tmp_path / "run", spec.make_params({"semantic_memory": True, "similarity_threshold": 0.6}),
+                            "idx")
+    assert state.memory.path == tmp_path / "run" / "memory" / "evidence.sqlite" and state.memory.path.is_file()
+    assert state.memory.namespace == "idx" and state.memory.semantic and state.memory.similarity_threshold == 0.6
+    state.close()
+    assert state.memory is None
+    # the default state dir ($VERACITY_HOME) keeps the memory where it always was
+    assert default_memory_path(Settings(home=tmp_path)) == tmp_path / "memory" / "evidence.sqlite"
+    # a run through the runner's state: passages gathered for one claim are in that file for the next run
+    v1, _, s = run(Claim("a", "The Eiffel Tower is in Paris."),
+                   {"mermaid.decomposer": lambda m: decomp(), "mermaid.executor": _memory_aware_executor},
+                   state_dir=tmp_path / "run2")
+    stored = EvidenceMemory(tmp_path / "run2" / "memory" / "evidence.sqlite", namespace=index_namespace(s))
+    assert stored.stats()["passages"] == 2 and len(v1.trace.tool_calls) == 2
+
+
+def test_parameters_and_roles_are_declared():
+    import pytest
+
+    from veracity.errors import ConfigError
+
+    spec = METHODS["mermaid"]
+    assert [r.name for r in spec.roles] == ["mermaid.decomposer", "mermaid.executor", "mermaid.final"]
+    p = spec.make_params()
+    assert all(r.settings(p).max_tokens == 384 for r in spec.roles)  # the former max_tokens parameter
+    assert spec.role("executor").settings(spec.make_params({"executor.max_tokens": 512})).max_tokens == 512
+    for bad, name in (({"t_max": 0}, "t_max"), ({"search_k": 101}, "search_k"), ({"t_max": "abc"}, "t_max"),
+                      ({"max_tokens": 256}, "max_tokens"), ({"memory_path": "/tmp/m.sqlite"}, "memory_path")):
+        with pytest.raises(ConfigError, match=name):
+            spec.make_params(bad)
+
+
+def test_fallback_events_keep_their_fields(tmp_path):
+    verdict, _, _ = run(Claim("c1", "x"), {
+        "mermaid.decomposer": [_never_validates("mermaid.decomposer")],
+        "mermaid.executor": [_never_validates("mermaid.executor")],
+        "mermaid.final": [_never_validates("mermaid.final")],
+    }, state_dir=tmp_path)
+    ev = {e["kind"]: e for e in verdict.trace.events}
+    assert {"error", "fallback"} <= set(ev["mermaid.decomposition"])
+    assert ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned" and ev["mermaid.step"]["error"]
+    assert ev["mermaid.final"]["forced_after_steps"] == 0 and "did not validate" in ev["mermaid.final"]["error"]
+    assert verdict.explanation == f"No verdict: the model's final answer did not validate ({ev['mermaid.final']['error']})."

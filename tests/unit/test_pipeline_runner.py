@@ -15,7 +15,7 @@ from veracity.pipeline.methods.direct import DirectJudgement
 from veracity.pipeline.methods.rag import RagJudgement
 from veracity.pipeline.runner import (ResultWriter, make_claim, read_claims_jsonl, read_done_ids, run_claims,
                                       verify_one)
-from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Label
+from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Label, Verdict
 
 ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
 
@@ -91,7 +91,8 @@ def test_run_writes_one_line_per_claim_with_its_own_trace_and_resumes(tmp_path):
         assert r["trace"]["summary"]["llm_calls"] == 1  # concurrent claims did not share usage records
     assert stats.prompt_tokens > 0 and stats.claims_per_min > 0
     manifest = json.loads((out.parent / "results.jsonl.manifest.json").read_text())
-    assert manifest["method"] == "direct" and manifest["params"] == {"max_tokens": 256}
+    assert manifest["method"] == "direct" and manifest["params"] == {"roles": {}}
+    assert manifest["roles"] == {"direct.judge": {"max_tokens": 256, "temperature": None}}  # the role's budget
     # resume: nothing to do the second time, nothing duplicated
     llm2 = ScriptedLLM({"direct.judge": judge()})
     again = asyncio.run(run_claims(claims(8), "direct", llm2, None, out, concurrency=3))
@@ -206,3 +207,106 @@ def test_methods_registry_and_parameters():
         get_method("oracle")
     with pytest.raises(ConfigError, match="needs an index"):
         asyncio.run(run_claims(claims(1), "rag", ScriptedLLM({}), None, "/tmp/never-written.jsonl"))
+
+
+# -- run state: opened once per run, closed by whoever opened it ------------------------------------------
+class CountingState:
+    """A RunState that records how it was opened, which claims used it, and how often it was closed."""
+
+    opened: list["CountingState"] = []
+
+    def __init__(self, state_dir, index_namespace):
+        self.state_dir, self.index_namespace = state_dir, index_namespace
+        self.claims: list[str] = []
+        self.closed = 0
+
+    @classmethod
+    def open(cls, state_dir, params, index_namespace):
+        state = cls(state_dir, index_namespace)
+        cls.opened.append(state)
+        return state
+
+    def close(self):
+        self.closed += 1
+
+
+async def _verify_counting(claim, ctx):
+    ctx.state.claims.append(claim.id)
+    out = await ctx.llm.generate([{"role": "user", "content": claim.text}], DirectJudgement, role="counting.judge")
+    return Verdict(label=Label(out.label), explanation=out.explanation, trace=ctx.trace, method="counting")
+
+
+def _counting_spec():
+    from veracity.pipeline.methods.base import MethodSpec
+    from veracity.pipeline.params import MethodParams
+
+    CountingState.opened = []
+    return MethodSpec("counting", _verify_counting, MethodParams, "test method with run state",
+                      state_cls=CountingState, needs_index=False)
+
+
+def test_the_runner_opens_one_state_per_run_and_closes_it(tmp_path):
+    spec = _counting_spec()
+    llm = ScriptedLLM({"counting.judge": judge()})
+    out = tmp_path / "r.jsonl"
+    stats = asyncio.run(run_claims(claims(5), spec, llm, None, out, concurrency=3, state_dir=tmp_path / "state"))
+    assert stats.done == 5
+    (state,) = CountingState.opened  # one state for the whole run, shared by every claim
+    assert sorted(state.claims) == [f"c{i}" for i in range(5)] and state.closed == 1
+    assert state.state_dir == tmp_path / "state" and state.index_namespace == "default"
+    manifest = json.loads((tmp_path / "r.jsonl.manifest.json").read_text())
+    assert manifest["state_dir"] == str(tmp_path / "state")
+    # a state the caller opened is used as is and left open for the caller to close
+    mine = CountingState(tmp_path, "default")
+    asyncio.run(run_claims(claims(7), spec, ScriptedLLM({"counting.judge": judge()}), None, out, state=mine))
+    assert sorted(mine.claims) == ["c5", "c6"] and mine.closed == 0 and len(CountingState.opened) == 1
+    # nothing to do: no state is opened
+    asyncio.run(run_claims(claims(7), spec, ScriptedLLM({}), None, out, state_dir=tmp_path / "state"))
+    assert len(CountingState.opened) == 1
+    # a method with state and neither a state nor a state directory: one clear error before any work
+    with pytest.raises(ConfigError, match="needs a state directory"):
+        asyncio.run(run_claims(claims(1), spec, ScriptedLLM({}), None, tmp_path / "other.jsonl"))
+    with pytest.raises(ConfigError, match="keeps state across claims"):
+        asyncio.run(verify_one(claims(1)[0], spec, ScriptedLLM({}), None, spec.make_params()))
+
+
+def test_the_verifier_opens_its_state_once_and_closes_it(tmp_path, monkeypatch):
+    from veracity.config import Settings
+    from veracity.pipeline.api import Verifier
+
+    spec = _counting_spec()
+    monkeypatch.setitem(METHODS, "counting", spec)
+    v = Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}), settings=Settings(home=tmp_path))
+    assert CountingState.opened == []  # opened lazily, on first use
+    v.verify("One claim.")
+    v.verify_many(["Two claims.", "Three claims."])
+    (state,) = CountingState.opened
+    assert len(state.claims) == 3 and state.state_dir == tmp_path  # default state dir: $VERACITY_HOME
+    v.close()
+    v.close()
+    assert state.closed == 1
+    Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}), state_dir=tmp_path / "s").verify("x")
+    assert CountingState.opened[-1].state_dir == tmp_path / "s"
+
+
+def test_claims_search_the_indexs_retriever_for_the_runs_mode():
+    class Index:  # a searcher: hands out one retriever per mode
+        manifest = {"kind": "veracity-index", "passages": 2}
+
+        def __init__(self):
+            self.asked, self.fake = [], FakeSearcher(ARTICLES)
+
+        def retriever(self, mode=None):
+            self.asked.append(mode)
+            return self.fake
+
+    index = Index()
+    llm = ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="e", label="SUPPORTED", cited_passages=[])})
+    spec = get_method("rag")
+    asyncio.run(verify_one(Claim("c", "Paris capital"), spec, llm, index, spec.make_params({"k": 1}),
+                           search_mode="bm25", exclude_titles=["Berlin"]))
+    asyncio.run(verify_one(Claim("c", "Paris capital"), spec, llm, index, spec.make_params({"k": 1})))
+    assert index.asked == ["bm25", None]  # None: the index picks (hybrid when it has both parts)
+    assert index.fake.calls == [("Paris capital", 1, ("Berlin",)), ("Paris capital", 1, ())]
+    with pytest.raises(ConfigError, match="needs an index"):  # no index at all: the stand-in says so
+        asyncio.run(verify_one(Claim("c", "x"), spec, llm, None, spec.make_params()))

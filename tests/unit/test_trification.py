@@ -6,30 +6,28 @@ import pytest
 
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification import (
+    SPEC,
     JudgeResult,
     NodeRun,
-    SPEC,
-    TrificationParams,
-    label_from_judges,
-    verify_trification,
-)
-from veracity.pipeline.methods.trification_graph import (
     NodeSpec,
+    TrificationParams,
     VerificationPlan,
     VerificationPlanNoRefine,
     VerificationPlanSearchJudge,
     descendants,
     find_cycle,
+    label_from_judges,
     plan_model_for,
     prefix_subgraph,
     repair_plan,
     structural_repair,
     validate_plan,
+    verify_trification,
 )
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Label, Trace
 
-from tests.unit._stub_llm_tz import StubLLM, StubSearcher
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 
 
 def N(id, type, deps=(), input="x", hint="h"):
@@ -173,8 +171,8 @@ def plan(*nodes):
 
 def make_ctx(llm, **params):
     trace = Trace()
-    return MethodContext(llm=llm, tools=Tools(StubSearcher(dict(SEARCHER_PAGES)), trace), trace=trace,
-                         params=SPEC.make_params(params))
+    searcher = FakeSearcher(dict(SEARCHER_PAGES), strip_punctuation=True)
+    return MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace, params=SPEC.make_params(params))
 
 
 def events(trace, kind):
@@ -208,7 +206,7 @@ def handlers(judge=("Supports",), think_ok=True, planner=None, modify=None):
 
 
 async def test_concurrent_execution_respects_dependencies():
-    llm = StubLLM(handlers(), delay=0.02)
+    llm = ScriptedLLM(handlers(), repeat_last=True, delay=0.02)
     ctx = make_ctx(llm)
     verdict = await verify_trification(Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
     assert verdict.label == Label.SUPPORTED
@@ -243,7 +241,7 @@ async def test_concurrent_execution_respects_dependencies():
 
 async def test_invalid_plan_is_replanned_with_errors_fed_back():
     cyclic = plan(N("s_1", "SEARCH"), N("t_1", "THINK", ["s_1", "j_1"]), N("j_1", "JUDGE", ["t_1"]))
-    llm = StubLLM(handlers(planner=[cyclic, GRAPH]))
+    llm = ScriptedLLM(handlers(planner=[cyclic, GRAPH]), repeat_last=True)
     ctx = make_ctx(llm, structural_repair=False)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
     planner_calls = [c for c in llm.calls if c.role == "trification.planner"]
@@ -261,7 +259,7 @@ async def test_invalid_plan_is_replanned_with_errors_fed_back():
 
 async def test_plan_that_never_validates_gives_nei_and_runs_nothing():
     no_judge = plan(N("s_1", "SEARCH"), N("t_1", "THINK", ["s_1"]))
-    llm = StubLLM(handlers(planner=[no_judge]))
+    llm = ScriptedLLM(handlers(planner=[no_judge]), repeat_last=True)
     ctx = make_ctx(llm, max_replans=2, structural_repair=False)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
@@ -273,7 +271,7 @@ async def test_plan_that_never_validates_gives_nei_and_runs_nothing():
 
 async def test_over_budget_plan_is_rejected():
     # the planner's schema caps the node list at max_nodes, so an over-budget reply never validates
-    llm = StubLLM(handlers(planner=[GRAPH]))
+    llm = ScriptedLLM(handlers(planner=[GRAPH]), repeat_last=True)
     ctx = make_ctx(llm, max_nodes=4, max_replans=1, structural_repair=False)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
@@ -283,7 +281,7 @@ async def test_over_budget_plan_is_rejected():
 
 
 async def test_uncertain_judge_modifications_are_capped_at_three():
-    llm = StubLLM(handlers(judge=("Uncertain",)))
+    llm = ScriptedLLM(handlers(judge=("Uncertain",)), repeat_last=True)
     ctx = make_ctx(llm)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
     assert llm.roles().count("trification.modify") == 3
@@ -303,7 +301,7 @@ async def test_uncertain_judge_modifications_are_capped_at_three():
 
 
 async def test_uncertain_label_param_and_static_mode():
-    llm = StubLLM(handlers(judge=("Uncertain",)))
+    llm = ScriptedLLM(handlers(judge=("Uncertain",)), repeat_last=True)
     ctx = make_ctx(llm, static=True, uncertain_label="NOT_ENOUGH_INFO")
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert "trification.modify" not in llm.roles()
@@ -312,7 +310,7 @@ async def test_uncertain_label_param_and_static_mode():
 
 async def test_insufficient_think_skips_descendants_and_merges_subgraph():
     sub = plan(N("s_5", "SEARCH", input="Eiffel Tower builder"), N("j_5", "JUDGE", ["s_5", "s_2"], input="built"))
-    llm = StubLLM(handlers(think_ok=False, judge=("Supports",), modify=[sub]))
+    llm = ScriptedLLM(handlers(think_ok=False, judge=("Supports",), modify=[sub]), repeat_last=True)
     ctx = make_ctx(llm)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
     final = {n["id"]: n["status"] for n in events(ctx.trace, "trification.graph")[-1]["nodes"]}
@@ -328,7 +326,7 @@ async def test_insufficient_think_skips_descendants_and_merges_subgraph():
 
 async def test_refuting_judge_wins_and_static_mode_never_modifies():
     two_judges = plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]), N("j_2", "JUDGE", ["s_1"]))
-    llm = StubLLM(handlers(planner=[two_judges], judge=("Supports", "Refutes")))
+    llm = ScriptedLLM(handlers(planner=[two_judges], judge=("Supports", "Refutes")), repeat_last=True)
     ctx = make_ctx(llm, static=True)
     verdict = await verify_trification(Claim("c", "x"), ctx)
     assert verdict.label == Label.REFUTED
@@ -336,7 +334,7 @@ async def test_refuting_judge_wins_and_static_mode_never_modifies():
 
 
 async def test_ablation_no_refine_uses_restricted_schema():
-    llm = StubLLM(handlers(planner=[plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))]))
+    llm = ScriptedLLM(handlers(planner=[plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))]), repeat_last=True)
     ctx = make_ctx(llm, no_refine_think=True)
     await verify_trification(Claim("c", "x"), ctx)
     call = llm.calls[0]
@@ -349,7 +347,7 @@ async def test_bad_uncertain_label_is_a_config_error():
     from veracity.errors import ConfigError
 
     with pytest.raises(ConfigError):
-        await verify_trification(Claim("c", "x"), make_ctx(StubLLM({}), uncertain_label="MAYBE"))
+        await verify_trification(Claim("c", "x"), make_ctx(ScriptedLLM({}), uncertain_label="MAYBE"))
 
 
 def test_judge_output_model_is_flat():
@@ -417,7 +415,7 @@ def test_structural_repair_renames_reused_ids():
 
 async def test_a_repaired_plan_runs_without_a_replan_and_the_trace_shows_the_repairs():
     flat = plan(N("1", "SEARCH", input="Eiffel Tower"), N("2", "THINK", input="Gustave Eiffel built it"))
-    llm = StubLLM(handlers(planner=[flat]))
+    llm = ScriptedLLM(handlers(planner=[flat]), repeat_last=True)
     ctx = make_ctx(llm)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
     assert llm.roles().count("trification.planner") == 1
@@ -441,7 +439,7 @@ async def test_a_node_whose_reply_never_validates_falls_back_instead_of_blocking
     h = handlers(judge=("Refutes",))
     h.update({"trification.think": bad("trification.think"), "trification.refine": bad("trification.refine"),
               "trification.search": bad("trification.search")})
-    llm = StubLLM(h)
+    llm = ScriptedLLM(h, repeat_last=True)
     ctx = make_ctx(llm, static=True)
     verdict = await verify_trification(Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
     assert verdict.label == Label.REFUTED

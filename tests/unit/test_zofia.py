@@ -16,13 +16,14 @@ from veracity.pipeline.methods.zofia import (
     DirectDecision,
     LINGUIST_DIMENSIONS,
     SPEC,
+    ZofiaState,
     relevant_chunks,
     verify_zofia,
 )
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Label, Trace
 
-from tests.unit._stub_llm_tz import StubLLM, StubSearcher
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 
 
 class BagOfWords:
@@ -58,7 +59,7 @@ def entities(*items):
     return {"entities": [{"text": t, "type": ty, "confidence": c} for t, ty, c in items]}
 
 
-def scripted(judge=("FAKE",), ents=None, **extra):
+def scripted(judge=("FAKE",), ents=None, **extra):  # for ScriptedLLM(..., repeat_last=True)
     def judge_h(messages, model, i):
         if model is DirectDecision:
             return {"reason": "direct", "decision": "REAL"}
@@ -84,11 +85,11 @@ def scripted(judge=("FAKE",), ents=None, **extra):
     return h
 
 
-def make_ctx(llm, pages=None, shared=None, **params):
+def make_ctx(llm, pages=None, ner=None, **params):
     trace = Trace()
-    searcher = StubSearcher(dict(PAGES if pages is None else pages))
+    searcher = FakeSearcher(dict(PAGES if pages is None else pages), strip_punctuation=True)
     ctx = MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace, params=SPEC.make_params(params),
-                        shared={"zofia.encoder": BagOfWords(), **(shared or {})})
+                        state=ZofiaState(encoder=BagOfWords(), ner=ner))
     return ctx, searcher
 
 
@@ -97,7 +98,7 @@ def events(trace, kind):
 
 
 async def test_full_pipeline_with_debate_ending_on_judge_ruling():
-    llm = StubLLM(scripted(judge=("CONTINUE", "CONTINUE", "FAKE")))
+    llm = ScriptedLLM(scripted(judge=("CONTINUE", "CONTINUE", "FAKE")), repeat_last=True)
     ctx, searcher = make_ctx(llm)
     verdict = await verify_zofia(Claim("n1", ARTICLE), ctx)
     assert verdict.label == Label.REFUTED and verdict.method == "zofia"
@@ -138,7 +139,7 @@ async def test_full_pipeline_with_debate_ending_on_judge_ruling():
 
 
 async def test_wikipedia_entry_is_disambiguated_by_context():
-    llm = StubLLM(scripted(ents=entities(("Paris", "LOC", 0.95))))
+    llm = ScriptedLLM(scripted(ents=entities(("Paris", "LOC", 0.95))), repeat_last=True)
     ctx, _ = make_ctx(llm, pages={k: v for k, v in PAGES.items() if k != "Paris"}
                       | {"Paris (France)": PAGES["Paris"]})
     text = "Designers flock to Paris for fashion week. The capital of France hosts museums and shows."
@@ -155,7 +156,7 @@ async def test_wikipedia_entry_is_disambiguated_by_context():
 
 
 async def test_debate_is_capped_and_undecided_means_nei():
-    llm = StubLLM(scripted(judge=("CONTINUE",)))
+    llm = ScriptedLLM(scripted(judge=("CONTINUE",)), repeat_last=True)
     ctx, _ = make_ctx(llm, max_debate_rounds=2)
     verdict = await verify_zofia(Claim("n3", ARTICLE), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
@@ -164,14 +165,14 @@ async def test_debate_is_capped_and_undecided_means_nei():
 
 
 async def test_real_maps_to_supported_and_first_round_ruling_stops():
-    llm = StubLLM(scripted(judge=("REAL",)))
+    llm = ScriptedLLM(scripted(judge=("REAL",)), repeat_last=True)
     ctx, _ = make_ctx(llm)
     verdict = await verify_zofia(Claim("n4", ARTICLE), ctx)
     assert verdict.label == Label.SUPPORTED and llm.roles().count("zofia.pro") == 1
 
 
 async def test_no_entities_still_gets_a_verdict_without_retrieval():
-    llm = StubLLM(scripted(ents=entities(), judge=("FAKE",)))
+    llm = ScriptedLLM(scripted(ents=entities(), judge=("FAKE",)), repeat_last=True)
     ctx, searcher = make_ctx(llm)
     verdict = await verify_zofia(Claim("n5", "it is said that something big will happen soon, believe it."), ctx)
     assert verdict.label == Label.REFUTED
@@ -183,7 +184,7 @@ async def test_no_entities_still_gets_a_verdict_without_retrieval():
 
 
 async def test_nothing_checkable_gives_nei_with_reason():
-    llm = StubLLM(scripted(ents=entities()))
+    llm = ScriptedLLM(scripted(ents=entities()), repeat_last=True)
     ctx, _ = make_ctx(llm, no_linguist=True, no_expert=True)
     verdict = await verify_zofia(Claim("n6", "something will happen."), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO
@@ -194,7 +195,7 @@ async def test_nothing_checkable_gives_nei_with_reason():
 
 async def test_long_article_is_truncated_and_said_so():
     long = ARTICLE + " " + " ".join(["filler"] * 500)
-    llm = StubLLM(scripted())
+    llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, _ = make_ctx(llm, max_article_words=40)
     await verify_zofia(Claim("n7", long), ctx)
     ev = events(ctx.trace, "zofia.truncated")[0]
@@ -205,7 +206,7 @@ async def test_long_article_is_truncated_and_said_so():
 
 
 async def test_ablations_skip_their_component():
-    llm = StubLLM(scripted())
+    llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, searcher = make_ctx(llm, no_web=True, no_debate=True, no_linguist=True)
     verdict = await verify_zofia(Claim("n8", ARTICLE), ctx)
     roles = llm.roles()
@@ -219,7 +220,7 @@ async def test_ablations_skip_their_component():
 
 
 async def test_no_retrieval_at_all_skips_entity_extraction():
-    llm = StubLLM(scripted())
+    llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, searcher = make_ctx(llm, no_wiki=True, no_web=True)
     await verify_zofia(Claim("n9", ARTICLE), ctx)
     assert "zofia.entities" not in llm.roles() and searcher.queries == []
@@ -230,8 +231,8 @@ async def test_injected_token_classifier_is_used_instead_of_llm():
         i = text.index("Katie Holmes")
         return [{"entity_group": "PER", "score": 0.99, "word": "Katie Holmes", "start": i, "end": i + 12}]
 
-    llm = StubLLM(scripted())
-    ctx, _ = make_ctx(llm, shared={"zofia.ner": ner})
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    ctx, _ = make_ctx(llm, ner=ner)
     await verify_zofia(Claim("n10", ARTICLE), ctx)
     assert "zofia.entities" not in llm.roles()
     assert events(ctx.trace, "zofia.entities")[0]["extractor"].startswith("token-classification")
@@ -241,7 +242,7 @@ async def test_injected_token_classifier_is_used_instead_of_llm():
 async def test_missing_ner_model_path_is_a_config_error():
     from veracity.errors import ConfigError
 
-    ctx, _ = make_ctx(StubLLM(scripted()), ner_model="/nonexistent/ner")
+    ctx, _ = make_ctx(ScriptedLLM(scripted(), repeat_last=True), ner_model="/nonexistent/ner")
     with pytest.raises(ConfigError):
         await verify_zofia(Claim("n11", ARTICLE), ctx)
 
@@ -268,13 +269,13 @@ def test_output_models_are_flat_enums():
 async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
     from veracity.pipeline.methods.zofia import web_search
 
-    ctx, _ = make_ctx(StubLLM({}))
+    ctx, _ = make_ctx(ScriptedLLM({}, repeat_last=True))
     found = await web_search(["Jamie Foxx", "Katie Holmes", "Paris"], ctx, set())
     assert [e.passage_id for e in found] == ["Foxx and Holmes#0"]  # the only passage naming all three
     found = await web_search(["Jamie Foxx", "Mars"], ctx, set())
     assert {e.passage_id for e in found} == {"Jamie Foxx#0", "Foxx and Holmes#0"}
     assert [w["keywords"] for w in events(ctx.trace, "zofia.web")][-2:] == [["Jamie Foxx", "Mars"], ["Jamie Foxx"]]
-    ctx2, _ = make_ctx(StubLLM({}), web_relax=False, exclude_titles=("Foxx and Holmes",))
+    ctx2, _ = make_ctx(ScriptedLLM({}, repeat_last=True), web_relax=False, exclude_titles=("Foxx and Holmes",))
     assert await web_search(["Jamie Foxx", "Mars"], ctx2, set()) == []
     assert await web_search(["Jamie Foxx"], ctx2, set()) == [e for e in found if e.title == "Jamie Foxx"]
 
@@ -282,7 +283,8 @@ async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
 async def test_entity_reply_that_never_validates_still_gives_a_verdict():
     from veracity.errors import LLMOutputError
 
-    llm = StubLLM(scripted(ents=LLMOutputError("zofia.entities: the reply did not validate", role="zofia.entities")))
+    llm = ScriptedLLM(scripted(ents=LLMOutputError("zofia.entities: the reply did not validate", role="zofia.entities")),
+                      repeat_last=True)
     ctx, searcher = make_ctx(llm)
     verdict = await verify_zofia(Claim("n7", "Jamie Foxx will marry Katie Holmes in Paris."), ctx)
     ent = events(ctx.trace, "zofia.entities")[0]
@@ -299,7 +301,7 @@ async def test_debater_reply_that_never_validates_is_an_empty_argument():
             return LLMOutputError("zofia.con: the reply did not validate (json_invalid)", role="zofia.con")
         return {"rebuttal": "con rebuts", "points": ["con point"]}
 
-    llm = StubLLM(scripted(judge=("CONTINUE", "FAKE"), **{"zofia.con": con}))
+    llm = ScriptedLLM(scripted(judge=("CONTINUE", "FAKE"), **{"zofia.con": con}), repeat_last=True)
     ctx, _ = make_ctx(llm)
     verdict = await verify_zofia(Claim("n8", ARTICLE), ctx)
     assert verdict.label == Label.REFUTED  # the debate went on and the judge ruled in round 2
@@ -317,14 +319,14 @@ async def test_judge_reply_that_never_validates_continues_then_gives_nei():
     def judge(msgs, model, i):
         return LLMOutputError("zofia.judge: the reply did not validate", role="zofia.judge")
 
-    llm = StubLLM(scripted(**{"zofia.judge": judge}))
+    llm = ScriptedLLM(scripted(**{"zofia.judge": judge}), repeat_last=True)
     ctx, _ = make_ctx(llm, max_debate_rounds=2)
     verdict = await verify_zofia(Claim("n9", ARTICLE), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO and llm.roles().count("zofia.judge") == 2
     assert [e["agent"] for e in events(ctx.trace, "zofia.agent_failed")] == ["judge", "judge"]
     assert events(ctx.trace, "zofia.decision")[0]["decision"] == "INSUFFICIENT"
     # the w/o-debate judge falls back the same way
-    llm = StubLLM(scripted(**{"zofia.judge": judge}))
+    llm = ScriptedLLM(scripted(**{"zofia.judge": judge}), repeat_last=True)
     ctx, _ = make_ctx(llm, no_debate=True)
     verdict = await verify_zofia(Claim("n10", ARTICLE), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO and "did not validate" in verdict.explanation

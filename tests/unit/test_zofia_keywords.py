@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from veracity.pipeline.methods.zofia_keywords import (
+from veracity.pipeline.methods.zofia.keywords import (
     EntityMention,
     cosine,
     disambiguate,

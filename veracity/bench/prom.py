@@ -218,14 +218,6 @@ def scrape(url: str, timeout_s: float = 5.0) -> Metrics:
     return parse_prometheus(resp.text)
 
 
-async def ascrape(client: Any, url: str, timeout_s: float = 5.0) -> Metrics:
-    """Like :func:`scrape` with an ``httpx.AsyncClient``."""
-    resp = await client.get(url, timeout=timeout_s)
-    if resp.status_code != 200:
-        raise ValueError(f"{url} answered {resp.status_code}")
-    return parse_prometheus(resp.text)
-
-
 # -- vLLM's figures ------------------------------------------------------------------------------------
 # Names, newest first; older vLLM releases used the later spellings.
 PREFIX_QUERIES = ("vllm:prefix_cache_queries",)

@@ -10,7 +10,9 @@ A run directory holds
 - ``metrics.json``    accuracy, per-class P/R/F1, macro/weighted F1, confusion matrix, NEI rate,
                       efficiency (LLM calls, tokens, tool calls per claim, wall time, claims/min), per hop
                       for HoVer, and how each original label was predicted;
-- ``report.md``       the same as tables, with ``confusion.png`` (and ``hops.png`` for HoVer).
+- ``report.md``       the same as tables, with ``confusion.png`` (and ``hops.png`` for HoVer);
+- the run state of a method that keeps one: the run directory is its state directory (MERMAID's
+  evidence memory: ``memory/evidence.sqlite``), so runs do not feed each other and a resumed run keeps it.
 
 Leakage guard: the index's dump date must not be after the dataset's release date (``Dataset.created``)
 unless ``allow_leakage``; the report says which case applied.
@@ -54,7 +56,8 @@ class RunConfig:
     params: dict[str, Any] = field(default_factory=dict)
     ablations: list[str] = field(default_factory=list)
     allow_leakage: bool = False
-    concurrency: int | None = None
+    concurrency: int | None = None  # claims in flight (default: $VERACITY_CONCURRENCY or 16)
+    llm_concurrency: int | None = None  # LLM requests in flight (default: $VERACITY_LLM_CONCURRENCY or 256)
     search_mode: str | None = None
     name: str | None = None  # a label for tables (default: the run directory's name)
     description: str | None = None
@@ -64,8 +67,9 @@ class RunConfig:
         if isinstance(self.hops, int):
             self.hops = [self.hops]
         self.ablations = [a.strip().lstrip("-") for a in self.ablations]
-        if self.concurrency is not None and self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}", hint="e.g. --concurrency 16")
+        for flag, value, example in (("concurrency", self.concurrency, 16), ("llm-concurrency", self.llm_concurrency, 256)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
 
     def method_overrides(self) -> dict[str, Any]:
         from veracity.pipeline.methods import ablation_params, get_method
@@ -423,21 +427,17 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if previous["dataset"]["sha256"] != dataset.sha256:
             raise ConfigError(f"{out_dir} was run on other data files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
-    run_overrides = dict(overrides)
-    from veracity.pipeline.methods import get_method
-
-    if "memory_path" in {f.name for f in dataclasses.fields(get_method(cfg.method).params_cls)}:
-        # a run's evidence memory lives in its directory: runs do not feed each other (resuming keeps it)
-        run_overrides.setdefault("memory_path", str(out_dir / "memory.sqlite"))
+    # the run directory is the run's state directory (MERMAID keeps its evidence memory there): runs do
+    # not feed each other, and resuming a run keeps its state
     verifier = Verifier(method=cfg.method, index=cfg.index, endpoint=settings.endpoint, model=settings.model,
-                        settings=settings, llm=llm, concurrency=cfg.concurrency, search_mode=cfg.search_mode,
-                        **run_overrides)
+                        settings=settings, llm=llm, concurrency=cfg.concurrency, llm_concurrency=cfg.llm_concurrency,
+                        search_mode=cfg.search_mode, state_dir=out_dir, **overrides)
     try:
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage)
         if llm is not None:
             model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__), "server": {"managed": False}}
         else:
-            url, served = verifier._endpoint()
+            url, served = verifier.resolve_endpoint()
             model = describe_endpoint(url, served, settings)
         out_dir.mkdir(parents=True, exist_ok=True)
         run = previous or {
@@ -451,11 +451,14 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "method": cfg.method,
             "method_overrides": overrides,
             "method_params": dataclasses.asdict(verifier.params),
+            "roles": {r.name: dataclasses.asdict(r.settings(verifier.params)) for r in verifier.spec.roles},
             "model": model,
             "index_dir": str(getattr(verifier.searcher, "index_dir", "") or "") or None,
             "index": getattr(verifier.searcher, "manifest", None),
             "leakage": leakage,
             "concurrency": verifier.concurrency,
+            "llm_concurrency": verifier.llm_concurrency,
+            "state_dir": str(out_dir) if verifier.spec.state_cls is not None else None,
             "versions": _versions(),
         })
         _write_json(out_dir / RUN_FILE, run)

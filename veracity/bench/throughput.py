@@ -11,15 +11,19 @@ call, memory) and reports, per level:
   requests and tokens the server processed (see :func:`veracity.bench.prom.server_figures`);
 - GPU memory used (max over the level) when this machine has an NVIDIA GPU.
 
+A level's concurrency is the number of claims in flight; the LLM request limit stays at its default
+(``Settings.llm_concurrency``, 256 = vLLM's default ``--max-num-seqs``), so what varies is the claims
+in flight and the server's batch is never capped by the client.
+
 Levels are independent: the claims of the levels (and of the warm-up) are disjoint slices of one seeded
-sample, so vLLM's prefix cache never sees a claim's prompts twice, and each level gets a fresh run
-state and, for methods with an evidence memory (MERMAID), a fresh memory file in its directory.
+sample, so vLLM's prefix cache never sees a claim's prompts twice, and each level's folder is its state
+directory, so it gets a fresh run state (MERMAID: a fresh evidence memory in ``c0004/memory/``).
 Prompts still share their instructions, which is the prefix cache's normal, intended use. The server's
 cache outlives a benchmark: claims an earlier run sent (same dataset and seed) may still be cached there,
 so pass another ``seed`` for claims the server has not seen.
 
 The output directory holds ``report.json``, ``report.md``, ``scaling.png`` and one folder per level
-(``c0004/results.jsonl`` with every verdict and trace, ``c0004/memory.sqlite`` where used). The reports
+(``c0004/results.jsonl`` with every verdict and trace, ``c0004/memory/evidence.sqlite`` where used). The reports
 are rewritten after every level, so an interrupted benchmark keeps the levels it finished.
 
 The server may serve other clients at the same time; its counters then include their work. A level
@@ -29,7 +33,6 @@ whose server finished more requests than the benchmark made is flagged in the re
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -236,14 +239,6 @@ class ThroughputConfig:
     poll_interval_s: float = 0.5
 
 
-def level_overrides(spec: Any, params: dict[str, Any], level_dir: Path) -> dict[str, Any]:
-    """The method parameters of one level: a method with an evidence memory gets a fresh file in the level's folder."""
-    out = dict(params)
-    if "memory_path" in {f.name for f in dataclasses.fields(spec.params_cls)}:
-        out["memory_path"] = str(level_dir / "memory.sqlite")
-    return out
-
-
 def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
     from veracity.serving.server import ensure_endpoint, health
 
@@ -343,8 +338,6 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         raise ConfigError("the metrics poll interval must be positive")
     spec = get_method(cfg.method)
     spec.make_params(cfg.params)  # unknown parameter names: one line naming the valid ones
-    if "memory_path" in cfg.params:
-        warn_("--param memory_path is ignored: every level gets a fresh memory file in its own folder")
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
@@ -389,8 +382,9 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         "warmup_claims": warmup_n,
         "disjoint": True,
         "disjointness": "each level verifies its own claims (disjoint slices of one seeded sample, warm-up "
-                        "excluded) with a fresh run state and a fresh evidence-memory file: no level repeats a "
-                        "claim's prompts to the prefix cache or inherits memory from another",
+                        "excluded) with a fresh run state in its own folder (e.g. a fresh evidence memory): no "
+                        "level repeats a claim's prompts to the prefix cache or inherits memory from another",
+        "llm_concurrency": settings.llm_concurrency,
         "endpoint": url,
         "model": model,
         "metrics_url": getattr(probe, "url", None),
@@ -405,8 +399,9 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     write_reports(out_dir, report)
 
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
+        # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state dir
         return Verifier(method=spec.name, index=searcher, endpoint=url, model=model, settings=settings, llm=llm,
-                        concurrency=concurrency, **level_overrides(spec, cfg.params, level_dir))
+                        concurrency=concurrency, state_dir=level_dir, **cfg.params)
 
     stopped: EndpointError | None = None
     warned: set[str] = set()
@@ -534,6 +529,9 @@ def render_markdown(report: dict[str, Any], plot: str | None) -> str:
              f"- model: {report['model']} at {report['endpoint'] or '(stand-in LLM)'}; metrics: {report['metrics_url'] or 'n/a'}",
              f"- index: {report['index_dir'] or 'none'}; method parameters: "
              f"`{json.dumps(report['params']) if report['params'] else 'defaults'}`",
+             "- concurrency is the number of claims in flight; LLM requests in flight stay at "
+             f"{report.get('llm_concurrency') or 'the default'} at every level ($VERACITY_LLM_CONCURRENCY, default "
+             "256 = vLLM's default --max-num-seqs, so the client does not cap the server's batch)",
              f"- claims per level (concurrency: claims): {sizes}"
              f" (seed {report['seed']}, warm-up {report['warmup_claims']} claim(s) not reported)",
              f"- levels are independent: {report['disjointness']}. The server's prefix cache outlives a "

@@ -29,9 +29,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so `veracity --help` stays fast and a broken optional module names itself.
-    from veracity.cli import bench, doctor, index, models, serve, verify
+    from veracity.cli import bench, doctor, index, methods, models, serve, verify
 
-    for module in (models, serve, doctor, index, verify, bench):
+    for module in (models, serve, doctor, index, methods, verify, bench):
         for command in module.COMMANDS:
             cli.add_command(command)
 

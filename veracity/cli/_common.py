@@ -47,3 +47,21 @@ def run_main(group: click.Group) -> None:
 
 def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """A rich table on a terminal; plain tab-separated lines (a header line, then one line per row, no
+    wrapping, no box characters) when stdout is not a terminal, so scripts can cut and grep it."""
+    if not console.is_terminal:
+        click.echo("\t".join(columns))
+        for row in rows:
+            click.echo("\t".join(" ".join(str(c).split()) for c in row))
+        return
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*[str(c) for c in row])
+    console.print(table)

@@ -34,6 +34,7 @@ def bench() -> None:
     Examples:
       veracity bench llm --concurrency 1,8,32
       veracity bench retrieval --index ~/.veracity/indexes/hover-mix --dataset hover
+      veracity bench datasets
     """
 
 
@@ -91,7 +92,7 @@ def _attach() -> None:
     """Subcommands written in their own modules (each exports ``COMMAND``)."""
     import importlib
 
-    for name in ("bench_retrieval", "bench_run", "bench_throughput"):
+    for name in ("bench_datasets", "bench_retrieval", "bench_run", "bench_throughput"):
         try:
             module = importlib.import_module(f"veracity.cli.{name}")
         except ModuleNotFoundError as exc:  # a module not written yet; a broken import still raises

@@ -13,12 +13,6 @@ from veracity.config import load_settings
 from veracity.errors import EndpointError
 
 
-def _dataset_names() -> str:
-    from veracity.bench.datasets import DATASETS
-
-    return ", ".join(DATASETS) + ", jsonl:PATH"
-
-
 @click.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML config (see benchmarks/configs/); flags given here override it.")
@@ -39,13 +33,15 @@ def _dataset_names() -> str:
               "--ablation no-memory, --ablation static.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Method parameter, repeatable.")
 @click.option("--concurrency", type=int, default=None, help="Claims in flight (default: $VERACITY_CONCURRENCY or 16).")
+@click.option("--llm-concurrency", type=int, default=None, help="LLM requests in flight (default: "
+              "$VERACITY_LLM_CONCURRENCY or 256, vLLM's default --max-num-seqs).")
 @click.option("--allow-leakage", is_flag=True, default=None, help="Run even if the index may be newer than the dataset "
               "(the report says so).")
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
 def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, index, data_dir, out_dir, ablations,
-            params, concurrency, allow_leakage, endpoint, model, as_json) -> None:
+            params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -68,7 +64,8 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
     given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
-             "label_map": label_map, "index": index, "concurrency": concurrency, "allow_leakage": allow_leakage,
+             "label_map": label_map, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
+             "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None}
     if config_path is not None:
         cfg = load_config(config_path, **given)

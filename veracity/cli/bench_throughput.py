@@ -14,7 +14,8 @@ from veracity.config import load_settings
 
 @click.command("throughput")
 @click.option("--method", required=True, help="Verification method: direct, rag, mermaid, emulate, trification or zofia.")
-@click.option("--concurrency", default="1,4,16,64", show_default=True, help="Comma-separated claims-in-flight levels.")
+@click.option("--concurrency", default="1,4,16,64", show_default=True, help="Comma-separated claims-in-flight levels "
+              "(LLM requests in flight stay at $VERACITY_LLM_CONCURRENCY or 256).")
 @click.option("--dataset", default="hover", show_default=True, help="Where the claims come from: a benchmark "
               "name (hover, fever, ...) or jsonl:PATH.")
 @click.option("--data-dir", default=None, help="Folder with the datasets (default: $VERACITY_DATA_DIR).")
@@ -35,7 +36,9 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
     """End-to-end throughput of a method: claims/min and LLM tokens/s as claims in flight grow.
 
     Each level verifies its own claims (disjoint from the other levels', so vLLM's prefix cache never
-    sees a claim twice) with the whole pipeline, a fresh run state and a fresh evidence memory. Per
+    sees a claim twice) with the whole pipeline, a fresh run state and a fresh evidence memory (the
+    level's folder is its state directory). Levels vary the claims in flight; the LLM request limit stays
+    at its default (256, vLLM's default --max-num-seqs), so the client never caps the server's batch. Per
     level: claims/min, tokens/s, LLM calls per claim, latency p50/p95 and failures; from the server's
     /metrics: prefix-cache hit rate, running/waiting requests, time to first token, time per output
     token, KV-cache usage; GPU memory when there is a GPU. Writes report.json, report.md and

@@ -24,7 +24,7 @@ def _method_names() -> list[str]:
 
 
 def parse_params(items: tuple[str, ...]) -> dict[str, object]:
-    """``("t_max=3", "k=8", "memory_path=/tmp/m.sqlite")`` -> typed dict (JSON values, else strings)."""
+    """``("t_max=3", "k=8", "executor.max_tokens=512")`` -> typed dict (JSON values, else strings)."""
     out: dict[str, object] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -95,16 +95,21 @@ def _ablation_options(fn):
               "(default: $VERACITY_ENDPOINT or the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
 @click.option("--concurrency", type=int, default=None, help="Claims in flight at once (default: $VERACITY_CONCURRENCY or 16).")
+@click.option("--llm-concurrency", type=int, default=None, help="LLM requests in flight at once, for one claim or "
+              "many (default: $VERACITY_LLM_CONCURRENCY or 256, vLLM's default --max-num-seqs).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Method parameter, repeatable, e.g. --param t_max=3 --param max_tokens=256.")
+              help="Method parameter, repeatable, e.g. --param t_max=3 --param executor.max_tokens=512.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where a method keeps state across claims and runs, e.g. MERMAID's evidence memory in "
+              "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).")
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @_ablation_options
-def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, params,
-           semantic_memory, cache, as_json, **ablations) -> None:
+def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
+           state_dir, semantic_memory, cache, as_json, **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -139,7 +144,8 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
     settings = load_settings(endpoint=endpoint, model=model)
     verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
-                        concurrency=concurrency, cache=cache, **overrides)
+                        concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
+                        **overrides)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)

@@ -1,4 +1,5 @@
-"""BM25 through pyserini (Lucene): build an index of ``{id, contents}`` documents, search it.
+"""BM25 through pyserini (Lucene): build an index of ``{id, contents}`` documents, search it, and the
+BM25 retriever over it.
 
 The Lucene index in ``bm25/`` is a plain Anserini index (Porter stemming, stopwords removed, raw JSON
 stored), readable by pyserini directly: ``LuceneSearcher("DIR/bm25")``.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Iterable
 
 from veracity.errors import IndexDirError
 from veracity.indexes.java import ensure_jvm
-from veracity.indexes.passages import Passage
+from veracity.indexes.passages import Passage, split_passage_id
+from veracity.indexes.retriever import Hit, TitleFilter, filtered_top, page_hits, passage_hits
 
 BM25_DIR = "bm25"
 MAX_QUERY_WORDS = 512  # Lucene's BooleanQuery allows 1024 clauses; long inputs (news articles) are cut
@@ -65,3 +68,29 @@ class BM25Index:
                 self._searcher.close()
             except Exception:
                 pass
+
+
+class BM25Retriever:
+    """The :class:`~veracity.indexes.retriever.Retriever` over a BM25 index and its passage store: Lucene's
+    ranking, the title filter applied by fetching deeper, texts from the store."""
+
+    name = "bm25"
+
+    def __init__(self, store, bm25_index: BM25Index):
+        self.store = store
+        self.index = bm25_index
+
+    def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
+        """The top ``k`` ``(passage id, BM25 score)`` pairs whose titles ``keep`` lets through."""
+        return filtered_top(lambda d: self.index.search(query, d), lambda it: split_passage_id(it[0])[0],
+                            k, keep, self.store.count)
+
+    def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),
+               exclude_patterns: Iterable[str] = ()) -> list[Hit]:
+        if k <= 0:
+            return []
+        keep = TitleFilter(exclude_titles, exclude_patterns)
+        return passage_hits(self.store, self.ranked(query, k, keep))
+
+    def open_page(self, title: str) -> list[Hit]:
+        return page_hits(self.store, title)

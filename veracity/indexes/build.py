@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from veracity.errors import ConfigError, CorpusError, IndexDirError
-from veracity.indexes.dense import (DEFAULT_ENCODER, DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, Encoder,
-                                    build_faiss, canonical_encoder, embed_shards, estimate_resources, write_ids)
+from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build_faiss, embed_shards,
+                                    estimate_resources, write_ids)
+from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_encoder
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
 from veracity.indexes.passages import Chunking, chunk_article
@@ -135,7 +136,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
     _check_date(options.dump_date)
     _prepare_out(out, options.overwrite)
-    encoder = Encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
+    encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense:
         import faiss
 

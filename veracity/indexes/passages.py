@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator
 
 from veracity.errors import ConfigError
 
@@ -85,7 +84,3 @@ def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Pas
             pieces[-1] = pieces[-1] + last[chunking.overlap:]
     return [Passage(passage_id(article.title, i), article.title, " ".join(p)) for i, p in enumerate(pieces)]
 
-
-def chunk_articles(articles: Iterable[Article], chunking: Chunking = Chunking()) -> Iterator[Passage]:
-    for article in articles:
-        yield from chunk_article(article, chunking)

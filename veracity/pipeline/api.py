@@ -11,8 +11,14 @@ Example::
 
 The sync methods wrap the async ones (``averify`` / ``averify_many``) with ``asyncio.run``; inside a
 running event loop use the async ones. With ``endpoint=None`` the configured endpoint
-(``VERACITY_ENDPOINT``) or the managed local server is used (started if needed). Run-wide state such
-as MERMAID's evidence memory lives as long as the Verifier.
+(``VERACITY_ENDPOINT``) or the managed local server is used (started if needed).
+
+Two limits: ``concurrency`` is the number of claims in flight in a batch (``VERACITY_CONCURRENCY``,
+default 16); ``llm_concurrency`` the number of LLM requests in flight, for one claim or many
+(``VERACITY_LLM_CONCURRENCY``, default 256, vLLM's default ``--max-num-seqs``, so a method's parallel
+agents and many claims can fill the server's batch). A method's run state (MERMAID's evidence memory)
+is opened from ``state_dir`` (default ``$VERACITY_HOME``) on first use, lives as long as the Verifier
+and is closed by :meth:`Verifier.close`.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ from typing import Any, AsyncIterator, Iterable
 from veracity.config import Settings
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.methods import get_method
-from veracity.pipeline.runner import (ClaimsFile, RunStats, make_claim, read_claims_jsonl, run_claims,
-                                      verify_one)
+from veracity.pipeline.runner import (ClaimsFile, RunStats, make_claim, open_run_state, read_claims_jsonl,
+                                      run_claims, verify_one)
 from veracity.pipeline.types import Claim, Verdict
 
 
@@ -61,33 +67,52 @@ def open_index(index: Any, settings: Settings | None = None) -> Any:
     return Searcher(path)
 
 
+def check_concurrency(concurrency: int, llm_concurrency: int) -> None:
+    """Both limits at least 1 (a ConfigError naming the bad one), checked before any server is contacted."""
+    for what, flag, env, value in (("claims in flight", "concurrency", "VERACITY_CONCURRENCY", concurrency),
+                                   ("LLM requests in flight", "llm-concurrency", "VERACITY_LLM_CONCURRENCY",
+                                    llm_concurrency)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{what} (--{flag}, ${env}) must be an integer of at least 1, got {value!r}",
+                              hint=f"e.g. --{flag} {16 if flag == 'concurrency' else 256}")
+
+
 class Verifier:
     """Verify claims with one method, one index and one model endpoint."""
 
     def __init__(self, method: str = "mermaid", index: Any = None, endpoint: str | None = None,
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
-                 concurrency: int | None = None, cache: bool = False, exclude_titles: Iterable[str] = (),
-                 search_mode: str | None = None, **params: Any):
+                 concurrency: int | None = None, llm_concurrency: int | None = None, cache: bool = False,
+                 exclude_titles: Iterable[str] = (), search_mode: str | None = None,
+                 state_dir: Path | str | None = None, **params: Any):
         self.settings = settings or Settings()
+        self.concurrency = concurrency if concurrency is not None else self.settings.concurrency
+        self.llm_concurrency = llm_concurrency if llm_concurrency is not None else self.settings.llm_concurrency
+        check_concurrency(self.concurrency, self.llm_concurrency)
         self.spec = get_method(method)
         self.params = self.spec.make_params(params)
-        if getattr(self.params, "memory_path", "unset") is None:  # evidence memory under this settings' home
-            from veracity.pipeline.memory import default_memory_path
-
-            self.params.memory_path = str(default_memory_path(self.settings))
         self.searcher = open_index(index, self.settings) if (self.spec.needs_index or index is not None) else None
         self.endpoint = endpoint
         self.model = model
-        self.concurrency = concurrency or self.settings.concurrency
         self.cache = cache
         self.exclude_titles = tuple(exclude_titles)
         self.search_mode = search_mode
+        self.state_dir = Path(state_dir).expanduser() if state_dir is not None else self.settings.home
         self._llm = llm  # an object with the LLMClient contract (tests inject a scripted one)
         self._resolved: tuple[str, str | None] | None = None
-        self.shared: dict[str, Any] = {}  # run-wide state, e.g. MERMAID's evidence memory
+        self._state: Any = None  # the method's run state, opened on first use (None: keeps none / not yet)
+
+    # -- run state ----------------------------------------------------------------------------------
+    def state(self) -> Any:
+        """The method's run state (e.g. MERMAID's evidence memory), opened once from ``state_dir``."""
+        if self._state is None and self.spec.state_cls is not None:
+            self._state = open_run_state(self.spec, self.params, self.searcher, self.state_dir)
+        return self._state
 
     # -- model endpoint ---------------------------------------------------------------------------
-    def _endpoint(self) -> tuple[str, str | None]:
+    def resolve_endpoint(self) -> tuple[str, str | None]:
+        """(endpoint URL, model name or None): the one given, else the configured or managed server
+        (started if needed)."""
         if self._resolved is None:
             if self.endpoint:
                 self._resolved = (self.endpoint, self.model)
@@ -98,15 +123,16 @@ class Verifier:
         return self._resolved
 
     @contextlib.asynccontextmanager
-    async def _client(self, concurrency: int) -> AsyncIterator[Any]:
+    async def _client(self, llm_concurrency: int) -> AsyncIterator[Any]:
+        """The LLM client, with at most ``llm_concurrency`` requests in flight."""
         if self._llm is not None:
             yield self._llm
             return
         from veracity.serving.client import LLMClient
 
-        url, model = self._endpoint()
+        url, model = self.resolve_endpoint()
         client = LLMClient(
-            url, model, api_key=self.settings.api_key, concurrency=max(1, concurrency),
+            url, model, api_key=self.settings.api_key, concurrency=llm_concurrency,
             timeout_s=self.settings.request_timeout_s, temperature=self.settings.temperature,
             seed=self.settings.seed,
             cache_path=(self.settings.cache_dir / "responses.sqlite") if self.cache else None,
@@ -117,8 +143,9 @@ class Verifier:
     # -- one claim ----------------------------------------------------------------------------------
     async def averify(self, claim: str | Claim) -> Verdict:
         claim = make_claim(claim)
-        async with self._client(1) as llm:
-            return await verify_one(claim, self.spec, llm, self.searcher, self.params, self.shared,
+        state = self.state()
+        async with self._client(self.llm_concurrency) as llm:
+            return await verify_one(claim, self.spec, llm, self.searcher, self.params, state,
                                     exclude_titles=self.exclude_titles, search_mode=self.search_mode)
 
     def verify(self, claim: str | Claim) -> Verdict:
@@ -149,17 +176,20 @@ class Verifier:
 
     async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                            progress: bool = False, on_result: Any = None) -> RunStats:
+        n = concurrency if concurrency is not None else self.concurrency
+        check_concurrency(n, self.llm_concurrency)
         loaded = self.load_claims(claims)
-        n = concurrency or self.concurrency
         with contextlib.ExitStack() as stack:
             if out is None:
                 tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))
                 out_path = Path(tmp) / "results.jsonl"
             else:
                 out_path = Path(out).expanduser()
-            async with self._client(n) as llm:
+            state = self.state()
+            async with self._client(self.llm_concurrency) as llm:
                 stats = await run_claims(loaded.claims, self.spec, llm, self.searcher, out_path, concurrency=n,
-                                         params=self.params, shared=self.shared, rejected=loaded.rejected,
+                                         params=self.params, state=state, state_dir=self.state_dir,
+                                         rejected=loaded.rejected,
                                          progress=progress, exclude_titles=self.exclude_titles,
                                          search_mode=self.search_mode, write_manifest=out is not None,
                                          on_result=on_result)
@@ -179,8 +209,7 @@ class Verifier:
                                              on_result=on_result))
 
     def close(self) -> None:
-        for value in self.shared.values():
-            close = getattr(value, "close", None)
-            if callable(close):
-                close()
-        self.shared.clear()
+        """Close the run state this Verifier opened (the index stays open: it may be the caller's)."""
+        if self._state is not None:
+            self._state.close()
+            self._state = None

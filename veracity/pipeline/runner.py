@@ -11,7 +11,13 @@ under a lock, so a killed run leaves whole lines only (a torn last line, if the 
 cut off on the next run). Each line is ``Verdict.to_dict(claim)``: id, claim, label, explanation,
 method, evidence, and the claim's full ``trace`` (LLM calls, tool calls, memory hits, timings) in the
 same line, so results and traces can never get out of step. Beside it, ``<out>.manifest.json``
-records method, parameters, model, endpoint, index manifest and package version.
+records method, parameters, each role's token budget and temperature, model, endpoint, index manifest,
+state directory and package version.
+
+Run state: a method that keeps state across claims (``spec.state_cls``, e.g. MERMAID's evidence memory)
+gets it opened once per run from a state directory and passed to every claim as ``ctx.state``; whoever
+opens it closes it (:func:`run_claims` when given ``state_dir`` and no ``state``, else the caller). The
+runner knows nothing else about it.
 
 Resume: ids already in the output are skipped. If the model endpoint fails (``EndpointError``) the
 run stops at once, in-flight claims are dropped (not written), and the error is raised with the
@@ -33,7 +39,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from veracity.errors import ConfigError, DataError, EndpointError, VeracityError
-from veracity.pipeline.memory import memory_namespace
 from veracity.pipeline.methods import MethodContext, MethodSpec, get_method
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Trace, Verdict
@@ -204,20 +209,46 @@ class ResultWriter:
 
 # -- one claim --------------------------------------------------------------------------------
 class _NoIndex:
-    """Stands in for the searcher of methods that need none; using it is a clear error."""
+    """Stands in for the retriever of methods that need none; using it is a clear error."""
 
-    manifest: dict = {}
+    name = "none"
 
-    def search(self, *a, **k):
+    def search(self, query: str, k: int = 10, *, exclude_titles: Iterable[str] = (),
+               exclude_patterns: Iterable[str] = ()) -> list:
         raise ConfigError("this method needs an index", hint="pass --index DIR")
 
-    open_page = search
+    def open_page(self, title: str) -> list:
+        raise ConfigError("this method needs an index", hint="pass --index DIR")
 
 
-def default_search_mode(searcher: Any) -> str:
-    """Hybrid when the index has both parts, else the one it has (a BM25-only index still works)."""
-    modes = tuple(getattr(searcher, "modes", None) or ("hybrid",))
-    return "hybrid" if "hybrid" in modes else modes[0]
+def retriever_of(searcher: Any, search_mode: str | None = None) -> Any:
+    """What a claim's tools search: the index's retriever for ``search_mode`` (None: hybrid when the index
+    has both parts, else the one it has); an object without ``retriever`` (a test stand-in) is one itself."""
+    if searcher is None:
+        return _NoIndex()
+    return searcher.retriever(search_mode) if hasattr(searcher, "retriever") else searcher
+
+
+def index_namespace(searcher: Any) -> str:
+    """A stable name for the index a searcher reads, passed to a method's run state (so state gathered
+    on one index, such as MERMAID's memory, is not recalled on another)."""
+    manifest = getattr(searcher, "manifest", None)
+    if not isinstance(manifest, dict) or not manifest:
+        return "default"
+    # what fixes the passages and their ids (sources with their hashes, chunking, count), not build
+    # times, versions or the dense encoder: a rebuild of the same corpus keeps its state
+    identity = ("kind", "sources", "chunking", "passages", "limit", "dump_date")
+    picked = {k: manifest[k] for k in identity if k in manifest}
+    if not picked:
+        picked = {k: v for k, v in manifest.items() if k not in ("build", "versions", "estimate", "created", "created_at")}
+    blob = json.dumps(picked, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path | str | None) -> Any:
+    """The run state of ``spec`` opened from ``state_dir`` for the index ``searcher`` reads (None when the
+    method keeps none). The caller closes it (``state.close()``)."""
+    return spec.open_state(state_dir, params, index_namespace(searcher))
 
 
 def resolve_params(spec: MethodSpec, params: Any) -> Any:
@@ -228,17 +259,17 @@ def resolve_params(spec: MethodSpec, params: Any) -> Any:
     raise ConfigError(f"parameters of type {type(params).__name__} do not belong to method {spec.name}")
 
 
-async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any,
-                     shared: dict[str, Any] | None = None, *, exclude_titles: Iterable[str] = (),
-                     search_mode: str | None = None) -> Verdict:
-    """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made."""
+async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
+                     exclude_titles: Iterable[str] = (), search_mode: str | None = None) -> Verdict:
+    """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made.
+
+    ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one."""
+    if state is None and spec.state_cls is not None:
+        raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
+                          hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
     trace = Trace()
-    tools = Tools(searcher if searcher is not None else _NoIndex(), trace, mode=search_mode or default_search_mode(searcher),
-                  exclude_titles=exclude_titles)
-    shared = shared if shared is not None else {}
-    if searcher is not None:
-        shared.setdefault("index_namespace", memory_namespace(searcher))
-    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, shared=shared)
+    tools = Tools(retriever_of(searcher, search_mode), trace, exclude_titles=exclude_titles)
+    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state)
     t0 = time.perf_counter()
     with usage_scope() as sink:
         trace.llm_calls = sink  # filled as the method calls the model
@@ -276,7 +307,8 @@ class RunStats:
         return (self.prompt_tokens + self.completion_tokens) / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any) -> None:
+def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any,
+                       state_dir: Path | str | None = None) -> None:
     """``<out>.manifest.json``; refuses to resume a file written by another method or other parameters."""
     from veracity import __version__
 
@@ -295,6 +327,8 @@ def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, 
     manifest = {
         "method": spec.name,
         "params": params_d,
+        "roles": {role.name: dataclasses.asdict(role.settings(params)) for role in spec.roles},
+        "state_dir": str(state_dir) if spec.state_cls is not None and state_dir is not None else None,
         "model": getattr(llm, "model", None),
         "endpoint": getattr(llm, "base_url", None),
         "temperature": getattr(llm, "temperature", None),
@@ -316,7 +350,8 @@ async def run_claims(
     *,
     concurrency: int = 4,
     params: Any = None,
-    shared: dict[str, Any] | None = None,
+    state: Any = None,
+    state_dir: Path | str | None = None,
     rejected: Iterable[RejectedLine] = (),
     progress: bool = False,
     exclude_titles: Iterable[str] = (),
@@ -326,9 +361,11 @@ async def run_claims(
 ) -> RunStats:
     """Verify ``claims`` with ``concurrency`` claims in flight; append each result to ``out_path``.
 
-    Returns :class:`RunStats`. Claims whose method fails (e.g. the model's reply never validates)
-    are listed in ``stats.failed`` and not written, so a rerun retries them. An ``EndpointError``
-    stops the run; it is re-raised with ``err.stats`` set.
+    A method that keeps run state gets ``state`` (opened and closed by the caller) or, without one, a
+    state opened here from ``state_dir`` and closed when the run ends. Returns :class:`RunStats`.
+    Claims whose method fails (e.g. the model's reply never validates) are listed in ``stats.failed``
+    and not written, so a rerun retries them. An ``EndpointError`` stops the run; it is re-raised with
+    ``err.stats`` set.
     """
     spec = get_method(method) if isinstance(method, str) else method
     params = resolve_params(spec, params)
@@ -336,6 +373,9 @@ async def run_claims(
         raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
+    if spec.state_cls is not None and state is None and state_dir is None:
+        raise ConfigError(f"method {spec.name} keeps state across claims and needs a state directory",
+                          hint="pass --state-dir DIR (default: $VERACITY_HOME)")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     claims = list(claims)
@@ -344,10 +384,15 @@ async def run_claims(
     pending = deque(c for c in claims if c.id not in done_ids)
     stats.skipped = len(claims) - len(pending)
     if write_manifest:
-        write_run_manifest(out_path, spec, params, llm, searcher)
-    own_shared = shared is None
-    shared = shared if shared is not None else {}
+        write_run_manifest(out_path, spec, params, llm, searcher, state_dir)
     writer = ResultWriter(out_path)
+    own_state = state is None and spec.state_cls is not None and bool(pending)
+    if own_state:
+        try:
+            state = open_run_state(spec, params, searcher, state_dir)
+        except BaseException:
+            writer.close()
+            raise
     stop: list[EndpointError] = []
     tasks: list[asyncio.Task] = []
     outcomes: list = []
@@ -358,7 +403,7 @@ async def run_claims(
         while pending and not stop:
             claim = pending.popleft()
             try:
-                verdict = await verify_one(claim, spec, llm, searcher, params, shared,
+                verdict = await verify_one(claim, spec, llm, searcher, params, state,
                                            exclude_titles=exclude_titles, search_mode=search_mode)
             except EndpointError as exc:
                 if not stop:
@@ -395,10 +440,8 @@ async def run_claims(
         for t in tasks:
             t.cancel()
         writer.close()
-        if own_shared:  # run-wide state this call opened (e.g. the evidence memory's SQLite connection)
-            for value in shared.values():
-                if callable(getattr(value, "close", None)):
-                    value.close()
+        if own_state:  # the run state this call opened (e.g. the evidence memory's SQLite connection)
+            state.close()
         stats.elapsed_s = time.perf_counter() - t0
         if bar is not None:
             bar.stop()

@@ -1,21 +1,20 @@
-"""The tools agents call: ``search`` over the local index and ``open_page`` (an article's passages).
+"""The tools agents call: ``search`` over the claim's retriever and ``open_page`` (an article's passages).
 
-Every call is recorded in the claim's :class:`Trace`. Searcher work runs in a worker thread so many
-claims can be in flight on one event loop.
+Every call is recorded in the claim's :class:`Trace`. Retriever work runs in a worker thread so many
+claims can be in flight on one event loop. The retriever is any
+:class:`~veracity.indexes.retriever.Retriever` (BM25, dense, hybrid, or a per-claim one); the caller
+picks it.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Iterable, Protocol
+from typing import TYPE_CHECKING, Iterable
 
 from veracity.pipeline.types import Evidence, ToolCall, Trace
 
-
-class SearcherLike(Protocol):
-    def search(self, query: str, k: int = 10, mode: str = "hybrid", exclude_titles: Iterable[str] = ()) -> list: ...
-
-    def open_page(self, title: str) -> list: ...
+if TYPE_CHECKING:
+    from veracity.indexes.retriever import Retriever
 
 
 def hit_to_evidence(hit) -> Evidence:
@@ -23,13 +22,12 @@ def hit_to_evidence(hit) -> Evidence:
 
 
 class Tools:
-    """Per-claim view of the searcher that records each call in the trace."""
+    """Per-claim view of a retriever that records each call in the trace; ``exclude_titles`` are hidden
+    from every search and page of this claim."""
 
-    def __init__(self, searcher: SearcherLike, trace: Trace, *, mode: str = "hybrid",
-                 exclude_titles: Iterable[str] = ()):
-        self.searcher = searcher
+    def __init__(self, retriever: Retriever, trace: Trace, *, exclude_titles: Iterable[str] = ()):
+        self.retriever = retriever
         self.trace = trace
-        self.mode = mode
         self.exclude_titles = tuple(exclude_titles)
 
     async def search(self, query: str, k: int = 5, *, role: str | None = None,
@@ -38,7 +36,7 @@ class Tools:
 
         t0 = time.perf_counter()
         excl = self.exclude_titles + tuple(exclude_titles)
-        hits = await asyncio.to_thread(self.searcher.search, query, k, self.mode, excl)
+        hits = await asyncio.to_thread(self.retriever.search, query, k, exclude_titles=excl)
         ev = [hit_to_evidence(h) for h in hits]
         self.trace.tool_calls.append(
             ToolCall("search", query, [e.passage_id for e in ev], time.perf_counter() - t0, role)
@@ -49,23 +47,9 @@ class Tools:
         import asyncio
 
         t0 = time.perf_counter()
-        hits = [] if title in self.exclude_titles else await asyncio.to_thread(self.searcher.open_page, title)
+        hits = [] if title in self.exclude_titles else await asyncio.to_thread(self.retriever.open_page, title)
         ev = [hit_to_evidence(h) for h in hits]
         self.trace.tool_calls.append(
             ToolCall("open_page", title, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
         return ev
-
-
-def format_passages(evidence: Iterable[Evidence], *, max_words: int | None = None) -> str:
-    """Passages as the models see them: one block per passage, ``[passage_id] title`` then its text.
-
-    ``max_words`` caps the words of each passage's text (the block header is always kept).
-    """
-    blocks = []
-    for ev in evidence:
-        words = ev.text.split()
-        text = " ".join(words[:max_words]) + (" ..." if max_words is not None and len(words) > max_words else "") \
-            if max_words is not None else ev.text
-        blocks.append(f"[{ev.passage_id}] {ev.title}\n{text}")
-    return "\n\n".join(blocks) if blocks else "(no passages)"

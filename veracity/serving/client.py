@@ -156,8 +156,8 @@ class LLMClient:
         self.seed = seed
         self.max_tokens = max_tokens
         self.validation_retries = validation_retries
-        # a reply is awaited at least max_tokens / min_tokens_per_s seconds: a 1,536-token plan among 16
-        # requests on a CPU server decodes at ~7 tokens/s and outlived the flat 300 s (Trification on HoVer)
+        # a reply is awaited at least max_tokens / min_tokens_per_s seconds: a long structured reply that
+        # decodes slowly in a full batch on a CPU server is not cut off by the flat timeout
         self.min_tokens_per_s = min_tokens_per_s
         self._transport = transport
         self.cache = ResponseCache(Path(cache_path)) if cache_path else None

@@ -1,19 +1,28 @@
-"""What every method is: an async function ``(claim, ctx) -> Verdict`` plus its named parameters.
+"""What every method is: an async function ``(claim, ctx) -> Verdict``, its declared roles, its typed
+parameters and, where it keeps any, its typed run state.
 
-A method composes roles (prompt + pydantic output model, called through ``ctx.llm.generate``) and tools
-(``ctx.tools.search`` / ``ctx.tools.open_page``). Parameters from the papers are fields of the method's
-params dataclass with the paper's value as default; ablations are boolean fields.
+A method composes roles (:class:`veracity.pipeline.roles.Role`, called as ``await ROLE(ctx, **inputs)``)
+and tools (``ctx.tools.search`` / ``ctx.tools.open_page``). Parameters from the papers are fields of
+the method's params dataclass (a :class:`~veracity.pipeline.params.MethodParams`) declared with
+:func:`~veracity.pipeline.params.param`, the paper's value as default; ablations are boolean fields.
+
+State a method keeps across claims (MERMAID's evidence memory) is a class implementing
+:class:`RunState`: the engine opens it once per run from a state directory (``spec.open_state``),
+passes it to every claim as ``ctx.state`` and closes it at the end. The engine knows nothing else about
+it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, TypeVar
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from veracity.errors import ConfigError, LLMOutputError
+from veracity.errors import ConfigError
+from veracity.pipeline.params import build_params
+from veracity.pipeline.roles import Role
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Trace, Verdict
 
@@ -21,8 +30,23 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class LLMLike(Protocol):
+    """The one LLM contract (``veracity.serving.client.LLMClient`` and the tests' scripted stand-in)."""
+
     async def generate(self, messages: list[dict[str, str]], output_model: type[T], *, role: str,
                        temperature: float | None = None, max_tokens: int | None = None) -> T: ...
+
+
+@runtime_checkable
+class RunState(Protocol):
+    """State a method keeps across the claims of a run, opened from a state directory.
+
+    ``open(state_dir, params, index_namespace)`` is a classmethod; ``index_namespace`` names the index
+    the run searches (so state gathered on one index is not recalled on another)."""
+
+    @classmethod
+    def open(cls, state_dir: Path, params: Any, index_namespace: str) -> "RunState": ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -31,7 +55,7 @@ class MethodContext:
     tools: Tools
     trace: Trace
     params: Any  # the method's params dataclass instance
-    shared: dict[str, Any] = field(default_factory=dict)  # run-wide state (e.g. MERMAID's evidence memory)
+    state: Any = None  # the method's RunState instance (None when the method keeps none)
 
 
 MethodFn = Callable[[Claim, MethodContext], Awaitable[Verdict]]
@@ -43,27 +67,29 @@ class MethodSpec:
     fn: MethodFn
     params_cls: type
     summary: str
+    roles: tuple[Role, ...] = ()
+    state_cls: type | None = None  # a RunState class, when the method keeps state across claims
     needs_index: bool = True
+    paper: str | None = None  # the paper's file under shared/papers, for `methods show`
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> Any:
-        """Params with overrides applied; unknown names are a ConfigError naming the valid ones."""
-        overrides = dict(overrides or {})
-        names = {f.name for f in dataclasses.fields(self.params_cls)}
-        unknown = sorted(set(overrides) - names)
-        if unknown:
-            raise ConfigError(
-                f"method {self.name} has no parameter {', '.join(unknown)}",
-                hint=f"valid: {', '.join(sorted(names))}",
-            )
-        return self.params_cls(**overrides)
+        """Validated params with ``overrides`` applied (names, ``ROLE.max_tokens`` / ``ROLE.temperature``);
+        an unknown name, a wrong type or an out-of-range value is a one-line ConfigError."""
+        return build_params(self.name, self.params_cls, overrides, [r.short for r in self.roles])
 
+    def role(self, short: str) -> Role:
+        for r in self.roles:
+            if r.short == short or r.name == short:
+                return r
+        raise ConfigError(f"method {self.name} has no role {short!r}",
+                          hint=f"its roles: {', '.join(r.short for r in self.roles)}")
 
-async def unless_invalid(coro: Awaitable[Any], trace: Trace, kind: str, **info: Any) -> Any:
-    """Await one role's call; when its reply never validates (``LLMOutputError``), record ``kind`` in the
-    trace with the error and ``info`` (which agent, what the method does instead) and return None, so the
-    method can go on with its fallback instead of failing the claim."""
-    try:
-        return await coro
-    except LLMOutputError as exc:
-        trace.event(kind, error=str(exc), **info)
-        return None
+    def open_state(self, state_dir: Path | str | None, params: Any, index_namespace: str = "default") -> Any:
+        """The method's run state opened from ``state_dir`` (None when the method keeps none). A state that
+        persists files refuses ``state_dir=None`` itself (ConfigError); one that only caches loaded
+        models (ZoFia's encoder) ignores it."""
+        if self.state_cls is None:
+            return None
+        return self.state_cls.open(Path(state_dir).expanduser() if state_dir is not None else None, params,
+                                   index_namespace)

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
+from veracity.pipeline.params import MethodParams
+from veracity.pipeline.roles import LabelName, Role, dated_claim
 from veracity.pipeline.types import Claim, Label, Verdict
-
-LabelName = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
 
 @dataclass
-class DirectParams:
-    max_tokens: int = 256  # completion budget of the judge call
+class DirectParams(MethodParams):
+    pass  # the judge's budget and temperature are role settings: --param judge.max_tokens=N
 
 
 # -- role: direct.judge ------------------------------------------------------------------------
@@ -32,16 +31,16 @@ DIRECT_SYSTEM = (
 
 
 def direct_messages(claim: Claim) -> list[dict[str, str]]:
-    dated = f" (made on {claim.date})" if claim.date else ""
-    return [
-        {"role": "system", "content": DIRECT_SYSTEM},
-        {"role": "user", "content": f"Claim{dated}: {claim.text}"},
-    ]
+    return [{"role": "system", "content": DIRECT_SYSTEM}, {"role": "user", "content": dated_claim(claim)}]
 
 
+JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_messages, instructions=DIRECT_SYSTEM,
+             max_tokens=256, summary="judges the claim from the model's own knowledge")
+
+
+# -- the method --------------------------------------------------------------------------------
 async def verify_direct(claim: Claim, ctx: MethodContext) -> Verdict:
-    out = await ctx.llm.generate(direct_messages(claim), DirectJudgement, role="direct.judge",
-                                 max_tokens=ctx.params.max_tokens)
+    out = await JUDGE(ctx, claim=claim)
     return Verdict(label=Label(out.label), explanation=out.explanation, evidence=[], trace=ctx.trace,
                    method="direct")
 
@@ -51,5 +50,6 @@ SPEC = MethodSpec(
     fn=verify_direct,
     params_cls=DirectParams,
     summary="The model alone, closed-book (no retrieval).",
+    roles=(JUDGE,),
     needs_index=False,
 )

@@ -9,22 +9,21 @@ not among them is ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
-from veracity.pipeline.methods.direct import LabelName
-from veracity.pipeline.tools import format_passages
+from veracity.pipeline.params import MethodParams, param
+from veracity.pipeline.roles import LabelName, Role, cited_evidence, citing, dated_claim, format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 
 @dataclass
-class RagParams:
-    k: int = 5  # passages retrieved for the claim
-    passage_max_words: int = 150  # words of each passage shown to the judge
-    max_tokens: int = 320  # completion budget of the judge call
-    constrain_citations: bool = True  # the schema enumerates the shown passage ids
+class RagParams(MethodParams):
+    k: int = param(5, min=1, max=100, help="passages retrieved for the claim")
+    passage_max_words: int = param(150, min=1, max=5000, help="words of each passage shown to the judge")
+    constrain_citations: bool = param(True, help="the judge's schema enumerates the shown passage ids")
 
 
 # -- role: rag.judge ---------------------------------------------------------------------------
@@ -44,45 +43,23 @@ RAG_SYSTEM = (
 
 
 def rag_messages(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
-    dated = f" (made on {claim.date})" if claim.date else ""
     return [
         {"role": "system", "content": RAG_SYSTEM},
         {"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
-                                    f"Claim{dated}: {claim.text}"},
+                                    f"{dated_claim(claim)}"},
     ]
 
 
-def citing(model: type[BaseModel], ids: list[str], enabled: bool = True) -> type[BaseModel]:
-    """``model`` with ``cited_passages`` restricted to ``ids`` (an enum in the JSON schema).
-
-    With no ids the list must be empty. The subclass keeps the model's name, so the server sees the
-    same schema name; ``enabled=False`` returns ``model`` unchanged."""
-    if not enabled:
-        return model
-    unique = tuple(dict.fromkeys(ids))
-    item = Literal[unique] if unique else str  # type: ignore[valid-type]
-    field = model.model_fields["cited_passages"]
-    return create_model(model.__name__, __base__=model, __module__=model.__module__,
-                        cited_passages=(list[item], Field(max_length=5 if unique else 0, description=field.description)))
+JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions=RAG_SYSTEM, max_tokens=320,
+             summary="judges the claim from the retrieved passages and cites the ones it relies on")
 
 
-def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:
-    """The passages among ``shown`` whose ids the model cited, in citation order, without repeats."""
-    by_id = {e.passage_id: e for e in shown}
-    out: list[Evidence] = []
-    for pid in ids:
-        ev = by_id.get(pid.strip())
-        if ev is not None and ev not in out:
-            out.append(ev)
-    return out
-
-
+# -- the method --------------------------------------------------------------------------------
 async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     p = ctx.params
     passages = await ctx.tools.search(claim.text, p.k, role="rag.retrieve")
-    out = await ctx.llm.generate(rag_messages(claim, passages, p.passage_max_words),
-                                 citing(RagJudgement, [e.passage_id for e in passages], p.constrain_citations),
-                                 role="rag.judge", max_tokens=p.max_tokens)
+    out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words,
+                      output=citing(RagJudgement, [e.passage_id for e in passages], p.constrain_citations))
     return Verdict(label=Label(out.label), explanation=out.explanation,
                    evidence=cited_evidence(out.cited_passages, passages), trace=ctx.trace, method="rag")
 
@@ -92,4 +69,5 @@ SPEC = MethodSpec(
     fn=verify_rag,
     params_cls=RagParams,
     summary="Retrieve the top-k passages for the claim, then judge with citations.",
+    roles=(JUDGE,),
 )

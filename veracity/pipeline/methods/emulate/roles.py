@@ -1,0 +1,219 @@
+"""EMULATE's seven agents (§3, "A Novel Multi-Agent Framework"), each with its prompt next to its output
+model.
+
+Every agent gets one system prompt (:data:`EMULATE_SYSTEM`) and one user message that puts the shared
+part first (evidence collected so far, the claim, the new page) and the agent's task last, so the
+agents judging one page share a prompt prefix on the server. A role's ``instructions`` are the system
+prompt and its task. The paper runs every agent at temperature 1 (§4, Implementation); here the
+roles use the run's temperature (0 unless configured; ``--param ROLE.temperature=1`` for the paper's).
+
+When a reply never validates, the agent's fallback is traced (``emulate.agent_failed``) and the
+algorithm goes on with a conservative answer: the claim text as the only query, search order kept,
+the page taken as self-contained but not helpful, the evidence as not sufficient, no additional
+queries, and no verdict (NOT_ENOUGH_INFO) from the Classifier.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from veracity.pipeline.methods.emulate.search import Page, SearchResult
+from veracity.pipeline.roles import Fallback, Role, dated_claim, format_passages
+from veracity.pipeline.types import Claim
+
+MAX_TOKENS = 256  # completion budget of every EMULATE agent (--param ROLE.max_tokens=N overrides one role)
+
+Reasoning = Annotated[str, Field(max_length=400)]
+
+EMULATE_SYSTEM = (
+    "You are one member of a team that checks whether an atomic claim is true by searching a "
+    "Wikipedia index and reading pages, as a careful person would. Do exactly the task given at the "
+    "end of the message. Reply in JSON."
+)
+
+
+def evidence_block(bank: list[Page], max_words: int | None = None) -> str:
+    """The memory bank as the agents see it: one ``Page: title`` block per page, then its passages."""
+    if not bank:
+        return "Evidence collected so far: (none)"
+    return "Evidence collected so far:\n" + "\n\n".join(
+        f"Page: {p.title}\n{format_passages(p.passages, max_words=max_words)}" for p in bank
+    )
+
+
+def emulate_messages(claim: Claim, bank: list[Page], task: str, *, page: Page | None = None,
+                     extra: str | None = None) -> list[dict[str, str]]:
+    """Evidence so far, the claim, the new page (if any), extra context (if any), then the task."""
+    parts = [evidence_block(bank), dated_claim(claim)]
+    if page is not None:
+        parts.append(f"New page: {page.title}\n{format_passages(page.passages)}")
+    if extra:
+        parts.append(extra)
+    parts.append(task)
+    return [{"role": "system", "content": EMULATE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# -- output models -------------------------------------------------------------------------------
+class QueryList(BaseModel):  # InitialQueryGen, AdditionalQueryGen
+    queries: list[Annotated[str, Field(max_length=120)]] = Field(max_length=3, description="short search queries, most useful first")
+
+
+class Ranking(BaseModel):  # SearchRank
+    ranking: list[int] = Field(max_length=10, description="result numbers, most relevant and credible first")
+
+
+class SelfContained(BaseModel):  # SelfContainedCheck
+    reasoning: Reasoning
+    self_contained: bool
+
+
+class Helpful(BaseModel):  # DetHelpful
+    reasoning: Reasoning
+    helpful: bool
+
+
+class Sufficient(BaseModel):  # SufficientEvidence
+    reasoning: Reasoning
+    sufficient: bool
+
+
+class Classification(BaseModel):  # Classifier
+    explanation: Annotated[str, Field(max_length=600)]
+    label: Literal["True", "False"]
+
+
+# -- (1) emulate.initial_query_gen: claim -> initial search queries -----------------------------------
+TASK_INITIAL_QUERIES = ("Task: write up to 3 short search queries whose results would show whether the claim "
+                        "is true or false.")
+
+
+def initial_query_gen_messages(claim: Claim) -> list[dict[str, str]]:
+    return emulate_messages(claim, [], TASK_INITIAL_QUERIES)
+
+
+INITIAL_QUERY_GEN = Role(
+    "emulate.initial_query_gen", output=QueryList, render=initial_query_gen_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_INITIAL_QUERIES}", max_tokens=MAX_TOKENS,
+    summary="InitialQueryGen: search queries for the claim",
+    # None: the method searches the claim text itself
+    fallback=Fallback(None, "the claim text as the only query"),
+    extra={"paper": "§3 (1) InitialQueryGen"},
+)
+
+
+# -- (2) emulate.search_rank: query + results (title, snippet) -> order by relevance and credibility --
+TASK_SEARCH_RANK = ("Task: order the search results by how relevant and credible they are for verifying the "
+                    "claim with this query. Reply with the result numbers, best first.")
+
+
+def search_rank_messages(claim: Claim, query: str, results: list[SearchResult]) -> list[dict[str, str]]:
+    listing = "\n".join(f"{i}. {r.title}: {r.snippet}" for i, r in enumerate(results, 1))
+    return emulate_messages(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\nSearch results:\n{listing}")
+
+
+SEARCH_RANK = Role(
+    "emulate.search_rank", output=Ranking, render=search_rank_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SEARCH_RANK}", max_tokens=MAX_TOKENS,
+    summary="SearchRank: orders a query's results (title + snippet) by relevance and credibility",
+    # an empty ranking keeps the search order (unmentioned results follow in search order)
+    fallback=Fallback(Ranking(ranking=[]), "search order kept"),
+    extra={"paper": "§3 (2) SearchRank; Table 3 RM-SR ablation"},
+)
+
+
+# -- (3) emulate.self_contained_check: is the new page comprehensible (alone or with the evidence)? ----
+TASK_SELF_CONTAINED = ("Task: is the new page comprehensible on its own or together with the evidence "
+                       "collected so far (it does not depend on missing context to be understood)? "
+                       "Answer self_contained true or false.")
+
+
+def self_contained_check_messages(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_SELF_CONTAINED, page=page)
+
+
+SELF_CONTAINED_CHECK = Role(
+    "emulate.self_contained_check", output=SelfContained, render=self_contained_check_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SELF_CONTAINED}", max_tokens=MAX_TOKENS,
+    summary="SelfContainedCheck: is the new page comprehensible on its own or with the evidence so far",
+    fallback=Fallback(SelfContained(reasoning="", self_contained=True), "treated as self-contained"),
+    extra={"paper": "§3 (3) SelfContainedCheck; Table 3 RM-SCC ablation"},
+)
+
+
+# -- (4) emulate.det_helpful: does the new page add helpful information? -------------------------------
+TASK_HELPFUL = ("Task: does the new page give information that is not already in the collected evidence "
+                "and that helps decide whether the claim is true? Answer helpful true or false.")
+
+
+def det_helpful_messages(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_HELPFUL, page=page)
+
+
+DET_HELPFUL = Role(
+    "emulate.det_helpful", output=Helpful, render=det_helpful_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_HELPFUL}", max_tokens=MAX_TOKENS,
+    summary="DetHelpful: does the new page add information that helps decide the claim",
+    fallback=Fallback(Helpful(reasoning="", helpful=False), "treated as not helpful"),
+    extra={"paper": "§3 (4) DetHelpful"},
+)
+
+
+# -- (5) emulate.sufficient_evidence: is the memory bank enough to classify? ---------------------------
+TASK_SUFFICIENT = ("Task: is the evidence collected so far sufficient to decide whether the claim is true "
+                   "or false? Answer sufficient true or false.")
+
+
+def sufficient_evidence_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_SUFFICIENT)
+
+
+SUFFICIENT_EVIDENCE = Role(
+    "emulate.sufficient_evidence", output=Sufficient, render=sufficient_evidence_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SUFFICIENT}", max_tokens=MAX_TOKENS,
+    summary="SufficientEvidence: is the evidence collected so far enough to classify the claim",
+    # None: not sufficient (and no emulate.sufficient event)
+    fallback=Fallback(None, "treated as not sufficient"),
+    extra={"paper": "§3 (5) SufficientEvidence"},
+)
+
+
+# -- (6) emulate.classifier: claim + memory bank -> True / False -------------------------------------
+TASK_CLASSIFY = ("Task: based on the evidence collected so far (and your knowledge where it is silent), is "
+                 "the claim True or False? Give a short explanation, then the label.")
+
+
+def classifier_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_CLASSIFY)
+
+
+CLASSIFIER = Role(
+    "emulate.classifier", output=Classification, render=classifier_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_CLASSIFY}", max_tokens=MAX_TOKENS,
+    summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED)",
+    # None: the method returns NOT_ENOUGH_INFO with the evidence collected
+    fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO"),
+    extra={"paper": "§3 (6) Classifier"},
+)
+
+
+# -- (7) emulate.additional_query_gen: helpful but not sufficient -> queries for what is missing -------
+TASK_ADDITIONAL_QUERIES = ("Task: the evidence collected so far is not yet sufficient. Write up to 3 short "
+                           "search queries that would find the missing information.")
+
+
+def additional_query_gen_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_ADDITIONAL_QUERIES)
+
+
+ADDITIONAL_QUERY_GEN = Role(
+    "emulate.additional_query_gen", output=QueryList, render=additional_query_gen_messages,
+    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_ADDITIONAL_QUERIES}", max_tokens=MAX_TOKENS,
+    summary="AdditionalQueryGen: queries for the information still missing",
+    fallback=Fallback(QueryList(queries=[]), "no additional queries"),
+    extra={"paper": "§3 (7) AdditionalQueryGen"},
+)
+
+ROLES = (INITIAL_QUERY_GEN, SEARCH_RANK, SELF_CONTAINED_CHECK, DET_HELPFUL, SUFFICIENT_EVIDENCE, CLASSIFIER,
+         ADDITIONAL_QUERY_GEN)

@@ -1,0 +1,150 @@
+"""MERMAID (arXiv 2601.22361): decomposition, evidence memory, and a ReAct executor.
+
+The algorithm, top to bottom::
+
+    D_c  = Decomposer(c)                       # triplets (subject, relation, object, attributions) + keywords
+    M_c  = memory.recall(entities(D_c), c)     # warm start: evidence stored by earlier claims
+    for t in 1 .. T_max:                       # Executor, ReAct: Thought -> Action -> Observation
+        step = Executor(c, D_c, M_c, history)
+        if step.action == finish: break
+        observation = search(step.argument) | open_page(step.argument)
+    if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)
+    memory.store(observed passages, under the names in entities(D_c) and in c; keywords(D_c) where they occur)
+
+Roles (:mod:`.roles`): ``mermaid.decomposer``, ``mermaid.executor`` (one call per step),
+``mermaid.final`` (forced verdict after T_max steps). The executor conversation grows by appending
+(assistant step, user observation) turns, so each step's prompt extends the previous one and the
+server's prefix cache reuses it. The memory is the run's state (:class:`.memory.MermaidState`, at
+``STATE_DIR/memory/evidence.sqlite``), shared by the run's claims. Ablations: ``decomposer=False`` (the
+executor sees the raw claim only; memory recall uses stored keys found in the claim text) and
+``memory=False`` (no recall, no update). ``semantic_memory`` adds embedding-similarity recall (the
+paper's open question).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from veracity.pipeline.methods.base import MethodContext
+from veracity.pipeline.methods.mermaid.memory import name_spans
+from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, Decomposition, FinalVerdict,
+                                                     ReactStep, observation_message)
+from veracity.pipeline.params import MethodParams, param
+from veracity.pipeline.roles import cited_evidence, citing, format_passages
+from veracity.pipeline.types import Claim, Evidence, Label, Verdict
+
+
+@dataclass
+class MermaidParams(MethodParams):
+    t_max: int = param(5, min=1, max=50, help="most ReAct steps of the executor", paper="T_max = 5")
+    search_k: int = param(5, min=1, max=100, help="passages per search action")
+    page_max_passages: int = param(6, min=1, max=100, help="passages of an article shown per open_page action")
+    passage_max_words: int = param(120, min=1, max=5000, help="words of each passage in an observation")
+    memory: bool = param(True, help="evidence memory shared across claims (ablation --no-memory: false)",
+                         paper="§4.2-4.3: memory and its ablation")
+    decomposer: bool = param(True, help="decompose the claim first (ablation --no-decomposer: false)",
+                             paper="§3.1; §4.3 ablation")
+    semantic_memory: bool = param(False, help="also recall stored evidence by embedding similarity",
+                                  paper="Limitations: keyword-only recall (the open question)")
+    similarity_threshold: float = param(0.45, min=0.0, max=1.0,
+                                        help="cosine threshold of semantic recall (all-MiniLM-L6-v2 paraphrases "
+                                             "score ~0.45-0.6)")
+    memory_k: int = param(5, min=0, max=100, help="most passages recalled from memory per claim")
+    constrain_citations: bool = param(True, help="schemas enumerate the ids of the passages observed so far")
+
+
+def entity_keys(d: Decomposition | None, claim_text: str = "", keywords: bool = True) -> list[str]:
+    """The memory keys of a decomposition: the names in its subjects, objects and keywords.
+
+    Memory is keyed by entity (MERMAID §3.2), so a key is a name (:func:`name_spans`): "The mother of
+    Naushad" gives "Naushad", "the song" gives nothing. A name word the claim itself writes only in lower
+    case is a common noun the model capitalised ("Film" for "the film") and is dropped as well.
+    """
+    if d is None:
+        return []
+    claim_words = claim_text.split()
+    lower_only = {w.casefold().strip(".,;:!?\"'()") for w in claim_words} - {
+        w.casefold().strip(".,;:!?\"'()") for w in claim_words if w[:1].isupper()}
+    keys: list[str] = []
+    for raw in [t.subject for t in d.triplets] + [t.object for t in d.triplets] + (list(d.keywords) if keywords else []):
+        for name in name_spans(raw):
+            if not any(w.casefold() in lower_only for w in name.split() if w[:1].isupper()):
+                keys.append(name)
+    return list(dict.fromkeys(keys))
+
+
+async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
+    p: MermaidParams = ctx.params
+    trace = ctx.trace
+
+    # 1. Decomposer (its fallback traces the error; the claim is then checked from its text alone)
+    decomposition: Decomposition | None = None
+    if p.decomposer:
+        decomposition = await DECOMPOSER(ctx, claim=claim)
+        if decomposition is not None:
+            trace.event("mermaid.decomposition", **decomposition.model_dump())
+    keys = entity_keys(decomposition, claim.text)
+
+    # 2. Memory recall (warm start)
+    recalled: list[Evidence] = []
+    memory = ctx.state.memory  # None with --no-memory
+    if memory is not None:
+        hits = memory.recall(keys, claim.text, k=p.memory_k)
+        recalled = [h.evidence for h in hits]
+        trace.memory_hits.extend(h.to_dict() for h in hits)
+        trace.event("mermaid.recall", keys=keys, passage_ids=[e.passage_id for e in recalled])
+
+    # 3. Executor ReAct loop
+    observed: dict[str, Evidence] = {e.passage_id: e for e in recalled}
+    gathered: dict[str, Evidence] = {}  # passages the tools returned for this claim
+    messages = EXECUTOR.messages(claim=claim, decomposition=decomposition, recalled=recalled, t_max=p.t_max,
+                                 max_words=p.passage_max_words)
+    finish: ReactStep | None = None
+    for t in range(1, p.t_max + 1):
+        step = await EXECUTOR(ctx, messages=messages, output=citing(ReactStep, list(observed), p.constrain_citations),
+                              trace_info={"t": t, "action": "abandoned"})
+        if step is None:  # the reply never validated (traced as an abandoned step): force the verdict
+            break
+        messages.append({"role": "assistant", "content": step.model_dump_json()})
+        if step.action == "finish":
+            trace.event("mermaid.step", t=t, thought=step.thought, action="finish", label=step.label)
+            finish = step
+            break
+        if step.action == "search":
+            passages = await ctx.tools.search(step.argument, p.search_k, role="mermaid.executor")
+            empty = f"No passages match the query {step.argument!r}."
+        else:
+            passages = (await ctx.tools.open_page(step.argument, role="mermaid.executor"))[: p.page_max_passages]
+            empty = f"No article is titled {step.argument!r}; use search to find titles."
+        for e in passages:
+            observed.setdefault(e.passage_id, e)
+            gathered.setdefault(e.passage_id, e)
+        trace.event("mermaid.step", t=t, thought=step.thought, action=step.action, argument=step.argument,
+                    hits=[e.passage_id for e in passages])
+        observation = format_passages(passages, max_words=p.passage_max_words) if passages else empty
+        messages.append(observation_message(observation, t, p.t_max))
+
+    if finish is not None and finish.label is not None:
+        label, explanation, cited = finish.label, finish.thought, finish.cited_passages
+    else:  # T_max reached, or finish without a label: force the verdict
+        steps_done = len([m for m in messages if m["role"] == "assistant"])
+        final = await FINAL(ctx, conversation=messages, output=citing(FinalVerdict, list(observed), p.constrain_citations),
+                            trace_info={"forced_after_steps": steps_done})
+        if final is not None:
+            label, explanation, cited = final.label, final.explanation, final.cited_passages
+            trace.event("mermaid.final", forced_after_steps=steps_done)
+        else:  # no checkable verdict: say so (with the error FINAL's fallback just traced) instead of failing
+            error = trace.events[-1].get("error")
+            label, cited = Label.NOT_ENOUGH_INFO.value, []
+            explanation = f"No verdict: the model's final answer did not validate ({error})."
+
+    # 4. Memory update
+    if memory is not None and gathered:
+        # anchors: the names among the triplets' subjects / objects, and the names the claim itself mentions
+        # (so memory works when the decomposition is missing or names nothing)
+        entities = list(dict.fromkeys(entity_keys(decomposition, claim.text, keywords=False) + name_spans(claim.text)))
+        new = memory.store(gathered.values(), keys, entities=entities)
+        trace.event("mermaid.memory_update", stored=len(gathered), new=new)
+
+    return Verdict(label=Label(label), explanation=explanation,
+                   evidence=cited_evidence(cited, list(observed.values())), trace=trace, method="mermaid")

@@ -1,0 +1,69 @@
+"""Trification: a planned SEARCH / REFINE / THINK / JUDGE verification graph, run concurrently and modified
+when evidence is missing.
+
+``roles.py`` declares the planner, the graph modifier and the four node roles; ``method.py`` holds the
+parameters and the algorithm (the paper's Algorithm 1); ``graph.py`` the plan models, the validation
+rules and the repairs.
+"""
+
+from __future__ import annotations
+
+from veracity.pipeline.methods.base import MethodSpec
+from veracity.pipeline.methods.trification.graph import (
+    NODE_TYPES,
+    NodeSpec,
+    PlanNode,
+    VerificationPlan,
+    VerificationPlanNoRefine,
+    VerificationPlanSearchJudge,
+    count_types,
+    descendants,
+    find_cycle,
+    plan_model_for,
+    prefix_subgraph,
+    repair_plan,
+    specs_from_plan,
+    structural_repair,
+    validate_plan,
+)
+from veracity.pipeline.methods.trification.method import (
+    GraphRun,
+    NodeRun,
+    TrificationParams,
+    label_from_judges,
+    merge_evidence,
+    request_plan,
+    verify_trification,
+)
+from veracity.pipeline.methods.trification.roles import (
+    JUDGE,
+    MODIFY,
+    PLANNER,
+    REFINE,
+    ROLES,
+    SEARCH,
+    THINK,
+    JudgeResult,
+    RefinedInput,
+    SearchQueries,
+    ThinkResult,
+    modify_messages,
+    planner_messages,
+    planner_system,
+)
+
+SPEC = MethodSpec(
+    name="trification",
+    fn=verify_trification,
+    params_cls=TrificationParams,
+    summary="Trification: a planned SEARCH/REFINE/THINK/JUDGE graph run concurrently, modified when evidence is missing.",
+    roles=ROLES,
+    paper="trification.txt",
+)
+
+__all__ = ["JUDGE", "MODIFY", "NODE_TYPES", "PLANNER", "REFINE", "SEARCH", "SPEC", "THINK", "GraphRun",
+           "JudgeResult", "NodeRun", "NodeSpec", "PlanNode", "RefinedInput", "SearchQueries", "ThinkResult",
+           "TrificationParams", "VerificationPlan", "VerificationPlanNoRefine", "VerificationPlanSearchJudge",
+           "count_types", "descendants", "find_cycle", "label_from_judges", "merge_evidence", "modify_messages",
+           "plan_model_for", "planner_messages", "planner_system", "prefix_subgraph", "repair_plan",
+           "request_plan", "specs_from_plan", "structural_repair", "validate_plan", "verify_trification"]

@@ -1,0 +1,176 @@
+"""The Role: one declared agent role, and the role helpers every method shares.
+
+A role owns everything about one kind of LLM call: its qualified name (``emulate.classifier``), its
+instructions (the system prompt), how its inputs render into messages, its pydantic output model, its
+token budget, its sampling temperature, and what the method does when the reply never validates.
+Calling it does the structured call through the run's LLM client (the server constrains decoding to
+the output model's schema), lets the client record usage in the claim's trace, and applies the
+fallback, traced::
+
+    CLASSIFIER = Role("emulate.classifier", output=Classification, render=classifier_messages,
+                      instructions=EMULATE_SYSTEM, max_tokens=256,
+                      fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO"))
+    out = await CLASSIFIER(ctx, claim=claim, bank=bank)   # Classification, or None after a fallback
+
+Budgets and temperatures can be overridden per run with ``--param ROLE.max_tokens=N`` /
+``ROLE.temperature=T`` (see :mod:`veracity.pipeline.params`); ``Role.settings(ctx)`` resolves them.
+The shared helpers below (label types, cited evidence, passage formatting) live here so methods do not
+import each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypeVar
+
+from pydantic import BaseModel, Field, create_model
+
+from veracity.errors import LLMOutputError
+from veracity.pipeline.types import Claim, Evidence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from veracity.pipeline.methods.base import MethodContext
+
+T = TypeVar("T", bound=BaseModel)
+Message = dict[str, str]
+
+# -- shared role helpers -----------------------------------------------------------------------------
+LabelName = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
+
+
+def format_passages(evidence: Iterable[Evidence], *, max_words: int | None = None) -> str:
+    """Passages as the models see them: one block per passage, ``[passage_id] title`` then its text.
+
+    ``max_words`` caps the words of each passage's text (the block header is always kept).
+    """
+    blocks = []
+    for ev in evidence:
+        words = ev.text.split()
+        text = " ".join(words[:max_words]) + (" ..." if max_words is not None and len(words) > max_words else "") \
+            if max_words is not None else ev.text
+        blocks.append(f"[{ev.passage_id}] {ev.title}\n{text}")
+    return "\n\n".join(blocks) if blocks else "(no passages)"
+
+
+def dated_claim(claim: Claim, word: str = "Claim", verb: str = "made") -> str:
+    """``Claim (made on 2020-01-01): text`` (the date only when the claim has one)."""
+    dated = f" ({verb} on {claim.date})" if claim.date else ""
+    return f"{word}{dated}: {claim.text}"
+
+
+def citing(model: type[BaseModel], ids: list[str], enabled: bool = True) -> type[BaseModel]:
+    """``model`` with ``cited_passages`` restricted to ``ids`` (an enum in the JSON schema).
+
+    With no ids the list must be empty. The subclass keeps the model's name, so the server sees the
+    same schema name; ``enabled=False`` returns ``model`` unchanged."""
+    if not enabled:
+        return model
+    unique = tuple(dict.fromkeys(ids))
+    item = Literal[unique] if unique else str  # type: ignore[valid-type]
+    fld = model.model_fields["cited_passages"]
+    return create_model(model.__name__, __base__=model, __module__=model.__module__,
+                        cited_passages=(list[item], Field(max_length=5 if unique else 0, description=fld.description)))
+
+
+def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:
+    """The passages among ``shown`` whose ids the model cited, in citation order, without repeats."""
+    by_id = {e.passage_id: e for e in shown}
+    out: list[Evidence] = []
+    for pid in ids:
+        ev = by_id.get(pid.strip())
+        if ev is not None and ev not in out:
+            out.append(ev)
+    return out
+
+
+# -- the Role -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fallback:
+    """What a role's call returns when the reply never validates, and what the trace says about it.
+
+    ``value`` is returned as is, or called with the role's inputs when callable. ``event`` is the trace
+    event's kind (default ``<method>.agent_failed``); ``agent`` the name the event gives the role
+    (default its qualified name)."""
+
+    value: Any
+    note: str
+    event: str | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class RoleSettings:
+    max_tokens: int
+    temperature: float | None
+
+
+@dataclass(frozen=True, eq=False)
+class Role(Generic[T]):
+    """One agent role (see the module docstring). ``render(**inputs) -> messages``."""
+
+    name: str
+    output: type[T]
+    render: Callable[..., list[Message]]
+    instructions: str | Callable[..., str] = ""
+    max_tokens: int = 256
+    temperature: float | None = None  # None: the client's temperature (0 unless configured)
+    fallback: Fallback | None = None  # None: an invalid reply raises LLMOutputError (the claim fails or the method catches it)
+    on_invalid: str | None = None  # without a Fallback: what the method itself does when the reply never validates
+    summary: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the paper section the role comes from
+
+    @property
+    def method(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def short(self) -> str:
+        """The name used in ``--param ROLE.max_tokens`` (without the method prefix)."""
+        return self.name.split(".", 1)[1] if "." in self.name else self.name
+
+    def settings(self, params: Any) -> RoleSettings:
+        """This role's budget and temperature for a run: the declared values, overridden by ``params.roles``."""
+        over = (getattr(params, "roles", None) or {}).get(self.short, {})
+        return RoleSettings(int(over.get("max_tokens", self.max_tokens)),
+                            over.get("temperature", self.temperature))
+
+    def messages(self, **inputs: Any) -> list[Message]:
+        return self.render(**inputs)
+
+    async def __call__(self, ctx: "MethodContext", *, output: type[BaseModel] | None = None,
+                       messages: list[Message] | None = None, trace_info: dict[str, Any] | None = None,
+                       **inputs: Any) -> Any:
+        """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
+        restricted to the passages shown); ``messages`` replaces the rendered messages (a conversation the
+        method keeps, e.g. a ReAct history). Returns the validated reply, or the fallback's value."""
+        s = self.settings(ctx.params)
+        msgs = messages if messages is not None else self.render(**inputs)
+        try:
+            return await ctx.llm.generate(msgs, output or self.output, role=self.name,
+                                          max_tokens=s.max_tokens, temperature=s.temperature)
+        except LLMOutputError as exc:
+            if self.fallback is None:
+                raise
+            fb = self.fallback
+            ctx.trace.event(fb.event or f"{self.method}.agent_failed", agent=fb.agent or self.name,
+                            role=self.name, error=str(exc), fallback=fb.note, **(trace_info or {}))
+            return fb.value(**inputs) if callable(fb.value) else fb.value
+
+    def describe(self, params: Any = None) -> dict[str, Any]:
+        """What ``veracity methods show`` prints: name, output schema, budget, temperature, fallback."""
+        from veracity.serving.structured import response_format_for
+
+        s = self.settings(params) if params is not None else RoleSettings(self.max_tokens, self.temperature)
+        instructions = self.instructions if isinstance(self.instructions, str) else self.instructions.__doc__ or ""
+        return {
+            "name": self.name,
+            "short": self.short,
+            "summary": self.summary,
+            "output": self.output.__name__,
+            "schema": response_format_for(self.output)["json_schema"]["schema"],
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "fallback": self.fallback.note if self.fallback else self.on_invalid,
+            "instructions": instructions,
+            **self.extra,
+        }
