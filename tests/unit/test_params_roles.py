@@ -63,6 +63,12 @@ def test_a_bad_value_is_one_line_naming_the_parameter_and_its_range(overrides, w
         assert w in message or w in err.value.hint, (w, message, err.value.hint)
 
 
+def test_a_renamed_parameter_names_its_replacement():
+    with pytest.raises(ConfigError) as err:
+        get_method("trification").make_params({"plan_max_tokens": 700})
+    assert "planner.max_tokens" in err.value.hint
+
+
 def test_role_settings_are_kept_per_role():
     p = toy({"judge.max_tokens": "300", "planner.temperature": "1"})
     assert p.roles == {"judge": {"max_tokens": 300}, "planner": {"temperature": 1.0}}
@@ -96,7 +102,7 @@ def test_integer_parameters_of_every_method_refuse_text_and_negative_values():
     checked = 0
     for spec in METHODS.values():
         for info in param_infos(spec.params_cls):
-            if info.type == "integer":
+            if info.type == "an integer":
                 with pytest.raises(ConfigError):
                     spec.make_params({info.name: "abc"})
                 if info.range:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Iterable
 
 from veracity.errors import IndexDirError
 from veracity.indexes.java import ensure_jvm
 from veracity.indexes.passages import Passage, split_passage_id
-from veracity.indexes.retriever import Hit, TitleFilter, filtered_top, page_hits, passage_hits
+from veracity.indexes.retriever import StoredPassagesRetriever, TitleFilter, filtered_top
 
 BM25_DIR = "bm25"
 MAX_QUERY_WORDS = 512  # Lucene's BooleanQuery allows 1024 clauses; long inputs (news articles) are cut
@@ -70,7 +69,7 @@ class BM25Index:
                 pass
 
 
-class BM25Retriever:
+class BM25Retriever(StoredPassagesRetriever):
     """The :class:`~veracity.indexes.retriever.Retriever` over a BM25 index and its passage store: Lucene's
     ranking, the title filter applied by fetching deeper, texts from the store."""
 
@@ -84,13 +83,3 @@ class BM25Retriever:
         """The top ``k`` ``(passage id, BM25 score)`` pairs whose titles ``keep`` lets through."""
         return filtered_top(lambda d: self.index.search(query, d), lambda it: split_passage_id(it[0])[0],
                             k, keep, self.store.count)
-
-    def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),
-               exclude_patterns: Iterable[str] = ()) -> list[Hit]:
-        if k <= 0:
-            return []
-        keep = TitleFilter(exclude_titles, exclude_patterns)
-        return passage_hits(self.store, self.ranked(query, k, keep))
-
-    def open_page(self, title: str) -> list[Hit]:
-        return page_hits(self.store, title)

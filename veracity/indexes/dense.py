@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from veracity.errors import ConfigError, IndexDirError
-from veracity.indexes.retriever import Hit, TitleFilter, filtered_top, page_hits, passage_hits
+from veracity.indexes.retriever import StoredPassagesRetriever, TitleFilter, filtered_top
 from veracity.models.encoders import SentenceEncoder, load_encoder
 
 DEFAULT_FACTORY = "Flat"
@@ -207,7 +207,7 @@ def write_ids(ids: Iterable[str], path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ retriever
 
-class DenseRetriever:
+class DenseRetriever(StoredPassagesRetriever):
     """The :class:`~veracity.indexes.retriever.Retriever` over a FAISS index and its passage store: the
     query's vector against the passages' vectors (inner product of normalized vectors = cosine), the
     title filter applied by fetching deeper, texts from the store.
@@ -261,13 +261,3 @@ class DenseRetriever:
 
         ranked = filtered_top(fetch, lambda it: rows_cache[it[0]][1], k, keep, self.store.count)
         return [(rows_cache[r][0], s) for r, s in ranked]
-
-    def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),
-               exclude_patterns: Iterable[str] = ()) -> list[Hit]:
-        if k <= 0:
-            return []
-        keep = TitleFilter(exclude_titles, exclude_patterns)
-        return passage_hits(self.store, self.ranked(query, k, keep))
-
-    def open_page(self, title: str) -> list[Hit]:
-        return page_hits(self.store, title)

@@ -107,3 +107,26 @@ def page_hits(store, title: str) -> list[Hit]:
     if not rows and "_" in title:
         rows = store.page(title.replace("_", " "))
     return [Hit(pid, t, text, 1.0) for pid, t, text in rows]
+
+
+class StoredPassagesRetriever:
+    """Base of the retrievers that rank passages of an index directory's passage store: a subclass sets
+    ``store`` and implements ``ranked(query, k, keep) -> [(passage id, score)]`` (the top ``k`` whose titles
+    ``keep`` lets through); search and open_page follow from it."""
+
+    name = "stored"
+    store = None
+
+    def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),
+               exclude_patterns: Iterable[str] = ()) -> list[Hit]:
+        if k <= 0:
+            return []
+        keep = TitleFilter(exclude_titles, exclude_patterns)
+        return passage_hits(self.store, self.ranked(query, k, keep))
+
+    def open_page(self, title: str) -> list[Hit]:
+        return page_hits(self.store, title)
+

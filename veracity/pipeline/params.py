@@ -26,6 +26,15 @@ from typing import Any, Iterable
 from veracity.errors import ConfigError
 
 ROLE_SETTINGS = ("max_tokens", "temperature")
+# parameters of earlier versions, and what replaced them (named in the error's hint)
+RENAMED = {
+    "max_tokens": "every role's budget is ROLE.max_tokens (e.g. judge.max_tokens)",
+    "plan_max_tokens": "planner.max_tokens and modify.max_tokens",
+    "node_max_tokens": "search.max_tokens, refine.max_tokens, think.max_tokens, judge.max_tokens",
+    "agent_max_tokens": "ROLE.max_tokens of each agent (e.g. linguist.max_tokens)",
+    "debate_max_tokens": "pro.max_tokens and con.max_tokens",
+    "memory_path": "the run state lives under --state-dir (Verifier(state_dir=...))",
+}
 MAX_TOKENS_RANGE = (1, 32768)
 TEMPERATURE_RANGE = (0.0, 2.0)
 
@@ -71,11 +80,11 @@ def _base_type(tp: Any) -> tuple[Any, bool]:
 def _type_name(tp: Any) -> str:
     base, optional = _base_type(tp)
     if typing.get_origin(base) is tuple:
-        name = "list of strings"
+        name = "a list of strings"
     elif typing.get_origin(base) is typing.Literal:
         name = "one of " + ", ".join(map(str, typing.get_args(base)))
     else:
-        name = {bool: "boolean", int: "integer", float: "number", str: "string"}.get(base, str(base))
+        name = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}.get(base, str(base))
     return name + (" or null" if optional else "")
 
 
@@ -227,7 +236,8 @@ def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None
             continue
         if key not in fields:
             valid = sorted(fields) + [f"ROLE.{s}" for s in ROLE_SETTINGS]
-            raise ConfigError(f"method {method} has no parameter {key}", hint=f"valid: {', '.join(valid)}")
+            hint = (f"replaced by {RENAMED[key]}; " if key in RENAMED else "") + f"valid: {', '.join(valid)}"
+            raise ConfigError(f"method {method} has no parameter {key}", hint=hint)
         values[key] = _coerce(method, key, value, hints[key], dict(fields[key].metadata))
     inst = params_cls(**values)
     inst.roles = role_settings
