@@ -410,3 +410,15 @@ def test_fallback_events_keep_their_fields(tmp_path):
     assert ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned" and ev["mermaid.step"]["error"]
     assert ev["mermaid.final"]["forced_after_steps"] == 0 and "did not validate" in ev["mermaid.final"]["error"]
     assert verdict.explanation == f"No verdict: the model's final answer did not validate ({ev['mermaid.final']['error']})."
+
+
+def test_mermaid_state_needs_a_directory_only_with_memory(tmp_path):
+    from veracity.errors import ConfigError
+    from veracity.pipeline.methods import get_method
+
+    spec = get_method("mermaid")
+    with pytest.raises(ConfigError, match="needs a state directory"):
+        spec.open_state(None, spec.make_params({}), "default")
+    state = spec.open_state(None, spec.make_params({"memory": False}), "default")
+    assert state.memory is None
+    state.close()

@@ -222,6 +222,8 @@ class CountingState:
 
     @classmethod
     def open(cls, state_dir, params, index_namespace):
+        if state_dir is None:  # a state that keeps files refuses to open without a directory
+            raise ConfigError("counting state needs a state directory", hint="pass --state-dir DIR")
         state = cls(state_dir, index_namespace)
         cls.opened.append(state)
         return state
@@ -263,7 +265,7 @@ def test_the_runner_opens_one_state_per_run_and_closes_it(tmp_path):
     # nothing to do: no state is opened
     asyncio.run(run_claims(claims(7), spec, ScriptedLLM({}), None, out, state_dir=tmp_path / "state"))
     assert len(CountingState.opened) == 1
-    # a method with state and neither a state nor a state directory: one clear error before any work
+    # a state that needs a directory, given none: one clear error before any claim runs
     with pytest.raises(ConfigError, match="needs a state directory"):
         asyncio.run(run_claims(claims(1), spec, ScriptedLLM({}), None, tmp_path / "other.jsonl"))
     with pytest.raises(ConfigError, match="keeps state across claims"):

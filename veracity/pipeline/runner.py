@@ -373,9 +373,6 @@ async def run_claims(
         raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
-    if spec.state_cls is not None and state is None and state_dir is None:
-        raise ConfigError(f"method {spec.name} keeps state across claims and needs a state directory",
-                          hint="pass --state-dir DIR (default: $VERACITY_HOME)")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     claims = list(claims)

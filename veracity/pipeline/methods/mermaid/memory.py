@@ -328,9 +328,12 @@ class MermaidState:
         self.memory = memory
 
     @classmethod
-    def open(cls, state_dir: Path, params: Any, index_namespace: str) -> "MermaidState":
+    def open(cls, state_dir: Path | None, params: Any, index_namespace: str) -> "MermaidState":
         if not params.memory:
             return cls(None)
+        if state_dir is None:
+            raise ConfigError("MERMAID's evidence memory needs a state directory",
+                              hint="pass --state-dir DIR (default: $VERACITY_HOME), or --no-memory")
         return cls(EvidenceMemory(Path(state_dir) / MEMORY_FILE, namespace=index_namespace,
                                   semantic=params.semantic_memory,
                                   similarity_threshold=params.similarity_threshold))
