@@ -111,9 +111,13 @@ class ScriptedLLM:
             try:
                 if isinstance(reply, dict):
                     reply = output_model.model_validate(reply)
-                elif not isinstance(reply, output_model) and isinstance(reply, output_model.__mro__[1]):
+                elif not isinstance(reply, output_model) and (
+                        isinstance(reply, output_model.__mro__[1])
+                        or any(isinstance(reply, base) for base in output_model.__mro__[2:]
+                               if base.__name__ == output_model.__name__)):
                     # a method narrowed a role's model per call (e.g. citations restricted to the shown
-                    # ids): the reply must validate against the narrowed schema
+                    # ids, labels to the binary space; a narrowing of a narrowing keeps the name): the
+                    # reply must validate against the narrowed schema
                     reply = output_model.model_validate(reply.model_dump())
             except ValidationError as exc:
                 self._record(role, messages, "{}")

@@ -7,7 +7,8 @@ A run directory holds
                       one entry per session (a resumed run adds a session);
 - ``predictions.jsonl`` one result per claim with its full trace (appended atomically; a rerun of the
                       same command skips the ids already there);
-- ``metrics.json``    accuracy, per-class P/R/F1, macro/weighted F1, confusion matrix, NEI rate,
+- ``metrics.json``    accuracy, per-class P/R/F1, macro/weighted F1, confusion matrix, NEI rate, the label
+                      space (binary / 3way) and the verdicts its binary rule forced,
                       efficiency (LLM calls, tokens, tool calls per claim, wall time, claims/min), per hop
                       for HoVer, and how each original label was predicted;
 - ``report.md``       the same as tables, with ``confusion.png`` (and ``hops.png`` for HoVer);
@@ -16,6 +17,11 @@ A run directory holds
 
 Leakage guard: the index's dump date must not be after the dataset's release date (``Dataset.created``)
 unless ``allow_leakage``; the report says which case applied.
+
+Label space (:mod:`veracity.pipeline.labels`): the dataset's declared one (binary for HoVer, FEVEROUS-S,
+...; 3way for FEVER) unless ``labels`` overrides it (with a warning); every claim is verified in it, the
+run manifest records it, and a run is resumed only in the same space. Reports show the NEI rate when
+NOT_ENOUGH_INFO is allowed (3way), and in binary how many verdicts the binary rule forced.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import json
 import sys
 import time
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +40,7 @@ from veracity.bench.datasets import Dataset, load_dataset
 from veracity.bench.metrics import efficiency_summary, evaluate, orig_label_breakdown
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointError
+from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
 from veracity.pipeline.types import Label
 
 RUN_FILE = "run.json"
@@ -52,6 +60,7 @@ class RunConfig:
     limit: int | None = None
     seed: int | None = 0
     label_map: str | None = None
+    labels: str | None = None  # label space: "binary" or "3way" (default: the dataset's declared space)
     index: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     ablations: list[str] = field(default_factory=list)
@@ -67,6 +76,8 @@ class RunConfig:
         if isinstance(self.hops, int):
             self.hops = [self.hops]
         self.ablations = [a.strip().lstrip("-") for a in self.ablations]
+        if self.labels is not None:
+            self.labels = label_space(self.labels).name  # a bad name: one line, before anything is read
         for flag, value, example in (("concurrency", self.concurrency, 16), ("llm-concurrency", self.llm_concurrency, 256)):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
@@ -198,8 +209,20 @@ def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: float | None) -> dict[str, Any]:
-    """Metrics of the claims of ``dataset`` that have a prediction (all of them once a run is complete)."""
+def forced_verdicts(results: list[dict[str, Any]]) -> int:
+    """Claims whose verdict the binary rule decided (a ``label_space.forced`` event in the trace)."""
+    return sum(1 for r in results
+               if any(e.get("kind") == FORCED_EVENT for e in (r.get("trace") or {}).get("events", [])))
+
+
+def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: float | None,
+              space: LabelSpace | str | None = None) -> dict[str, Any]:
+    """Metrics of the claims of ``dataset`` that have a prediction (all of them once a run is complete).
+
+    ``space`` is the label space the run used (default 3way, what runs without one recorded used):
+    ``label_space`` says which, whether NOT_ENOUGH_INFO was allowed (reports show the NEI rate only then)
+    and how many verdicts the binary rule forced."""
+    space = label_space(space)
     gold = {c.id: (c, g) for c, g in dataset.claims}
     rows = [r for r in results if r.get("id") in gold]
     order = {cid: i for i, cid in enumerate(gold)}
@@ -207,6 +230,10 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
     g = [gold[r["id"]][1] for r in rows]
     p = [Label(r["label"]) for r in rows]
     out: dict[str, Any] = {"complete": len(rows) == len(gold), "n_predicted": len(rows), "n_claims": len(gold)}
+    forced = forced_verdicts(rows)
+    out["label_space"] = {"name": space.name, "labels": list(space.values()), "nei_allowed": space.allows_nei,
+                          "dataset": dataset.label_space.name, "forced_verdicts": forced,
+                          "forced_rate": forced / len(rows) if rows else 0.0}
     if not rows:
         out["efficiency"] = efficiency_summary([], wall_time_s)
         return out
@@ -305,6 +332,16 @@ def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
     return made
 
 
+def _label_space_line(run: dict[str, Any], metrics: dict[str, Any]) -> str:
+    ls = metrics.get("label_space") or {}
+    name = ls.get("name") or run.get("label_space") or THREE_WAY.name
+    labels = " / ".join(ls.get("labels") or label_space(name).values())
+    dataset = ls.get("dataset") or (run.get("dataset") or {}).get("label_space")
+    whose = ("the dataset's" if dataset == name else f"--labels; the dataset's is {dataset}") if dataset else "recorded"
+    rule = f"; a claim no verdict was reached for: {BINARY_RULE}" if name == BINARY.name else ""
+    return f"- label space: {name} ({labels}; {whose}){rule}"
+
+
 def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]) -> str:
     cfg = run["config"]
     ds = run["dataset"]
@@ -315,6 +352,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- status: {status}",
         f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')},"
         f" hops {cfg.get('hops') or 'all'}); labels {', '.join(ds['labels'])}",
+        _label_space_line(run, metrics),
         f"- dataset sha256: `{ds['sha256'][:16]}`; files: {', '.join(Path(p).name for p in ds['source_files'])}",
         f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
@@ -334,9 +372,15 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     scores = metrics.get("scores")
     if scores:
         lines += ["## Accuracy", "", "| metric | value |", "|---|---|"]
+        ls = metrics.get("label_space") or {}
         lines += [f"| accuracy | {scores['accuracy']:.3f} |", f"| macro-F1 | {scores['macro_f1']:.3f} |",
-                  f"| weighted-F1 | {scores['weighted_f1']:.3f} |", f"| NOT_ENOUGH_INFO rate | {scores['nei_rate']:.3f} |",
-                  f"| predictions outside the label set | {scores['out_of_set_predictions']} |", ""]
+                  f"| weighted-F1 | {scores['weighted_f1']:.3f} |"]
+        if ls.get("nei_allowed", True):  # the NEI rate whenever NOT_ENOUGH_INFO is allowed (3way)
+            lines.append(f"| NOT_ENOUGH_INFO rate | {scores['nei_rate']:.3f} |")
+        else:
+            lines.append(f"| verdicts forced by the binary rule | {ls.get('forced_verdicts', 0)} "
+                         f"({ls.get('forced_rate', 0.0):.3f}) |")
+        lines += [f"| predictions outside the label set | {scores['out_of_set_predictions']} |", ""]
         lines += ["| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
         for lab, s in scores["per_class"].items():
             lines.append(f"| {lab} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |")
@@ -390,9 +434,11 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
         dataset = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
                                hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"))
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
-    metrics = score_run(dataset, read_predictions(run_dir), wall)
+    # a run directory written before label spaces existed ran in 3way
+    metrics = score_run(dataset, read_predictions(run_dir), wall, run.get("label_space") or THREE_WAY.name)
     metrics["run"] = {"name": run["config"].get("name") or run_dir.name, "method": run["config"]["method"],
                       "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
+                      "label_space": metrics["label_space"]["name"],
                       "ablations": run["config"].get("ablations", []), "model": run.get("model", {}).get("model"),
                       "concurrency": run.get("concurrency"), "leakage": run.get("leakage")}
     _write_json(run_dir / METRICS_FILE, metrics)
@@ -402,10 +448,12 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
 
 
 def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None, data_dir: str | None = None,
-              progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None
-              ) -> dict[str, Any]:
+              progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None,
+              on_warning: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run ``cfg`` into ``out_dir`` (resuming what is there) and return its metrics.
 
+    The label space is the dataset's declared one unless ``cfg.labels`` says otherwise (then
+    ``on_warning`` gets a line saying so, default :func:`warnings.warn`; the report says it too).
     ``llm`` replaces the endpoint (tests pass a scripted stand-in). An EndpointError stops the run after
     the results so far are scored; it is re-raised with the run directory in its message.
     """
@@ -416,6 +464,14 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
     overrides = cfg.method_overrides()  # bad method / ablation / parameter before any file is read
     dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
                            variant=cfg.variant, label_map=cfg.label_map)
+    space = label_space(cfg.labels) if cfg.labels is not None else dataset.label_space
+    if space != dataset.label_space:
+        msg = (f"label space {space.name} ({' / '.join(space.values())}) differs from the {dataset.name} "
+               f"dataset's {dataset.label_space.name} ({' / '.join(dataset.label_space.values())})")
+        if on_warning is not None:
+            on_warning(msg)
+        else:
+            warnings.warn(msg, stacklevel=2)
     previous = read_run(out_dir) if (out_dir / RUN_FILE).exists() else None
     if previous is None and out_dir.exists() and any(out_dir.iterdir()):
         raise ConfigError(f"{out_dir} exists and is not a benchmark run directory",
@@ -427,11 +483,15 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if previous["dataset"]["sha256"] != dataset.sha256:
             raise ConfigError(f"{out_dir} was run on other data files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
+        before = previous.get("label_space") or THREE_WAY.name  # runs before label spaces were 3way
+        if before != space.name:
+            raise ConfigError(f"{out_dir} holds a run in the {before} label space; this one would be {space.name}",
+                              hint=f"pass --labels {before} to resume it, or another --out directory")
     # the run directory is the run's state directory (MERMAID keeps its evidence memory there): runs do
     # not feed each other, and resuming a run keeps its state
     verifier = Verifier(method=cfg.method, index=cfg.index, endpoint=settings.endpoint, model=settings.model,
                         settings=settings, llm=llm, concurrency=cfg.concurrency, llm_concurrency=cfg.llm_concurrency,
-                        search_mode=cfg.search_mode, state_dir=out_dir, **overrides)
+                        search_mode=cfg.search_mode, state_dir=out_dir, labels=space, **overrides)
     try:
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage)
         if llm is not None:
@@ -449,6 +509,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         run.update({
             "dataset": {**dataset.manifest(), "data_dir": str(data_dir or settings.data_dir or "") or None},
             "method": cfg.method,
+            "label_space": space.name,
             "method_overrides": overrides,
             "method_params": dataclasses.asdict(verifier.params),
             "roles": {r.name: dataclasses.asdict(r.settings(verifier.params)) for r in verifier.spec.roles},
@@ -488,8 +549,9 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
 
 
 # -- compare ------------------------------------------------------------------------------------
-COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "NEI", "LLM calls/claim",
-                   "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s", "claims/min", "leakage")
+COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "labels", "NEI", "forced",
+                   "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
+                   "claims/min", "leakage")
 
 
 def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
@@ -502,6 +564,7 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
         metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
         s = metrics.get("scores") or {}
         e = metrics.get("efficiency") or {}
+        ls = metrics.get("label_space") or {}  # absent in runs from before label spaces: 3way
         cfg = run["config"]
         leak = run.get("leakage") or {}
         name = cfg.get("name") or d.name
@@ -513,7 +576,10 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
             "method": method,
             "n": f"{metrics.get('n_predicted', 0)}/{metrics.get('n_claims', 0)}",
             "acc": fmt("accuracy", s), "macro-F1": fmt("macro_f1", s), "weighted-F1": fmt("weighted_f1", s),
-            "NEI": fmt("nei_rate", s, ".2f"),
+            "labels": ls.get("name", THREE_WAY.name),
+            # the NEI rate whenever NOT_ENOUGH_INFO is allowed; in binary, the verdicts the binary rule forced
+            "NEI": fmt("nei_rate", s, ".2f") if ls.get("nei_allowed", True) else "n/a",
+            "forced": fmt("forced_rate", ls, ".2f") if not ls.get("nei_allowed", True) else "n/a",
             "LLM calls/claim": fmt("llm_calls_per_claim", e, ".1f"), "tokens/claim": fmt("tokens_per_claim", e, ".0f"),
             "tools/claim": fmt("tool_calls_per_claim", e, ".2f"), "memory hits/claim": fmt("memory_hits_per_claim", e, ".2f"),
             "claim p50 s": fmt("latency_p50_s", e, ".1f"), "wall s": fmt("wall_time_s", e, ".0f"),

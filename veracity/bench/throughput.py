@@ -399,9 +399,10 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     write_reports(out_dir, report)
 
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
-        # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state dir
+        # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
+        # dir; verdicts in the dataset's label space, as `bench run` gives them
         return Verifier(method=spec.name, index=searcher, endpoint=url, model=model, settings=settings, llm=llm,
-                        concurrency=concurrency, state_dir=level_dir, **cfg.params)
+                        concurrency=concurrency, state_dir=level_dir, labels=dataset.label_space, **cfg.params)
 
     stopped: EndpointError | None = None
     warned: set[str] = set()

@@ -17,7 +17,8 @@ def datasets_cmd(count: bool, data_dir: str | None, as_json: bool) -> None:
     """List the datasets `bench run --dataset` accepts: variants, files, label sets, release dates.
 
     Each variant is one set of official files read with one label mapping; `*` marks the default
-    variant. The release date is what the leakage guard compares with the index's dump date.
+    variant. Its label space (binary: SUPPORTED / REFUTED, or 3way) is what `bench run` verifies its
+    claims in unless --labels says otherwise. The release date is what the leakage guard compares with the index's dump date.
 
     \b
     Examples:
@@ -35,14 +36,14 @@ def datasets_cmd(count: bool, data_dir: str | None, as_json: bool) -> None:
     if as_json:
         print_json(records)
         return
-    columns = ["dataset", "variant", "labels", "files", "released"]
+    columns = ["dataset", "variant", "labels", "label space", "files", "released"]
     if count:
         columns.append("claims")
     rows = []
     for rec in records:
         for name, var in rec["variants"].items():
             row = [rec["name"], name + (" *" if name == rec["default_variant"] else ""),
-                   "/".join(var["labels"]), ", ".join(f"{rec['folder']}/{f}" for f in var["files"]), var["created"]]
+                   "/".join(var["labels"]), var["label_space"], ", ".join(f"{rec['folder']}/{f}" for f in var["files"]), var["created"]]
             if count:
                 row.append(_counts(var))
             rows.append(row)

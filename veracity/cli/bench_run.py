@@ -24,6 +24,8 @@ from veracity.errors import EndpointError
 @click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")
 @click.option("--seed", type=int, default=None, help="Sampling seed for --limit (default 0).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
+@click.option("--labels", default=None, metavar="binary|3way", help="Label space of the verdicts (default: the "
+              "dataset's, see `veracity bench datasets`; another one is run with a warning).")
 @click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index).")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
@@ -40,8 +42,8 @@ from veracity.errors import EndpointError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, index, data_dir, out_dir, ablations,
-            params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, labels, index, data_dir, out_dir,
+            ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -53,6 +55,10 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
       veracity bench run --dataset hover --method mermaid --limit 50 --index ~/.veracity/indexes/hover-mix
       veracity bench run --dataset hover --hops 3 --method trification --ablation static --limit 20
       veracity bench run --config benchmarks/configs/emulate-factool-kbqa.toml --out runs/emulate-kbqa
+      veracity bench run --dataset fever --method rag --labels binary --limit 20
+
+    The verdicts are in the dataset's label space (binary: SUPPORTED / REFUTED for HoVer, FEVEROUS-S, ...;
+    3way for FEVER) unless --labels (or `labels` in the config) says otherwise.
     """
     from veracity.bench.run import RunConfig, bench_run, load_config
     from veracity.cli.verify import parse_params
@@ -64,7 +70,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
     given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
-             "label_map": label_map, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
+             "label_map": label_map, "labels": labels, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
              "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None}
     if config_path is not None:
@@ -80,7 +86,9 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
     out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
     err_console.print(f"run directory: {out_dir}", highlight=False)
     try:
-        metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json)
+        metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
+                            on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {msg}", highlight=False,
+                                                                     soft_wrap=True))
     except EndpointError as exc:
         fail(str(exc), exc.hint or "restart the server, then run the same command again to resume")
         return
@@ -98,11 +106,18 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     s = metrics.get("scores") or {}
     e = metrics.get("efficiency") or {}
     run = metrics.get("run", {})
-    table = Table(title=f"{run.get('method')} on {run.get('dataset')} — {metrics['n_predicted']}/{metrics['n_claims']} claims")
-    for col in ("acc", "macro-F1", "w-F1", "NEI", "calls/claim", "tok/claim", "tools/claim", "claims/min"):
+    ls = metrics.get("label_space") or {}
+    title = (f"{run.get('method')} on {run.get('dataset')} ({ls.get('name', '3way')} labels) — "
+             f"{metrics['n_predicted']}/{metrics['n_claims']} claims")
+    table = Table(title=title)
+    nei_allowed = ls.get("nei_allowed", True)
+    # the NEI rate whenever NOT_ENOUGH_INFO is allowed (3way); in binary the share of verdicts the rule forced
+    for col in ("acc", "macro-F1", "w-F1", "NEI" if nei_allowed else "forced", "calls/claim", "tok/claim",
+                "tools/claim", "claims/min"):
         table.add_column(col, justify="right")
     if s:
-        table.add_row(f"{s['accuracy']:.3f}", f"{s['macro_f1']:.3f}", f"{s['weighted_f1']:.3f}", f"{s['nei_rate']:.2f}",
+        table.add_row(f"{s['accuracy']:.3f}", f"{s['macro_f1']:.3f}", f"{s['weighted_f1']:.3f}",
+                      f"{s['nei_rate']:.2f}" if nei_allowed else f"{ls.get('forced_rate', 0.0):.2f}",
                       f"{e['llm_calls_per_claim']:.1f}", f"{e['tokens_per_claim']:.0f}", f"{e['tool_calls_per_claim']:.1f}",
                       f"{e['claims_per_min']:.2f}")
     console.print(table)

@@ -104,12 +104,15 @@ def _ablation_options(fn):
               "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).")
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
+@click.option("--labels", "labels", default="3way", show_default=True, metavar="binary|3way",
+              help="Label space: 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) or binary (SUPPORTED / REFUTED: "
+              "the verdict is one of the two, and an unconfirmed claim is REFUTED).")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @_ablation_options
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
-           state_dir, semantic_memory, cache, as_json, **ablations) -> None:
+           state_dir, semantic_memory, labels, cache, as_json, **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -120,12 +123,15 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
       veracity verify "..." --method trification --static
       veracity verify "..." --method zofia --no-debate
       veracity verify -i claims.jsonl -o results.jsonl --method rag --concurrency 8
+      veracity verify "..." --method rag --labels binary
 
     A batch appends each result to the output as it finishes (with its trace), shows claims/min and
     tokens/s, and resumes where it stopped when run again.
     """
     from veracity.pipeline.api import Verifier
+    from veracity.pipeline.labels import label_space
 
+    space = label_space(labels)  # a bad name is one line, before anything else
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
@@ -145,7 +151,7 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
     settings = load_settings(endpoint=endpoint, model=model)
     verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
                         concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
-                        **overrides)
+                        labels=space, **overrides)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)

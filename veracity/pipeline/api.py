@@ -19,6 +19,10 @@ default 16); ``llm_concurrency`` the number of LLM requests in flight, for one c
 agents and many claims can fill the server's batch). A method's run state (MERMAID's evidence memory)
 is opened from ``state_dir`` (default ``$VERACITY_HOME``) on first use, lives as long as the Verifier
 and is closed by :meth:`Verifier.close`.
+
+``labels`` is the label space (:mod:`veracity.pipeline.labels`): ``"3way"`` (default: SUPPORTED /
+REFUTED / NOT_ENOUGH_INFO) or ``"binary"`` (SUPPORTED / REFUTED: the final verdict's schema and prompt
+offer those two only, and a claim no verdict was reached for is REFUTED by the binary rule, traced).
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from typing import Any, AsyncIterator, Iterable
 
 from veracity.config import Settings
 from veracity.errors import ConfigError, IndexDirError
+from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import get_method
 from veracity.pipeline.runner import (ClaimsFile, RunStats, make_claim, open_run_state, read_claims_jsonl,
-                                      run_claims, verify_one)
+                                      resolve_label_space, run_claims, verify_one)
 from veracity.pipeline.types import Claim, Verdict
 
 
@@ -84,13 +89,15 @@ class Verifier:
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
                  concurrency: int | None = None, llm_concurrency: int | None = None, cache: bool = False,
                  exclude_titles: Iterable[str] = (), search_mode: str | None = None,
-                 state_dir: Path | str | None = None, **params: Any):
+                 state_dir: Path | str | None = None, labels: LabelSpace | str | None = None, **params: Any):
         self.settings = settings or Settings()
         self.concurrency = concurrency if concurrency is not None else self.settings.concurrency
         self.llm_concurrency = llm_concurrency if llm_concurrency is not None else self.settings.llm_concurrency
         check_concurrency(self.concurrency, self.llm_concurrency)
         self.spec = get_method(method)
         self.params = self.spec.make_params(params)
+        self.label_space = resolve_label_space(labels)  # "3way" unless given; bad names: one-line ConfigError
+        self.spec.check_label_space(self.params, self.label_space)
         self.searcher = open_index(index, self.settings) if (self.spec.needs_index or index is not None) else None
         self.endpoint = endpoint
         self.model = model
@@ -146,7 +153,8 @@ class Verifier:
         state = self.state()
         async with self._client(self.llm_concurrency) as llm:
             return await verify_one(claim, self.spec, llm, self.searcher, self.params, state,
-                                    exclude_titles=self.exclude_titles, search_mode=self.search_mode)
+                                    exclude_titles=self.exclude_titles, search_mode=self.search_mode,
+                                    label_space=self.label_space)
 
     def verify(self, claim: str | Claim) -> Verdict:
         """Verify one claim (text or :class:`Claim`) and return its :class:`Verdict` (with trace)."""
@@ -192,7 +200,7 @@ class Verifier:
                                          rejected=loaded.rejected,
                                          progress=progress, exclude_titles=self.exclude_titles,
                                          search_mode=self.search_mode, write_manifest=out is not None,
-                                         on_result=on_result)
+                                         on_result=on_result, label_space=self.label_space)
             if out is None:
                 import json
 

@@ -11,8 +11,11 @@ under a lock, so a killed run leaves whole lines only (a torn last line, if the 
 cut off on the next run). Each line is ``Verdict.to_dict(claim)``: id, claim, label, explanation,
 method, evidence, and the claim's full ``trace`` (LLM calls, tool calls, memory hits, timings) in the
 same line, so results and traces can never get out of step. Beside it, ``<out>.manifest.json``
-records method, parameters, each role's token budget and temperature, model, endpoint, index manifest,
-state directory and package version.
+records method, parameters, label space, each role's token budget and temperature, model, endpoint,
+index manifest, state directory and package version.
+
+Label space (:mod:`veracity.pipeline.labels`): every claim of a run gets the run's ``label_space`` (3way
+unless given) as ``ctx.label_space``; in ``binary`` no verdict is NOT_ENOUGH_INFO.
 
 Run state: a method that keeps state across claims (``spec.state_cls``, e.g. MERMAID's evidence memory)
 gets it opened once per run from a state directory and passed to every claim as ``ctx.state``; whoever
@@ -39,6 +42,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from veracity.errors import ConfigError, DataError, EndpointError, VeracityError
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
+from veracity.pipeline.labels import label_space as label_space_of
 from veracity.pipeline.methods import MethodContext, MethodSpec, get_method
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Trace, Verdict
@@ -251,6 +256,11 @@ def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path
     return spec.open_state(state_dir, params, index_namespace(searcher))
 
 
+def resolve_label_space(value: LabelSpace | str | None) -> LabelSpace:
+    """The run's label space: a LabelSpace, its name (``3way`` / ``binary``), or None for 3way."""
+    return label_space_of(value)
+
+
 def resolve_params(spec: MethodSpec, params: Any) -> Any:
     if params is None or isinstance(params, dict):
         return spec.make_params(params or {})
@@ -260,20 +270,28 @@ def resolve_params(spec: MethodSpec, params: Any) -> Any:
 
 
 async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
-                     exclude_titles: Iterable[str] = (), search_mode: str | None = None) -> Verdict:
+                     exclude_titles: Iterable[str] = (), search_mode: str | None = None,
+                     label_space: LabelSpace | str | None = None) -> Verdict:
     """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made.
 
-    ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one."""
+    ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one.
+    ``label_space`` (default 3way) is passed to the method as ``ctx.label_space``; a verdict outside it
+    (a method path that still returned NOT_ENOUGH_INFO in the binary space) gets the binary rule
+    (:meth:`LabelSpace.undecided`, traced)."""
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
                           hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
+    space = resolve_label_space(label_space)
     trace = Trace()
     tools = Tools(retriever_of(searcher, search_mode), trace, exclude_titles=exclude_titles)
-    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state)
+    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space)
     t0 = time.perf_counter()
     with usage_scope() as sink:
         trace.llm_calls = sink  # filled as the method calls the model
         verdict = await spec.fn(claim, ctx)
+    if verdict.label not in space:
+        verdict.label = space.undecided(trace, f"the method returned {verdict.label.value}: {verdict.explanation}",
+                                        path="runner")
     trace.llm_calls = list(sink)
     trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
     trace.timings["llm_s"] = round(sum(getattr(c, "latency_s", 0.0) for c in trace.llm_calls), 4)
@@ -308,11 +326,13 @@ class RunStats:
 
 
 def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any,
-                       state_dir: Path | str | None = None) -> None:
-    """``<out>.manifest.json``; refuses to resume a file written by another method or other parameters."""
+                       state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None) -> None:
+    """``<out>.manifest.json``; refuses to resume a file written by another method, other parameters or in
+    another label space."""
     from veracity import __version__
 
     path = out_path.with_name(out_path.name + ".manifest.json")
+    space = resolve_label_space(label_space)
     params_d = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(vars(params))
     if path.exists():
         try:
@@ -324,9 +344,17 @@ def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, 
                 f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would mix them",
                 hint="pass another -o, or the same --method/--param as before",
             )
+        if old and old.get("label_space", THREE_WAY.name) != space.name:
+            raise ConfigError(
+                f"{out_path} holds results in the {old.get('label_space', THREE_WAY.name)} label space; "
+                f"resuming in the {space.name} space would mix them",
+                hint=f"pass another -o, or --labels {old.get('label_space', THREE_WAY.name)} as before",
+            )
     manifest = {
         "method": spec.name,
         "params": params_d,
+        "label_space": space.name,
+        "labels": list(space.values()),
         "roles": {role.name: dataclasses.asdict(role.settings(params)) for role in spec.roles},
         "state_dir": str(state_dir) if spec.state_cls is not None and state_dir is not None else None,
         "model": getattr(llm, "model", None),
@@ -358,6 +386,7 @@ async def run_claims(
     search_mode: str | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
     write_manifest: bool = True,
+    label_space: LabelSpace | str | None = None,
 ) -> RunStats:
     """Verify ``claims`` with ``concurrency`` claims in flight; append each result to ``out_path``.
 
@@ -365,10 +394,13 @@ async def run_claims(
     state opened here from ``state_dir`` and closed when the run ends. Returns :class:`RunStats`.
     Claims whose method fails (e.g. the model's reply never validates) are listed in ``stats.failed``
     and not written, so a rerun retries them. An ``EndpointError`` stops the run; it is re-raised with
-    ``err.stats`` set.
+    ``err.stats`` set. ``label_space`` (default 3way) is every claim's ``ctx.label_space`` and is recorded in
+    the manifest.
     """
     spec = get_method(method) if isinstance(method, str) else method
     params = resolve_params(spec, params)
+    space = resolve_label_space(label_space)
+    spec.check_label_space(params, space)
     if spec.needs_index and searcher is None:
         raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
     if concurrency < 1:
@@ -381,7 +413,7 @@ async def run_claims(
     pending = deque(c for c in claims if c.id not in done_ids)
     stats.skipped = len(claims) - len(pending)
     if write_manifest:
-        write_run_manifest(out_path, spec, params, llm, searcher, state_dir)
+        write_run_manifest(out_path, spec, params, llm, searcher, state_dir, space)
     writer = ResultWriter(out_path)
     own_state = state is None and spec.state_cls is not None and bool(pending)
     if own_state:
@@ -401,7 +433,8 @@ async def run_claims(
             claim = pending.popleft()
             try:
                 verdict = await verify_one(claim, spec, llm, searcher, params, state,
-                                           exclude_titles=exclude_titles, search_mode=search_mode)
+                                           exclude_titles=exclude_titles, search_mode=search_mode,
+                                           label_space=space)
             except EndpointError as exc:
                 if not stop:
                     stop.append(exc)

@@ -24,6 +24,7 @@ from veracity.bench.datasets.jsonl import read_generic_jsonl
 from veracity.bench.datasets.records import norm_label_key
 from veracity.bench.datasets.registry import DatasetSpec, describe_datasets, get_spec
 from veracity.errors import DataError
+from veracity.pipeline.labels import THREE_WAY, LabelSpace, space_of
 from veracity.pipeline.types import Claim, Label
 
 DATA_DIR_ENV = "VERACITY_DATA_DIR"
@@ -46,6 +47,7 @@ class Dataset:
     total: int = 0  # records after label mapping and filters, before --limit
     dropped: dict[str, int] = field(default_factory=dict)  # orig label -> records dropped by the mapping
     selection: dict[str, Any] = field(default_factory=dict)  # hops / limit / seed as applied
+    label_space: LabelSpace = THREE_WAY  # the declared label space (bench run's default --labels)
 
     def __len__(self) -> int:
         return len(self.claims)
@@ -70,6 +72,7 @@ class Dataset:
             "file_sha256": self.file_sha256,
             "created": self.created,
             "labels": [lab.value for lab in self.labels],
+            "label_space": self.label_space.name,
             "label_mapping": self.label_mapping,
             "n_claims": len(self.claims),
             "total_before_limit": self.total,
@@ -195,6 +198,7 @@ def load_dataset(
                             hint="jsonl:PATH takes a path to a JSONL file of {\"id\", \"claim\", \"label\"} objects")
         mapping = parse_label_map(label_map) or dict(_DEFAULT_JSONL_MAP)
         files, reader, ds_name, var_name, created = [path], read_generic_jsonl, name, None, None
+        declared = None
         if hops is not None:
             raise DataError("hops applies to the hover dataset only", hint="drop --hops for jsonl:PATH")
     else:
@@ -207,6 +211,7 @@ def load_dataset(
         mapping = dict(var.label_map)
         mapping.update(parse_label_map(label_map) or {})
         reader, ds_name, var_name, created = var.reader, spec.name, var.name, var.created or spec.created
+        declared = spec.space_of(var)
 
     records = reader(files)
 
@@ -260,12 +265,16 @@ def load_dataset(
     else:
         used = {lab for lab in mapping.values() if lab is not None}
     labels = tuple(lab for lab in Label if lab in used)
+    # the label space: the dataset's declared one, widened to 3way when --label-map keeps NOT_ENOUGH_INFO;
+    # a user's JSONL file: binary unless its labels include NOT_ENOUGH_INFO
+    space = THREE_WAY if Label.NOT_ENOUGH_INFO in labels else (declared or space_of(labels))
     return Dataset(
         name=ds_name, variant=var_name, claims=pairs, labels=labels, source_files=list(files),
         sha256=_combined_sha(files, digests), created=created, file_sha256=digests,
         label_mapping={k: (v.value if v else None) for k, v in mapping.items()},
         total=total, dropped=dict(dropped),
         selection={"hops": sorted(hop_set) if hop_set else None, "limit": limit, "seed": seed},
+        label_space=space,
     )
 
 

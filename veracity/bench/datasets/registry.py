@@ -4,13 +4,20 @@ Every benchmark maps its gold labels onto :class:`~veracity.pipeline.types.Label
 REFUTED / NOT_ENOUGH_INFO). The mapping of each dataset (and of each of its variants) is written in its
 reader's docstring and is data here (``Variant.label_map``), so ``veracity bench datasets`` can print it.
 
+Every dataset also declares its label space (:mod:`veracity.pipeline.labels`), the labels its claims are
+verified with, which ``bench run`` passes to the methods by default: ``BINARY`` (SUPPORTED / REFUTED:
+HoVer, FEVEROUS-S, FacTool-KBQA, BingCheck, Factcheck-Bench, FELM-WK, and the news datasets PolitiFact,
+GossipCop and LIAR, whose real / fake ratings map onto SUPPORTED / REFUTED) or ``THREE_WAY`` (FEVER). A
+variant whose mapping keeps NOT_ENOUGH_INFO declares ``THREE_WAY`` itself (BingCheck ``4way``,
+Factcheck-Bench ``3way``); registering checks that the space holds every label the mapping produces.
+
 To add a dataset:
 
 1. write its reader (``paths -> list[Record]``) in the reader module of its family of formats
    (``hover.py``, ``feverous.py``, ``fever.py``, ``llm_answers.py``, ``liar.py``, ``news.py``), or in a
    new module beside them, using the helpers of ``records.py``; its docstring states the label mapping;
 2. register a :class:`DatasetSpec` below (folder under the data dir, release date and its source for
-   the leakage guard, download hint, one :class:`Variant` per file set / label convention);
+   the leakage guard, download hint, label space, one :class:`Variant` per file set / label convention);
 3. add a loader test on the shared data in ``tests/unit/test_bench_datasets.py``.
 
 ``veracity bench run --dataset NAME``, ``bench throughput`` and ``bench datasets`` pick it up from
@@ -41,6 +48,7 @@ from veracity.bench.datasets.news import (
 )
 from veracity.bench.datasets.records import Reader
 from veracity.errors import DataError
+from veracity.pipeline.labels import BINARY, THREE_WAY, LabelSpace
 from veracity.pipeline.types import Label
 
 S, R, N = Label.SUPPORTED, Label.REFUTED, Label.NOT_ENOUGH_INFO
@@ -57,6 +65,7 @@ class Variant:
     reader: Reader
     label_map: Mapping[str, Label | None]  # normalised original label -> Label (None = drop the record)
     created: str | None = None  # overrides DatasetSpec.created when this variant's data is younger
+    label_space: LabelSpace | None = None  # overrides DatasetSpec.label_space (e.g. a dataset's 3-way variant)
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,12 @@ class DatasetSpec:
     download: str  # where users get the files
     variants: Mapping[str, Variant]
     default_variant: str
+    label_space: LabelSpace  # the labels its claims are verified with: BINARY or THREE_WAY (variants may override)
     supports_hops: bool = False
+
+    def space_of(self, variant: Variant) -> LabelSpace:
+        """The declared label space of ``variant`` (its own, else the dataset's)."""
+        return variant.label_space or self.label_space
 
     def variant(self, name: str | None) -> Variant:
         key = name or self.default_variant
@@ -88,13 +102,22 @@ FAKE_REAL_01 = {"1": R, "0": S}
 DATASETS: dict[str, DatasetSpec] = {}
 
 
+def label_set(label_map: Mapping[str, Label | None]) -> tuple[Label, ...]:
+    """The labels a mapping produces, in Label order (a binary set has two)."""
+    used = {lab for lab in label_map.values() if lab is not None}
+    return tuple(lab for lab in Label if lab in used)
+
+
 def _register(spec: DatasetSpec) -> None:
     assert spec.default_variant in spec.variants
+    for v in spec.variants.values():  # the declared label space holds every label the mapping produces
+        space = spec.space_of(v)
+        assert all(lab in space for lab in label_set(v.label_map)), (spec.name, v.name, space.name)
     DATASETS[spec.name] = spec
 
 
 _register(DatasetSpec(
-    name="hover", folder="hover",
+    name="hover", folder="hover", label_space=BINARY,
     summary="HoVer many-hop claims (2-4 hops), SUPPORTED / NOT_SUPPORTED, gold supporting-fact titles",
     created="2020-11-05", created_source="Jiang et al., HoVer, arXiv:2011.03088 (Findings of EMNLP 2020)",
     download="https://hover-nlp.github.io/ (data/hover/ of github.com/hover-nlp/hover)",
@@ -108,7 +131,7 @@ _register(DatasetSpec(
 ))
 
 _register(DatasetSpec(
-    name="feverous-s", folder="feverous_s",
+    name="feverous-s", folder="feverous_s", label_space=BINARY,
     summary="FEVEROUS dev claims with sentence-only evidence (ProgramFC's subset), supports / refutes",
     created="2021-06-10", created_source="Aly et al., FEVEROUS, arXiv:2106.05707 (NeurIPS 2021 Datasets)",
     download="github.com/teacherpeterpan/ProgramFC datasets/FEVEROUS/claims/dev.json",
@@ -121,7 +144,7 @@ _register(DatasetSpec(
 
 _FEVER_MAP = {"supports": S, "refutes": R, "not enough info": N}
 _register(DatasetSpec(
-    name="fever", folder="fever",
+    name="fever", folder="fever", label_space=THREE_WAY,
     summary="FEVER 1.0 claims, 3-way SUPPORTS / REFUTES / NOT ENOUGH INFO",
     created="2018-03-14", created_source="Thorne et al., FEVER, arXiv:1803.05355 (NAACL 2018)",
     download="https://fever.ai/dataset/fever.html",
@@ -136,7 +159,7 @@ _register(DatasetSpec(
 ))
 
 _register(DatasetSpec(
-    name="factool-kbqa", folder="factool_kbqa",
+    name="factool-kbqa", folder="factool_kbqa", label_space=BINARY,
     summary="FacTool knowledge-based QA atomic claims, True / False (EMULATE Table 1: 177 / 56)",
     created="2023-07-25", created_source="Chern et al., FacTool, arXiv:2307.13528",
     download="github.com/GAIR-NLP/factool datasets/knowledge_qa/knowledge_qa.jsonl",
@@ -151,7 +174,7 @@ _register(DatasetSpec(
 
 _BING_4WAY = {"supported": S, "partially supported": S, "not supported": N, "refuted": R}
 _register(DatasetSpec(
-    name="bingcheck", folder="bingcheck",
+    name="bingcheck", folder="bingcheck", label_space=BINARY,
     summary="BingCheck atomic claims of Bing Chat answers; 4-way labels and FIRE / EMULATE binary versions",
     created="2023-05-24", created_source="Li et al., Self-Checker, arXiv:2305.14623 (Findings of NAACL 2024)",
     download="github.com/mbzuai-nlp/fire datasets/bingcheck/",
@@ -164,7 +187,7 @@ _register(DatasetSpec(
         "4way": Variant(
             "4way", "all 3,840 claims: supported and partially supported -> SUPPORTED, refuted -> REFUTED, "
             "not supported (no evidence found) -> NOT_ENOUGH_INFO", ("fire_bingcheck.jsonl|bingcheck.jsonl",),
-            read_claim_label_jsonl("bingcheck"), _BING_4WAY),
+            read_claim_label_jsonl("bingcheck"), _BING_4WAY, label_space=THREE_WAY),
         "fire": Variant("fire", "FIRE paper subset (data.jsonl): true -> SUPPORTED, false -> REFUTED",
                         ("fire_data.jsonl|data.jsonl",), read_claim_label_jsonl("bingcheck-fire"), TRUE_FALSE),
         "fire-full": Variant("fire-full", "FIRE data_full.jsonl: true (= supported + partially supported) / false "
@@ -175,7 +198,7 @@ _register(DatasetSpec(
 ))
 
 _register(DatasetSpec(
-    name="factcheck-bench", folder="factcheck_bench",
+    name="factcheck-bench", folder="factcheck_bench", label_space=BINARY,
     summary="Factcheck-Bench checkworthy claims of ChatGPT answers: true / false / not enough evidence",
     created="2023-11-15", created_source="Wang et al., Factcheck-Bench / Factcheck-GPT, arXiv:2311.09000",
     download="github.com/yuxiaw/Factcheck-GPT subtasks/subtask4_claim_factuality.jsonl",
@@ -185,7 +208,7 @@ _register(DatasetSpec(
                           {"true": S, "false": R, "not_enough_evidence": DROP}),
         "3way": Variant("3way", "subtask 4, all 661 claims, not_enough_evidence -> NOT_ENOUGH_INFO",
                         ("subtask4_claim_factuality.jsonl",), read_factcheck_subtask4,
-                        {"true": S, "false": R, "not_enough_evidence": N}),
+                        {"true": S, "false": R, "not_enough_evidence": N}, label_space=THREE_WAY),
         "fire": Variant("fire", "FIRE's binary copy (datasets/factcheckbench/data.jsonl)",
                         ("fire_factcheckbench_data.jsonl",), read_claim_label_jsonl("factcheck-fire"), TRUE_FALSE),
     },
@@ -193,7 +216,7 @@ _register(DatasetSpec(
 ))
 
 _register(DatasetSpec(
-    name="felm-wk", folder="felm_wk",
+    name="felm-wk", folder="felm_wk", label_space=BINARY,
     summary="FELM world-knowledge ChatGPT responses, True / False (response-level, as flattened by FIRE)",
     created="2023-10-01", created_source="Chen et al., FELM, arXiv:2310.00741 (NeurIPS 2023 Datasets)",
     download="github.com/mbzuai-nlp/fire datasets/felm_wk/data.jsonl",
@@ -210,7 +233,7 @@ _register(DatasetSpec(
 _PF = "politifact_gossipcop"
 _FNN_CREATED = "FakeNewsNet: Shu et al., arXiv:1809.01286 (articles collected up to 2018)"
 _register(DatasetSpec(
-    name="politifact", folder=_PF,
+    name="politifact", folder=_PF, label_space=BINARY,
     summary="PolitiFact news articles (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; several releases",
     created="2018-09-05", created_source=_FNN_CREATED,
     download="github.com/mbzuai-nlp/Fakenews-dataset (PolitiFact++), github.com/KaiDMML/FakeNewsNet",
@@ -242,7 +265,7 @@ _register(DatasetSpec(
 ))
 
 _register(DatasetSpec(
-    name="gossipcop", folder=_PF,
+    name="gossipcop", folder=_PF, label_space=BINARY,
     summary="GossipCop entertainment news (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; several releases",
     created="2018-09-05", created_source=_FNN_CREATED,
     download="github.com/KaiDMML/FakeNewsNet; github.com/ChandlerU11/fake_news_data",
@@ -261,7 +284,7 @@ _register(DatasetSpec(
 
 _LIAR_BINARY = {"true": S, "mostly-true": S, "half-true": S, "barely-true": R, "false": R, "pants-fire": R}
 _register(DatasetSpec(
-    name="liar", folder="liar",
+    name="liar", folder="liar", label_space=BINARY,
     summary="LIAR PolitiFact statements: 6 ratings kept in meta, binarised true/mostly/half vs barely/false/pants-fire",
     created="2017-05-01", created_source="Wang, 'Liar, Liar Pants on Fire', arXiv:1705.00648 (ACL 2017)",
     download="https://www.cs.ucsb.edu/~william/data/liar_dataset.zip",
@@ -285,12 +308,6 @@ def get_spec(name: str) -> DatasetSpec:
     return DATASETS[name]
 
 
-def label_set(label_map: Mapping[str, Label | None]) -> tuple[Label, ...]:
-    """The labels a mapping produces, in Label order (a binary set has two)."""
-    used = {lab for lab in label_map.values() if lab is not None}
-    return tuple(lab for lab in Label if lab in used)
-
-
 def describe_datasets() -> list[dict[str, Any]]:
     """Name, variants (files, label mapping, label set), folder and release date of every dataset.
 
@@ -305,6 +322,7 @@ def describe_datasets() -> list[dict[str, Any]]:
             "variants": {v.name: {"description": v.description, "files": list(v.files),
                                   "created": v.created or spec.created,
                                   "labels": [lab.value for lab in label_set(v.label_map)],
+                                  "label_space": spec.space_of(v).name,
                                   "label_map": {k: (lab.value if lab else None) for k, lab in v.label_map.items()}}
                          for v in spec.variants.values()},
         })

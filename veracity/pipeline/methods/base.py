@@ -10,6 +10,11 @@ State a method keeps across claims (MERMAID's evidence memory) is a class implem
 :class:`RunState`: the engine opens it once per run from a state directory (``spec.open_state``),
 passes it to every claim as ``ctx.state`` and closes it at the end. The engine knows nothing else about
 it.
+
+The run's label space (``ctx.label_space``, :mod:`veracity.pipeline.labels`; 3way unless the run says
+binary) is which verdicts a claim may get: in binary a method narrows its final-verdict role's output model
+per call (``await ROLE(ctx, output=ctx.label_space.narrow(Model))``), renders its prompt from the space, and
+ends every undecided path with ``ctx.label_space.undecided(ctx.trace, reason)``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Awaitable, Callable, Protocol, TypeVar, runtime_checkabl
 from pydantic import BaseModel
 
 from veracity.errors import ConfigError
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.params import build_params
 from veracity.pipeline.roles import Role
 from veracity.pipeline.tools import Tools
@@ -56,6 +62,7 @@ class MethodContext:
     trace: Trace
     params: Any  # the method's params dataclass instance
     state: Any = None  # the method's RunState instance (None when the method keeps none)
+    label_space: LabelSpace = THREE_WAY  # the verdicts the run may give (veracity.pipeline.labels)
 
 
 MethodFn = Callable[[Claim, MethodContext], Awaitable[Verdict]]
@@ -77,6 +84,14 @@ class MethodSpec:
         """Validated params with ``overrides`` applied (names, ``ROLE.max_tokens`` / ``ROLE.temperature``);
         an unknown name, a wrong type or an out-of-range value is a one-line ConfigError."""
         return build_params(self.name, self.params_cls, overrides, [r.short for r in self.roles])
+
+    def check_label_space(self, params: Any, space: LabelSpace) -> None:
+        """Refuse (ConfigError) parameters that cannot hold in ``space`` (e.g. Trification's
+        ``uncertain_label=NOT_ENOUGH_INFO`` in the binary space); params classes declare the rule as
+        ``check_labels(space)``. The engine calls this before any server is contacted."""
+        check = getattr(params, "check_labels", None)
+        if callable(check):
+            check(space)
 
     def role(self, short: str) -> Role:
         for r in self.roles:

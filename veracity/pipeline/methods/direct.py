@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams
 from veracity.pipeline.roles import LabelName, Role, dated_claim
@@ -23,15 +24,20 @@ class DirectJudgement(BaseModel):
     label: LabelName
 
 
-DIRECT_SYSTEM = (
-    "You are a careful fact-checker. Decide whether the claim is true using only what you know. "
-    "Answer SUPPORTED if it is true, REFUTED if it is false, NOT_ENOUGH_INFO if you cannot tell. "
-    "First give a short explanation, then the label. Reply in JSON."
-)
+def direct_system(space: LabelSpace = THREE_WAY) -> str:
+    """The judge's instructions; the labels offered are those of the run's label space."""
+    return (
+        "You are a careful fact-checker. Decide whether the claim is true using only what you know. "
+        f"Answer {space.options('it is true', 'it is false', 'you cannot tell')}. "
+        "First give a short explanation, then the label. Reply in JSON."
+    )
 
 
-def direct_messages(claim: Claim) -> list[dict[str, str]]:
-    return [{"role": "system", "content": DIRECT_SYSTEM}, {"role": "user", "content": dated_claim(claim)}]
+DIRECT_SYSTEM = direct_system(THREE_WAY)
+
+
+def direct_messages(claim: Claim, space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
+    return [{"role": "system", "content": direct_system(space)}, {"role": "user", "content": dated_claim(claim)}]
 
 
 JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_messages, instructions=DIRECT_SYSTEM,
@@ -40,7 +46,8 @@ JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_messages, ins
 
 # -- the method --------------------------------------------------------------------------------
 async def verify_direct(claim: Claim, ctx: MethodContext) -> Verdict:
-    out = await JUDGE(ctx, claim=claim)
+    space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
+    out = await JUDGE(ctx, claim=claim, space=space, output=space.narrow(DirectJudgement))
     return Verdict(label=Label(out.label), explanation=out.explanation, evidence=[], trace=ctx.trace,
                    method="direct")
 

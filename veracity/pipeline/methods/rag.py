@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import LabelName, Role, cited_evidence, citing, dated_claim, format_passages
@@ -33,18 +34,24 @@ class RagJudgement(BaseModel):
     cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="ids of the passages the verdict relies on, e.g. 'Title#0'")
 
 
-RAG_SYSTEM = (
-    "You are a careful fact-checker. You get numbered Wikipedia passages, each headed by its id in "
-    "square brackets, then a claim. Decide from the passages whether the claim is true: SUPPORTED if "
-    "the passages show it is true, REFUTED if they show it is false, NOT_ENOUGH_INFO if they do not "
-    "settle it. Give a short explanation, the label, and the ids of the passages you relied on. "
-    "Reply in JSON."
-)
+def rag_system(space: LabelSpace = THREE_WAY) -> str:
+    """The judge's instructions; the labels offered are those of the run's label space."""
+    options = space.options("the passages show it is true", "they show it is false", "they do not settle it")
+    return (
+        "You are a careful fact-checker. You get numbered Wikipedia passages, each headed by its id in "
+        f"square brackets, then a claim. Decide from the passages whether the claim is true: {options}. "
+        "Give a short explanation, the label, and the ids of the passages you relied on. "
+        "Reply in JSON."
+    )
 
 
-def rag_messages(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
+RAG_SYSTEM = rag_system(THREE_WAY)
+
+
+def rag_messages(claim: Claim, passages: list[Evidence], max_words: int,
+                 space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
     return [
-        {"role": "system", "content": RAG_SYSTEM},
+        {"role": "system", "content": rag_system(space)},
         {"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
                                     f"{dated_claim(claim)}"},
     ]
@@ -58,8 +65,10 @@ JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions
 async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     p = ctx.params
     passages = await ctx.tools.search(claim.text, p.k, role="rag.retrieve")
-    out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words,
-                      output=citing(RagJudgement, [e.passage_id for e in passages], p.constrain_citations))
+    space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
+    out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words, space=space,
+                      output=citing(space.narrow(RagJudgement), [e.passage_id for e in passages],
+                                    p.constrain_citations))
     return Verdict(label=Label(out.label), explanation=out.explanation,
                    evidence=cited_evidence(out.cited_passages, passages), trace=ctx.trace, method="rag")
 

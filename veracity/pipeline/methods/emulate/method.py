@@ -33,7 +33,9 @@ from ``open_page(title)``, capped at ``page_max_words`` words. Articles already 
 dropped from later result lists (``skip_seen_pages``), as a person would not reopen a page.
 SearchRank returns an ordering of result numbers; numbers out of range and repeats are ignored and
 results it did not mention follow in search order. EMULATE is binary: True -> SUPPORTED,
-False -> REFUTED. Ablations (Table 3): ``search_rank=False`` keeps search order,
+False -> REFUTED, in either label space (the paper's Classifier has two labels); only a classifier reply
+that never validates gives NOT_ENOUGH_INFO, or in the binary label space the binary rule's REFUTED.
+Ablations (Table 3): ``search_rank=False`` keeps search order,
 ``self_contained_check=False`` treats every page as self-contained.
 
 The seven agents are the roles of :mod:`.roles`; an agent whose reply never validates falls back to a
@@ -72,12 +74,14 @@ class EmulateParams(MethodParams):
 
 
 async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: str) -> Verdict:
-    """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply -> NOT_ENOUGH_INFO."""
+    """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply -> NOT_ENOUGH_INFO
+    (binary label space: the binary rule's REFUTED, traced as ``label_space.forced``)."""
     out = await CLASSIFIER(ctx, claim=claim, bank=bank)
     evidence = [e for pg in bank for e in pg.passages]
     if out is None:
-        return Verdict(label=Label.NOT_ENOUGH_INFO, explanation="No verdict: the classifier's reply did not validate.",
-                       evidence=evidence, trace=ctx.trace, method="emulate")
+        explanation = "No verdict: the classifier's reply did not validate."
+        return Verdict(label=ctx.label_space.undecided(ctx.trace, explanation, path="emulate.classifier"),
+                       explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate")
     ctx.trace.event("emulate.classify", reason=reason, label=out.label, pages=[pg.title for pg in bank])
     return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED, explanation=out.explanation,
                    evidence=evidence, trace=ctx.trace, method="emulate")

@@ -97,11 +97,13 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     # 3. Executor ReAct loop
     observed: dict[str, Evidence] = {e.passage_id: e for e in recalled}
     gathered: dict[str, Evidence] = {}  # passages the tools returned for this claim
+    space = ctx.label_space  # binary: the finish label and the final verdict are SUPPORTED / REFUTED only
     messages = EXECUTOR.messages(claim=claim, decomposition=decomposition, recalled=recalled, t_max=p.t_max,
-                                 max_words=p.passage_max_words)
+                                 max_words=p.passage_max_words, space=space)
     finish: ReactStep | None = None
     for t in range(1, p.t_max + 1):
-        step = await EXECUTOR(ctx, messages=messages, output=citing(ReactStep, list(observed), p.constrain_citations),
+        step = await EXECUTOR(ctx, messages=messages,
+                              output=citing(space.narrow(ReactStep), list(observed), p.constrain_citations),
                               trace_info={"t": t, "action": "abandoned"})
         if step is None:  # the reply never validated (traced as an abandoned step): force the verdict
             break
@@ -128,15 +130,16 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         label, explanation, cited = finish.label, finish.thought, finish.cited_passages
     else:  # T_max reached, or finish without a label: force the verdict
         steps_done = len([m for m in messages if m["role"] == "assistant"])
-        final = await FINAL(ctx, conversation=messages, output=citing(FinalVerdict, list(observed), p.constrain_citations),
+        final = await FINAL(ctx, conversation=messages,
+                            output=citing(space.narrow(FinalVerdict), list(observed), p.constrain_citations),
                             trace_info={"forced_after_steps": steps_done})
         if final is not None:
             label, explanation, cited = final.label, final.explanation, final.cited_passages
             trace.event("mermaid.final", forced_after_steps=steps_done)
         else:  # no checkable verdict: say so (with the error FINAL's fallback just traced) instead of failing
             error = trace.events[-1].get("error")
-            label, cited = Label.NOT_ENOUGH_INFO.value, []
             explanation = f"No verdict: the model's final answer did not validate ({error})."
+            label, cited = space.undecided(trace, explanation, path="mermaid.final").value, []
 
     # 4. Memory update
     if memory is not None and gathered:

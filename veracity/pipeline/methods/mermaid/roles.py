@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
@@ -63,16 +64,22 @@ class ReactStep(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
-EXECUTOR_SYSTEM = (
-    "You verify a claim against a Wikipedia index by reasoning and acting in steps. At each step write "
-    "a thought (what is known, what is missing), then choose one action:\n"
-    "- search: argument is a search query; you observe the best matching passages.\n"
-    "- open_page: argument is an exact article title; you observe that article's passages.\n"
-    "- finish: give the label (SUPPORTED if the evidence shows the claim is true, REFUTED if it shows "
-    "it is false, NOT_ENOUGH_INFO if it does not settle it) and cite the ids of the passages "
-    "(shown in square brackets) that the verdict relies on.\n"
-    "Finish as soon as the evidence settles the claim. Reply in JSON."
-)
+def executor_system(space: LabelSpace = THREE_WAY) -> str:
+    """The executor's instructions (also the system prompt of the forced final verdict); the labels
+    offered at ``finish`` are those of the run's label space."""
+    options = space.options("the evidence shows the claim is true", "it shows it is false", "it does not settle it")
+    return (
+        "You verify a claim against a Wikipedia index by reasoning and acting in steps. At each step write "
+        "a thought (what is known, what is missing), then choose one action:\n"
+        "- search: argument is a search query; you observe the best matching passages.\n"
+        "- open_page: argument is an exact article title; you observe that article's passages.\n"
+        f"- finish: give the label ({options}) and cite the ids of the passages "
+        "(shown in square brackets) that the verdict relies on.\n"
+        "Finish as soon as the evidence settles the claim. Reply in JSON."
+    )
+
+
+EXECUTOR_SYSTEM = executor_system(THREE_WAY)
 
 
 def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
@@ -93,10 +100,10 @@ def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled
 
 
 def executor_messages(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
-                      t_max: int, max_words: int) -> list[dict[str, str]]:
+                      t_max: int, max_words: int, space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
     """The conversation's opening; the method appends each step and its observation."""
     return [
-        {"role": "system", "content": EXECUTOR_SYSTEM},
+        {"role": "system", "content": executor_system(space)},
         {"role": "user", "content": executor_opening(claim, decomposition, recalled, t_max, max_words)},
     ]
 
@@ -135,7 +142,7 @@ FINAL = Role(
     "mermaid.final", output=FinalVerdict, render=final_messages, instructions=EXECUTOR_SYSTEM,
     max_tokens=MAX_TOKENS,
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
-    # no checkable verdict: say so instead of failing the claim
+    # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO", event="mermaid.final"),
 )
 

@@ -42,7 +42,11 @@ Here, step by step (the roles are in :mod:`.roles`, the graph rules in :mod:`.gr
 4. **Label** (:func:`label_from_judges`): the verdict comes from the JUDGE nodes that stand at the end:
    REFUTED if any refutes, SUPPORTED if all support, otherwise (an Uncertain judge remains)
    ``uncertain_label`` — by default REFUTED, the paper's JUDGE rule "SUPPORTS if the evidence confirms
-   the declaration otherwise REFUTES" (§3.2) on its two-label benchmarks.
+   the declaration otherwise REFUTES" (§3.2) on its two-label benchmarks. The JUDGE nodes keep the
+   paper's Supports / Refutes / Uncertain in either label space; in the binary space ``uncertain_label``
+   must be SUPPORTED or REFUTED (checked before the run), and a claim with no valid plan or no finished
+   JUDGE gets the binary rule's REFUTED (:mod:`veracity.pipeline.labels`, traced as ``label_space.forced``)
+   instead of NOT_ENOUGH_INFO.
 
 The trace records every plan (valid or not, with its errors), the graph initially and after each
 modification, each node's start / finish, and the per-claim statistics of the paper's Table 2
@@ -57,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from veracity.errors import ConfigError, LLMOutputError
+from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification.graph import (
     NODE_TYPES,
@@ -115,6 +120,15 @@ class TrificationParams(MethodParams):
         if self.uncertain_label not in Label.__members__:
             raise ConfigError(f"trification uncertain_label {self.uncertain_label!r} is not a label",
                               hint="use REFUTED (paper), NOT_ENOUGH_INFO or SUPPORTED")
+
+    def check_labels(self, space: LabelSpace) -> None:
+        """The final label must lie in the run's label space: in the binary space an Uncertain JUDGE
+        cannot end in NOT_ENOUGH_INFO (:meth:`MethodSpec.check_label_space` runs this before any server is
+        contacted)."""
+        if self.uncertain_label not in space:
+            raise ConfigError(f"trification uncertain_label {self.uncertain_label} is not in the {space.name} "
+                              f"label space ({' / '.join(space.values())})",
+                              hint="use --param uncertain_label=REFUTED (the paper's rule), or --labels 3way")
 
     def allowed_types(self) -> tuple[str, ...]:
         if self.no_refine_think:
@@ -400,6 +414,7 @@ def label_from_judges(judges: list[NodeRun], uncertain_label: str) -> Label:
 # ================================ Algorithm 1 ================================
 async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     p: TrificationParams = ctx.params
+    p.check_labels(ctx.label_space)  # the engine checked it already; a direct call is refused the same way
     ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine, no_refine_think=p.no_refine_think)
     # generate a DAG verification plan G
     t0 = time.perf_counter()
@@ -408,7 +423,9 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     if specs is None:
         reason = f"the planner produced no valid verification graph in {p.max_replans + 1} attempts"
         ctx.trace.event("trification.no_plan", reason=reason)
-        return Verdict(Label.NOT_ENOUGH_INFO, reason + "; nothing was executed", [], ctx.trace, "trification")
+        explanation = reason + "; nothing was executed"
+        return Verdict(ctx.label_space.undecided(ctx.trace, explanation, path="trification.no_plan"), explanation,
+                       [], ctx.trace, "trification")
     # concurrently execute the nodes of G in topological order, modifying G where evidence is missing
     run = GraphRun(claim, ctx, specs)
     t1 = time.perf_counter()
@@ -422,7 +439,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     if not judges:
         reason = "no JUDGE node finished (" + ", ".join(f"{k}={v}" for k, v in stats["statuses"].items() if v) + ")"
         ctx.trace.event("trification.no_judge", reason=reason)
-        return Verdict(Label.NOT_ENOUGH_INFO, reason, [], ctx.trace, "trification")
+        return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="trification.no_judge"), reason, [],
+                       ctx.trace, "trification")
     label = label_from_judges(judges, p.uncertain_label)
     explanation = " ".join(f"[{j.spec.id}: {j.label}] {j.output}" for j in judges)
     evidence = merge_evidence([j.evidence for j in judges])[: p.prompt_passages]

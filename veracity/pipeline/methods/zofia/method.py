@@ -16,7 +16,7 @@ Reads like the paper (ZoFia, §3-4, Algorithms 1-3), for news articles and short
     claims   = zofia.claim_verifier(q, C_rel(q)) for q in zofia.claim_extractor(T)   # eqs. 8-9
     E        = evidence pool(T, linguist, expert, claims, I_wiki)
     D        = Debate(E)                           # Algorithm 1: pro, con, judge; at most max_debate_rounds
-    Real -> SUPPORTED, Fake -> REFUTED, Insufficient -> NOT_ENOUGH_INFO
+    Real -> SUPPORTED, Fake -> REFUTED, Insufficient -> NOT_ENOUGH_INFO (binary label space: REFUTED)
 
 Stage 1 is :func:`retrieve` (:func:`select_keywords`, :func:`wiki_entry`, :func:`web_search`); stage 2
 is :func:`linguist`, :func:`expert`, :func:`claim_verification`, :func:`evidence_pool` and :func:`debate`;
@@ -28,6 +28,12 @@ puts the essentials first), and the trace says so. With no entities, retrieval i
 returns an empty set) and the agents work from the text alone; the reason is in the trace. A stage-2
 agent whose reply never validates is left out of the evidence pool (``zofia.agent_failed``); a debater
 whose reply never validates has no argument that round, a judge's means the debate continues.
+
+Label spaces (:mod:`veracity.pipeline.labels`): the judge keeps REAL / FAKE / CONTINUE in every round of
+either space, as in the paper (B.6: when the judge still answers Continue after the last round the system
+returns an insufficient-evidence decision, counted as wrong). In the binary space such an undecided
+debate, like every other path to NOT_ENOUGH_INFO (nothing to check, the no_debate judge's reply invalid),
+gets the binary rule's REFUTED, traced as ``label_space.forced`` with the reason.
 
 The run state (:class:`ZofiaState`) holds the sentence encoder and the NER model the claims share.
 """
@@ -485,7 +491,9 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
                         rule="kept the first max_article_words words")
     if not text:
         ctx.trace.event("zofia.nothing_to_check", reason="empty input")
-        return Verdict(Label.NOT_ENOUGH_INFO, "empty input: nothing could be checked", [], ctx.trace, "zofia")
+        explanation = "empty input: nothing could be checked"
+        return Verdict(ctx.label_space.undecided(ctx.trace, explanation, path="zofia.nothing_to_check"),
+                       explanation, [], ctx.trace, "zofia")
     ctx.trace.event("zofia.config", ablations=[k for k in ("no_wiki", "no_web", "no_linguist", "no_expert",
                                                            "no_claim_verification", "no_debate") if getattr(p, k)])
 
@@ -515,7 +523,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     if n_items == 0:
         reason = "nothing could be checked: no analysis and no verified claim" + (f" ({ret.note})" if ret.note else "")
         ctx.trace.event("zofia.nothing_to_check", reason=reason)
-        return Verdict(Label.NOT_ENOUGH_INFO, reason, evidence, ctx.trace, "zofia")
+        return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="zofia.nothing_to_check"), reason,
+                       evidence, ctx.trace, "zofia")
 
     # Stage 2b: debate and judgment
     t2 = time.perf_counter()
@@ -528,4 +537,9 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.timings["zofia.debate_s"] = time.perf_counter() - t2
     ctx.trace.event("zofia.decision", decision=decision, rounds=rounds, reason=reason,
                     keywords=[k.mention.text for k in ret.keywords], note=ret.note)
-    return Verdict(DECISION_LABEL[decision], f"{decision.capitalize()}: {reason}", evidence, ctx.trace, "zofia")
+    explanation = f"{decision.capitalize()}: {reason}"
+    # Insufficient (no ruling after the last round, or the no_debate judge's reply invalid): NOT_ENOUGH_INFO;
+    # in the binary label space the binary rule's REFUTED (B.6 counts an insufficient decision as wrong)
+    label = (ctx.label_space.undecided(ctx.trace, explanation, path="zofia.decision") if decision == "INSUFFICIENT"
+             else DECISION_LABEL[decision])
+    return Verdict(label, explanation, evidence, ctx.trace, "zofia")
