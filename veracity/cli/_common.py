@@ -11,7 +11,46 @@ from rich.console import Console
 
 from veracity.errors import VeracityError
 
-console = Console()
+
+
+def table_lines(table: Any) -> list[str]:
+    """A rich Table as plain tab-separated lines: the header line (when the table shows one), then one line
+    per row; cell markup dropped, whitespace inside a cell collapsed, no wrapping, no box characters."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        if isinstance(cell, Text):
+            text = cell.plain
+        elif isinstance(cell, str):
+            text = Text.from_markup(cell).plain
+        else:
+            text = str(cell)
+        return " ".join(text.split())
+
+    columns = list(table.columns)
+    lines = ["\t".join(plain(c.header) for c in columns)] if table.show_header else []
+    cells = [list(c.cells) for c in columns]
+    for i in range(table.row_count):
+        lines.append("\t".join(plain(col[i]) if i < len(col) else "" for col in cells))
+    return lines
+
+
+class ScriptFriendlyConsole(Console):
+    """The CLI's console: on a terminal it prints as rich does; when stdout is not a terminal (a pipe, a
+    file) a table prints as tab-separated lines (:func:`table_lines`), so ``| grep`` and ``| cut`` work."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        from rich.table import Table
+
+        if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
+            for line in table_lines(objects[0]):
+                self.file.write(line + "\n")
+            self.file.flush()
+            return
+        super().print(*objects, **kwargs)
+
+
+console = ScriptFriendlyConsole()
 err_console = Console(stderr=True)
 
 
@@ -50,13 +89,7 @@ def print_json(obj: Any) -> None:
 
 
 def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    """A rich table on a terminal; plain tab-separated lines (a header line, then one line per row, no
-    wrapping, no box characters) when stdout is not a terminal, so scripts can cut and grep it."""
-    if not console.is_terminal:
-        click.echo("\t".join(columns))
-        for row in rows:
-            click.echo("\t".join(" ".join(str(c).split()) for c in row))
-        return
+    """A rich table on a terminal; tab-separated lines when stdout is not a terminal (see the console)."""
     from rich.table import Table
 
     table = Table(title=title)
