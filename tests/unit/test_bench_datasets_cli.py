@@ -38,7 +38,8 @@ def test_json_lists_every_registered_dataset_with_label_sets():
 def test_table_marks_default_variants():
     res = CliRunner().invoke(bench, ["datasets"])
     assert res.exit_code == 0, res.output
-    lines = res.output.splitlines()  # not a terminal: tab-separated lines
+    lines = res.output.splitlines()[1:]  # not a terminal: "# title", then tab-separated lines
+    assert res.output.startswith("# benchmark datasets")
     assert lines[0].split("\t") == ["dataset", "variant", "labels", "label space", "files", "released"]
     rows = [line.split("\t") for line in lines[1:]]
     assert len(rows) == sum(len(spec.variants) for spec in DATASETS.values())
@@ -63,6 +64,6 @@ def test_count_reads_the_files_present_and_names_the_missing(tmp_path):
 
     res = CliRunner().invoke(bench, ["datasets", "--count", "--data-dir", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    rows = [line.split("\t") for line in res.output.splitlines()]
+    rows = [line.split("\t") for line in res.output.splitlines()[1:]]
     assert rows[0][-1] == "claims"
     assert ["hover", "dev *"] == rows[1][:2] and rows[1][-1] == "3 (SUPPORTED 2, REFUTED 1)"

@@ -531,9 +531,9 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     llm = SlowLLM(delay_s=0.0)
     replies = iter(range(100))
 
-    def judge(messages):  # the third claim's reply never validates: a failed claim
+    def judge(messages):  # the third claim breaks (direct's invalid replies fall back now): a failed claim
         if next(replies) == 2:
-            raise LLMOutputError("direct.judge: the reply did not validate against DirectJudgement")
+            raise RuntimeError("the scripted server broke: the reply did not validate")
         return DirectJudgement(explanation="ok", label="SUPPORTED")
     llm.script["direct.judge"] = judge
 

@@ -20,7 +20,7 @@ def test_table_lines_drop_markup_and_collapse_whitespace():
     t.add_column("ok?")
     t.add_row("a very long model name that a terminal would wrap", "[green]yes[/]")
     t.add_row("b\nc", "")
-    assert table_lines(t) == ["name\tok?", "a very long model name that a terminal would wrap\tyes", "b c\t"]
+    assert table_lines(t) == ["# t", "name\tok?", "a very long model name that a terminal would wrap\tyes", "b c\t"]
 
 
 def test_a_piped_table_is_tsv_and_a_terminal_gets_the_rich_table():
@@ -43,5 +43,6 @@ def test_listing_commands_print_whole_names_on_one_line_when_piped(monkeypatch, 
     assert not BOX & set(out)
     assert any(line.split("\t")[0] == "llama-3.1-8b-instruct" for line in out.splitlines())
     out = runner.invoke(cli, ["methods", "list"]).output
-    assert [line.split("\t")[0] for line in out.splitlines()[1:]] == [
+    assert out.splitlines()[0] == "# methods"
+    assert [line.split("\t")[0] for line in out.splitlines()[2:]] == [
         "direct", "rag", "mermaid", "emulate", "trification", "zofia"]

@@ -141,18 +141,38 @@ def test_endpoint_failure_stops_the_run_keeps_results_and_a_rerun_completes(tmp_
     assert sorted(ids) == sorted(f"c{i}" for i in range(10)) and len(ids) == len(set(ids))
 
 
-def test_a_claim_whose_output_never_validates_is_listed_and_not_written(tmp_path):
+def test_a_claim_whose_method_fails_is_listed_and_not_written(tmp_path):
+    """A method that raises for one claim (here: a role without a fallback whose reply never validates)."""
+    from veracity.pipeline.methods.base import MethodSpec
+    from veracity.pipeline.params import MethodParams
+
     out = tmp_path / "r.jsonl"
 
-    def reply(messages):
-        if "number 2 " in messages[-1]["content"]:
-            raise LLMOutputError("direct.judge: the reply did not validate against DirectJudgement")
-        return DirectJudgement(explanation="e", label="REFUTED")
+    async def strict(claim, ctx):
+        if "number 2 " in claim.text:
+            raise LLMOutputError("strict.judge: the reply did not validate against DirectJudgement")
+        return Verdict(label=Label.REFUTED, explanation="e", trace=ctx.trace, method="strict")
 
-    stats = asyncio.run(run_claims(claims(4), "direct", ScriptedLLM({"direct.judge": reply}), None, out))
+    spec = MethodSpec("strict", strict, MethodParams, "fails claim 2", needs_index=False)
+    stats = asyncio.run(run_claims(claims(4), spec, ScriptedLLM({}), None, out))
     assert stats.done == 3 and [cid for cid, _ in stats.failed] == ["c2"]
     assert "LLMOutputError" in stats.failed[0][1]
     assert "c2" not in {r["id"] for r in lines(out)}
+
+
+def test_direct_and_rag_fall_back_traced_when_the_judge_never_validates(tmp_path):
+    from tests.unit.scripted_llm import FakeSearcher
+
+    bad = {"explanation": "e", "label": "MAYBE"}
+    for method, searcher in (("direct", None), ("rag", FakeSearcher({"Alpha": ["number alpha text"]}))):
+        out = tmp_path / f"{method}.jsonl"
+        stats = asyncio.run(run_claims(claims(2), method, ScriptedLLM({f"{method}.judge": [bad, bad]}), searcher,
+                                       out))
+        assert stats.done == 2 and stats.failed == []
+        for row in lines(out):
+            assert row["label"] == "NOT_ENOUGH_INFO" and "did not validate" in row["explanation"]
+            (event,) = [e for e in row["trace"]["events"] if e["kind"] == f"{method}.agent_failed"]
+            assert event["role"] == f"{method}.judge" and event["fallback"].startswith("no verdict")
 
 
 def test_resuming_with_another_method_is_refused(tmp_path):

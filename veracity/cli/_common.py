@@ -14,8 +14,9 @@ from veracity.errors import VeracityError
 
 
 def table_lines(table: Any) -> list[str]:
-    """A rich Table as plain tab-separated lines: the header line (when the table shows one), then one line
-    per row; cell markup dropped, whitespace inside a cell collapsed, no wrapping, no box characters."""
+    """A rich Table as plain tab-separated lines: ``# title`` (when it has one, so several tables in one output
+    stay apart), the header line (when the table shows one), then one line per row; cell markup dropped,
+    whitespace inside a cell collapsed, no wrapping, no box characters."""
     from rich.text import Text
 
     def plain(cell: Any) -> str:
@@ -28,7 +29,9 @@ def table_lines(table: Any) -> list[str]:
         return " ".join(text.split())
 
     columns = list(table.columns)
-    lines = ["\t".join(plain(c.header) for c in columns)] if table.show_header else []
+    lines = [f"# {plain(table.title)}"] if table.title else []
+    if table.show_header:
+        lines.append("\t".join(plain(c.header) for c in columns))
     cells = [list(c.cells) for c in columns]
     for i in range(table.row_count):
         lines.append("\t".join(plain(col[i]) if i < len(col) else "" for col in cells))

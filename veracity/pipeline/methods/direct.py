@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams
-from veracity.pipeline.roles import LabelName, Role, dated_claim
+from veracity.pipeline.roles import Fallback, LabelName, Role, dated_claim
 from veracity.pipeline.types import Claim, Label, Verdict
 
 
@@ -41,13 +41,18 @@ def direct_messages(claim: Claim, space: LabelSpace = THREE_WAY) -> list[dict[st
 
 
 JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_messages, instructions=DIRECT_SYSTEM,
-             max_tokens=256, summary="judges the claim from the model's own knowledge")
+             max_tokens=256, summary="judges the claim from the model's own knowledge",
+             fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
 
 # -- the method --------------------------------------------------------------------------------
 async def verify_direct(claim: Claim, ctx: MethodContext) -> Verdict:
     space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
     out = await JUDGE(ctx, claim=claim, space=space, output=space.narrow(DirectJudgement))
+    if out is None:  # the reply never validated: a traced fallback verdict, like the agentic methods
+        reason = "No verdict: the judge's reply did not validate."
+        return Verdict(label=space.undecided(ctx.trace, reason, path="direct.judge"), explanation=reason,
+                       evidence=[], trace=ctx.trace, method="direct")
     return Verdict(label=Label(out.label), explanation=out.explanation, evidence=[], trace=ctx.trace,
                    method="direct")
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
-from veracity.pipeline.roles import LabelName, Role, cited_evidence, citing, dated_claim, format_passages
+from veracity.pipeline.roles import Fallback, LabelName, Role, cited_evidence, citing, dated_claim, format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 
@@ -58,7 +58,8 @@ def rag_messages(claim: Claim, passages: list[Evidence], max_words: int,
 
 
 JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions=RAG_SYSTEM, max_tokens=320,
-             summary="judges the claim from the retrieved passages and cites the ones it relies on")
+             summary="judges the claim from the retrieved passages and cites the ones it relies on",
+             fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
 
 # -- the method --------------------------------------------------------------------------------
@@ -69,6 +70,10 @@ async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words, space=space,
                       output=citing(space.narrow(RagJudgement), [e.passage_id for e in passages],
                                     p.constrain_citations))
+    if out is None:  # the reply never validated: a traced fallback verdict, like the agentic methods
+        reason = "No verdict: the judge's reply did not validate."
+        return Verdict(label=space.undecided(ctx.trace, reason, path="rag.judge"), explanation=reason,
+                       evidence=[], trace=ctx.trace, method="rag")
     return Verdict(label=Label(out.label), explanation=out.explanation,
                    evidence=cited_evidence(out.cited_passages, passages), trace=ctx.trace, method="rag")
 
