@@ -19,7 +19,7 @@ from veracity.bench.throughput import (ThroughputConfig, bench_throughput, clien
                                        plan_level_sizes, render_markdown, server_rows)
 from veracity.cli._common import run_main
 from veracity.config import Settings
-from veracity.errors import ConfigError, DataError, EndpointError, LLMOutputError
+from veracity.errors import ConfigError, DataError, EndpointError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods.direct import DirectJudgement
 

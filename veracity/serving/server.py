@@ -23,7 +23,7 @@ import httpx
 
 from veracity.config import Settings
 from veracity.errors import ConfigError, ServerError
-from veracity.models.prepare import resolve_model_path
+from veracity.models.prepare import cpu_supports_bf16, resolve_model_path
 from veracity.models.registry import CPU_DEFAULT, GPU_DEFAULT, MODELS
 from veracity.serving.structured import STRUCTURED_BACKENDS
 
@@ -50,16 +50,6 @@ def cuda_available() -> bool:
         return bool(torch.cuda.is_available())
     except Exception:  # torch missing or broken: no GPU for us
         return False
-
-
-def cpu_supports_bf16() -> bool:
-    """Whether this CPU has native bf16 matrix instructions (AVX512-BF16 or AMX); without them vLLM-CPU
-    falls back to slow emulated bf16 matmuls and float32 is several times faster."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def default_model_for_hardware() -> str:
@@ -121,7 +111,7 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
         dtype = "float32"
     if dtype:
         cmd += ["--dtype", dtype]
-    max_len = spec.max_model_len or (min(info.context_length, 8192) if info and not on_gpu else None)
+    max_len = spec.max_model_len or (min(info.context_length, info.cpu_max_model_len) if info and not on_gpu else None)
     if max_len:
         cmd += ["--max-model-len", str(max_len)]
     if on_gpu:
