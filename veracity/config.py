@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from veracity.errors import ConfigError
 
@@ -26,6 +27,29 @@ def _env_int(name: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"${name} must be an integer, got {value!r}", hint=f"e.g. {name}={default}") from None
+
+
+def check_endpoint(endpoint: str) -> str:
+    """``endpoint`` as given when it is an http(s) URL with a host (``host:port`` alone means http), else a
+    one-line ConfigError: a malformed URL fails before anything is contacted, not deep in the HTTP client."""
+    text = endpoint.strip()
+    url = text if "://" in text else "http://" + text
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is not a number or out of 0..65535 raises here
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme not in ("http", "https"):
+            problem = f"scheme {parts.scheme!r} is not http or https"
+        elif not parts.hostname or any(c.isspace() for c in text):
+            problem = "no host name" if not parts.hostname else "it contains spaces"
+        elif port == 0:
+            problem = "port 0"
+        else:
+            return endpoint
+    raise ConfigError(f"model endpoint {endpoint!r} (--endpoint or $VERACITY_ENDPOINT) is not a valid URL: {problem}",
+                      hint="e.g. --endpoint http://127.0.0.1:8000/v1 (an OpenAI-compatible server)")
 
 
 def default_home() -> Path:
@@ -71,6 +95,10 @@ class Settings:
     @property
     def indexes_dir(self) -> Path:
         return self.home / "indexes"
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None:
+            check_endpoint(self.endpoint)
 
     def with_(self, **changes) -> "Settings":
         """A copy with the given fields changed; ``None`` values are ignored."""

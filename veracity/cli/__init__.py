@@ -1,7 +1,8 @@
 """The ``veracity`` command: a thin click layer over the library.
 
 Each command group lives in its own module here; they parse options, call the library, and render
-with rich. Library errors (:class:`veracity.errors.VeracityError`) become one line plus a hint.
+with rich. Every error becomes one ``error:`` line and one ``hint:`` line on stderr, never a traceback
+(``veracity --debug ...`` prints the traceback too): see :func:`veracity.cli._common.run_main`.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import click
 
 from veracity import __version__
-from veracity.cli._common import run_main
+from veracity.cli._common import VeracityGroup, debug_option, run_main
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group("veracity", cls=VeracityGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="veracity")
+@debug_option
 def cli() -> None:
     """Offline claim verification on your own hardware.
 

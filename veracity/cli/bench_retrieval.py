@@ -54,6 +54,14 @@ def retrieval_cmd(index_dir, dataset, data_file, modes, ks, limit, out, as_json)
     if bad or not mode_list:
         fail(f"--modes takes bm25, dense, hybrid; got {modes!r}", "e.g. --modes bm25,hybrid", 2)
     k_list = _int_list(ks, "--k")
+    if limit is not None and limit < 1:
+        fail(f"--limit must be at least 1, got {limit}", "e.g. --limit 1000", 2)
+    from veracity.indexes.manifest import read_manifest
+
+    try:
+        read_manifest(index_dir)  # a missing or broken index before the dataset is looked for
+    except VeracityError as exc:
+        fail(str(exc), exc.hint, exc.exit_code)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TaskProgressColumn(show_speed=True), TimeRemainingColumn(), console=console)
     tasks: dict[str, int] = {}

@@ -114,6 +114,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
                            shard_size=shard_size)
     if limit is not None and limit < 1:
         fail("--limit must be >= 1", "e.g. --limit 1000", 2)
+    options.check()  # every option before any source is read
     with console.status("resolving sources"):
         resolved = resolve_sources(sources, fmt)
     for s in resolved:

@@ -9,6 +9,8 @@ from rich.table import Table
 
 from veracity.cli._common import console, err_console, print_json
 from veracity.config import load_settings
+from veracity.errors import ConfigError
+from veracity.models.prepare import resolve_model_path
 from veracity.serving.server import (
     DEFAULT_PORT,
     ServerSpec,
@@ -87,16 +89,23 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
         console.print(f"stopped {state.model} at {state.endpoint}" if state else "no managed server was running")
         return
 
-    on_gpu = cuda_available()
-    if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
-        err_console.print("[yellow]note:[/] no GPU found: --tensor-parallel-size / --gpu-memory-utilization ignored")
+    # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
     spec = ServerSpec(
-        model=model or default_model_for_hardware(), port=port, host=host, structured_backend=structured_backend,
+        model=model or "", port=port, host=host, structured_backend=structured_backend,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
         cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
     )
+    spec.validate()
+    if not timeout > 0:
+        raise ConfigError(f"--timeout must be more than 0 seconds, got {timeout:g}", hint="e.g. --timeout 600")
+    if model:
+        resolve_model_path(settings, model)  # unknown or not prepared: one line naming what to do
+    on_gpu = cuda_available()
+    if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
+        err_console.print("[yellow]note:[/] no GPU found: --tensor-parallel-size / --gpu-memory-utilization ignored")
+    spec.model = model or default_model_for_hardware()
     with console.status(f"starting vLLM ({spec.model}) — takes a minute or two on CPU") as status:
         state = start_server(settings, spec, timeout_s=timeout,
                              progress=lambda line: status.update(f"starting vLLM ({spec.model}): {line}"))

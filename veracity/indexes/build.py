@@ -32,7 +32,7 @@ from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_en
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
 from veracity.indexes.passages import Chunking, chunk_article
-from veracity.indexes.readers import FORMATS, SourceInfo, detect_format, read_articles, sha256_file
+from veracity.indexes.readers import FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles, sha256_file
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
@@ -62,6 +62,20 @@ class BuildOptions:
     batch_size: int = 64
     bm25_threads: int = 1
 
+    def check(self) -> None:
+        """Refuse options no build can use (one-line ConfigError), before any source is read."""
+        for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
+                                     ("--limit", self.limit, 1000), ("bm25_threads", self.bm25_threads, 1)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
+                                  hint=f"e.g. {flag} {example}" if flag.startswith("--") else f"e.g. {example}")
+        if self.on_error not in ON_ERROR:
+            raise ConfigError(f"--on-error must be one of {', '.join(ON_ERROR)}, got {self.on_error!r}",
+                              hint="raise stops at a bad line (file:line), skip counts it")
+        if not self.bm25 and not self.dense:
+            raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
+        _check_date(self.dump_date)
+
     def key(self) -> dict:
         """Options that change the result: a resumed build must have the same."""
         return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
@@ -89,6 +103,25 @@ def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Sour
     if not out:
         raise ConfigError("no corpus source given", hint="e.g. veracity index build demo --out DIR")
     return out
+
+
+def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
+    """Read the first record of every JSONL-family source (JSONL, HoVer, FEVER): a file that is not
+    JSON, or an empty one, is one CorpusError naming file:line before anything is loaded or written.
+    With ``on_error="skip"`` bad lines are the build's to skip and count, so only emptiness is checked."""
+    for source in sources:
+        if source.format not in ("jsonl", "hover", "fever"):
+            continue
+        info = SourceInfo(str(source.path), source.format)
+        articles = read_articles(source.path, source.format, info, on_error=on_error)
+        try:
+            first = next(articles, None)
+        finally:
+            articles.close()
+        if first is None and len(sources) == 1:
+            skipped = ", ".join(f"{k} {v}" for k, v in info.skipped.items()) or "none"
+            raise CorpusError(f"the corpus is empty: {source.path} holds no usable record (skipped: {skipped})",
+                              hint="check the file and --format (JSONL: one {title, text} object per line)")
 
 
 def _check_date(value: str | None) -> None:
@@ -132,10 +165,9 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     out = Path(out).expanduser().resolve()
     progress = progress or (lambda stage, done, total: None)
     log = log or (lambda msg: None)
-    if not options.bm25 and not options.dense:
-        raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
-    _check_date(options.dump_date)
+    options.check()
     _prepare_out(out, options.overwrite)
+    check_first_records(sources, options.on_error)  # a bad JSONL file fails before the encoder loads
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense:
         import faiss

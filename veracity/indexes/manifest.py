@@ -45,6 +45,9 @@ def write_manifest(index_dir: Path, manifest: dict) -> Path:
 def read_manifest(index_dir: Path | str) -> dict:
     index_dir = Path(index_dir)
     path = index_dir / MANIFEST_FILE
+    if index_dir.exists() and not index_dir.is_dir():
+        raise IndexDirError(f"{index_dir} is a file, not an index directory",
+                            hint="pass the directory `veracity index build` wrote (it holds manifest.json)")
     if not index_dir.is_dir():
         raise IndexDirError(f"index directory {index_dir} does not exist",
                             hint="build one: veracity index build demo --out DIR")

