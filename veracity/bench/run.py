@@ -22,6 +22,14 @@ Label space (:mod:`veracity.pipeline.labels`): the dataset's declared one (binar
 ...; 3way for FEVER) unless ``labels`` overrides it (with a warning); every claim is verified in it, the
 run manifest records it, and a run is resumed only in the same space. Reports show the NEI rate when
 NOT_ENOUGH_INFO is allowed (3way), and in binary how many verdicts the binary rule forced.
+
+Evidence setting (``evidence``, :data:`veracity.pipeline.runner.EVIDENCE_SETTINGS`): ``open`` (default:
+the index), ``gold`` (each claim sees only its own gold passages: HoVer's supporting-fact paragraphs,
+FEVEROUS-S's gold sentences, a claims file's ``evidence`` lists, see :mod:`veracity.bench.datasets.gold`;
+claims whose gold evidence is incomplete are left out of the selection, a dataset without gold evidence
+is refused in one line before anything starts) or ``none`` (closed book). ``gold`` and ``none`` read no
+index (``index`` is ignored with a warning). run.json, metrics.json, report.md and ``bench compare``
+show the setting; a run is resumed only with the same one.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from veracity.bench.metrics import efficiency_summary, evaluate, orig_label_brea
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
+from veracity.pipeline.runner import EVIDENCE_SETTINGS, evidence_setting
 from veracity.pipeline.types import Label
 
 RUN_FILE = "run.json"
@@ -61,6 +70,7 @@ class RunConfig:
     seed: int | None = 0
     label_map: str | None = None
     labels: str | None = None  # label space: "binary" or "3way" (default: the dataset's declared space)
+    evidence: str = "open"  # evidence setting: "open" (the index), "gold" (each claim's gold passages), "none"
     index: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     ablations: list[str] = field(default_factory=list)
@@ -78,6 +88,7 @@ class RunConfig:
         self.ablations = [a.strip().lstrip("-") for a in self.ablations]
         if self.labels is not None:
             self.labels = label_space(self.labels).name  # a bad name: one line, before anything is read
+        self.evidence = evidence_setting(self.evidence)  # likewise
         for flag, value, example in (("concurrency", self.concurrency, 16), ("llm-concurrency", self.llm_concurrency, 256)):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
@@ -91,12 +102,15 @@ class RunConfig:
         return out
 
     def identity(self) -> dict[str, Any]:
-        """What a resumed run must share with the run it continues (predictions must not mix)."""
+        """What a resumed run must share with the run it continues (predictions must not mix). The evidence
+        setting is part of it unless ``open`` (so runs from before evidence settings resume as before)."""
+        extra = {"evidence": self.evidence} if self.evidence != "open" else {}
         return {
             "dataset": self.dataset, "variant": self.variant, "hops": sorted(self.hops) if self.hops else None,
             "limit": self.limit, "seed": self.seed, "label_map": self.label_map, "method": self.method,
             "params": json.loads(json.dumps(self.method_overrides(), sort_keys=True, default=str)),
             "search_mode": self.search_mode,
+            **extra,
         }
 
 
@@ -145,13 +159,18 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
     return out
 
 
-def leakage_check(searcher: Any, dataset: Dataset, allow: bool) -> dict[str, Any]:
+def leakage_check(searcher: Any, dataset: Dataset, allow: bool, evidence: str = "open") -> dict[str, Any]:
     """Refuse (LeakageError) an index that may postdate the dataset unless ``allow``; the record says why."""
     from veracity.indexes.manifest import check_leakage, index_dump_date, index_newer_than
 
     manifest = getattr(searcher, "manifest", None) if searcher is not None else None
     if not isinstance(manifest, dict) or not dataset.created:
-        why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"
+        if evidence == "gold":
+            why = "no index (--evidence gold: each claim's own gold passages)"
+        elif evidence == "none":
+            why = "no index (--evidence none: closed book)"
+        else:
+            why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"
         return {"checked": False, "reason": why, "allowed": allow}
     dump = index_dump_date(manifest)
     newer = index_newer_than(manifest, dataset.created)
@@ -160,6 +179,18 @@ def leakage_check(searcher: Any, dataset: Dataset, allow: bool) -> dict[str, Any
             "index_newer": newer, "allowed": allow,
             "status": ("index may be newer than the dataset: run allowed by --allow-leakage" if newer
                        else "index is not newer than the dataset")}
+
+
+def evidence_meaning(evidence: str, gold: dict[str, Any] | None = None) -> str:
+    """What the evidence setting served, in words (with gold: what gold is for this dataset)."""
+    if evidence == "gold" and gold:
+        return f"{EVIDENCE_SETTINGS['gold']}; gold here: {gold.get('meaning')}"
+    return EVIDENCE_SETTINGS.get(evidence, evidence)
+
+
+def run_evidence(run: dict[str, Any]) -> str:
+    """The evidence setting of a run directory's run.json (runs from before evidence settings: open)."""
+    return run.get("evidence") or (run.get("config") or {}).get("evidence") or "open"
 
 
 def _versions() -> dict[str, str | None]:
@@ -342,6 +373,16 @@ def _label_space_line(run: dict[str, Any], metrics: dict[str, Any]) -> str:
     return f"- label space: {name} ({labels}; {whose}){rule}"
 
 
+def _evidence_line(run: dict[str, Any]) -> str:
+    evidence = run_evidence(run)
+    line = f"- evidence: {evidence} ({run.get('evidence_meaning') or evidence_meaning(evidence)})"
+    gold = (run.get("dataset") or {}).get("gold") or {}
+    if evidence == "gold" and gold.get("dropped_without_complete_gold"):
+        line += (f"; {gold['dropped_without_complete_gold']} of {gold['claims_read']} claims left out of the "
+                 "selection for lack of complete gold evidence")
+    return line
+
+
 def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]) -> str:
     cfg = run["config"]
     ds = run["dataset"]
@@ -353,6 +394,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')},"
         f" hops {cfg.get('hops') or 'all'}); labels {', '.join(ds['labels'])}",
         _label_space_line(run, metrics),
+        _evidence_line(run),
         f"- dataset sha256: `{ds['sha256'][:16]}`; files: {', '.join(Path(p).name for p in ds['source_files'])}",
         f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
@@ -432,13 +474,15 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
     if dataset is None:
         cfg = run["config"]
         dataset = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
-                               hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"))
+                               hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
+                               evidence=cfg.get("evidence") or "open")
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
     # a run directory written before label spaces existed ran in 3way
     metrics = score_run(dataset, read_predictions(run_dir), wall, run.get("label_space") or THREE_WAY.name)
     metrics["run"] = {"name": run["config"].get("name") or run_dir.name, "method": run["config"]["method"],
                       "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
                       "label_space": metrics["label_space"]["name"],
+                      "evidence": run_evidence(run),
                       "ablations": run["config"].get("ablations", []), "model": run.get("model", {}).get("model"),
                       "concurrency": run.get("concurrency"), "leakage": run.get("leakage")}
     _write_json(run_dir / METRICS_FILE, metrics)
@@ -463,11 +507,17 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
     out_dir = Path(out_dir).expanduser()
     overrides = cfg.method_overrides()  # bad method / ablation / parameter before any file is read
     dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
-                           variant=cfg.variant, label_map=cfg.label_map)
+                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence)
     space = label_space(cfg.labels) if cfg.labels is not None else dataset.label_space
     if space != dataset.label_space:
         msg = (f"label space {space.name} ({' / '.join(space.values())}) differs from the {dataset.name} "
                f"dataset's {dataset.label_space.name} ({' / '.join(dataset.label_space.values())})")
+        if on_warning is not None:
+            on_warning(msg)
+        else:
+            warnings.warn(msg, stacklevel=2)
+    if cfg.index is not None and cfg.evidence != "open":
+        msg = f"--index {cfg.index} is not read with --evidence {cfg.evidence}"
         if on_warning is not None:
             on_warning(msg)
         else:
@@ -483,17 +533,23 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if previous["dataset"]["sha256"] != dataset.sha256:
             raise ConfigError(f"{out_dir} was run on other data files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
+        before_gold = (previous["dataset"].get("gold") or {}).get("file_sha256")
+        if before_gold is not None and before_gold != (dataset.gold or {}).get("file_sha256"):
+            raise ConfigError(f"{out_dir} was run on other gold evidence files (sha256 differs)",
+                              hint="restore the original files or start a new run directory")
         before = previous.get("label_space") or THREE_WAY.name  # runs before label spaces were 3way
         if before != space.name:
             raise ConfigError(f"{out_dir} holds a run in the {before} label space; this one would be {space.name}",
                               hint=f"pass --labels {before} to resume it, or another --out directory")
     # the run directory is the run's state directory (MERMAID keeps its evidence memory there): runs do
     # not feed each other, and resuming a run keeps its state
-    verifier = Verifier(method=cfg.method, index=cfg.index, endpoint=settings.endpoint, model=settings.model,
+    verifier = Verifier(method=cfg.method, index=cfg.index if cfg.evidence == "open" else None,
+                        endpoint=settings.endpoint, model=settings.model,
                         settings=settings, llm=llm, concurrency=cfg.concurrency, llm_concurrency=cfg.llm_concurrency,
-                        search_mode=cfg.search_mode, state_dir=out_dir, labels=space, **overrides)
+                        search_mode=cfg.search_mode, state_dir=out_dir, labels=space, evidence=cfg.evidence,
+                        **overrides)
     try:
-        leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage)
+        leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage, cfg.evidence)
         if llm is not None:
             model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__), "server": {"managed": False}}
         else:
@@ -510,6 +566,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "dataset": {**dataset.manifest(), "data_dir": str(data_dir or settings.data_dir or "") or None},
             "method": cfg.method,
             "label_space": space.name,
+            "evidence": cfg.evidence,
+            "evidence_meaning": evidence_meaning(cfg.evidence, dataset.gold),
             "method_overrides": overrides,
             "method_params": dataclasses.asdict(verifier.params),
             "roles": {r.name: dataclasses.asdict(r.settings(verifier.params)) for r in verifier.spec.roles},
@@ -549,8 +607,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
 
 
 # -- compare ------------------------------------------------------------------------------------
-COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "labels", "NEI", "forced",
-                   "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
+COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "labels", "evidence", "NEI",
+                   "forced", "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
                    "claims/min", "leakage")
 
 
@@ -574,6 +632,7 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
             "run": name,
             "dataset": run["dataset"]["name"] + (f"/{run['dataset']['variant']}" if run["dataset"].get("variant") else ""),
             "method": method,
+            "evidence": run_evidence(run),
             "n": f"{metrics.get('n_predicted', 0)}/{metrics.get('n_claims', 0)}",
             "acc": fmt("accuracy", s), "macro-F1": fmt("macro_f1", s), "weighted-F1": fmt("weighted_f1", s),
             "labels": ls.get("name", THREE_WAY.name),

@@ -26,7 +26,11 @@ from veracity.errors import EndpointError
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
 @click.option("--labels", default=None, metavar="binary|3way", help="Label space of the verdicts (default: the "
               "dataset's, see `veracity bench datasets`; another one is run with a warning).")
-@click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index).")
+@click.option("--evidence", default=None, metavar="open|gold|none", help="Evidence setting: open (the index, "
+              "default), gold (each claim's own gold passages only; no index needed: hover, feverous-s, or a "
+              "jsonl:PATH file with an \"evidence\" list per line) or none (closed book: searches return nothing).")
+@click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index); "
+              "read with --evidence open only.")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -42,7 +46,7 @@ from veracity.errors import EndpointError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, labels, index, data_dir, out_dir,
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, labels, evidence, index, data_dir, out_dir,
             ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
@@ -56,9 +60,13 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
       veracity bench run --dataset hover --hops 3 --method trification --ablation static --limit 20
       veracity bench run --config benchmarks/configs/emulate-factool-kbqa.toml --out runs/emulate-kbqa
       veracity bench run --dataset fever --method rag --labels binary --limit 20
+      veracity bench run --dataset hover --method rag --evidence gold --limit 50
+      veracity bench run --dataset feverous-s --method direct --evidence none --limit 50
 
     The verdicts are in the dataset's label space (binary: SUPPORTED / REFUTED for HoVer, FEVEROUS-S, ...;
-    3way for FEVER) unless --labels (or `labels` in the config) says otherwise.
+    3way for FEVER) unless --labels (or `labels` in the config) says otherwise. The evidence setting
+    (--evidence, `evidence` in the config) is recorded in run.json and shown by reports and `bench compare`;
+    with gold, claims whose gold evidence is incomplete are left out of the sample (the report says how many).
     """
     from veracity.bench.run import RunConfig, bench_run, load_config
     from veracity.cli.verify import parse_params
@@ -70,7 +78,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
     given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
-             "label_map": label_map, "labels": labels, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
+             "label_map": label_map, "labels": labels, "evidence": evidence, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
              "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None}
     if config_path is not None:
@@ -107,7 +115,8 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     e = metrics.get("efficiency") or {}
     run = metrics.get("run", {})
     ls = metrics.get("label_space") or {}
-    title = (f"{run.get('method')} on {run.get('dataset')} ({ls.get('name', '3way')} labels) — "
+    title = (f"{run.get('method')} on {run.get('dataset')} ({ls.get('name', '3way')} labels, "
+             f"{run.get('evidence', 'open')} evidence) — "
              f"{metrics['n_predicted']}/{metrics['n_claims']} claims")
     table = Table(title=title)
     nei_allowed = ls.get("nei_allowed", True)

@@ -107,12 +107,16 @@ def _ablation_options(fn):
 @click.option("--labels", "labels", default="3way", show_default=True, metavar="binary|3way",
               help="Label space: 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) or binary (SUPPORTED / REFUTED: "
               "the verdict is one of the two, and an unconfirmed claim is REFUTED).")
+@click.option("--evidence", "evidence", default="open", show_default=True, metavar="open|gold|none",
+              help="Evidence: open (search the index), none (closed book: the model's own knowledge, searches "
+              "return nothing) or gold (with -i: each line's own \"evidence\" list of {title, text} passages, "
+              "no index).")
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @_ablation_options
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
-           state_dir, semantic_memory, labels, cache, as_json, **ablations) -> None:
+           state_dir, semantic_memory, labels, evidence, cache, as_json, **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -124,18 +128,27 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
       veracity verify "..." --method zofia --no-debate
       veracity verify -i claims.jsonl -o results.jsonl --method rag --concurrency 8
       veracity verify "..." --method rag --labels binary
+      veracity verify "..." --method direct --evidence none
+      veracity verify -i claims_with_evidence.jsonl -o results.jsonl --method rag --evidence gold
 
     A batch appends each result to the output as it finishes (with its trace), shows claims/min and
-    tokens/s, and resumes where it stopped when run again.
+    tokens/s, and resumes where it stopped when run again. With --evidence gold every input line carries
+    its own evidence, e.g. {"claim": "...", "evidence": [{"title": "Paris", "text": "Paris is ..."}]}.
     """
     from veracity.pipeline.api import Verifier
     from veracity.pipeline.labels import label_space
+    from veracity.pipeline.runner import evidence_setting
 
     space = label_space(labels)  # a bad name is one line, before anything else
+    setting = evidence_setting(evidence)
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
         raise click.UsageError("-i needs -o RESULTS.jsonl (where results are appended)")
+    if setting == "gold" and claim is not None:
+        raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has none",
+                          hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} passages, "
+                               "or use --evidence open (an index) or --evidence none (closed book)")
     from veracity.pipeline.methods import ablation_params
 
     overrides = parse_params(params)
@@ -149,9 +162,11 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
     settings = load_settings(endpoint=endpoint, model=model)
+    if index is not None and setting != "open":
+        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {setting}", highlight=False)
     verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
                         concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
-                        labels=space, **overrides)
+                        labels=space, evidence=setting, **overrides)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)

@@ -23,6 +23,12 @@ and is closed by :meth:`Verifier.close`.
 ``labels`` is the label space (:mod:`veracity.pipeline.labels`): ``"3way"`` (default: SUPPORTED /
 REFUTED / NOT_ENOUGH_INFO) or ``"binary"`` (SUPPORTED / REFUTED: the final verdict's schema and prompt
 offer those two only, and a claim no verdict was reached for is REFUTED by the binary rule, traced).
+
+``evidence`` is the evidence setting (:data:`veracity.pipeline.runner.EVIDENCE_SETTINGS`): ``"open"``
+(default: the index), ``"gold"`` (each claim's own gold passages only: a :class:`Claim` or input line
+with an ``evidence`` list of ``{title, text}``) or ``"none"`` (closed book). With ``gold`` or ``none`` no
+index is opened. ``retriever_for`` (a callable ``Claim -> Retriever``) gives each claim a retriever of
+your own instead (recorded as ``custom`` unless ``evidence`` names it).
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ from veracity.config import Settings
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import get_method
-from veracity.pipeline.runner import (ClaimsFile, RunStats, make_claim, open_run_state, read_claims_jsonl,
-                                      resolve_label_space, run_claims, verify_one)
+from veracity.pipeline.runner import (ClaimsFile, ClaimRetrievers, RunStats, check_gold_evidence,
+                                      claim_retrievers, evidence_setting, gold_retriever, make_claim,
+                                      open_run_state, read_claims_jsonl, resolve_label_space, run_claims,
+                                      verify_one)
 from veracity.pipeline.types import Claim, Verdict
 
 
@@ -89,7 +97,8 @@ class Verifier:
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
                  concurrency: int | None = None, llm_concurrency: int | None = None, cache: bool = False,
                  exclude_titles: Iterable[str] = (), search_mode: str | None = None,
-                 state_dir: Path | str | None = None, labels: LabelSpace | str | None = None, **params: Any):
+                 state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
+                 evidence: str | None = None, retriever_for: ClaimRetrievers | None = None, **params: Any):
         self.settings = settings or Settings()
         self.concurrency = concurrency if concurrency is not None else self.settings.concurrency
         self.llm_concurrency = llm_concurrency if llm_concurrency is not None else self.settings.llm_concurrency
@@ -98,7 +107,15 @@ class Verifier:
         self.params = self.spec.make_params(params)
         self.label_space = resolve_label_space(labels)  # "3way" unless given; bad names: one-line ConfigError
         self.spec.check_label_space(self.params, self.label_space)
-        self.searcher = open_index(index, self.settings) if (self.spec.needs_index or index is not None) else None
+        if retriever_for is not None:
+            self.evidence = str(evidence) if evidence is not None else "custom"
+            self.retriever_for: ClaimRetrievers | None = retriever_for
+        else:
+            self.evidence = evidence_setting(evidence)  # a bad name: one-line ConfigError
+            self.retriever_for = claim_retrievers(self.evidence)
+        # an index is read only in the open setting (a per-claim retriever replaces it)
+        wants_index = self.retriever_for is None and (self.spec.needs_index or index is not None)
+        self.searcher = open_index(index, self.settings) if wants_index else None
         self.endpoint = endpoint
         self.model = model
         self.cache = cache
@@ -113,7 +130,7 @@ class Verifier:
     def state(self) -> Any:
         """The method's run state (e.g. MERMAID's evidence memory), opened once from ``state_dir``."""
         if self._state is None and self.spec.state_cls is not None:
-            self._state = open_run_state(self.spec, self.params, self.searcher, self.state_dir)
+            self._state = open_run_state(self.spec, self.params, self.searcher, self.state_dir, self.evidence)
         return self._state
 
     # -- model endpoint ---------------------------------------------------------------------------
@@ -150,11 +167,13 @@ class Verifier:
     # -- one claim ----------------------------------------------------------------------------------
     async def averify(self, claim: str | Claim) -> Verdict:
         claim = make_claim(claim)
+        if self.retriever_for is gold_retriever:
+            check_gold_evidence([claim])  # before any server is contacted
         state = self.state()
         async with self._client(self.llm_concurrency) as llm:
             return await verify_one(claim, self.spec, llm, self.searcher, self.params, state,
                                     exclude_titles=self.exclude_titles, search_mode=self.search_mode,
-                                    label_space=self.label_space)
+                                    label_space=self.label_space, retriever_for=self.retriever_for)
 
     def verify(self, claim: str | Claim) -> Verdict:
         """Verify one claim (text or :class:`Claim`) and return its :class:`Verdict` (with trace)."""
@@ -187,6 +206,8 @@ class Verifier:
         n = concurrency if concurrency is not None else self.concurrency
         check_concurrency(n, self.llm_concurrency)
         loaded = self.load_claims(claims)
+        if self.retriever_for is gold_retriever:
+            check_gold_evidence(loaded.claims)  # before any server is contacted
         with contextlib.ExitStack() as stack:
             if out is None:
                 tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))
@@ -200,7 +221,8 @@ class Verifier:
                                          rejected=loaded.rejected,
                                          progress=progress, exclude_titles=self.exclude_titles,
                                          search_mode=self.search_mode, write_manifest=out is not None,
-                                         on_result=on_result, label_space=self.label_space)
+                                         on_result=on_result, label_space=self.label_space,
+                                         retriever_for=self.retriever_for, evidence=self.evidence)
             if out is None:
                 import json
 

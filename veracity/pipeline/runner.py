@@ -17,6 +17,15 @@ index manifest, state directory and package version.
 Label space (:mod:`veracity.pipeline.labels`): every claim of a run gets the run's ``label_space`` (3way
 unless given) as ``ctx.label_space``; in ``binary`` no verdict is NOT_ENOUGH_INFO.
 
+Evidence setting (:data:`EVIDENCE_SETTINGS`): what a claim's tools search. ``open`` (default): the run's
+index (``searcher``). ``gold``: only the claim's own gold passages, ``Claim.meta["evidence"]`` (a list of
+``{title, text}``; the benchmark readers attach it, a claims file may carry it), served by a
+:class:`~veracity.indexes.gold.GoldRetriever` built for that claim. ``none``: closed book, a
+:class:`~veracity.indexes.gold.NoEvidenceRetriever` (every search and page is empty, traced as
+``evidence.none``). The engine only sees a per-claim retriever factory, ``retriever_for(claim) ->
+Retriever`` (:func:`claim_retrievers` builds the one of a setting); it knows nothing of the methods. The
+manifest records the setting, and a run is resumed only in the same one.
+
 Run state: a method that keeps state across claims (``spec.state_cls``, e.g. MERMAID's evidence memory)
 gets it opened once per run from a state directory and passed to every claim as ``ctx.state``; whoever
 opens it closes it (:func:`run_claims` when given ``state_dir`` and no ``state``, else the caller). The
@@ -42,6 +51,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from veracity.errors import ConfigError, DataError, EndpointError, VeracityError
+from veracity.indexes.gold import GOLD_KEY, GoldRetriever, NoEvidenceRetriever
+from veracity.indexes.retriever import Retriever
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.labels import label_space as label_space_of
 from veracity.pipeline.methods import MethodContext, MethodSpec, get_method
@@ -216,7 +227,7 @@ class ResultWriter:
 class _NoIndex:
     """Stands in for the retriever of methods that need none; using it is a clear error."""
 
-    name = "none"
+    name = "no-index"
 
     def search(self, query: str, k: int = 10, *, exclude_titles: Iterable[str] = (),
                exclude_patterns: Iterable[str] = ()) -> list:
@@ -232,6 +243,70 @@ def retriever_of(searcher: Any, search_mode: str | None = None) -> Any:
     if searcher is None:
         return _NoIndex()
     return searcher.retriever(search_mode) if hasattr(searcher, "retriever") else searcher
+
+
+# -- evidence settings ---------------------------------------------------------------------------
+EVIDENCE_SETTINGS: dict[str, str] = {
+    "open": "open book: search and open_page read the run's index",
+    "gold": "gold evidence: search ranks only the claim's gold passages, open_page opens them by title",
+    "none": "closed book: search and open_page return nothing (traced as evidence.none)",
+}
+GOLD_HINT = ('give every claim an "evidence" list of {"title": ..., "text": ...} passages, or use '
+             '--evidence open (an index) or --evidence none (closed book)')
+ClaimRetrievers = Callable[[Claim], Retriever]
+
+
+def evidence_setting(value: str | None) -> str:
+    """``open`` / ``gold`` / ``none`` (None: open); anything else is a one-line ConfigError."""
+    if value is None:
+        return "open"
+    key = str(value).strip().lower()
+    key = {"closed": "none", "closed-book": "none", "open-book": "open"}.get(key, key)
+    if key not in EVIDENCE_SETTINGS:
+        raise ConfigError(f"unknown evidence setting {value!r}",
+                          hint="use --evidence open (the index), gold (each claim's gold evidence only) "
+                               "or none (closed book)")
+    return key
+
+
+def gold_retriever(claim: Claim) -> GoldRetriever:
+    """The retriever over ``claim``'s gold passages (``Claim.meta["evidence"]``); a claim without any is a
+    one-line DataError."""
+    items = claim.meta.get(GOLD_KEY)
+    if not items:
+        raise DataError(f"claim {claim.id} has no gold evidence (no {GOLD_KEY!r} passages)", hint=GOLD_HINT)
+    return GoldRetriever(items, where=f"claim {claim.id}: {GOLD_KEY!r}")
+
+
+_NO_EVIDENCE = NoEvidenceRetriever()
+
+
+def claim_retrievers(evidence: str | None) -> ClaimRetrievers | None:
+    """The per-claim retriever factory of an evidence setting: None for ``open`` (the index), the gold
+    retriever of each claim for ``gold``, the closed book for ``none``."""
+    setting = evidence_setting(evidence)
+    if setting == "gold":
+        return gold_retriever
+    if setting == "none":
+        return lambda claim: _NO_EVIDENCE
+    return None
+
+
+def check_gold_evidence(claims: Iterable[Claim]) -> None:
+    """Every claim carries valid gold passages, else one DataError naming the first that does not (and how
+    many more): checked before a gold run contacts any server."""
+    bad: list[str] = []
+    first = ""
+    for claim in claims:
+        try:
+            gold_retriever(claim)
+        except DataError as exc:
+            if not bad:
+                first = str(exc)
+            bad.append(claim.id)
+    if bad:
+        more = f" (and {len(bad) - 1} more claims)" if len(bad) > 1 else ""
+        raise DataError(f"--evidence gold: {first}{more}", hint=GOLD_HINT)
 
 
 def index_namespace(searcher: Any) -> str:
@@ -250,10 +325,15 @@ def index_namespace(searcher: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path | str | None) -> Any:
+def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path | str | None,
+                   evidence: str | None = None) -> Any:
     """The run state of ``spec`` opened from ``state_dir`` for the index ``searcher`` reads (None when the
-    method keeps none). The caller closes it (``state.close()``)."""
-    return spec.open_state(state_dir, params, index_namespace(searcher))
+    method keeps none); with per-claim evidence (``gold`` / ``none``) its namespace is ``evidence-<setting>``,
+    so state gathered from gold passages is never recalled in an open-book run. The caller closes it
+    (``state.close()``)."""
+    setting = evidence or "open"
+    namespace = index_namespace(searcher) if setting == "open" else f"evidence-{setting}"
+    return spec.open_state(state_dir, params, namespace)
 
 
 def resolve_label_space(value: LabelSpace | str | None) -> LabelSpace:
@@ -271,19 +351,23 @@ def resolve_params(spec: MethodSpec, params: Any) -> Any:
 
 async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
                      exclude_titles: Iterable[str] = (), search_mode: str | None = None,
-                     label_space: LabelSpace | str | None = None) -> Verdict:
+                     label_space: LabelSpace | str | None = None,
+                     retriever_for: ClaimRetrievers | None = None) -> Verdict:
     """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made.
 
     ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one.
     ``label_space`` (default 3way) is passed to the method as ``ctx.label_space``; a verdict outside it
     (a method path that still returned NOT_ENOUGH_INFO in the binary space) gets the binary rule
-    (:meth:`LabelSpace.undecided`, traced)."""
+    (:meth:`LabelSpace.undecided`, traced). ``retriever_for`` (a per-claim retriever factory, e.g.
+    :func:`claim_retrievers`) replaces the index's retriever: the claim's tools use
+    ``retriever_for(claim)``."""
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
                           hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
     space = resolve_label_space(label_space)
     trace = Trace()
-    tools = Tools(retriever_of(searcher, search_mode), trace, exclude_titles=exclude_titles)
+    retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
+    tools = Tools(retriever, trace, exclude_titles=exclude_titles)
     ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space)
     t0 = time.perf_counter()
     with usage_scope() as sink:
@@ -326,13 +410,16 @@ class RunStats:
 
 
 def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any,
-                       state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None) -> None:
-    """``<out>.manifest.json``; refuses to resume a file written by another method, other parameters or in
-    another label space."""
+                       state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
+                       evidence: str | None = None) -> None:
+    """``<out>.manifest.json``; refuses to resume a file written by another method, other parameters, in
+    another label space or with another evidence setting (``evidence``: ``open`` unless given; a custom
+    per-claim retriever is recorded by the name the caller gives it)."""
     from veracity import __version__
 
     path = out_path.with_name(out_path.name + ".manifest.json")
     space = resolve_label_space(label_space)
+    setting = evidence or "open"
     params_d = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(vars(params))
     if path.exists():
         try:
@@ -350,11 +437,19 @@ def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, 
                 f"resuming in the {space.name} space would mix them",
                 hint=f"pass another -o, or --labels {old.get('label_space', THREE_WAY.name)} as before",
             )
+        if old and old.get("evidence", "open") != setting:  # files from before evidence settings: open
+            raise ConfigError(
+                f"{out_path} holds results with --evidence {old.get('evidence', 'open')}; resuming with "
+                f"--evidence {setting} would mix them",
+                hint=f"pass another -o, or --evidence {old.get('evidence', 'open')} as before",
+            )
     manifest = {
         "method": spec.name,
         "params": params_d,
         "label_space": space.name,
         "labels": list(space.values()),
+        "evidence": setting,
+        "evidence_meaning": EVIDENCE_SETTINGS.get(setting, "a per-claim retriever given by the caller"),
         "roles": {role.name: dataclasses.asdict(role.settings(params)) for role in spec.roles},
         "state_dir": str(state_dir) if spec.state_cls is not None and state_dir is not None else None,
         "model": getattr(llm, "model", None),
@@ -387,6 +482,8 @@ async def run_claims(
     on_result: Callable[[dict[str, Any]], None] | None = None,
     write_manifest: bool = True,
     label_space: LabelSpace | str | None = None,
+    retriever_for: ClaimRetrievers | None = None,
+    evidence: str | None = None,
 ) -> RunStats:
     """Verify ``claims`` with ``concurrency`` claims in flight; append each result to ``out_path``.
 
@@ -395,30 +492,35 @@ async def run_claims(
     Claims whose method fails (e.g. the model's reply never validates) are listed in ``stats.failed``
     and not written, so a rerun retries them. An ``EndpointError`` stops the run; it is re-raised with
     ``err.stats`` set. ``label_space`` (default 3way) is every claim's ``ctx.label_space`` and is recorded in
-    the manifest.
+    the manifest. ``retriever_for`` gives each claim its own retriever instead of the index's (then no index
+    is needed); ``evidence`` names the setting in the manifest (default: ``open`` without ``retriever_for``,
+    ``custom`` with one).
     """
     spec = get_method(method) if isinstance(method, str) else method
     params = resolve_params(spec, params)
     space = resolve_label_space(label_space)
     spec.check_label_space(params, space)
-    if spec.needs_index and searcher is None:
+    setting = evidence or ("open" if retriever_for is None else "custom")
+    claims = list(claims)
+    if retriever_for is gold_retriever:  # every claim has its gold passages, before anything is written
+        check_gold_evidence(claims)
+    if spec.needs_index and searcher is None and retriever_for is None:
         raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    claims = list(claims)
     stats = RunStats(out_path=out_path, total=len(claims), rejected=list(rejected))
     done_ids = read_done_ids(out_path)
     pending = deque(c for c in claims if c.id not in done_ids)
     stats.skipped = len(claims) - len(pending)
     if write_manifest:
-        write_run_manifest(out_path, spec, params, llm, searcher, state_dir, space)
+        write_run_manifest(out_path, spec, params, llm, searcher, state_dir, space, setting)
     writer = ResultWriter(out_path)
     own_state = state is None and spec.state_cls is not None and bool(pending)
     if own_state:
         try:
-            state = open_run_state(spec, params, searcher, state_dir)
+            state = open_run_state(spec, params, searcher, state_dir, setting)
         except BaseException:
             writer.close()
             raise
@@ -434,7 +536,7 @@ async def run_claims(
             try:
                 verdict = await verify_one(claim, spec, llm, searcher, params, state,
                                            exclude_titles=exclude_titles, search_mode=search_mode,
-                                           label_space=space)
+                                           label_space=space, retriever_for=retriever_for)
             except EndpointError as exc:
                 if not stop:
                     stop.append(exc)

@@ -2,8 +2,10 @@
 
 Every call is recorded in the claim's :class:`Trace`. Retriever work runs in a worker thread so many
 claims can be in flight on one event loop. The retriever is any
-:class:`~veracity.indexes.retriever.Retriever` (BM25, dense, hybrid, or a per-claim one); the caller
-picks it.
+:class:`~veracity.indexes.retriever.Retriever` (BM25, dense, hybrid, or a per-claim one such as a claim's
+gold evidence); the caller picks it. A retriever with a ``trace_event`` attribute (the closed book,
+:class:`~veracity.indexes.gold.NoEvidenceRetriever`: ``evidence.none``) also gets that event recorded
+with each call (``tool``, ``query``, ``role``, ``note``), beside the call's :class:`ToolCall` record.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Tools:
         self.trace.tool_calls.append(
             ToolCall("search", query, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
+        self._note("search", query, role)
         return ev
 
     async def open_page(self, title: str, *, role: str | None = None) -> list[Evidence]:
@@ -52,4 +55,10 @@ class Tools:
         self.trace.tool_calls.append(
             ToolCall("open_page", title, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
+        self._note("open_page", title, role)
         return ev
+
+    def _note(self, tool: str, query: str, role: str | None) -> None:
+        kind = getattr(self.retriever, "trace_event", None)
+        if isinstance(kind, str) and kind:
+            self.trace.event(kind, tool=tool, query=query, role=role, note=getattr(self.retriever, "note", ""))

@@ -6,8 +6,10 @@ Layout: ``data_dir/<folder>/<file>`` with the folder names of the shared evaluat
 ``data_dir`` defaults to ``$VERACITY_DATA_DIR``.
 
 Selection order: read all records -> map labels (a label mapped to ``drop`` removes the record) ->
-``hops`` filter -> ``limit`` (with ``seed``: seeded shuffle of the selection, then the first N; without a
-seed: the first N in file order). The label as written in the file is kept in ``Claim.meta["orig_label"]``.
+with ``evidence="gold"``: attach each claim's gold passages (``Claim.meta["evidence"]``) and drop the
+claims whose gold evidence is incomplete (:mod:`veracity.bench.datasets.gold`) -> ``hops`` filter ->
+``limit`` (with ``seed``: seeded shuffle of the selection, then the first N; without a seed: the first N in
+file order). The label as written in the file is kept in ``Claim.meta["orig_label"]``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from veracity.bench.datasets.gold import (CLAIMS_FILE_GOLD_MEANING, GoldResult, check_claims_file_gold,
+                                          gold_summary)
 from veracity.bench.datasets.jsonl import read_generic_jsonl
 from veracity.bench.datasets.records import norm_label_key
-from veracity.bench.datasets.registry import DatasetSpec, describe_datasets, get_spec
-from veracity.errors import DataError
+from veracity.bench.datasets.registry import DATASETS, DatasetSpec, describe_datasets, get_spec
+from veracity.errors import ConfigError, DataError
 from veracity.pipeline.labels import THREE_WAY, LabelSpace, space_of
 from veracity.pipeline.types import Claim, Label
 
@@ -48,6 +52,8 @@ class Dataset:
     dropped: dict[str, int] = field(default_factory=dict)  # orig label -> records dropped by the mapping
     selection: dict[str, Any] = field(default_factory=dict)  # hops / limit / seed as applied
     label_space: LabelSpace = THREE_WAY  # the declared label space (bench run's default --labels)
+    evidence: str = "open"  # the evidence setting it was loaded for: "gold" attaches Claim.meta["evidence"]
+    gold: dict[str, Any] | None = None  # with evidence="gold": what gold means here, files, claims dropped
 
     def __len__(self) -> int:
         return len(self.claims)
@@ -79,6 +85,8 @@ class Dataset:
             "dropped": self.dropped,
             "selection": self.selection,
             "label_counts": {lab.value: n for lab, n in self.label_counts().items()},
+            "evidence": self.evidence,
+            **({"gold": self.gold} if self.gold is not None else {}),
         }
 
 
@@ -180,17 +188,29 @@ def load_dataset(
     hops: int | Iterable[int] | None = None,
     variant: str | None = None,
     label_map: str | Mapping[str, Any] | None = None,
+    evidence: str = "open",
 ) -> Dataset:
     """Read a benchmark (a name in :data:`DATASETS`, or ``jsonl:PATH``) into a :class:`Dataset`.
 
     ``label_map`` maps original labels onto Labels: for ``jsonl:PATH`` it is the mapping (default: the
     Label names); for a named dataset it overrides entries of the variant's mapping (e.g.
     ``"partially supported=drop"``). ``hops`` (HoVer only) keeps claims with those ``num_hops``.
+
+    ``evidence`` is the run's evidence setting (``open`` / ``gold`` / ``none``). With ``gold`` each claim
+    gets its gold passages in ``Claim.meta["evidence"]`` and claims whose gold evidence is incomplete are
+    dropped before ``hops`` and ``limit`` (``Dataset.gold`` says how many); a dataset without gold evidence
+    is a one-line ConfigError before any file is read (a claims file: a DataError naming its first line
+    without an ``evidence`` list).
     """
     # options first: a bad option is reported before any file is looked up
     if limit is not None and limit < 1:
         raise DataError(f"limit must be a positive number of claims, got {limit}", hint="e.g. --limit 100")
     hop_set = _normalise_hops(hops)
+    if evidence not in ("open", "gold", "none"):
+        raise ConfigError(f"unknown evidence setting {evidence!r}",
+                          hint="use --evidence open (the index), gold (each claim's gold evidence only) "
+                               "or none (closed book)")
+    gold_spec = None
     if name.startswith("jsonl:"):
         path = Path(name[len("jsonl:"):]).expanduser()
         if not path.is_file():
@@ -204,6 +224,16 @@ def load_dataset(
     else:
         spec = get_spec(name)
         var = spec.variant(variant)
+        gold_spec = var.gold
+        if evidence == "gold" and gold_spec is None:
+            with_gold = [f"{s.name}" + (f" ({v.name})" if len(s.variants) > 1 else "")
+                         for s in DATASETS.values() for v in s.variants.values() if v.gold is not None]
+            raise ConfigError(
+                f"{name}{f' ({var.name})' if len(spec.variants) > 1 else ''} has no gold evidence for "
+                f"--evidence gold: {spec.no_gold}",
+                hint=f"use --evidence open (an index) or --evidence none (closed book); gold evidence: "
+                     f"{', '.join(with_gold)}, or a jsonl:PATH file whose lines carry an \"evidence\" list "
+                     "of {title, text}")
         if hops is not None and not spec.supports_hops:
             raise DataError(f"hops applies to the hover dataset only, not {name}", hint="drop --hops")
         root = resolve_data_dir(data_dir)
@@ -244,12 +274,27 @@ def load_dataset(
         raise DataError(f"{ds_name}: labels outside the mapping: {listed}{more}",
                         hint=f"mapping in use: {known}; extend it with --label-map ORIG=LABEL,...")
 
+    gold: dict[str, Any] | None = None
+    if evidence == "gold":
+        read = len(pairs)
+        if gold_spec is None:  # a claims file: every line carries its gold passages
+            where_of = {c.id: w for c, _, w in records}
+            check_claims_file_gold([(c, where_of[c.id]) for c, _ in pairs], files[0])
+            result = GoldResult({c.id for c, _ in pairs}, {}, [files[0]])
+            meaning = CLAIMS_FILE_GOLD_MEANING
+        else:
+            result = gold_spec.attach(root, [c for c, _ in pairs])
+            meaning = gold_spec.meaning
+        pairs = [(c, g) for c, g in pairs if c.id in result.kept]
+        gold = gold_summary(result, meaning, read)
+        gold["file_sha256"] = {str(p): _sha256(p) for p in result.source_files if p not in files}
     if hop_set is not None:
         pairs = [(c, g) for c, g in pairs if c.meta.get("hops") in hop_set]
     if not pairs:
         what = f" with hops {sorted(hop_set)}" if hop_set else ""
+        no_gold = f", {gold['dropped_without_complete_gold']} without complete gold evidence" if gold else ""
         raise DataError(f"{ds_name}: no claims left{what} ({len(records)} records read, "
-                        f"{sum(dropped.values())} dropped by the label mapping)",
+                        f"{sum(dropped.values())} dropped by the label mapping{no_gold})",
                         hint="loosen the filters (--hops, --label-map) or check the file")
     total = len(pairs)
     if limit is not None:
@@ -274,7 +319,7 @@ def load_dataset(
         label_mapping={k: (v.value if v else None) for k, v in mapping.items()},
         total=total, dropped=dict(dropped),
         selection={"hops": sorted(hop_set) if hop_set else None, "limit": limit, "seed": seed},
-        label_space=space,
+        label_space=space, evidence=evidence, gold=gold,
     )
 
 

@@ -11,6 +11,11 @@ GossipCop and LIAR, whose real / fake ratings map onto SUPPORTED / REFUTED) or `
 variant whose mapping keeps NOT_ENOUGH_INFO declares ``THREE_WAY`` itself (BingCheck ``4way``,
 Factcheck-Bench ``3way``); registering checks that the space holds every label the mapping produces.
 
+A variant may declare its gold evidence (``Variant.gold``, :mod:`veracity.bench.datasets.gold`: what
+``--evidence gold`` serves each claim): HoVer dev (the supporting-fact paragraphs) and FEVEROUS-S (the gold
+sentences). Every other dataset refuses ``--evidence gold`` in one line, giving ``DatasetSpec.no_gold``
+as the reason (FEVER: page and sentence ids only, no text).
+
 To add a dataset:
 
 1. write its reader (``paths -> list[Record]``) in the reader module of its family of formats
@@ -31,6 +36,7 @@ from typing import Any, Mapping
 
 from veracity.bench.datasets.fever import read_fever
 from veracity.bench.datasets.feverous import read_feverous_s
+from veracity.bench.datasets.gold import FEVEROUS_GOLD, HOVER_GOLD, GoldEvidence
 from veracity.bench.datasets.hover import read_hover
 from veracity.bench.datasets.liar import read_liar
 from veracity.bench.datasets.llm_answers import (
@@ -66,6 +72,7 @@ class Variant:
     label_map: Mapping[str, Label | None]  # normalised original label -> Label (None = drop the record)
     created: str | None = None  # overrides DatasetSpec.created when this variant's data is younger
     label_space: LabelSpace | None = None  # overrides DatasetSpec.label_space (e.g. a dataset's 3-way variant)
+    gold: GoldEvidence | None = None  # the claims' gold evidence (--evidence gold); None: the variant has none
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ class DatasetSpec:
     default_variant: str
     label_space: LabelSpace  # the labels its claims are verified with: BINARY or THREE_WAY (variants may override)
     supports_hops: bool = False
+    no_gold: str = "its files hold no evidence passages"  # why --evidence gold is refused (variants without gold)
 
     def space_of(self, variant: Variant) -> LabelSpace:
         """The declared label space of ``variant`` (its own, else the dataset's)."""
@@ -123,11 +131,12 @@ _register(DatasetSpec(
     download="https://hover-nlp.github.io/ (data/hover/ of github.com/hover-nlp/hover)",
     variants={
         "dev": Variant("dev", "official dev set (labelled)", ("hover_dev_release_v1.1.json",), read_hover,
-                       {"supported": S, "not_supported": R}),
+                       {"supported": S, "not_supported": R}, gold=HOVER_GOLD),
         "train": Variant("train", "official train set", ("hover_train_release_v1.1.json",), read_hover,
                          {"supported": S, "not_supported": R}),
     },
     default_variant="dev", supports_hops=True,
+    no_gold="the gold paragraph corpus (wiki_corpus_hover_gold) covers the dev set only",
 ))
 
 _register(DatasetSpec(
@@ -137,7 +146,7 @@ _register(DatasetSpec(
     download="github.com/teacherpeterpan/ProgramFC datasets/FEVEROUS/claims/dev.json",
     variants={
         "dev": Variant("dev", "ProgramFC's FEVEROUS-S dev.json", ("programfc_feverous_s_dev.json|dev.json",),
-                       read_feverous_s, {"supports": S, "refutes": R}),
+                       read_feverous_s, {"supports": S, "refutes": R}, gold=FEVEROUS_GOLD),
     },
     default_variant="dev",
 ))
@@ -156,6 +165,8 @@ _register(DatasetSpec(
         "train": Variant("train", "train", ("train.jsonl",), read_fever, _FEVER_MAP),
     },
     default_variant="paper_dev",
+    no_gold="FEVER's evidence is Wikipedia page names and sentence ids only (none for NOT ENOUGH INFO); "
+            "their text is in FEVER's wiki-pages dump, which is not read",
 ))
 
 _register(DatasetSpec(
@@ -323,6 +334,7 @@ def describe_datasets() -> list[dict[str, Any]]:
                                   "created": v.created or spec.created,
                                   "labels": [lab.value for lab in label_set(v.label_map)],
                                   "label_space": spec.space_of(v).name,
+                                  "gold_evidence": v.gold.meaning if v.gold else None,
                                   "label_map": {k: (lab.value if lab else None) for k, lab in v.label_map.items()}}
                          for v in spec.variants.values()},
         })
