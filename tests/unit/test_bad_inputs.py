@@ -53,9 +53,8 @@ class Case:
     subprocess: bool = False  # run `python -m veracity` instead of CliRunner
 
 
-def row(id: str, *args: str, xfail: str | None = None, **kw) -> object:
-    marks = [pytest.mark.xfail(reason=f"fix pending in {xfail}", strict=True)] if xfail else []
-    return pytest.param(Case(list(args), **kw), id=id, marks=marks)
+def row(id: str, *args: str, **kw) -> object:
+    return pytest.param(Case(list(args), **kw), id=id)
 
 
 BATCH = ("verify", "-i", "{tmp}/claims/good.jsonl", "--method", "direct", "--endpoint", "{fake}")
@@ -65,34 +64,17 @@ TP = ("bench", "throughput", "--dataset", "jsonl:{tmp}/claims/labelled.jsonl", "
       "1")
 BUILD_OUT = ("--out", "{tmp}/new-index")
 OUT = ("-o", "{tmp}/out/r.jsonl")
-# fixes written down for the files another session edits (strict xfail: remove the mark with the fix)
-NO_CLAIMS = "veracity/pipeline/runner.py (read_claims_jsonl: a file without one claim is a DataError)"
-CHECK_OUTPUT = "veracity/pipeline/runner.py + api.py (check_output before the endpoint is contacted)"
-VERIFIER_PARAMS = "veracity/cli/verify.py + pipeline/api.py (method parameters passed as Verifier(params=...))"
-VERIFY_ESCAPE = "veracity/cli/verify.py (rich.markup.escape in the skipped / failed lines)"
-VERIFY_SAME_FILE = "veracity/cli/verify.py (-o must not be the -i file)"
-BENCH_LLM = "veracity/cli/bench.py (bench llm: --requests and --max-tokens at least 1)"
-THROUGHPUT_ORDER = "veracity/bench/throughput.py (open the index before the endpoint)"
-RUN_PROBE = "veracity/bench/run.py (probe the endpoint before the run directory is written)"
-RUN_TYPES = "veracity/bench/run.py (RunConfig checks the types of config values)"
 
 CLAIMS_FILES = [
     row("claims-missing", "verify", "-i", "{tmp}/claims/missing.jsonl", *OUT, "--method", "direct",
         "--endpoint", "{fake}", match="does not exist"),
-    row("claims-empty", *BATCH[:2], "{tmp}/claims/empty.jsonl", *BATCH[3:], *OUT, match="no claims.*empty",
-        xfail=NO_CLAIMS),
-    row("claims-blank-lines", *BATCH[:2], "{tmp}/claims/blank.jsonl", *BATCH[3:], *OUT, match="no claims.*empty",
-        xfail=NO_CLAIMS),
-    row("claims-not-utf8", *BATCH[:2], "{tmp}/claims/latin1.jsonl", *BATCH[3:], *OUT, match="no claims.*not UTF-8",
-        xfail=NO_CLAIMS),
-    row("claims-not-json", *BATCH[:2], "{tmp}/claims/notjson.jsonl", *BATCH[3:], *OUT, match="no claims.*not JSON",
-        xfail=NO_CLAIMS),
-    row("claims-json-array", *BATCH[:2], "{tmp}/claims/array.jsonl", *BATCH[3:], *OUT, match="no claims.*not a JSON object",
-        xfail=NO_CLAIMS),
-    row("claims-no-claim-field", *BATCH[:2], "{tmp}/claims/noclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*no `claim` field",
-        xfail=NO_CLAIMS),
-    row("claims-empty-claim", *BATCH[:2], "{tmp}/claims/emptyclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*empty claim",
-        xfail=NO_CLAIMS),
+    row("claims-empty", *BATCH[:2], "{tmp}/claims/empty.jsonl", *BATCH[3:], *OUT, match="no claims.*empty"),
+    row("claims-blank-lines", *BATCH[:2], "{tmp}/claims/blank.jsonl", *BATCH[3:], *OUT, match="no claims.*empty"),
+    row("claims-not-utf8", *BATCH[:2], "{tmp}/claims/latin1.jsonl", *BATCH[3:], *OUT, match="no claims.*not UTF-8"),
+    row("claims-not-json", *BATCH[:2], "{tmp}/claims/notjson.jsonl", *BATCH[3:], *OUT, match="no claims.*not JSON"),
+    row("claims-json-array", *BATCH[:2], "{tmp}/claims/array.jsonl", *BATCH[3:], *OUT, match="no claims.*not a JSON object"),
+    row("claims-no-claim-field", *BATCH[:2], "{tmp}/claims/noclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*no `claim` field"),
+    row("claims-empty-claim", *BATCH[:2], "{tmp}/claims/emptyclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*empty claim"),
     row("claims-duplicate-ids", *BATCH[:2], "{tmp}/claims/dups.jsonl", *BATCH[3:], *OUT, match="duplicate id"),
     row("claims-a-directory", *BATCH[:2], "{tmp}/claims", *BATCH[3:], *OUT, match="is a directory"),
     row("claims-some-bad-lines", *BATCH[:2], "{tmp}/claims/mixed.jsonl", *BATCH[3:], *OUT,
@@ -100,7 +82,7 @@ CLAIMS_FILES = [
         "typo does not stop a long batch", writes=("out/r.jsonl", "out/r.jsonl.manifest.json")),
     row("claims-path-with-brackets", *BATCH[:2], "{tmp}/claims/[/x].jsonl", *BATCH[3:], *OUT,
         accepted="as claims-some-bad-lines: a path is printed as it is, not read as rich markup",
-        writes=("out/r.jsonl", "out/r.jsonl.manifest.json"), xfail=VERIFY_ESCAPE),
+        writes=("out/r.jsonl", "out/r.jsonl.manifest.json")),
     row("claim-and-input", *ONE, "-i", "{tmp}/claims/good.jsonl", match="either a CLAIM or -i"),
     row("input-without-output", *BATCH, match="-i needs -o"),
     row("claim-blank", "verify", "   ", "--endpoint", "{dead}", match="empty claim"),
@@ -112,18 +94,12 @@ OUTPUT_PATHS = [
         accepted="the folders of -o are created (mkdir -p), as bench run --out does",
         writes=("missing", "missing/dir", "missing/dir/r.jsonl", "missing/dir/r.jsonl.manifest.json")),
     row("output-a-directory", *BATCH, "-o", "{tmp}/out", match="is a directory"),
-    row("output-unwritable", *BATCH, "-o", "/sys/veracity-bad-input.jsonl", match="veracity-bad-input.jsonl",
-        xfail=CHECK_OUTPUT),
-    row("output-under-a-file", *BATCH, "-o", "{tmp}/claims/good.jsonl/r.jsonl", match="good.jsonl",
-        xfail=CHECK_OUTPUT),
-    row("output-of-another-method", *BATCH, "-o", "{tmp}/out/rag.jsonl", match="method rag",
-        xfail=CHECK_OUTPUT),
-    row("output-in-another-label-space", *BATCH, "-o", "{tmp}/out/binary.jsonl", match="binary label space",
-        xfail=CHECK_OUTPUT),
-    row("output-not-results", *BATCH, "-o", "{tmp}/out/notes.txt", match="not a result line",
-        xfail=CHECK_OUTPUT),
-    row("output-is-the-input", *BATCH, "-o", "{tmp}/claims/good.jsonl", match="claims file",
-        xfail=VERIFY_SAME_FILE),
+    row("output-unwritable", *BATCH, "-o", "/sys/veracity-bad-input.jsonl", match="veracity-bad-input.jsonl"),
+    row("output-under-a-file", *BATCH, "-o", "{tmp}/claims/good.jsonl/r.jsonl", match="good.jsonl"),
+    row("output-of-another-method", *BATCH, "-o", "{tmp}/out/rag.jsonl", match="method rag"),
+    row("output-in-another-label-space", *BATCH, "-o", "{tmp}/out/binary.jsonl", match="binary label space"),
+    row("output-not-results", *BATCH, "-o", "{tmp}/out/notes.txt", match="not a result line"),
+    row("output-is-the-input", *BATCH, "-o", "{tmp}/claims/good.jsonl", match="claims file"),
     row("state-dir-a-file", *ONE, "--method", "direct", "--state-dir", "{tmp}/claims/good.jsonl",
         match="is a file"),
     row("bench-run-out-a-file", *RUN, "--method", "direct", "--out", "{tmp}/claims/good.jsonl", match="is a file"),
@@ -185,11 +161,11 @@ PARAMS = [
     row("ablation-of-another-method", *ONE, "--method", "direct", "--no-memory", match="ablation of mermaid"),
     row("ablation-mermaid-static", *ONE, "--method", "mermaid", "--static", match="ablation of trification"),
     row("param-named-like-a-verifier-option", *ONE, "--method", "direct", "--param", "concurrency=3",
-        match="no parameter concurrency", xfail=VERIFIER_PARAMS),
+        match="no parameter concurrency"),
     row("param-search-mode-not-a-parameter", *ONE, "--method", "direct", "--param", "search_mode=bm25",
-        match="no parameter search_mode", xfail=VERIFIER_PARAMS),
+        match="no parameter search_mode"),
     row("param-zofia-exclude-titles-type", *ONE, "--method", "zofia", "--param", "exclude_titles=5",
-        match="exclude_titles of zofia must be a list", xfail=VERIFIER_PARAMS),
+        match="exclude_titles of zofia must be a list"),
     row("semantic-memory-not-mermaid", *ONE, "--method", "rag", "--semantic-memory",
         match="no parameter semantic_memory"),
     row("method-unknown", *ONE, "--method", "nope", match="'nope' is not one of"),
@@ -225,10 +201,8 @@ CONCURRENCY = [
     row("throughput-warmup-negative", *TP, "--method", "direct", "--warmup", "-1", match="warmup"),
     row("bench-llm-concurrency-0", "bench", "llm", "--endpoint", "{dead}", "--concurrency", "0",
         match="positive integers"),
-    row("bench-llm-requests-0", "bench", "llm", "--endpoint", "{dead}", "--requests", "0", match="--requests",
-        xfail=BENCH_LLM),
-    row("bench-llm-max-tokens-0", "bench", "llm", "--endpoint", "{dead}", "--max-tokens", "0", match="--max-tokens",
-        xfail=BENCH_LLM),
+    row("bench-llm-requests-0", "bench", "llm", "--endpoint", "{dead}", "--requests", "0", match="--requests"),
+    row("bench-llm-max-tokens-0", "bench", "llm", "--endpoint", "{dead}", "--max-tokens", "0", match="--max-tokens"),
     row("subprocess-concurrency-0", *ONE, "--method", "direct", "--concurrency", "0", match="at least 1",
         subprocess=True),
 ]
@@ -260,7 +234,7 @@ INDEX_DIRS = [
     row("bench-run-index-missing", *RUN, "--method", "rag", "--index", "{tmp}/index/missing",
         match="does not exist"),
     row("throughput-index-missing", *TP, "--method", "rag", "--index", "{tmp}/index/missing",
-        match="does not exist", xfail=THROUGHPUT_ORDER),
+        match="does not exist"),
 ]
 
 ENDPOINTS = [
@@ -279,7 +253,7 @@ ENDPOINTS = [
     row("bench-llm-endpoint-unreachable", "bench", "llm", "--endpoint", "{dead}", "--concurrency", "1",
         match="cannot reach the model endpoint"),
     row("bench-run-endpoint-unreachable", *RUN, "--method", "direct", "--out", "{tmp}/runs/r",
-        match="cannot reach the model endpoint", xfail=RUN_PROBE),
+        match="cannot reach the model endpoint"),
     row("throughput-endpoint-unreachable", *TP, "--method", "direct", "--out", "{tmp}/runs/t",
         match="endpoint .* does not answer"),
 ]
@@ -351,8 +325,7 @@ CONFIGS = [
     row("config-bad-toml", "bench", "run", "--config", "{tmp}/config/bad.toml", match="not valid TOML"),
     row("config-unknown-key", "bench", "run", "--config", "{tmp}/config/unknown.toml", match="unknown key"),
     row("config-no-method", "bench", "run", "--config", "{tmp}/config/nomethod.toml", match="method"),
-    row("config-wrong-type", "bench", "run", "--config", "{tmp}/config/badtype.toml", match="limit must be an integer",
-        xfail=RUN_TYPES),
+    row("config-wrong-type", "bench", "run", "--config", "{tmp}/config/badtype.toml", match="limit must be an integer"),
     row("config-bad-labels", "bench", "run", "--config", "{tmp}/config/badlabels.toml", match="label space"),
     row("config-bad-param", "bench", "run", "--config", "{tmp}/config/badparam.toml", match="k of rag"),
     row("config-not-utf8", "bench", "run", "--config", "{tmp}/config/latin1.toml", match="latin1.toml"),

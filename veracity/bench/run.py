@@ -83,6 +83,7 @@ class RunConfig:
     paper: dict[str, Any] = field(default_factory=dict)  # the paper's reported numbers (source, metric: value)
 
     def __post_init__(self) -> None:
+        self._check_types()
         if isinstance(self.hops, int):
             self.hops = [self.hops]
         self.ablations = [a.strip().lstrip("-") for a in self.ablations]
@@ -92,6 +93,37 @@ class RunConfig:
         for flag, value, example in (("concurrency", self.concurrency, 16), ("llm-concurrency", self.llm_concurrency, 256)):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
+
+    _STR = ("dataset", "method", "variant", "label_map", "labels", "evidence", "index", "search_mode", "name",
+            "description")
+    _INT = ("limit", "seed", "concurrency", "llm_concurrency")
+
+    def _check_types(self) -> None:
+        """Each value of the right type (a config file is hand-written): one line naming the key."""
+        def bad(key: str, want: str, value: Any) -> ConfigError:
+            return ConfigError(f"{key} must be {want}, got {value!r}",
+                               hint=f"fix `{key}` in the config (or its flag); `veracity bench run --help` lists them")
+
+        for key in self._STR:
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise bad(key, "a string", value)
+        for key in self._INT:
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise bad(key, "an integer", value)
+        hops = self.hops
+        if hops is not None and not (isinstance(hops, int) and not isinstance(hops, bool)) and not (
+                isinstance(hops, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in hops)):
+            raise bad("hops", "an integer or a list of integers", hops)
+        if not isinstance(self.params, dict):
+            raise bad("params", "a table of method parameters", self.params)
+        if not isinstance(self.ablations, list) or not all(isinstance(a, str) for a in self.ablations):
+            raise bad("ablations", "a list of strings", self.ablations)
+        if not isinstance(self.allow_leakage, bool):
+            raise bad("allow_leakage", "true or false", self.allow_leakage)
+        if not isinstance(self.paper, dict):
+            raise bad("paper", "a table", self.paper)
 
     def method_overrides(self) -> dict[str, Any]:
         from veracity.pipeline.methods import ablation_params, get_method
@@ -148,6 +180,9 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
     try:
         data = httpx.get(base + "/models", timeout=5, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
         out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in data.get("data", [])]
+    except httpx.TransportError as exc:  # nobody answers: stop before the run directory is written
+        raise EndpointError(f"cannot reach the model endpoint {url} ({type(exc).__name__})",
+                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None
     except Exception as exc:  # the manifest records what could be learned; the run itself reports errors
         out["served_error"] = f"{type(exc).__name__}: {exc}"
     state = read_state(settings)
@@ -547,7 +582,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
                         endpoint=settings.endpoint, model=settings.model,
                         settings=settings, llm=llm, concurrency=cfg.concurrency, llm_concurrency=cfg.llm_concurrency,
                         search_mode=cfg.search_mode, state_dir=out_dir, labels=space, evidence=cfg.evidence,
-                        **overrides)
+                        params=overrides)
     try:
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage, cfg.evidence)
         if llm is not None:

@@ -356,17 +356,23 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         slices.append(rest[start:start + n])
         start += n
 
-    if llm is None:
-        url, model = _resolve_endpoint(settings)
-    else:
-        url, model = None, getattr(llm, "model", type(llm).__name__)
-    if probe == "auto":
-        probe = MetricsProbe(metrics_url(url)) if url else None
+    # the index before the endpoint: a wrong --index is reported without starting or waiting for a server
     searcher = None
     own_searcher = False
     if spec.needs_index or cfg.index is not None:
         searcher = open_index(cfg.index, settings)
         own_searcher = searcher is not cfg.index
+    if llm is None:
+        try:
+            url, model = _resolve_endpoint(settings)
+        except BaseException:
+            if own_searcher and hasattr(searcher, "close"):
+                searcher.close()
+            raise
+    else:
+        url, model = None, getattr(llm, "model", type(llm).__name__)
+    if probe == "auto":
+        probe = MetricsProbe(metrics_url(url)) if url else None
     gpu_now = gpu_memory()
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -402,7 +408,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
         # dir; verdicts in the dataset's label space, as `bench run` gives them
         return Verifier(method=spec.name, index=searcher, endpoint=url, model=model, settings=settings, llm=llm,
-                        concurrency=concurrency, state_dir=level_dir, labels=dataset.label_space, **cfg.params)
+                        concurrency=concurrency, state_dir=level_dir, labels=dataset.label_space, params=cfg.params)
 
     stopped: EndpointError | None = None
     warned: set[str] = set()

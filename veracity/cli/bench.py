@@ -63,6 +63,9 @@ def bench_llm_cmd(concurrency, requests_per_level, max_tokens, endpoint, model, 
     from veracity.serving.server import ensure_endpoint
 
     levels = parse_int_list(concurrency, "--concurrency")
+    for flag, value in (("--requests", requests_per_level), ("--max-tokens", max_tokens)):
+        if value is not None and value < 1:
+            raise click.BadParameter(f"must be at least 1, got {value}", param_hint=f"'{flag}'")
     settings = load_settings().with_(endpoint=endpoint, model=model)
     with console.status("finding the model endpoint") as status:
         url, served = ensure_endpoint(settings, model, progress=lambda s: status.update(f"starting vLLM: {s}"))

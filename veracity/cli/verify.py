@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from rich.console import Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
@@ -145,6 +146,9 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
         raise click.UsageError("-i needs -o RESULTS.jsonl (where results are appended)")
+    if input_path is not None and _same_file(input_path, output_path):
+        raise ConfigError(f"-o {output_path} is the claims file given with -i: results would be appended to it",
+                          hint="pass another -o, e.g. -o results.jsonl")
     if setting == "gold" and claim is not None:
         raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has none",
                           hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} passages, "
@@ -166,7 +170,7 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {setting}", highlight=False)
     verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
                         concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
-                        labels=space, evidence=setting, **overrides)
+                        labels=space, evidence=setting, params=overrides)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)
@@ -180,10 +184,18 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         verifier.close()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (the same path, or links to one file)."""
+    try:
+        return a.expanduser().resolve() == b.expanduser().resolve() or (b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
 def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool) -> None:
     loaded = verifier.load_claims(input_path)
     for bad in loaded.rejected:
-        err_console.print(f"[yellow]skipped[/] {bad}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]skipped[/] {escape(str(bad))}", highlight=False, soft_wrap=True)
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
                                      on_result=print_json if as_json else None)
@@ -193,10 +205,10 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         fail(f"{exc}{kept}", "restart the server, then run the same command again to resume")
         return
     for cid, why in stats.failed:
-        err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
     (err_console if as_json else console).print(
         f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
-        f"{len(stats.rejected)} bad lines → {output_path}  "
+        f"{len(stats.rejected)} bad lines → {escape(str(output_path))}  "
         f"({stats.claims_per_min:.1f} claims/min, {stats.tokens_per_s:.0f} tokens/s)", highlight=False)
     if stats.failed:
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")

@@ -44,7 +44,8 @@ from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import get_method
 from veracity.pipeline.runner import (ClaimsFile, ClaimRetrievers, RunStats, check_gold_evidence,
-                                      claim_retrievers, evidence_setting, gold_retriever, make_claim,
+                                      check_output, claim_retrievers, evidence_setting, gold_retriever,
+                                      make_claim,
                                       open_run_state, read_claims_jsonl, resolve_label_space, run_claims,
                                       verify_one)
 from veracity.pipeline.types import Claim, Verdict
@@ -98,13 +99,16 @@ class Verifier:
                  concurrency: int | None = None, llm_concurrency: int | None = None, cache: bool = False,
                  exclude_titles: Iterable[str] = (), search_mode: str | None = None,
                  state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
-                 evidence: str | None = None, retriever_for: ClaimRetrievers | None = None, **params: Any):
+                 evidence: str | None = None, retriever_for: ClaimRetrievers | None = None,
+                 params: dict[str, Any] | None = None, **more_params: Any):
         self.settings = settings or Settings()
         self.concurrency = concurrency if concurrency is not None else self.settings.concurrency
         self.llm_concurrency = llm_concurrency if llm_concurrency is not None else self.settings.llm_concurrency
         check_concurrency(self.concurrency, self.llm_concurrency)
         self.spec = get_method(method)
-        self.params = self.spec.make_params(params)
+        # method parameters: ``params={...}`` (a name there never collides with a Verifier setting, so
+        # --param concurrency=3 is refused as no parameter of the method), or as keywords
+        self.params = self.spec.make_params({**more_params, **(params or {})})
         self.label_space = resolve_label_space(labels)  # "3way" unless given; bad names: one-line ConfigError
         self.spec.check_label_space(self.params, self.label_space)
         if retriever_for is not None:
@@ -208,6 +212,8 @@ class Verifier:
         loaded = self.load_claims(claims)
         if self.retriever_for is gold_retriever:
             check_gold_evidence(loaded.claims)  # before any server is contacted
+        if out is not None:  # a results file that cannot be written or resumed: before any server is contacted
+            check_output(Path(out).expanduser(), self.spec, self.params, self.label_space, self.evidence)
         with contextlib.ExitStack() as stack:
             if out is None:
                 tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))

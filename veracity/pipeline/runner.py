@@ -166,6 +166,14 @@ def read_claims_jsonl(path: Path | str) -> ClaimsFile:
             f"{path}: duplicate id {cid!r} on lines {', '.join(map(str, lines))}{more}",
             hint="give every claim a unique `id` (claims without one get an id from their text)",
         )
+    if not claims:  # nothing to run: say why before any index or server is touched
+        if rejected:
+            first = rejected[0]
+            more = f" ({len(rejected)} bad lines)" if len(rejected) > 1 else ""
+            raise DataError(f"no claims in {path}: line {first.line}: {first.reason}{more}",
+                            hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in France.\"}")
+        raise DataError(f"no claims in {path}: the file is empty",
+                        hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in France.\"}")
     return ClaimsFile(claims, rejected)
 
 
@@ -409,6 +417,88 @@ class RunStats:
         return (self.prompt_tokens + self.completion_tokens) / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
+def check_output(out_path: Path | str, spec: MethodSpec, params: Any, label_space: LabelSpace | str | None = None,
+                 evidence: str | None = None) -> None:
+    """Everything that can be wrong with a results file, checked before any server is contacted: its folder
+    lies under a file, it cannot be written, it holds lines that are not results, or its manifest says it was
+    written by another method, with other parameters, in another label space or with another evidence
+    setting (resuming would mix them). Writes nothing (a torn last line of an interrupted run is repaired
+    by :func:`read_done_ids` when the run starts)."""
+    out_path = Path(out_path)
+    if out_path.is_dir():
+        raise DataError(f"output {out_path} is a directory", hint="pass a file path, e.g. -o results.jsonl")
+    folder = out_path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise DataError(f"cannot write {out_path}: {folder} is a file, not a folder",
+                        hint="pass an output path inside a folder")
+    writable = os.access(out_path, os.W_OK) if out_path.exists() else os.access(folder, os.W_OK | os.X_OK)
+    if writable and not out_path.exists() and folder == out_path.parent:
+        try:  # access() says yes to root on read-only or virtual file systems: try it for real
+            out_path.touch(exist_ok=False)
+            out_path.unlink()
+        except FileExistsError:
+            pass
+        except OSError:
+            writable = False
+    if not writable:
+        raise DataError(f"cannot write {out_path}: permission denied or read-only file system",
+                        hint="pass an output path in a folder you can write to")
+    _check_manifest(out_path, spec, params, resolve_label_space(label_space), evidence or "open")
+    if out_path.exists():
+        _check_result_lines(out_path)
+
+
+def _check_result_lines(path: Path) -> None:
+    """Every complete line of an existing results file is a result (what :func:`read_done_ids` requires)."""
+    lines = path.read_bytes().split(b"\n")
+    lines.pop()  # the last piece is a torn line or b""; read_done_ids repairs it
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            str(json.loads(raw.decode("utf-8"))["id"])
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+            raise DataError(f"{path}:{n}: not a result line, so this file cannot be resumed",
+                            hint="move the file aside or pass another -o") from None
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    return dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(vars(params))
+
+
+def _check_manifest(out_path: Path, spec: MethodSpec, params: Any, space: LabelSpace, setting: str) -> None:
+    """Refuse to resume a results file written by another method or with other settings."""
+    path = out_path.with_name(out_path.name + ".manifest.json")
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        old = {}
+    if not isinstance(old, dict) or not old:
+        return
+    params_d = _params_dict(params)
+    if old.get("method") != spec.name or old.get("params") != json.loads(json.dumps(params_d, default=str)):
+        raise ConfigError(
+            f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would mix them",
+            hint="pass another -o, or the same --method/--param as before",
+        )
+    if old.get("label_space", THREE_WAY.name) != space.name:
+        raise ConfigError(
+            f"{out_path} holds results in the {old.get('label_space', THREE_WAY.name)} label space; "
+            f"resuming in the {space.name} space would mix them",
+            hint=f"pass another -o, or --labels {old.get('label_space', THREE_WAY.name)} as before",
+        )
+    if old.get("evidence", "open") != setting:  # files from before evidence settings: open
+        raise ConfigError(
+            f"{out_path} holds results with --evidence {old.get('evidence', 'open')}; resuming with "
+            f"--evidence {setting} would mix them",
+            hint=f"pass another -o, or --evidence {old.get('evidence', 'open')} as before",
+        )
+
+
 def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, searcher: Any,
                        state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
                        evidence: str | None = None) -> None:
@@ -420,29 +510,8 @@ def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, 
     path = out_path.with_name(out_path.name + ".manifest.json")
     space = resolve_label_space(label_space)
     setting = evidence or "open"
-    params_d = dataclasses.asdict(params) if dataclasses.is_dataclass(params) else dict(vars(params))
-    if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            old = {}
-        if old and (old.get("method") != spec.name or old.get("params") != json.loads(json.dumps(params_d, default=str))):
-            raise ConfigError(
-                f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would mix them",
-                hint="pass another -o, or the same --method/--param as before",
-            )
-        if old and old.get("label_space", THREE_WAY.name) != space.name:
-            raise ConfigError(
-                f"{out_path} holds results in the {old.get('label_space', THREE_WAY.name)} label space; "
-                f"resuming in the {space.name} space would mix them",
-                hint=f"pass another -o, or --labels {old.get('label_space', THREE_WAY.name)} as before",
-            )
-        if old and old.get("evidence", "open") != setting:  # files from before evidence settings: open
-            raise ConfigError(
-                f"{out_path} holds results with --evidence {old.get('evidence', 'open')}; resuming with "
-                f"--evidence {setting} would mix them",
-                hint=f"pass another -o, or --evidence {old.get('evidence', 'open')} as before",
-            )
+    params_d = _params_dict(params)
+    _check_manifest(out_path, spec, params, space, setting)
     manifest = {
         "method": spec.name,
         "params": params_d,
@@ -509,6 +578,7 @@ async def run_claims(
     if concurrency < 1:
         raise ConfigError("concurrency must be at least 1")
     out_path = Path(out_path)
+    check_output(out_path, spec, params, space, setting)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     stats = RunStats(out_path=out_path, total=len(claims), rejected=list(rejected))
     done_ids = read_done_ids(out_path)
