@@ -176,6 +176,17 @@ def test_compare_puts_runs_side_by_side(tmp_path):
     md = compare_markdown(rows)
     assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | macro-F1") and len(md.splitlines()) == 4
     assert finalize(b)["n_predicted"] == 2
+    # --json: the same runs, unformatted, for scripts
+    from click.testing import CliRunner
+
+    from veracity.cli import _register, cli
+    _register()
+    res = CliRunner().invoke(cli, ["bench", "compare", str(a), str(b), "--json"])
+    assert res.exit_code == 0, res.output
+    records = json.loads(res.output)
+    assert [(r["run"], r["n_predicted"], r["n_claims"]) for r in records] == [("direct-4", 4, 4), ("b", 2, 2)]
+    assert records[0]["scores"]["accuracy"] == pytest.approx(float(rows[0]["acc"]), abs=5e-4)
+    assert records[0]["method"] == "direct" and records[0]["label_space"] == "binary"
 
 
 def test_configs_and_bad_input(tmp_path):

@@ -683,6 +683,29 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
     return rows
 
 
+def compare_records(run_dirs: list[Path | str]) -> list[dict[str, Any]]:
+    """What ``bench compare --json`` prints: per run, its settings and the unformatted metrics."""
+    out = []
+    for d in run_dirs:
+        d = Path(d)
+        run = read_run(d)
+        mpath = d / METRICS_FILE
+        metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
+        cfg = run["config"]
+        out.append({
+            "run": cfg.get("name") or d.name, "dir": str(d), "dataset": run["dataset"]["name"],
+            "variant": run["dataset"].get("variant"), "method": cfg["method"],
+            "ablations": cfg.get("ablations") or [], "params": run.get("method_overrides") or {},
+            "evidence": run_evidence(run),
+            "label_space": (metrics.get("label_space") or {}).get("name", THREE_WAY.name),
+            "model": (run.get("model") or {}).get("model"),
+            "n_predicted": metrics.get("n_predicted", 0), "n_claims": metrics.get("n_claims", 0),
+            "scores": metrics.get("scores") or {}, "efficiency": metrics.get("efficiency") or {},
+            "leakage": run.get("leakage") or {},
+        })
+    return out
+
+
 def compare_markdown(rows: list[dict[str, str]]) -> str:
     head = "| " + " | ".join(COMPARE_COLUMNS) + " |"
     sep = "|" + "---|" * len(COMPARE_COLUMNS)

@@ -140,7 +140,9 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a markdown table (for BENCHMARKS.md).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the markdown table here.")
-def compare_cmd(runs, as_markdown, out) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: per run its settings and unformatted "
+              "scores and efficiency figures.")
+def compare_cmd(runs, as_markdown, out, as_json) -> None:
     """One table across benchmark runs: accuracy, F1, NEI rate and cost per claim.
 
     \b
@@ -148,13 +150,21 @@ def compare_cmd(runs, as_markdown, out) -> None:
       veracity bench compare bench-results/hover-*
       veracity bench compare runs/mermaid runs/mermaid-no-memory --markdown --out compare.md
     """
-    from veracity.bench.run import COMPARE_COLUMNS, compare_markdown, compare_rows
+    from veracity.bench.run import COMPARE_COLUMNS, compare_markdown, compare_records, compare_rows
 
+    if as_markdown and as_json:
+        raise click.UsageError("pass --markdown or --json, not both")
+    if as_json and out is None:
+        print_json(compare_records(list(runs)))
+        return
     rows = compare_rows(list(runs))
     md = compare_markdown(rows)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(md + "\n", encoding="utf-8")
+    if as_json:
+        print_json(compare_records(list(runs)))
+        return
     if as_markdown:
         click.echo(md)
         return
