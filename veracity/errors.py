@@ -66,3 +66,7 @@ class JavaError(VeracityError):
 
 class LeakageError(VeracityError):
     """An index built from a dump newer than the dataset, without --allow-leakage."""
+
+
+class OutputError(VeracityError):
+    """Results cannot be written (disk full, file size limit, read-only folder); what was written is kept."""

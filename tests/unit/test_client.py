@@ -46,6 +46,8 @@ class FakeServer:
         if isinstance(reply, Exception):
             raise reply
         status, content = reply
+        if status == "torn":  # a completion cut off in transit: the body is not whole JSON
+            return httpx.Response(200, content=b'{"choices": [{"message": {"content": "{\\"lab')
         if status != 200:
             return httpx.Response(status, json={"message": "boom"})
         return httpx.Response(200, json={
@@ -95,6 +97,17 @@ async def test_retries_5xx_and_transport_errors_then_succeeds():
     async with client(srv, max_retries=3) as llm:
         await llm.generate(MSG, Out, role="r")
     assert len(srv.bodies) == 3 and llm.usage[0].attempts == 3
+
+
+async def test_a_reply_cut_off_in_transit_is_retried():
+    srv = FakeServer([("torn", ""), ("torn", ""), (200, GOOD)])
+    async with client(srv, max_retries=3) as llm:
+        out = await llm.generate(MSG, Out, role="r")
+    assert out.label == "SUPPORTED" and len(srv.bodies) == 3 and llm.usage[0].attempts == 3
+    srv = FakeServer([("torn", "")] * 5)
+    async with client(srv, max_retries=1) as llm:
+        with pytest.raises(EndpointError, match="failed 2 times .HTTP 200 with a truncated or malformed body"):
+            await llm.generate(MSG, Out, role="r")
 
 
 async def test_gives_up_after_max_retries_with_one_line_error():

@@ -141,6 +141,34 @@ def test_endpoint_failure_stops_the_run_keeps_results_and_a_rerun_completes(tmp_
     assert sorted(ids) == sorted(f"c{i}" for i in range(10)) and len(ids) == len(set(ids))
 
 
+def test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes(tmp_path, monkeypatch):
+    import errno
+
+    from veracity.errors import OutputError
+    from veracity.pipeline import runner
+
+    out = tmp_path / "r.jsonl"
+    real_append = runner.ResultWriter.append
+    appended = []
+
+    def full_after_two(self, record):
+        if len(appended) >= 2:  # the disk fills part-way through the third line
+            self._f.write(b'{"id": "torn')
+            raise OSError(errno.EFBIG, "File too large")
+        appended.append(record["id"])
+        real_append(self, record)
+
+    monkeypatch.setattr(runner.ResultWriter, "append", full_after_two)
+    with pytest.raises(OutputError, match=f"cannot write results to {out}: File too large") as info:
+        asyncio.run(run_claims(claims(6), "direct", ScriptedLLM({"direct.judge": judge()}), None, out, concurrency=1))
+    assert info.value.stats.done == 2 and info.value.hint
+    monkeypatch.setattr(runner.ResultWriter, "append", real_append)
+    again = asyncio.run(run_claims(claims(6), "direct", ScriptedLLM({"direct.judge": judge()}), None, out))
+    assert again.skipped == 2 and again.done == 4
+    ids = [r["id"] for r in lines(out)]  # the torn line was cut, none lost, none doubled
+    assert sorted(ids) == sorted(f"c{i}" for i in range(6)) and len(ids) == len(set(ids))
+
+
 def test_a_claim_whose_method_fails_is_listed_and_not_written(tmp_path):
     """A method that raises for one claim (here: a role without a fallback whose reply never validates)."""
     from veracity.pipeline.methods.base import MethodSpec

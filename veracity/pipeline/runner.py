@@ -31,8 +31,8 @@ gets it opened once per run from a state directory and passed to every claim as 
 opens it closes it (:func:`run_claims` when given ``state_dir`` and no ``state``, else the caller). The
 runner knows nothing else about it.
 
-Resume: ids already in the output are skipped. If the model endpoint fails (``EndpointError``) the
-run stops at once, in-flight claims are dropped (not written), and the error is raised with the
+Resume: ids already in the output are skipped. If the model endpoint fails (``EndpointError``) or the
+results cannot be written (``OutputError``: disk full, file size limit) the run stops at once, in-flight claims are dropped (not written), and the error is raised with the
 run's statistics attached as ``err.stats``; rerunning the same command resumes.
 """
 
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from veracity.errors import ConfigError, DataError, EndpointError, VeracityError
+from veracity.errors import ConfigError, DataError, EndpointError, OutputError, VeracityError
 from veracity.indexes.gold import GOLD_KEY, GoldRetriever, NoEvidenceRetriever
 from veracity.indexes.retriever import Retriever
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
@@ -559,8 +559,8 @@ async def run_claims(
     A method that keeps run state gets ``state`` (opened and closed by the caller) or, without one, a
     state opened here from ``state_dir`` and closed when the run ends. Returns :class:`RunStats`.
     Claims whose method fails (e.g. the model's reply never validates) are listed in ``stats.failed``
-    and not written, so a rerun retries them. An ``EndpointError`` stops the run; it is re-raised with
-    ``err.stats`` set. ``label_space`` (default 3way) is every claim's ``ctx.label_space`` and is recorded in
+    and not written, so a rerun retries them. An ``EndpointError`` (or an ``OutputError``: results cannot
+    be written) stops the run; it is re-raised with ``err.stats`` set. ``label_space`` (default 3way) is every claim's ``ctx.label_space`` and is recorded in
     the manifest. ``retriever_for`` gives each claim its own retriever instead of the index's (then no index
     is needed); ``evidence`` names the setting in the manifest (default: ``open`` without ``retriever_for``,
     ``custom`` with one).
@@ -594,11 +594,19 @@ async def run_claims(
         except BaseException:
             writer.close()
             raise
-    stop: list[EndpointError] = []
+    stop: list[EndpointError | OutputError] = []  # what ends the whole run (the others stop at their claim)
     tasks: list[asyncio.Task] = []
     outcomes: list = []
     t0 = time.perf_counter()
     bar = _Progress(len(pending), spec.name, stats) if progress and pending else None
+
+    def halt(exc: EndpointError | OutputError) -> None:
+        if not stop:
+            stop.append(exc)
+            me = asyncio.current_task()
+            for t in tasks:
+                if t is not me:
+                    t.cancel()
 
     async def worker() -> None:
         while pending and not stop:
@@ -608,12 +616,7 @@ async def run_claims(
                                            exclude_titles=exclude_titles, search_mode=search_mode,
                                            label_space=space, retriever_for=retriever_for)
             except EndpointError as exc:
-                if not stop:
-                    stop.append(exc)
-                    me = asyncio.current_task()
-                    for t in tasks:
-                        if t is not me:
-                            t.cancel()
+                halt(exc)
                 return
             except VeracityError as exc:
                 stats.failed.append((claim.id, f"{type(exc).__name__}: {exc}"))
@@ -622,7 +625,12 @@ async def run_claims(
                 stats.failed.append((claim.id, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
                 continue
             record = verdict.to_dict(claim)
-            writer.append(record)
+            try:
+                writer.append(record)
+            except OSError as exc:  # disk full, file size limit, ...: stop; a torn line is cut on resume
+                halt(OutputError(f"cannot write results to {out_path}: {exc.strerror or exc}",
+                                 hint="free space or fix the folder, then run the same command again to resume"))
+                return
             summary = verdict.trace.summary()
             stats.done += 1
             stats.prompt_tokens += summary["prompt_tokens"]
@@ -641,7 +649,10 @@ async def run_claims(
     finally:
         for t in tasks:
             t.cancel()
-        writer.close()
+        try:
+            writer.close()
+        except OSError:  # the failed write was already reported (stop)
+            pass
         if own_state:  # the run state this call opened (e.g. the evidence memory's SQLite connection)
             state.close()
         stats.elapsed_s = time.perf_counter() - t0

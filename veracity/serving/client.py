@@ -337,7 +337,14 @@ class LLMClient:
                 async with self._sem:
                     resp = await self._client().post("/chat/completions", json=body, timeout=self._timeout_for(body))
                 if resp.status_code < 400:
-                    return resp.json(), attempt
+                    try:
+                        data = resp.json()
+                    except ValueError:
+                        data = None
+                    if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
+                        return data, attempt
+                    # a reply cut off in transit (or not a completion at all): as retryable as a 503
+                    raise _Retryable(f"HTTP {resp.status_code} with a truncated or malformed body")
                 if resp.status_code not in RETRYABLE_STATUS:
                     detail = _error_detail(resp)
                     raise EndpointError(
@@ -347,6 +354,8 @@ class LLMClient:
                 problem = f"HTTP {resp.status_code}"
             except (httpx.TransportError, httpx.TimeoutException) as exc:
                 problem = type(exc).__name__
+            except _Retryable as exc:
+                problem = str(exc)
             if attempt > self.max_retries:
                 raise EndpointError(
                     f"model endpoint {self.base_url} failed {attempt} times ({problem})",
@@ -354,6 +363,10 @@ class LLMClient:
                 )
             delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
             await asyncio.sleep(min(delay, 30.0))
+
+
+class _Retryable(Exception):
+    """A reply that is worth asking again for (internal to :meth:`LLMClient._post_with_retries`)."""
 
 
 async def probe_endpoint(endpoint: str, model: str | None = None, *, api_key: str = "EMPTY") -> str:

@@ -239,6 +239,34 @@ def tail(path: Path, n: int = 15) -> str:
     return "\n".join(lines[-n:])
 
 
+def _last_line(log: Path) -> str:
+    lines = [ln.strip() for ln in tail(log, 20).splitlines() if ln.strip()]
+    return lines[-1][-200:] if lines else "no output"
+
+
+# what a start-up failure's telling line means, and what to do about it
+_STARTUP_CAUSES = (
+    (("address already in use", "errno 98"), "the port is taken: pass another --port"),
+    (("out of memory", "outofmemory", "cannot allocate memory", "memoryerror", "not enough memory",
+      "no available memory for the cache blocks", "kv cache"),
+     "not enough memory: lower --max-model-len or --kv-cache-gib, or serve a smaller model"),
+    (("safetensor", "header too large", "invalid load key", "incomplete metadata", "config.json",
+      "unrecognized model", "no such file or directory"),
+     "the model's weights look broken or incomplete: prepare it again with `veracity models prepare NAME`"),
+)
+
+
+def _startup_advice(line: str, log: Path) -> str:
+    text = (line + "\n" + tail(log, 200)).lower()
+    for needles, advice in _STARTUP_CAUSES:
+        if any(n in line.lower() for n in needles):
+            return advice
+    for needles, advice in _STARTUP_CAUSES:
+        if any(n in text for n in needles):
+            return advice
+    return "read the log's last lines for the cause"
+
+
 def _last_error_line(log: Path) -> str:
     """The most telling line of a failed start-up log (the last exception line, else the last line)."""
     lines = [ln.strip() for ln in tail(log, 200).splitlines() if ln.strip()]
@@ -266,6 +294,11 @@ def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NA
             f"a managed server ({existing.model}) is already running at {existing.endpoint} (pid {existing.pid})",
             hint="use it, or stop it first with `veracity serve --stop`",
         )
+    if existing is not None:  # a dead server's state: end what it left behind (it may hold the port)
+        left = orphans(existing)
+        stop_server(settings, name)
+        if left:
+            (progress or _say)(f"ended {len(left)} process(es) left behind by the dead server (pid {existing.pid})")
     model_path = resolve_model_path(settings, spec.model)
     if port_in_use(spec.host, spec.port):
         raise ServerError(
@@ -305,14 +338,14 @@ def wait_ready(state: ServerState, proc: subprocess.Popen | None, *, timeout_s: 
             return
         dead = proc.poll() is not None if proc is not None else not pid_alive(state.pid)
         if dead:
-            raise ServerError(
-                f"the vLLM server exited during start-up: {_last_error_line(log)}",
-                hint=f"full log: {log}\n--- last lines ---\n{tail(log)}",
-            )
+            line = _last_error_line(log)
+            raise ServerError(f"the vLLM server exited during start-up: {line}",
+                              hint=f"{_startup_advice(line, log)}; full log: {log}")
         if time.time() - t0 > timeout_s:
             raise ServerError(
-                f"the vLLM server did not become ready within {timeout_s:.0f}s",
-                hint=f"see its log {log}; a larger model may need --timeout",
+                f"the vLLM server did not become ready within {timeout_s:.0f}s (last log line: "
+                f"{_last_line(log)})",
+                hint=f"a larger model may need --timeout; full log: {log}",
             )
         if progress is not None:
             lines = [ln for ln in tail(log, 3).splitlines() if ln.strip()]
@@ -323,41 +356,97 @@ def wait_ready(state: ServerState, proc: subprocess.Popen | None, *, timeout_s: 
         time.sleep(1.0)
 
 
-def _terminate(pid: int, grace_s: float = 20.0) -> None:
+def group_members(pgid: int) -> list[int]:
+    """Live processes (zombies excluded) of process group ``pgid``: a managed server's API process is its
+    group's leader and vLLM's engine core and workers its members, so the group outlives a dead leader."""
+    out = []
     try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    except PermissionError:
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + grace_s
-    while time.time() < deadline:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc (not Linux): fall back to the leader alone
+        return [pgid] if pid_alive(pgid) else []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        if not pid_alive(pid):
-            return
-        time.sleep(0.2)
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            out.append(int(entry))
+    return sorted(out)
+
+
+def _reap(pid: int) -> None:
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        os.waitpid(pid, os.WNOHANG)  # our own child: collect it so that it does not linger as a zombie
+    except (ChildProcessError, OSError):
         pass
 
 
+STOP_GRACE_S = 20.0  # seconds a server gets to shut down after SIGTERM before SIGKILL
+
+
+def terminate_group(pgid: int, grace_s: float | None = None) -> list[int]:
+    """End process group ``pgid`` (SIGTERM, then SIGKILL after ``grace_s``) whether or not its leader still
+    lives; returns the pids still alive afterwards (empty when the whole group is gone)."""
+    def signal_group(sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # not ours to signal as a group: signal the members we can
+            for pid in group_members(pgid):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+
+    if not group_members(pgid):
+        _reap(pgid)
+        return []
+    signal_group(signal.SIGTERM)
+    grace = STOP_GRACE_S if grace_s is None else grace_s
+    for sig_deadline, last in ((grace, False), (10.0, True)):
+        deadline = time.time() + sig_deadline
+        while time.time() < deadline:
+            _reap(pgid)
+            if not group_members(pgid):
+                return []
+            time.sleep(0.2)
+        if not last:
+            signal_group(signal.SIGKILL)
+    _reap(pgid)
+    return group_members(pgid)
+
+
+def _terminate(pid: int, grace_s: float | None = None) -> None:
+    left = terminate_group(pid, grace_s)
+    if left:
+        raise ServerError(f"{len(left)} process(es) of the server (pids {', '.join(map(str, left))}) survived "
+                          "SIGKILL", hint="they may belong to another user; end them with `kill -9`")
+
+
 def stop_server(settings: Settings, name: str = DEFAULT_NAME) -> ServerState | None:
-    """Stop the managed server; returns its state, or None when none was running."""
+    """Stop the managed server: its whole process group (API server, engine core, workers), also when the
+    API server already died and left the others behind; checks that none is left. Returns its state, or
+    None when none was recorded."""
     state = read_state(settings, name)
     if state is None:
         return None
-    if pid_alive(state.pid):
-        _terminate(state.pid)
+    _terminate(state.pid)  # the group's id is the leader's pid (start_new_session)
     state_path(settings, name).unlink(missing_ok=True)
     return state
 
 
+def orphans(state: ServerState) -> list[int]:
+    """Processes of a managed server's group that outlive its dead API server (engine core, workers)."""
+    return [pid for pid in group_members(state.pid) if pid != state.pid]
+
+
 def server_status(settings: Settings, name: str = DEFAULT_NAME) -> tuple[ServerState | None, str]:
-    """(state, 'running' | 'starting' | 'dead' | 'stopped')."""
+    """(state, 'running' | 'starting' | 'dead' | 'stopped'); a dead server may have :func:`orphans`."""
     state = read_state(settings, name)
     if state is None:
         return None, "stopped"
@@ -367,8 +456,12 @@ def server_status(settings: Settings, name: str = DEFAULT_NAME) -> tuple[ServerS
     return state, ("running" if models is not None and state.model in models else "starting")
 
 
+def _say(message: str) -> None:
+    print(f"veracity: {message}", file=sys.stderr, flush=True)
+
+
 def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: Progress | None = None,
-                    timeout_s: float = 600.0) -> tuple[str, str | None]:
+                    timeout_s: float = 600.0, notify: Progress | None = None) -> tuple[str, str | None]:
     """The endpoint to use: the configured one, else the managed server (started if needed).
 
     Returns ``(endpoint_url, model_name_or_None)``. A configured endpoint is returned as is (the client
@@ -387,8 +480,12 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
             f"the managed server serves {state.model}, not {wanted}",
             hint="stop it with `veracity serve --stop`, or pass --model " + state.model,
         )
-    if state is not None:  # dead: clean up and start anew
-        state_path(settings).unlink(missing_ok=True)
+    if state is not None:  # dead: end what is left of it (engine core, workers hold memory and the port)
+        left = orphans(state)
+        stop_server(settings)
+        say = notify or _say
+        say(f"the managed server ({state.model}, pid {state.pid}) had died"
+            + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
     name = wanted or default_model_for_hardware()
     if name == CPU_DEFAULT and resolve_model_path_or_none(settings, name) is None:
         from veracity.models.prepare import prepare_model
