@@ -35,19 +35,13 @@ from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
 
-CLAIMS = [
+CLAIMS = [  # six short claims: enough for a fault part-way through, few enough for CI's time budget
     "Greater Swiss Mountain Dog and Harrier are both dog breeds.",
-    "Carnegie Hall Tower is located in the same city as Staten Island.",
-    "Stephen King wrote the novel that The Shining film was based on.",
     "Zombieland was directed by Ruben Fleischer.",
     "Nicole Kidman is an Australian actress.",
     "Staten Island is a borough of New York City.",
-    "The Harrier is a breed of dog.",
-    "Polow da Don produced songs recorded by Fergie.",
     "The Eiffel Tower is in Berlin.",
     "Marie Curie won two Nobel prizes.",
-    "Mount Everest is the highest mountain on Earth.",
-    "The Amazon river flows through Brazil.",
 ]
 IDS = [f"q{i}" for i in range(len(CLAIMS))]
 
@@ -61,9 +55,16 @@ def cli(tmp: Path, endpoint: str, claims: Path, out: Path, *, preexec=None) -> s
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
     env.update(VERACITY_HOME=str(tmp / "home"), PYTHONUNBUFFERED="1", COLUMNS="200")
     cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method", "direct",
-           "--endpoint", endpoint, "--concurrency", "2", "--param", "judge.max_tokens=96"]
+           "--endpoint", endpoint, "--concurrency", "2"]
+
+    def setup() -> None:
+        # Ctrl-C as at a terminal: a background job (CI's shell, nohup) may hand SIGINT down ignored
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec is not None:
+            preexec()
+
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=preexec, start_new_session=True)
+                            preexec_fn=setup, start_new_session=True)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 600) -> tuple[int, str, str]:
@@ -171,7 +172,7 @@ def test_results_file_that_cannot_grow_stops_the_run_then_resumed(llm_endpoint, 
 # -- a faulty network between client and server --------------------------------------------------------
 class FaultProxy:
     """A loopback HTTP proxy in front of the real server that spoils some completions: ``slow`` (every
-    answer delayed), ``http500`` (every third completion answered 500), ``truncated`` (every third
+    answer delayed), ``http500`` (every second completion answered 500), ``truncated`` (every second
     completion's body cut in half)."""
 
     def __init__(self, upstream: str, mode: str):
@@ -201,7 +202,7 @@ class FaultProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with proxy.lock:
                     proxy.completions += 1
-                    spoil = proxy.mode == "slow" or proxy.completions % 3 == 0
+                    spoil = proxy.mode == "slow" or proxy.completions % 2 == 0
                     proxy.spoiled += spoil
                 if spoil and proxy.mode == "http500":
                     self._reply(500, b'{"message": "injected fault"}')
