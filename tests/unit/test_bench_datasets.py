@@ -24,7 +24,7 @@ from veracity.bench.datasets import (
     load_dataset,
     parse_label_map,
 )
-from veracity.errors import DataError
+from veracity.errors import ConfigError, DataError
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Label
 
 S, R, N = Label.SUPPORTED, Label.REFUTED, Label.NOT_ENOUGH_INFO
@@ -450,3 +450,31 @@ def test_bad_options(tmp_path):
         parse_label_map("true=YES")
     assert parse_label_map("True=supported, not enough info=NEI,x=drop") == {
         "true": S, "not enough info": N, "x": None}
+
+
+def test_balanced_sample(data_dir):
+    """--sample balanced: equal labels, and on HoVer equal hop counts too; seeded; a random sample is not."""
+    ds = load_dataset("hover", data_dir, limit=24, seed=3, sample="balanced")
+    assert len(ds) == 24
+    assert counts(ds) == {S: 12, R: 12}
+    hops = Counter(c.meta["hops"] for c, _ in ds.claims)
+    assert hops == {2: 8, 3: 8, 4: 8}
+    per_cell = Counter((c.meta["hops"], lab) for c, lab in ds.claims)
+    assert set(per_cell.values()) == {4}
+    again = load_dataset("hover", data_dir, limit=24, seed=3, sample="balanced")
+    assert [c.id for c, _ in again.claims] == [c.id for c, _ in ds.claims]
+    assert ds.selection["sample"] == "balanced"
+    # FEVEROUS-S has no hop counts: balanced by label only
+    fs = load_dataset("feverous-s", data_dir, limit=20, seed=3, sample="balanced")
+    assert counts(fs) == {S: 10, R: 10}
+    with pytest.raises(ConfigError, match="unknown sample mode"):
+        load_dataset("hover", data_dir, limit=5, sample="stratified")
+
+
+def test_balanced_take_leaves_turns_of_an_empty_group():
+    from veracity.bench.datasets.load import balanced_take
+    from veracity.pipeline.types import Claim
+
+    pairs = [(Claim(id=f"s{i}", text=f"s {i}"), S) for i in range(5)] + [(Claim(id="r0", text="r"), R)]
+    got = balanced_take(pairs, 4)
+    assert [c.id for c, _ in got] == ["r0", "s0", "s1", "s2"]

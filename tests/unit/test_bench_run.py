@@ -282,3 +282,12 @@ def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
               settings=settings(tmp_path), llm=alternating_direct())
     run = json.loads((out / "run.json").read_text())
     assert run["concurrency"] == 1 and run["llm_concurrency"] == 8 and run["state_dir"] is None
+
+
+def test_sample_mode_is_checked_and_part_of_the_run_identity():
+    from veracity.bench.run import RunConfig
+
+    with pytest.raises(ConfigError, match="unknown sample mode"):
+        RunConfig(dataset="hover", method="direct", sample="stratified")
+    assert "sample" not in RunConfig(dataset="hover", method="direct").identity()  # old runs resume as before
+    assert RunConfig(dataset="hover", method="direct", sample="balanced").identity()["sample"] == "balanced"

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from veracity.bench.datasets import Dataset, load_dataset
+from veracity.bench.datasets.load import SAMPLE_MODES
 from veracity.bench.metrics import efficiency_summary, evaluate, orig_label_breakdown
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointError
@@ -68,6 +69,7 @@ class RunConfig:
     hops: list[int] | None = None
     limit: int | None = None
     seed: int | None = 0
+    sample: str = "random"  # how --limit draws: "random" (seeded) or "balanced" (class- and hop-balanced, seeded)
     label_map: str | None = None
     labels: str | None = None  # label space: "binary" or "3way" (default: the dataset's declared space)
     evidence: str = "open"  # evidence setting: "open" (the index), "gold" (each claim's gold passages), "none"
@@ -90,11 +92,14 @@ class RunConfig:
         if self.labels is not None:
             self.labels = label_space(self.labels).name  # a bad name: one line, before anything is read
         self.evidence = evidence_setting(self.evidence)  # likewise
+        if self.sample not in SAMPLE_MODES:
+            raise ConfigError(f"unknown sample mode {self.sample!r}",
+                              hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
         for flag, value, example in (("concurrency", self.concurrency, 16), ("llm-concurrency", self.llm_concurrency, 256)):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
 
-    _STR = ("dataset", "method", "variant", "label_map", "labels", "evidence", "index", "search_mode", "name",
+    _STR = ("dataset", "method", "variant", "sample", "label_map", "labels", "evidence", "index", "search_mode", "name",
             "description")
     _INT = ("limit", "seed", "concurrency", "llm_concurrency")
 
@@ -137,6 +142,8 @@ class RunConfig:
         """What a resumed run must share with the run it continues (predictions must not mix). The evidence
         setting is part of it unless ``open`` (so runs from before evidence settings resume as before)."""
         extra = {"evidence": self.evidence} if self.evidence != "open" else {}
+        if self.sample != "random":
+            extra["sample"] = self.sample
         return {
             "dataset": self.dataset, "variant": self.variant, "hops": sorted(self.hops) if self.hops else None,
             "limit": self.limit, "seed": self.seed, "label_map": self.label_map, "method": self.method,
@@ -426,7 +433,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     model = run.get("model", {})
     lines += [
         f"- status: {status}",
-        f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')},"
+        f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')}, "
+        f"sample {cfg.get('sample') or 'random'},"
         f" hops {cfg.get('hops') or 'all'}); labels {', '.join(ds['labels'])}",
         _label_space_line(run, metrics),
         _evidence_line(run),
@@ -510,7 +518,7 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
         cfg = run["config"]
         dataset = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
                                hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
-                               evidence=cfg.get("evidence") or "open")
+                               evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
     # a run directory written before label spaces existed ran in 3way
     metrics = score_run(dataset, read_predictions(run_dir), wall, run.get("label_space") or THREE_WAY.name)
@@ -542,7 +550,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
     out_dir = Path(out_dir).expanduser()
     overrides = cfg.method_overrides()  # bad method / ablation / parameter before any file is read
     dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
-                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence)
+                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence, sample=cfg.sample)
     space = label_space(cfg.labels) if cfg.labels is not None else dataset.label_space
     if space != dataset.label_space:
         msg = (f"label space {space.name} ({' / '.join(space.values())}) differs from the {dataset.name} "

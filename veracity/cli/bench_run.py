@@ -23,6 +23,8 @@ from veracity.errors import EndpointError
 @click.option("--hops", default=None, help="HoVer only: comma-separated hop counts to keep, e.g. 2 or 3,4.")
 @click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")
 @click.option("--seed", type=int, default=None, help="Sampling seed for --limit (default 0).")
+@click.option("--sample", default=None, metavar="random|balanced", help="How --limit draws its claims: random "
+              "(default) or balanced (class-balanced, and hop-balanced on HoVer; seeded).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
 @click.option("--labels", default=None, metavar="binary|3way", help="Label space of the verdicts (default: the "
               "dataset's, see `veracity bench datasets`; another one is run with a warning).")
@@ -46,7 +48,7 @@ from veracity.errors import EndpointError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map, labels, evidence, index, data_dir, out_dir,
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, label_map, labels, evidence, index, data_dir, out_dir,
             ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
@@ -77,7 +79,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, label_map,
             hop_list = [int(h) for h in hops.split(",") if h.strip()]
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
-    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
+    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed, "sample": sample,
              "label_map": label_map, "labels": labels, "evidence": evidence, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
              "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None}

@@ -179,6 +179,28 @@ def _normalise_hops(hops: int | Iterable[int] | None) -> set[int] | None:
     return values
 
 
+SAMPLE_MODES = ("random", "balanced")
+
+
+def balanced_take(pairs: list[tuple[Claim, Label]], limit: int) -> list[tuple[Claim, Label]]:
+    """``limit`` pairs taken in turn from groups of equal (hop count, gold label), keeping each group's
+    order (the caller's seeded shuffle): a class-balanced sample, hop-balanced too on HoVer. A group that
+    runs out leaves its turns to the others. Groups are visited in a fixed order (hops, then label)."""
+    groups: dict[tuple[int, str], list[tuple[Claim, Label]]] = {}
+    for pair in pairs:
+        hop = pair[0].meta.get("hops")
+        groups.setdefault((hop if isinstance(hop, int) else 0, pair[1].value), []).append(pair)
+    queues = [groups[k] for k in sorted(groups)]
+    out: list[tuple[Claim, Label]] = []
+    turn = 0
+    while len(out) < limit and any(queues):
+        queue = queues[turn % len(queues)]
+        if queue:
+            out.append(queue.pop(0))
+        turn += 1
+    return out
+
+
 def load_dataset(
     name: str,
     data_dir: str | os.PathLike[str] | None = None,
@@ -189,6 +211,7 @@ def load_dataset(
     variant: str | None = None,
     label_map: str | Mapping[str, Any] | None = None,
     evidence: str = "open",
+    sample: str = "random",
 ) -> Dataset:
     """Read a benchmark (a name in :data:`DATASETS`, or ``jsonl:PATH``) into a :class:`Dataset`.
 
@@ -201,11 +224,19 @@ def load_dataset(
     dropped before ``hops`` and ``limit`` (``Dataset.gold`` says how many); a dataset without gold evidence
     is a one-line ConfigError before any file is read (a claims file: a DataError naming its first line
     without an ``evidence`` list).
+
+    ``sample`` says how ``limit`` claims are drawn: ``random`` (shuffled by ``seed``, then the first
+    ``limit``) or ``balanced`` (class-balanced: the seeded shuffle is split by gold label, and by hop
+    count where claims have one, and the groups are taken in turn, so every label - and every hop count
+    - gets an equal share as far as the data allows).
     """
     # options first: a bad option is reported before any file is looked up
     if limit is not None and limit < 1:
         raise DataError(f"limit must be a positive number of claims, got {limit}", hint="e.g. --limit 100")
     hop_set = _normalise_hops(hops)
+    if sample not in SAMPLE_MODES:
+        raise ConfigError(f"unknown sample mode {sample!r}",
+                          hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
     if evidence not in ("open", "gold", "none"):
         raise ConfigError(f"unknown evidence setting {evidence!r}",
                           hint="use --evidence open (the index), gold (each claim's gold evidence only) "
@@ -300,7 +331,7 @@ def load_dataset(
     if limit is not None:
         if seed is not None:
             random.Random(seed).shuffle(pairs)
-        pairs = pairs[:limit]
+        pairs = balanced_take(pairs, limit) if sample == "balanced" else pairs[:limit]
 
     digests = {str(p): _sha256(p) for p in files}
     # the label set: the mapping's targets; a JSONL file read with the default mapping (the Label
@@ -318,7 +349,8 @@ def load_dataset(
         sha256=_combined_sha(files, digests), created=created, file_sha256=digests,
         label_mapping={k: (v.value if v else None) for k, v in mapping.items()},
         total=total, dropped=dict(dropped),
-        selection={"hops": sorted(hop_set) if hop_set else None, "limit": limit, "seed": seed},
+        selection={"hops": sorted(hop_set) if hop_set else None, "limit": limit, "seed": seed,
+                   **({"sample": sample} if sample != "random" else {})},
         label_space=space, evidence=evidence, gold=gold,
     )
 
