@@ -222,3 +222,38 @@ def test_efficiency_summary_empty_and_missing_fields():
     assert eff["claims"] == 2 and eff["tokens_per_claim"] == 0.0 and eff["latency_mean_s"] == 0.0
     assert claim_latency({"trace": {"timings": {"wall_s": 1.5}}}) == 1.5
     assert claim_latency({"trace": {"timings": {"search": 1.0}}}) is None
+
+
+def test_bootstrap_interval_brackets_the_score_and_narrows_with_n():
+    from veracity.bench.metrics import bootstrap_ci
+
+    S, R = Label.SUPPORTED, Label.REFUTED
+    gold = [S, R] * 10
+    pred = [S, R] * 7 + [R, S] * 3  # 14 of 20 right
+    ci = bootstrap_ci(gold, pred, resamples=500, seed=1)
+    assert ci["accuracy"][0] < 0.7 < ci["accuracy"][1]
+    assert 0.4 < ci["accuracy"][0] and ci["accuracy"][1] < 0.95
+    assert ci == bootstrap_ci(gold, pred, resamples=500, seed=1)  # seeded: reproducible
+    big = bootstrap_ci(gold * 10, pred * 10, resamples=500, seed=1)
+    assert big["accuracy"][1] - big["accuracy"][0] < ci["accuracy"][1] - ci["accuracy"][0]
+    perfect = bootstrap_ci(gold, gold, resamples=100)
+    assert perfect["accuracy"] == [1.0, 1.0] and perfect["macro_f1"] == [1.0, 1.0]
+
+
+def test_majority_baseline_and_reply_reliability():
+    from veracity.bench.metrics import majority_baseline, reply_reliability
+
+    S, R = Label.SUPPORTED, Label.REFUTED
+    base = majority_baseline([S, S, S, R], labels=[S, R])
+    assert base["label"] == "SUPPORTED" and base["accuracy"] == 0.75
+    assert abs(base["macro_f1"] - (6 / 7) / 2) < 1e-9  # F1 of SUPPORTED 2*0.75/(1.75); REFUTED 0
+    results = [
+        {"trace": {"events": [{"kind": "emulate.agent_failed", "role": "emulate.classifier", "fallback": "x"},
+                              {"kind": "emulate.agent_failed", "role": "emulate.classifier", "fallback": "x"}]}},
+        {"trace": {"events": [{"kind": "label_space.forced"}]}},
+        {"trace": {}},
+        {},
+    ]
+    rel = reply_reliability(results)
+    assert rel == {"invalid_replies": 2, "claims_with_fallback": 1, "fallback_rate": 0.25,
+                   "by_role": {"emulate.classifier": 2}}

@@ -174,7 +174,7 @@ def test_compare_puts_runs_side_by_side(tmp_path):
     rows = compare_rows([a, b])
     assert [r["run"] for r in rows] == ["direct-4", "b"] and [r["n"] for r in rows] == ["4/4", "2/2"]
     md = compare_markdown(rows)
-    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | macro-F1") and len(md.splitlines()) == 4
+    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | acc 95% CI | macro-F1") and len(md.splitlines()) == 4
     assert finalize(b)["n_predicted"] == 2
     # --json: the same runs, unformatted, for scripts
     from click.testing import CliRunner

@@ -14,6 +14,7 @@ Conventions
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -165,6 +166,60 @@ def evaluate(gold: Sequence[Label | str], pred: Sequence[Label | str],
         confusion_labels=matrix_labels,
         confusion=confusion_matrix(g, p, matrix_labels),
     )
+
+
+def bootstrap_ci(gold: Sequence[Label | str], pred: Sequence[Label | str], labels: Sequence[Label | str] | None = None,
+                 *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
+    """Percentile bootstrap intervals of accuracy and macro-F1: ``resamples`` samples of the claims drawn
+    with replacement (seeded, so a report is reproducible), the ``level`` central interval of each.
+
+    On the small samples a CPU can run (tens of claims) these intervals are wide; they are printed so a
+    difference between two methods is not read into noise."""
+    _check_lengths(gold, pred)
+    g = [_as_label(x) for x in gold]
+    p = [_as_label(x) for x in pred]
+    n = len(g)
+    if n == 0:
+        return {"accuracy": [0.0, 0.0], "macro_f1": [0.0, 0.0], "level": level, "resamples": 0}
+    label_set = _ordered(_as_label(x) for x in labels) if labels is not None else _ordered(g)
+    rng = random.Random(seed)
+    accs, f1s = [], []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        gs, ps = [g[i] for i in idx], [p[i] for i in idx]
+        accs.append(accuracy(gs, ps))
+        f1s.append(macro_f1(per_class(gs, ps, label_set)))
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    return {"accuracy": [_percentile(accs, lo), _percentile(accs, hi)],
+            "macro_f1": [_percentile(f1s, lo), _percentile(f1s, hi)], "level": level, "resamples": resamples}
+
+
+def majority_baseline(gold: Sequence[Label | str], labels: Sequence[Label | str] | None = None) -> dict[str, Any]:
+    """Accuracy and macro-F1 of always answering the sample's most frequent gold label (ties: Label order):
+    the floor a method has to clear on that sample."""
+    g = [_as_label(x) for x in gold]
+    if not g:
+        return {"label": None, "accuracy": 0.0, "macro_f1": 0.0}
+    label_set = _ordered(_as_label(x) for x in labels) if labels is not None else _ordered(g)
+    counts = Counter(g)
+    top = max(_ordered(g), key=lambda lab: counts[lab])
+    p = [top] * len(g)
+    return {"label": top.value, "accuracy": accuracy(g, p), "macro_f1": macro_f1(per_class(g, p, label_set))}
+
+
+def reply_reliability(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How often a role's reply failed to validate and its declared fallback stood in (trace events
+    carrying ``fallback``), per claim and in all: the client's zero-parse-failure contract, measured."""
+    n = len(results)
+    events = [[e for e in ((r.get("trace") or {}).get("events") or []) if isinstance(e, Mapping) and "fallback" in e]
+              for r in results]
+    by_role: Counter[str] = Counter()
+    for evs in events:
+        for e in evs:
+            by_role[str(e.get("role") or e.get("agent") or e.get("kind"))] += 1
+    with_fallback = sum(1 for evs in events if evs)
+    return {"invalid_replies": sum(by_role.values()), "claims_with_fallback": with_fallback,
+            "fallback_rate": _div(with_fallback, n), "by_role": dict(by_role.most_common())}
 
 
 def orig_label_breakdown(orig_labels: Sequence[Any], pred: Sequence[Label | str]) -> dict[str, dict[str, int]]:

@@ -46,7 +46,8 @@ from typing import Any, Callable
 
 from veracity.bench.datasets import Dataset, load_dataset
 from veracity.bench.datasets.load import SAMPLE_MODES
-from veracity.bench.metrics import efficiency_summary, evaluate, orig_label_breakdown
+from veracity.bench.metrics import (bootstrap_ci, efficiency_summary, evaluate, majority_baseline,
+                                    orig_label_breakdown, reply_reliability)
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
@@ -311,6 +312,9 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
         out["efficiency"] = efficiency_summary([], wall_time_s)
         return out
     out["scores"] = evaluate(g, p, labels=dataset.labels).to_dict()
+    out["scores"]["ci95"] = bootstrap_ci(g, p, labels=dataset.labels)
+    out["baseline"] = {"majority": majority_baseline(g, labels=dataset.labels)}
+    out["reliability"] = reply_reliability(rows)
     out["efficiency"] = efficiency_summary(rows, wall_time_s)
     out["method_stats"] = method_statistics(rows)
     out["orig_labels"] = orig_label_breakdown([gold[r["id"]][0].meta.get("orig_label") for r in rows], p)
@@ -458,8 +462,19 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     if scores:
         lines += ["## Accuracy", "", "| metric | value |", "|---|---|"]
         ls = metrics.get("label_space") or {}
-        lines += [f"| accuracy | {scores['accuracy']:.3f} |", f"| macro-F1 | {scores['macro_f1']:.3f} |",
+        ci = scores.get("ci95") or {}
+        span = (lambda key: f" (95 % bootstrap {ci[key][0]:.3f}-{ci[key][1]:.3f})" if key in ci else "")  # noqa: E731
+        lines += [f"| accuracy | {scores['accuracy']:.3f}{span('accuracy')} |",
+                  f"| macro-F1 | {scores['macro_f1']:.3f}{span('macro_f1')} |",
                   f"| weighted-F1 | {scores['weighted_f1']:.3f} |"]
+        major = (metrics.get("baseline") or {}).get("majority")
+        if major:
+            lines.append(f"| majority-class baseline ({major['label']}) | accuracy {major['accuracy']:.3f}, "
+                         f"macro-F1 {major['macro_f1']:.3f} |")
+        rel = metrics.get("reliability")
+        if rel:
+            lines.append(f"| replies that failed to validate (fallback used) | {rel['invalid_replies']} in "
+                         f"{rel['claims_with_fallback']} claims ({rel['fallback_rate']:.3f}) |")
         if ls.get("nei_allowed", True):  # the NEI rate whenever NOT_ENOUGH_INFO is allowed (3way)
             lines.append(f"| NOT_ENOUGH_INFO rate | {scores['nei_rate']:.3f} |")
         else:
@@ -650,8 +665,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
 
 
 # -- compare ------------------------------------------------------------------------------------
-COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "macro-F1", "weighted-F1", "labels", "evidence", "NEI",
-                   "forced", "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
+COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "acc 95% CI", "macro-F1", "F1 95% CI", "majority acc",
+                   "weighted-F1", "labels", "evidence", "NEI", "forced", "fallback", "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
                    "claims/min", "leakage")
 
 
@@ -671,6 +686,8 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
         name = cfg.get("name") or d.name
         method = cfg["method"] + ("".join(f" --{a}" for a in cfg.get("ablations") or []))
         fmt = (lambda key, src, spec=".3f": format(src[key], spec) if key in src else "n/a")  # noqa: E731
+        interval = (lambda src, key: "{:.2f}-{:.2f}".format(*src["ci95"][key])  # noqa: E731
+                    if key in (src.get("ci95") or {}) else "n/a")
         rows.append({
             "run": name,
             "dataset": run["dataset"]["name"] + (f"/{run['dataset']['variant']}" if run["dataset"].get("variant") else ""),
@@ -678,6 +695,9 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
             "evidence": run_evidence(run),
             "n": f"{metrics.get('n_predicted', 0)}/{metrics.get('n_claims', 0)}",
             "acc": fmt("accuracy", s), "macro-F1": fmt("macro_f1", s), "weighted-F1": fmt("weighted_f1", s),
+            "acc 95% CI": interval(s, "accuracy"), "F1 95% CI": interval(s, "macro_f1"),
+            "majority acc": fmt("accuracy", (metrics.get("baseline") or {}).get("majority") or {}),
+            "fallback": fmt("fallback_rate", metrics.get("reliability") or {}, ".2f"),
             "labels": ls.get("name", THREE_WAY.name),
             # the NEI rate whenever NOT_ENOUGH_INFO is allowed; in binary, the verdicts the binary rule forced
             "NEI": fmt("nei_rate", s, ".2f") if ls.get("nei_allowed", True) else "n/a",
