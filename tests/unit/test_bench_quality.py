@@ -1,0 +1,75 @@
+"""benchmarks/quality.py: the cells it runs (command line, resume, bad cell), the table it prints from real
+run directories, and the wrong-verdict listing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.index import shared_data_dir
+from tests.unit.scripted_llm import ScriptedLLM
+from veracity.bench.run import RunConfig, bench_run
+from veracity.config import Settings
+from veracity.pipeline.methods.direct import DirectJudgement
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "quality.py"
+spec = importlib.util.spec_from_file_location("quality", SCRIPT)
+quality = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(quality)
+
+DATA = shared_data_dir()
+needs_hover = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+
+
+def test_cells_become_balanced_bench_runs_and_a_finished_cell_is_skipped(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(quality.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 0)
+    root = tmp_path / "q"
+    done = root / "m-s7" / "rag-hover-gold"
+    done.mkdir(parents=True)
+    (done / "metrics.json").write_text(json.dumps({"complete": True}))
+    rc = quality.main(["run", "--model", "m", "--seed", "7", "--root", str(root), "--index", str(tmp_path / "ix"),
+                       "--param", "rag.k=3", "--param", "direct.x=1",
+                       "direct:hover:none:12", "rag:hover:gold:12", "rag:hover:open:12:2"])
+    assert rc == 0
+    assert len(calls) == 2  # the complete cell was skipped
+    none_cmd, open_cmd = calls
+    assert none_cmd[none_cmd.index("--sample") + 1] == "balanced"
+    assert none_cmd[none_cmd.index("--seed") + 1] == "7" and none_cmd[none_cmd.index("--limit") + 1] == "12"
+    assert none_cmd[none_cmd.index("--evidence") + 1] == "none" and "--index" not in none_cmd
+    assert none_cmd[none_cmd.index("--param") + 1] == "x=1" and none_cmd.count("--param") == 1
+    assert open_cmd[open_cmd.index("--index") + 1] == str(tmp_path / "ix") and "--allow-leakage" in open_cmd
+    assert open_cmd[open_cmd.index("--concurrency") + 1] == "2"
+    assert open_cmd[open_cmd.index("--param") + 1] == "k=3"
+    assert open_cmd[open_cmd.index("--out") + 1] == str(root / "m-s7" / "rag-hover-open")
+
+
+def test_a_malformed_cell_is_refused(tmp_path, capsys):
+    assert quality.main(["run", "--model", "m", "--seed", "1", "--root", str(tmp_path), "rag:hover"]) == 2
+    assert "bad cell" in capsys.readouterr().err
+
+
+@needs_hover
+def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
+    def always_supported(messages):
+        return DirectJudgement(explanation="looks right", label="SUPPORTED")
+
+    root = tmp_path / "m-s3"
+    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, sample="balanced",
+                    evidence="none")
+    bench_run(cfg, root / "direct-hover-none", settings=Settings(home=tmp_path / "home", data_dir=DATA),
+              llm=ScriptedLLM({"direct.judge": always_supported}))
+    assert quality.main(["table", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| model | method | dataset | evidence | n |")
+    row = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert row[1:5] == ["direct", "hover", "none", "6/6"]
+    # balanced: half SUPPORTED, so always answering SUPPORTED is 50 % accurate, as is the majority baseline
+    assert row[5].startswith("50.0 [") and row[8].startswith("50.0 /")
+    assert row[9] == "69.4 / 60.6 / 59.2"  # ProgramFC's open-book F1 for 2/3/4 hops beside it
+    assert quality.main(["wrong", str(root / "direct-hover-none")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("gold REFUTED, said SUPPORTED") == 3 and out.strip().endswith("3 wrong of 6")
