@@ -138,9 +138,9 @@ def test_plan_schema_caps_nodes_at_the_budget():
     assert bounded.model_json_schema()["properties"]["nodes"]["maxItems"] == 5
     assert plan_model_for(("SEARCH", "REFINE", "THINK", "JUDGE"), 5) is bounded  # one class per budget
     node = {"id": "s_1", "type": "SEARCH", "input": "q", "hint": "h", "dependencies": []}
-    bounded.model_validate({"nodes": [node] * 5})
+    bounded.model_validate({"reasoning": "r", "nodes": [node] * 5})
     with pytest.raises(ValueError):
-        bounded.model_validate({"nodes": [node] * 6})
+        bounded.model_validate({"reasoning": "r", "nodes": [node] * 6})
     with pytest.raises(ValueError):
         plan_model_for(("SEARCH", "JUDGE"), 0)
 
@@ -165,7 +165,7 @@ SEARCHER_PAGES = {
 
 
 def plan(*nodes):
-    return {"nodes": [{"id": n.id, "type": n.type, "input": n.input, "hint": n.hint,
+    return {"reasoning": "the paragraph names a tower and its builder", "nodes": [{"id": n.id, "type": n.type, "input": n.input, "hint": n.hint,
                        "dependencies": n.dependencies} for n in nodes]}
 
 
@@ -194,9 +194,15 @@ def handlers(judge=("Supports",), think_ok=True, planner=None, modify=None):
         text = user_text(messages)
         return {"queries": ["Eiffel Tower 1889" if "Eiffel Tower" in text.split("\n")[0] else "Gustave Eiffel engineer"]}
 
+    def synthesize(messages):
+        text = user_text(messages)
+        node_input = text.split("Search input: ", 1)[1].split("\n", 1)[0]
+        return {"summary": f"SYNTHESIS of {node_input}"}
+
     return {
         "trification.planner": planner or [GRAPH],
         "trification.search": search,
+        "trification.synthesize": synthesize,
         "trification.refine": [{"new_input": "The Eiffel Tower was completed in 1889."}],
         "trification.think": [{"explanation": "The engineer's company built it.", "evidence_sufficient": think_ok}],
         "trification.judge": [{"explanation": f"judged {x}", "label": x} for x in judge],
@@ -291,12 +297,16 @@ async def test_uncertain_judge_modifications_are_capped_at_three():
     assert stats["initial_nodes"]["JUDGE"] == 1 and stats["final_nodes"]["JUDGE"] == 4
     assert stats["final_nodes"]["SEARCH"] == 2 + 3
     assert [g["phase"] for g in events(ctx.trace, "trification.graph")] == \
-        ["initial", "modification 1", "modification 2", "modification 3", "final"]
+        ["initial", "modification 1", "modification 2", "modification 3", "final", "static fallback"]
     assert len(events(ctx.trace, "trification.modification_capped")) == 1
     # sub-graph ids are prefixed and reuse the original search node s_1
-    ids = {n["id"]: n["dependencies"] for n in events(ctx.trace, "trification.graph")[-1]["nodes"]}
+    ids = {n["id"]: n["dependencies"] for n in events(ctx.trace, "trification.graph")[-2]["nodes"]}
     assert ids["m1.j_9"] == ["m1.s_9", "s_1"]
-    # after the cap the static result stands: still Uncertain -> the paper's rule (not confirmed -> REFUTED)
+    # after the cap, static mode (§4.3): every node of the initial graph had run, so its results are reused
+    # and nothing runs again; its JUDGE is still Uncertain -> the paper's rule (not confirmed -> REFUTED)
+    fallback = events(ctx.trace, "trification.static_fallback")
+    assert len(fallback) == 1 and fallback[0]["rerun"] == [] and set(fallback[0]["reused"]) == \
+        {"s_1", "s_2", "r_1", "t_1", "j_1"}
     assert verdict.label == Label.REFUTED
 
 

@@ -27,12 +27,14 @@ from veracity.pipeline.methods.trification.graph import (
     validate_plan,
 )
 from veracity.pipeline.methods.trification.method import (
+    JUDGE_AGGREGATIONS,
     GraphRun,
     NodeRun,
     TrificationParams,
     label_from_judges,
     merge_evidence,
     request_plan,
+    resolved,
     verify_trification,
 )
 from veracity.pipeline.methods.trification.roles import (
@@ -42,14 +44,19 @@ from veracity.pipeline.methods.trification.roles import (
     REFINE,
     ROLES,
     SEARCH,
+    SYNTHESIZE,
     THINK,
     JudgeResult,
     RefinedInput,
     SearchQueries,
+    SearchSynthesis,
     ThinkResult,
+    estimate_tokens,
     modify_messages,
+    planner_example,
     planner_messages,
     planner_system,
+    select_evidence,
 )
 
 SPEC = MethodSpec(
@@ -61,8 +68,10 @@ SPEC = MethodSpec(
     paper="trification.txt",
 )
 
-__all__ = ["JUDGE", "MODIFY", "NODE_TYPES", "PLANNER", "REFINE", "SEARCH", "SPEC", "THINK", "GraphRun",
-           "JudgeResult", "NodeRun", "NodeSpec", "PlanNode", "RefinedInput", "SearchQueries", "ThinkResult",
+__all__ = ["JUDGE", "JUDGE_AGGREGATIONS", "MODIFY", "NODE_TYPES", "PLANNER", "REFINE", "SEARCH", "SPEC",
+           "SYNTHESIZE", "THINK", "GraphRun", "JudgeResult", "NodeRun", "NodeSpec", "PlanNode", "RefinedInput",
+           "SearchQueries", "SearchSynthesis", "ThinkResult", "estimate_tokens", "planner_example", "resolved",
+           "select_evidence",
            "TrificationParams", "VerificationPlan", "VerificationPlanNoRefine", "VerificationPlanSearchJudge",
            "count_types", "descendants", "find_cycle", "label_from_judges", "merge_evidence", "modify_messages",
            "plan_model_for", "planner_messages", "planner_system", "prefix_subgraph", "repair_plan",

@@ -1,7 +1,9 @@
 """Trification's verification graph: the planner's output models, plan validation and repairs.
 
-A plan is a flat list of nodes (Trification §3.2): ``id``, ``type`` (SEARCH / REFINE / THINK / JUDGE),
-``input``, ``hint`` and ``dependencies`` (parent ids). A plan is executed only when it validates:
+A plan is the planner's ``reasoning`` (Table 4 lets it think before the JSON; the field comes first so the
+thinking precedes the nodes under constrained decoding) and a flat list of nodes (Trification §3.2): ``id``,
+``type`` (SEARCH / REFINE / THINK / JUDGE), ``input``, ``hint`` and ``dependencies`` (parent ids). A plan is
+executed only when it validates:
 
 - every id is unique (and non-empty);
 - every dependency names a node of the plan (or, for a sub-graph, a node already in the graph);
@@ -30,16 +32,20 @@ NODE_TYPES: tuple[str, ...] = ("SEARCH", "REFINE", "THINK", "JUDGE")
 
 
 # -- the planner's output models (one per ablation, so the server's schema enforces the node types) --
+# Table 4: "Before writing the JSON, you can think as long as needed." Constrained decoding allows no text
+# outside the JSON, so the thinking is a ``reasoning`` field placed BEFORE the node list (the server emits
+# properties in schema order); ``plan_reasoning_chars`` bounds it (0: no field).
+PLAN_REASONING_CHARS = 1000
+REASONING_DESCRIPTION = ("think first: the entities, numbers and dates of the paragraph to verify, what must be "
+                         "searched, what is ambiguous and needs a REFINE, and how the steps connect")
+
+
 class PlanNode(BaseModel):
     id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")
     type: Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
     input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process; empty if a REFINE parent sets it")
     hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
     dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
-
-
-class VerificationPlan(BaseModel):
-    nodes: list[PlanNode] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
 
 
 class PlanNodeNoRefine(BaseModel):
@@ -50,10 +56,6 @@ class PlanNodeNoRefine(BaseModel):
     dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
-class VerificationPlanNoRefine(BaseModel):
-    nodes: list[PlanNodeNoRefine] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
-
-
 class PlanNodeSearchJudge(BaseModel):
     id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, j_1 for JUDGE")
     type: Literal["SEARCH", "JUDGE"]
@@ -62,38 +64,72 @@ class PlanNodeSearchJudge(BaseModel):
     dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
+# node lists are bounded so a reply fits the planner's max_tokens; max_nodes is checked after
+class VerificationPlan(BaseModel):
+    reasoning: str = Field(max_length=PLAN_REASONING_CHARS, description=REASONING_DESCRIPTION)
+    nodes: list[PlanNode] = Field(max_length=24)
+
+
+class VerificationPlanNoRefine(BaseModel):
+    reasoning: str = Field(max_length=PLAN_REASONING_CHARS, description=REASONING_DESCRIPTION)
+    nodes: list[PlanNodeNoRefine] = Field(max_length=24)
+
+
 class VerificationPlanSearchJudge(BaseModel):
-    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)  # bounded so a reply fits the planner's max_tokens; max_nodes is checked after
+    reasoning: str = Field(max_length=PLAN_REASONING_CHARS, description=REASONING_DESCRIPTION)
+    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)
 
 
-_BOUNDED: dict[tuple[type[BaseModel], int], type[BaseModel]] = {}
+# the same without the reasoning field (plan_reasoning_chars = 0)
+class VerificationPlanNodes(BaseModel):
+    nodes: list[PlanNode] = Field(max_length=24)
 
 
-def plan_model_for(allowed_types: Iterable[str], max_nodes: int | None = None) -> type[BaseModel]:
+class VerificationPlanNoRefineNodes(BaseModel):
+    nodes: list[PlanNodeNoRefine] = Field(max_length=24)
+
+
+class VerificationPlanSearchJudgeNodes(BaseModel):
+    nodes: list[PlanNodeSearchJudge] = Field(max_length=24)
+
+
+_BOUNDED: dict[tuple[type[BaseModel], int | None, int], type[BaseModel]] = {}
+
+
+def plan_model_for(allowed_types: Iterable[str], max_nodes: int | None = None,
+                   reasoning_chars: int = PLAN_REASONING_CHARS) -> type[BaseModel]:
     """The planner's output model for the allowed node types.
 
     With ``max_nodes`` the schema itself caps the node list at the budget, so constrained decoding closes
     the JSON after ``max_nodes`` nodes instead of letting a small model add nodes until the token budget
-    runs out (SmolLM2 did that on 3 of 10 HoVer claims with the 24-node cap).
+    runs out (SmolLM2 did that on 3 of 10 HoVer claims with the 24-node cap). ``reasoning_chars`` bounds
+    the ``reasoning`` field written before the nodes (Table 4's thinking before the JSON); 0 drops it.
     """
     allowed = set(allowed_types)
+    think = reasoning_chars > 0
     if allowed == set(NODE_TYPES):
-        base = VerificationPlan
+        base = VerificationPlan if think else VerificationPlanNodes
     elif allowed == {"SEARCH", "THINK", "JUDGE"}:
-        base = VerificationPlanNoRefine
+        base = VerificationPlanNoRefine if think else VerificationPlanNoRefineNodes
     elif allowed == {"SEARCH", "JUDGE"}:
-        base = VerificationPlanSearchJudge
+        base = VerificationPlanSearchJudge if think else VerificationPlanSearchJudgeNodes
     else:
         raise ValueError(f"no plan model for node types {sorted(allowed)}")
-    if max_nodes is None:
-        return base
-    if max_nodes < 1:
+    if reasoning_chars < 0:
+        raise ValueError(f"reasoning_chars must be at least 0, got {reasoning_chars}")
+    if max_nodes is not None and max_nodes < 1:
         raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
-    key = (base, max_nodes)
+    if max_nodes is None and reasoning_chars in (0, PLAN_REASONING_CHARS):
+        return base
+    key = (base, max_nodes, reasoning_chars)
     if key not in _BOUNDED:
-        node_model = base.model_fields["nodes"].annotation
-        _BOUNDED[key] = create_model(f"{base.__name__}Max{max_nodes}", __base__=base,
-                                     nodes=(node_model, Field(max_length=max_nodes)))
+        fields: dict = {}
+        if think:  # overriding a field keeps its place: reasoning stays before nodes
+            fields["reasoning"] = (str, Field(max_length=reasoning_chars, description=REASONING_DESCRIPTION))
+        if max_nodes is not None:
+            fields["nodes"] = (base.model_fields["nodes"].annotation, Field(max_length=max_nodes))
+        suffix = (f"Max{max_nodes}" if max_nodes is not None else "") + (f"R{reasoning_chars}" if think else "")
+        _BOUNDED[key] = create_model(f"{base.__name__}{suffix}", __base__=base, **fields)
     return _BOUNDED[key]
 
 

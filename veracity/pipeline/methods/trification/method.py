@@ -18,8 +18,9 @@ follow::
 
 Here, step by step (the roles are in :mod:`.roles`, the graph rules in :mod:`.graph`):
 
-1. **Plan** (§3.2, Table 4 prompt): the planner writes the verification graph as a flat list of nodes
-   (:func:`request_plan`). A plan is repaired where a fix cannot change its meaning, then validated
+1. **Plan** (§3.2, Table 4 prompt): the planner first reasons (a ``reasoning`` field before the nodes,
+   ``plan_reasoning_chars``: Table 4 lets it think before the JSON), then writes the verification graph as a
+   flat list of nodes (:func:`request_plan`). A plan is repaired where a fix cannot change its meaning, then validated
    (:func:`~.graph.validate_plan`); when invalid, the usual small-model mistakes are repaired structurally
    (:func:`~.graph.structural_repair`: a flat list read as a chain, repeats dropped, trimmed to the node
    budget, a JUDGE added; every fix is in the trace; ``structural_repair = false`` turns this off) and,
@@ -27,21 +28,29 @@ Here, step by step (the roles are in :mod:`.roles`, the graph rules in :mod:`.gr
    plan is never executed; if none validates the claim gets NOT_ENOUGH_INFO with the reason in the trace.
 2. **Execute** (§3.3): every node starts as soon as all its parents have finished; ready nodes run
    concurrently. Before a node runs, its parents' evidence and outputs are propagated to it, and if a
-   parent is a REFINE node the node's input is replaced by the refined input.
+   parent is a REFINE node the node's input is replaced by the refined input. Its prompt shows the
+   passages within ``evidence_tokens`` (a token budget split fairly among the parents, each keeping its
+   top-ranked passages: :func:`~.roles.select_evidence`) and its parents' results.
    SEARCH: the model writes queries, each is searched on the local index (top-k, the paper's Wiki
-   strategy with k = 10). REFINE: resolves ambiguous references from its parent's evidence. THINK:
-   reasons over the evidence and says whether it suffices. JUDGE: Supports / Refutes / Uncertain.
+   strategy with k = 10), and the node synthesizes what it retrieved (role ``synthesize``,
+   ``search_synthesis``; §3.2); the synthesis is its result. REFINE: resolves ambiguous references from
+   its parent's evidence. THINK: reasons over the evidence and says whether it suffices. JUDGE: Supports
+   / Refutes / Uncertain.
    A node whose reply never validates does not block the graph: SEARCH searches its input as the query,
    REFINE passes its input on, THINK concludes nothing (each traced as ``trification.agent_failed``); a
    JUDGE ends with status ``error`` and other JUDGEs may still rule.
 3. **Modify** (§3.4, dynamic mode, the default): a THINK that finds the evidence insufficient or a JUDGE
    that says Uncertain is marked failed, its not-yet-run descendants are skipped, and the modifier writes
    a sub-graph (which may depend on finished nodes, to reuse their evidence) that is merged into the
-   graph while execution goes on. At most ``max_modifications`` (3) times; after that results stand as
-   in static mode (§4.3).
-4. **Label** (:func:`label_from_judges`): the verdict comes from the JUDGE nodes that stand at the end:
-   REFUTED if any refutes, SUPPORTED if all support, otherwise (an Uncertain judge remains)
-   ``uncertain_label`` — by default REFUTED, the paper's JUDGE rule "SUPPORTS if the evidence confirms
+   graph while execution goes on. At most ``max_modifications`` (3) times. A THINK / JUDGE still
+   insufficient after that no longer modifies the graph; if at the end no JUDGE stands or one is still
+   Uncertain, the process defaults to static mode (§4.3, ``cap_fallback = static``, traced as
+   ``trification.static_fallback``): the initial graph is executed without modification, its finished
+   nodes reused, and its JUDGEs decide (``cap_fallback = stand``: the dynamic graph's JUDGEs decide).
+4. **Label** (:func:`label_from_judges`): the verdict comes from the JUDGE nodes that stand at the end.
+   The paper does not say how several JUDGEs combine; ``judge_aggregation`` chooses (default
+   ``all_supported``: REFUTED if any refutes, SUPPORTED if all support, otherwise (an Uncertain judge
+   remains) ``uncertain_label`` — by default REFUTED, the paper's JUDGE rule "SUPPORTS if the evidence confirms
    the declaration otherwise REFUTES" (§3.2) on its two-label benchmarks. The JUDGE nodes keep the
    paper's Supports / Refutes / Uncertain in either label space; in the binary space ``uncertain_label``
    must be SUPPORTED or REFUTED (checked before the run), and a claim with no valid plan or no finished
@@ -81,8 +90,10 @@ from veracity.pipeline.methods.trification.roles import (
     PLANNER,
     REFINE,
     SEARCH,
+    SYNTHESIZE,
     THINK,
     replan_feedback,
+    select_evidence,
     shorten,
 )
 from veracity.pipeline.params import MethodParams, param
@@ -104,9 +115,30 @@ class TrificationParams(MethodParams):
     k: int = param(10, min=1, max=100, help="passages per search query",
                    paper="§4.3: the Wiki strategy fetches the top-10 paragraphs")
     max_queries: int = param(3, min=1, max=5, help="queries a SEARCH node may issue (its schema allows 5)")
-    prompt_passages: int = param(10, min=1, max=100,
-                                 help="passages shown to a THINK / REFINE / JUDGE node (its propagated evidence)")
+    evidence_tokens: int = param(2000, min=50, max=100000,
+                                 help="token budget (estimated: characters / 4) of the passages shown to a node, "
+                                      "split fairly among its parents, each keeping its top-ranked passages",
+                                 paper="§3.3: evidence propagates from every parent; the paper sets no budget")
     passage_max_words: int = param(120, min=1, max=5000, help="words of each passage shown")
+    plan_reasoning_chars: int = param(1000, min=0, max=4000,
+                                      help="characters of the planner's reasoning, written before the nodes "
+                                           "(0: no reasoning field)",
+                                      paper="Table 4: 'Before writing the JSON, you can think as long as needed'")
+    search_synthesis: bool = param(True, help="a SEARCH node synthesizes what it retrieved "
+                                              "(role synthesize); its children see the summary",
+                                   paper="§3.2: the SEARCH node synthesizes the gathered information")
+    cap_fallback: str = param("static", choices=("static", "stand"),
+                              help="after max_modifications, an unresolved claim: 'static' re-runs the initial "
+                                   "graph without modification (finished nodes reused) and takes its verdict; "
+                                   "'stand': the dynamic graph's JUDGEs decide",
+                              paper="§4.3: unsuccessful after the maximum modifications, the process defaults "
+                                    "to static mode")
+    judge_aggregation: str = param("all_supported", choices=("all_supported", "majority", "last"),
+                                   help="verdict from several JUDGE nodes: all_supported (any Refutes -> REFUTED, "
+                                        "all Supports -> SUPPORTED, else uncertain_label), majority (more "
+                                        "Supports or Refutes wins, a tie -> uncertain_label), last (the JUDGE "
+                                        "that finished last)",
+                                   paper="not specified (Algorithm 1 outputs one label)")
     no_refine: bool = param(False, help="no REFINE nodes (ablation --no-refine)", paper="Table 1: w/o REFINE")
     no_refine_think: bool = param(False, help="no REFINE and no THINK nodes (ablation --no-refine-think)",
                                   paper="Table 1: w/o REFINE and THINK")
@@ -148,8 +180,9 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
     (traced as ``trification.plan`` with the error), not a role fallback: the next attempt follows."""
     p: TrificationParams = ctx.params
     allowed = p.allowed_types()
-    model = plan_model_for(allowed, p.max_nodes)
-    msgs = role.messages(claim=claim, allowed=allowed, max_nodes=p.max_nodes, **inputs)
+    model = plan_model_for(allowed, p.max_nodes, p.plan_reasoning_chars)
+    msgs = role.messages(claim=claim, allowed=allowed, max_nodes=p.max_nodes,
+                         reasoning=p.plan_reasoning_chars > 0, **inputs)
     for attempt in range(p.max_replans + 1):
         try:
             plan = await role(ctx, output=model, messages=msgs)
@@ -157,13 +190,15 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
             ctx.trace.event("trification.plan", phase=phase, attempt=attempt, valid=False,
                             errors=[f"the reply did not validate: {exc}"], nodes=[])
             continue
+        reasoning = getattr(plan, "reasoning", None)
         raw = specs_from_plan(plan)
         specs, fixes = repair_plan(raw, external_ids)
         if prefix:
             specs = prefix_subgraph(specs, prefix, external_ids)
         errors = validate_plan(specs, max_nodes=p.max_nodes, allowed_types=allowed, external_ids=external_ids)
         ctx.trace.event("trification.plan", phase=phase, attempt=attempt, valid=not errors, errors=errors,
-                        repairs=fixes, nodes=[s.to_dict() for s in specs])
+                        repairs=fixes, nodes=[s.to_dict() for s in specs],
+                        **({"reasoning": reasoning} if reasoning is not None else {}))
         if not errors:
             return specs
         if p.structural_repair:
@@ -188,6 +223,10 @@ class NodeRun:
     input: str = ""  # the input it ran on (after refinement)
     output: str = ""
     evidence: list[Evidence] = field(default_factory=list)  # own + propagated
+    shown: list[Evidence] = field(default_factory=list)  # the passages its prompt showed (evidence budget)
+    queries: list[str] = field(default_factory=list)  # SEARCH only: the queries searched
+    synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
+    finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
     label: str | None = None  # JUDGE only
     insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain
     origin: str = "initial"  # "initial" or "modification N"
@@ -208,16 +247,22 @@ def merge_evidence(lists: list[list[Evidence]]) -> list[Evidence]:
 class GraphRun:
     """One claim's graph: node states, the scheduler, and the dynamic modifications."""
 
-    def __init__(self, claim: Claim, ctx: MethodContext, specs: list[NodeSpec]):
+    def __init__(self, claim: Claim, ctx: MethodContext, specs: list[NodeSpec], *, static: bool | None = None,
+                 phase: str | None = "initial"):
         self.claim = claim
         self.ctx = ctx
         self.p: TrificationParams = ctx.params
+        self.static = self.p.static if static is None else static  # the static fallback runs static in a dynamic run
         self.nodes: dict[str, NodeRun] = {s.id: NodeRun(s) for s in specs}
+        self.initial_ids = [s.id for s in specs]
         self.initial_counts = count_types(specs)
         self.modifications = 0  # sub-graphs merged
         self.modification_requests = 0  # sub-graph requests made (capped by max_modifications)
+        self.capped = False  # a THINK / JUDGE found the evidence insufficient after the last modification
+        self.finish_counter = 0
         self.t0 = time.perf_counter()
-        self.record_graph("initial")
+        if phase:
+            self.record_graph(phase)
 
     # -- trace helpers ---------------------------------------------------------------------------
     def record_graph(self, phase: str) -> None:
@@ -273,8 +318,11 @@ class GraphRun:
     # -- one node (Algorithm 1's loop body) ------------------------------------------------------
     async def _run_node(self, r: NodeRun) -> None:
         parents = [self.nodes[d] for d in r.spec.dependencies]
-        # 1. evidence propagation
+        # 1. evidence propagation: everything the parents hold passes on; the prompt shows each parent's
+        # top-ranked passages within the node's token budget (evidence_tokens, split fairly per parent)
         r.evidence = merge_evidence([p.evidence for p in parents])
+        if r.spec.type != "SEARCH":
+            r.shown = select_evidence([p.evidence for p in parents], self.p.evidence_tokens, self.p.passage_max_words)
         # 2. input refinement: a REFINE parent's output replaces the node's input
         refined = [p.output for p in parents if p.spec.type == "REFINE" and p.output]
         r.input = " ".join(refined) if refined else (r.spec.input or self.claim.text)
@@ -294,26 +342,28 @@ class GraphRun:
                 await self._fallback(r, exc)
             else:  # no label to fall back on: the node errs, other JUDGEs may still rule
                 r.status = "error"
+                self.finish_counter += 1
+                r.finished = self.finish_counter
                 r.output = f"error: {exc}"
                 self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status="error",
                                      error=str(exc), t=self._t())
                 return
         failed_by_modification = False
-        if r.insufficient and not self.p.static and r.spec.type in ("THINK", "JUDGE"):
+        if r.insufficient and not self.static and r.spec.type in ("THINK", "JUDGE"):
             failed_by_modification = await self._modify(r)
         r.status = "failed" if failed_by_modification else "done"
+        self.finish_counter += 1
+        r.finished = self.finish_counter
         self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status=r.status,
                              input=r.input, output=shorten(r.output, 60), label=r.label,
-                             evidence=[e.passage_id for e in r.evidence[: self.p.prompt_passages]], t=self._t())
+                             evidence=[e.passage_id for e in r.shown], t=self._t())
 
     async def _fallback(self, r: NodeRun, exc: LLMOutputError) -> None:
         """A SEARCH / REFINE / THINK node whose reply never validates does the least it can instead of
         blocking its descendants (a THINK error used to skip the JUDGE below it and end in NOT_ENOUGH_INFO):
         SEARCH searches its input as the query, REFINE passes its input on, THINK concludes nothing."""
         if r.spec.type == "SEARCH":
-            hits = await self.ctx.tools.search(r.input, self.p.k, role=SEARCH.name)
-            r.evidence = merge_evidence([hits, r.evidence])
-            r.output = f"searched 1 query: {r.input}"
+            await self._retrieve(r, [r.input])
             fallback = "searched the node's input as the query"
         elif r.spec.type == "REFINE":
             r.output = r.input
@@ -326,16 +376,40 @@ class GraphRun:
                              fallback=fallback, t=self._t())
 
     def _shown(self, r: NodeRun) -> dict[str, Any]:
-        """The propagated evidence a node is shown, as render inputs."""
-        return {"shown": r.evidence[: self.p.prompt_passages], "max_words": self.p.passage_max_words}
+        """The propagated evidence a node is shown (chosen in :meth:`_run_node`), as render inputs."""
+        return {"shown": r.shown, "max_words": self.p.passage_max_words}
 
     async def _search(self, r: NodeRun, parents: list[NodeRun]) -> None:
         out = await SEARCH(self.ctx, node=r, parents=parents, max_queries=self.p.max_queries)
         queries = [q.strip() for q in out.queries if q.strip()][: self.p.max_queries] or [r.input]
+        await self._retrieve(r, queries)
+
+    async def _retrieve(self, r: NodeRun, queries: list[str]) -> None:
+        """Search each query (top-k), then synthesize the passages (§3.2: "The SEARCH node synthesizes the
+        gathered information, ensuring that it aligns with the original query"); the synthesis is the node's
+        output, which its children see beside the propagated passages."""
         results = await asyncio.gather(*(self.ctx.tools.search(q, self.p.k, role=SEARCH.name) for q in queries))
         own = merge_evidence(list(results))
+        r.queries = list(queries)
         r.evidence = merge_evidence([own, r.evidence])
+        r.shown = select_evidence([own], self.p.evidence_tokens, self.p.passage_max_words)
         r.output = f"searched {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: " + " | ".join(queries)
+        if not self.p.search_synthesis:
+            return
+        if not r.shown:  # nothing to synthesize: say so instead of asking the model
+            r.output = f"the search found no passages ({r.output})"
+            r.synthesized = True
+            return
+        try:
+            out = await SYNTHESIZE(self.ctx, node=r, shown=r.shown, max_words=self.p.passage_max_words)
+        except LLMOutputError as exc:
+            self.ctx.trace.event("trification.agent_failed", id=r.spec.id, type=r.spec.type, role=SYNTHESIZE.name,
+                                 error=str(exc), fallback="no summary; the children see the passages only",
+                                 t=self._t())
+            return
+        if out.summary.strip():
+            r.output = out.summary.strip()
+            r.synthesized = True
 
     async def _refine(self, r: NodeRun, parents: list[NodeRun]) -> None:
         out = await REFINE(self.ctx, node=r, parents=parents, **self._shown(r))
@@ -356,6 +430,7 @@ class GraphRun:
     async def _modify(self, failed: NodeRun) -> bool:
         """Ask for a sub-graph for ``failed`` and merge it. True when merged (the node is then failed)."""
         if self.modification_requests >= self.p.max_modifications:
+            self.capped = True
             self.ctx.trace.event("trification.modification_capped", id=failed.spec.id,
                                  cap=self.p.max_modifications)
             return False
@@ -385,6 +460,33 @@ class GraphRun:
         self.record_graph(f"modification {n}")
         return True
 
+    # -- §4.3: after the last modification, static mode -----------------------------------------------
+    async def static_fallback(self, reason: str) -> "GraphRun":
+        """The initial graph executed in static mode (§4.3: "Should verification remain unsuccessful after
+        reaching the maximum number of modifications, the process defaults to static mode").
+
+        Nodes of the initial graph that already ran keep their results (a THINK / JUDGE failed for a
+        modification counts as finished with its result, as in static mode); the ones skipped below a
+        failed node now run without modification. Returns the static graph; its JUDGEs decide."""
+        fb = GraphRun(self.claim, self.ctx, [self.nodes[i].spec for i in self.initial_ids], static=True, phase=None)
+        fb.t0, fb.finish_counter = self.t0, self.finish_counter
+        reused, rerun = [], []
+        for i in self.initial_ids:
+            old, new = self.nodes[i], fb.nodes[i]
+            if old.status in ("done", "failed", "error"):
+                for name in ("input", "output", "evidence", "shown", "label", "insufficient", "queries",
+                             "synthesized", "finished"):
+                    setattr(new, name, getattr(old, name))
+                new.status = "error" if old.status == "error" else "done"
+                reused.append(i)
+            else:
+                rerun.append(i)
+        self.ctx.trace.event("trification.static_fallback", reason=reason, reused=reused, rerun=rerun,
+                             modifications=self.modifications)
+        await fb.run()
+        fb.record_graph("static fallback")
+        return fb
+
     # -- the JUDGE nodes that stand, and the Table 2 statistics -----------------------------------
     def final_judges(self) -> list[NodeRun]:
         return [r for r in self.nodes.values() if r.spec.type == "JUDGE" and r.status == "done"]
@@ -402,8 +504,35 @@ class GraphRun:
 
 
 # ================================ 4. label ================================
-def label_from_judges(judges: list[NodeRun], uncertain_label: str) -> Label:
+JUDGE_AGGREGATIONS = ("all_supported", "majority", "last")
+
+
+def resolved(judges: list[NodeRun]) -> bool:
+    """Verification succeeded: some JUDGE stands and none is still Uncertain."""
+    return bool(judges) and all(j.label in ("Supports", "Refutes") for j in judges)
+
+
+def label_from_judges(judges: list[NodeRun], uncertain_label: str, rule: str = "all_supported") -> Label:
+    """The claim's label from the JUDGE nodes that stand. The paper does not say how several JUDGEs combine
+    (Algorithm 1 outputs one label); ``rule`` (parameter ``judge_aggregation``):
+
+    - ``all_supported`` (default): REFUTED if any JUDGE refutes, SUPPORTED if all support, otherwise
+      ``uncertain_label``: every JUDGE checks a part of the claim and the claim holds only if all do
+      (§3.2's JUDGE rule "SUPPORTS if the evidence confirms the declaration otherwise REFUTES");
+    - ``majority``: more Supports than Refutes -> SUPPORTED, more Refutes -> REFUTED, a tie (Uncertain
+      JUDGEs do not vote) -> ``uncertain_label``;
+    - ``last``: the JUDGE that finished last (in dynamic mode usually the latest sub-graph's) decides;
+      Uncertain -> ``uncertain_label``.
+    """
     labels = [j.label for j in judges]
+    if rule == "majority":
+        sup, ref = labels.count("Supports"), labels.count("Refutes")
+        return Label.SUPPORTED if sup > ref else Label.REFUTED if ref > sup else Label(uncertain_label)
+    if rule == "last":
+        last = max(judges, key=lambda j: j.finished).label if judges else None
+        return {"Supports": Label.SUPPORTED, "Refutes": Label.REFUTED}.get(last or "", Label(uncertain_label))
+    if rule != "all_supported":
+        raise ValueError(f"unknown judge aggregation {rule!r}; known: {', '.join(JUDGE_AGGREGATIONS)}")
     if "Refutes" in labels:
         return Label.REFUTED
     if labels and all(x == "Supports" for x in labels):
@@ -415,7 +544,9 @@ def label_from_judges(judges: list[NodeRun], uncertain_label: str) -> Label:
 async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     p: TrificationParams = ctx.params
     p.check_labels(ctx.label_space)  # the engine checked it already; a direct call is refused the same way
-    ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine, no_refine_think=p.no_refine_think)
+    ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine, no_refine_think=p.no_refine_think,
+                    search_synthesis=p.search_synthesis, cap_fallback=p.cap_fallback,
+                    judge_aggregation=p.judge_aggregation)
     # generate a DAG verification plan G
     t0 = time.perf_counter()
     specs = await request_plan(ctx, PLANNER, claim)
@@ -433,15 +564,23 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.timings["trification.execute_s"] = time.perf_counter() - t1
     run.record_graph("final")
     stats = run.stats()
+    # §4.3: still unresolved after the last allowed modification: static mode decides
+    judges = run.final_judges()
+    if run.capped and p.cap_fallback == "static" and not resolved(judges):
+        reason = (f"after {run.modification_requests} modification(s) (the cap) "
+                  + ("no JUDGE stands" if not judges else "a JUDGE is still Uncertain"))
+        static_run = await run.static_fallback(reason)
+        judges = static_run.final_judges()
+        stats["static_fallback"] = {"judges": {j.spec.id: j.label for j in judges},
+                                    "statuses": static_run.stats()["statuses"]}
     ctx.trace.event("trification.stats", **stats)
     # the label from the JUDGE nodes that stand
-    judges = run.final_judges()
     if not judges:
         reason = "no JUDGE node finished (" + ", ".join(f"{k}={v}" for k, v in stats["statuses"].items() if v) + ")"
         ctx.trace.event("trification.no_judge", reason=reason)
         return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="trification.no_judge"), reason, [],
                        ctx.trace, "trification")
-    label = label_from_judges(judges, p.uncertain_label)
+    label = label_from_judges(judges, p.uncertain_label, p.judge_aggregation)
     explanation = " ".join(f"[{j.spec.id}: {j.label}] {j.output}" for j in judges)
-    evidence = merge_evidence([j.evidence for j in judges])[: p.prompt_passages]
+    evidence = merge_evidence([j.shown for j in judges])  # the passages the JUDGEs were shown
     return Verdict(label, explanation, evidence, ctx.trace, "trification")

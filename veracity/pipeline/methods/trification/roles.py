@@ -15,6 +15,8 @@ a JUDGE node ends with status ``error``.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -28,7 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 Message = dict[str, str]
 
-PLAN_MAX_TOKENS = 1536  # completion budget of a planner / modifier call (12 nodes of typical length fit)
+PLAN_MAX_TOKENS = 1792  # completion budget of a planner / modifier call: 12 nodes of typical length (1536)
+# plus the reasoning written before them (plan_reasoning_chars = 1000 characters, about 256 tokens)
 NODE_MAX_TOKENS = 320  # completion budget of a node call (--param ROLE.max_tokens=N overrides one role)
 
 
@@ -55,42 +58,138 @@ _NODE_TYPE_TEXT = {
 }
 
 
-def planner_system(allowed: tuple[str, ...]) -> str:
-    """The planner's system prompt, describing the node types ``allowed`` (the ablations drop some)."""
+# Table 4's output-format example, aligned with the schema (its keys "hints" / "natural_language" /
+# "statement" are the node fields hint / input; its dangling dependency "tc_1" is s_1). One per ablation:
+# the example only uses the node types the schema allows.
+_EXAMPLE_NODES = {
+    "SEARCH": [
+        {"id": "s_1", "type": "SEARCH", "input": "[query_search]",
+         "hint": "To verify the paragraph, we need to know the exact number of ...", "dependencies": []},
+        {"id": "s_2", "type": "SEARCH", "input": "[query_search]",
+         "hint": "To verify the paragraph, we also need to know the time period of ...", "dependencies": ["s_1"]},
+    ],
+    "REFINE": [
+        {"id": "r_1", "type": "REFINE", "input": "input text",
+         "hint": "Since the input says 'that period' we need to search the correct time period and replace the "
+                 "text with the correct period", "dependencies": ["s_2"]},
+    ],
+    "THINK": [
+        {"id": "t_1", "type": "THINK", "input": "",
+         "hint": "To understand the input, we need the information of the number and the time period",
+         "dependencies": ["s_1", "r_1"]},
+    ],
+    "JUDGE": [
+        {"id": "j_1", "type": "JUDGE", "input": "input text",
+         "hint": "Based on the information obtained from the dependency nodes, we now can verify the factuality "
+                 "of the input text", "dependencies": ["t_1"]},
+    ],
+}
+
+
+def planner_example(allowed: tuple[str, ...]) -> dict:
+    """Table 4's example graph restricted to ``allowed``: a dropped node's children depend on its parents."""
+    nodes = [dict(n, dependencies=list(n["dependencies"])) for t in NODE_TYPES for n in _EXAMPLE_NODES[t]]
+    parents = {n["id"]: n["dependencies"] for n in nodes}
+    kept_ids = {n["id"] for n in nodes if n["type"] in allowed}
+    out = []
+    for n in nodes:
+        if n["type"] not in allowed:
+            continue
+        deps: list[str] = []
+        todo = list(n["dependencies"])
+        while todo:
+            d = todo.pop(0)
+            if d not in kept_ids:
+                todo = parents[d] + todo
+            elif d not in deps:
+                deps.append(d)
+        out.append({**n, "dependencies": deps})
+    if "REFINE" not in allowed:  # without REFINE nothing sets an empty input
+        out = [{**n, "input": n["input"] or "input text"} for n in out]
+    return {"reasoning": "The paragraph states a number and a time period; both must be searched, and "
+                         "'that period' is ambiguous ...", "nodes": out}
+
+
+def planner_system(allowed: tuple[str, ...], reasoning: bool = True) -> str:
+    """The planner's system prompt (Table 4), describing the node types ``allowed`` (the ablations drop
+    some). ``reasoning``: the schema has the ``reasoning`` field to think in before the nodes."""
     types = "\n".join(f"{i + 1}. {_NODE_TYPE_TEXT[t]}" for i, t in enumerate(t for t in NODE_TYPES if t in allowed))
+    refine = "REFINE" in allowed
     refine_rule = (
         "- SEARCH, THINK and JUDGE inputs MUST be understandable on their own. If one contains an ambiguous "
-        "reference or an unclear time, put a REFINE node before it (SEARCH -> REFINE -> this node).\n"
-        if "REFINE" in allowed else
+        "reference or an unclear time, put a REFINE node before it; if necessary, a SEARCH node before the "
+        "REFINE node.\n"
+        if refine else
         "- Every node input MUST be understandable on its own: write full names, no pronouns.\n"
     )
+    clarity = (
+        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's complete "
+        "name. If a node's input refers to something ambiguous (a pronoun, a vague reference to an entity or "
+        "event, an unclear time), you MUST resolve it with a REFINE node first, one of two ways:\n"
+        "   - search is required: (SEARCH) -> (REFINE) -> (this node)\n"
+        "   - search is not required: (REFINE) -> (this node)\n"
+        "   For instance, a SEARCH input \"... Donald Trump's falsifying business records case\" is still vague: "
+        "first SEARCH \"Donald Trump's cases on falsifying business records\", then REFINE the input, then "
+        "SEARCH the refined input.\n"
+        if refine else
+        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's complete "
+        "name.\n"
+    )
+    think = ("Before the nodes, think as long as needed in the \"reasoning\" field: the information to verify, "
+             "what to search, what is ambiguous, how the steps connect. Then write the nodes.\n"
+             if reasoning else "")
+    example = planner_example(allowed)
+    if not reasoning:
+        example = {"nodes": example["nodes"]}
     return (
         "You are an expert at analyzing paragraphs and creating a structured verification graph for "
-        "fact-checking. Given a paragraph, generate a verification graph that exactly represents the logical "
-        "structure of how to verify it. The verification focuses on the entities, statistics, and temporal "
-        "information.\n\n"
+        "fact-checking. Given a paragraph that contains multiple sentences, generate a JSON verification graph "
+        "that exactly represents the logical structure of how to verify it. The verification focuses on the "
+        "entities, statistics, and temporal information.\n\n"
         "The graph must capture every logical reasoning step needed to verify the input, track the "
-        "dependencies between steps, and be a Directed Acyclic Graph.\n\n"
+        "dependencies between steps, and be a Directed Acyclic Graph.\n"
+        f"{think}\n"
         "Each node has: id (unique), type, input, hint (why the node is needed and how it connects to the "
         "other nodes), dependencies (ids of the nodes that must finish before this node).\n\n"
         f"Node types:\n{types}\n\n"
         "Graph rules:\n"
-        "- The graph must be acyclic and may have several root nodes; every root node is a SEARCH node.\n"
+        "- The graph must be acyclic and may have several root nodes; every root node is a SEARCH node, to "
+        "provide information for the later steps.\n"
         f"{refine_rule}"
+        "- A SEARCH node is not always a root: minimize the SEARCH nodes at the root to minimize the number of "
+        "search operations.\n"
         "- Nodes that are not SEARCH nodes MUST have dependencies.\n"
-        "- Several nodes may lead into one node when their information must be combined, compared, or "
-        "reasoned about together.\n"
-        "- The graph must contain at least one JUDGE node; the JUDGE nodes decide the verdict.\n"
-        "- Cover every piece of information in the paragraph (entities, numbers, dates); do not assume, "
-        "search first. Each step is self-contained and unique; avoid redundant steps. Keep the graph small.\n"
+        "- Several nodes may lead into one node (node combination) if and only if there is a logical "
+        "relationship between them, such as:\n"
+        "  * Combination: combining several pieces of information into one node.\n"
+        "  * Comparison: comparing information from the parent nodes.\n"
+        "  * Causality: a cause-effect relationship between the parent nodes and this node.\n"
+        "  * Inductivity: this node is a general conclusion from specific information of the parent nodes.\n"
+        "  * Deductivity: this node is specific information derived from general information of the parent "
+        "nodes.\n"
+        "- The graph must contain at least one JUDGE node; the JUDGE nodes decide the verdict.\n\n"
+        "Critical requirements:\n"
+        "1. Contextual and temporal understanding: understand the context and the time of the input; focus on "
+        "the factuality of statistics, numbers, entities and times. When the paragraph does not state a time "
+        "or a statistic explicitly, search for it. List all the information that needs to be verified: it "
+        "becomes the starting nodes of the graph.\n"
+        "2. Complete coverage: verify every piece of information in the input; do not assume: if something "
+        "is not clear, search first. Edges send evidence from SEARCH nodes, or combine information from "
+        "several nodes for intermediate reasoning.\n"
+        "3. Coherent and structural: each node is a self-contained step that, when verified, logically "
+        "contributes to proving or disproving the claim.\n"
+        "4. Uniqueness and non-redundancy: each step gives unique information; avoid redundant steps.\n"
+        f"{clarity}\n"
+        "Output format (an example; ids: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE):\n"
+        f"{json.dumps(example)}\n"
         "Reply in JSON."
     )
 
 
-def planner_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int) -> list[Message]:
+def planner_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, reasoning: bool = True) -> list[Message]:
     dated = f" (stated on {claim.date})" if claim.date else ""
     return [
-        {"role": "system", "content": planner_system(allowed)},
+        {"role": "system", "content": planner_system(allowed, reasoning)},
         {"role": "user", "content": f"Paragraph{dated}: {claim.text}\n\nUse at most {max_nodes} nodes."},
     ]
 
@@ -113,13 +212,13 @@ PLANNER = Role(
 
 # -- role: trification.modify (§3.4: a new sub-graph for a failed THINK / JUDGE) ------------------
 def modify_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, failed: NodeRun,
-                    reusable: list[NodeRun]) -> list[Message]:
+                    reusable: list[NodeRun], reasoning: bool = True) -> list[Message]:
     listing = "\n".join(
         f"- {r.spec.id} ({r.spec.type}) input: {r.input or r.spec.input} | result: {shorten(r.output, 40)}"
         for r in reusable
     ) or "(none)"
     return [
-        {"role": "system", "content": planner_system(allowed)},
+        {"role": "system", "content": planner_system(allowed, reasoning)},
         {"role": "user", "content": (
             f"Paragraph: {claim.text}\n\n"
             f"While verifying it, node {failed.spec.id} ({failed.spec.type}) failed because the evidence was "
@@ -144,11 +243,67 @@ MODIFY = Role(
 
 
 # -- what a node sees of its parents (§3.3: evidence propagation) ---------------------------------
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` as a prompt budget counts them: characters / 4, rounded up (the client has no
+    tokenizer of the served model; English text averages about 4 characters per token)."""
+    return math.ceil(len(text) / 4)
+
+
+def passage_tokens(ev: Evidence, max_words: int) -> int:
+    """What one passage costs in a node's prompt, as :func:`format_passages` renders it."""
+    return estimate_tokens(format_passages([ev], max_words=max_words)) + 1  # + the blank line between blocks
+
+
+def select_evidence(lists: list[list[Evidence]], budget: int, max_words: int) -> list[Evidence]:
+    """The passages a node is shown: ``budget`` tokens split fairly among its parents' evidence lists.
+
+    Each list is in its parent's rank order and keeps its top-ranked passages: every parent gets an equal
+    share, a parent that needs less than its share passes the rest on to the others (repeated until no
+    share is left or every list is exhausted), and a passage already chosen for one parent is free for
+    the next. A list's first passage is always taken when its share cannot hold it whole (it is cut at
+    render time by ``max_words``; the budget is an estimate, not a hard cap). Output: round-robin over the
+    chosen passages of each parent, so every parent is represented early."""
+    chosen: list[list[Evidence]] = [[] for _ in lists]
+    pos = [0] * len(lists)
+    seen: set[str] = set()
+    left = budget
+    active = [i for i, lst in enumerate(lists) if lst]
+    while active and left > 0:
+        share = max(left // len(active), 1)
+        spent_round = 0
+        for i in active:
+            spent, lst = 0, lists[i]
+            while pos[i] < len(lst):
+                ev = lst[pos[i]]
+                if ev.passage_id in seen:
+                    pos[i] += 1
+                    continue
+                cost = passage_tokens(ev, max_words)
+                if spent + cost > share and (spent or chosen[i]):
+                    break  # this round's share is spent (a parent's first passage always goes in)
+                seen.add(ev.passage_id)
+                chosen[i].append(ev)
+                spent += cost
+                pos[i] += 1
+            spent_round += spent
+        left -= spent_round
+        if spent_round == 0:
+            break  # every remaining next passage is larger than a share
+        active = [i for i in active if pos[i] < len(lists[i])]
+    out: list[Evidence] = []
+    for k in range(max((len(c) for c in chosen), default=0)):
+        for c in chosen:
+            if k < len(c):
+                out.append(c[k])
+    return out
+
+
 def node_context(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], max_words: int) -> str:
-    """The passages shown to a node (its propagated evidence) and its parents' results (SEARCH parents
-    contribute their evidence only)."""
+    """The passages shown to a node (its propagated evidence) and its parents' results. A SEARCH parent's
+    result is its synthesis of what it retrieved (§3.2); without synthesis (``search_synthesis=false``)
+    SEARCH parents contribute their evidence only."""
     outs = "\n".join(f"[{p.spec.id}] ({p.spec.type}) {p.output}" for p in parents
-                     if p.spec.type != "SEARCH" and p.output) or "(none)"
+                     if (p.spec.type != "SEARCH" or p.synthesized) and p.output) or "(none)"
     passages = format_passages(shown, max_words=max_words)
     return f"Evidence:\n{passages}\n\nResults of the previous steps:\n{outs}"
 
@@ -182,6 +337,40 @@ SEARCH = Role(
     summary="SEARCH node: writes the queries searched on the index; an invalid reply searches the node's input",
     extra={"paper": "§3.2 SEARCH node; A.2"},
     on_invalid="the node searches its own input",
+)
+
+
+# -- role: trification.synthesize (§3.2 SEARCH node: "synthesizes the gathered information") -----
+class SearchSynthesis(BaseModel):
+    summary: str = Field(max_length=600, description="what the passages say about the node's input, in the "
+                                                     "terms of the query; 'not found' for what they do not say")
+
+
+SYNTHESIZE_SYSTEM = (
+    "You are an expert at reading search results for fact-checking. Given a search input, a hint about what "
+    "information the following verification steps need, and the passages a search returned, synthesize the "
+    "gathered information: state what the passages say that answers the input, in line with the query, "
+    "naming entities, numbers and dates exactly. Say plainly what the passages do not contain. Do not "
+    "judge the claim. Reply in JSON."
+)
+
+
+def synthesize_messages(node: NodeRun, shown: list[Evidence], max_words: int) -> list[Message]:
+    return [
+        {"role": "system", "content": SYNTHESIZE_SYSTEM},
+        {"role": "user", "content": f"Passages:\n{format_passages(shown, max_words=max_words)}\n\n"
+                                    f"Search input: {node.input}\nHint: {node.spec.hint}\n"
+                                    f"Queries searched: {' | '.join(node.queries)}"},
+    ]
+
+
+SYNTHESIZE = Role(
+    "trification.synthesize", output=SearchSynthesis, render=synthesize_messages, instructions=SYNTHESIZE_SYSTEM,
+    max_tokens=NODE_MAX_TOKENS,
+    summary="SEARCH node, after its searches: synthesizes the retrieved passages into the node's result, which "
+            "its children see (search_synthesis); an invalid reply leaves the passages without a summary",
+    extra={"paper": "§3.2 SEARCH node"},
+    on_invalid="the node's result lists its queries; its children see the passages only",
 )
 
 
@@ -288,4 +477,4 @@ JUDGE = Role(
     on_invalid="the node ends in error; other JUDGE nodes decide",
 )
 
-ROLES: tuple[Role, ...] = (PLANNER, MODIFY, SEARCH, REFINE, THINK, JUDGE)
+ROLES: tuple[Role, ...] = (PLANNER, MODIFY, SEARCH, SYNTHESIZE, REFINE, THINK, JUDGE)
