@@ -86,6 +86,9 @@ _EXAMPLE_NODES = {
 }
 
 
+_ID_PREFIX = {"SEARCH": "s", "REFINE": "r", "THINK": "t", "JUDGE": "j"}
+
+
 def planner_example(allowed: tuple[str, ...]) -> dict:
     """Table 4's example graph restricted to ``allowed``: a dropped node's children depend on its parents."""
     nodes = [dict(n, dependencies=list(n["dependencies"])) for t in NODE_TYPES for n in _EXAMPLE_NODES[t]]
@@ -113,8 +116,14 @@ def planner_example(allowed: tuple[str, ...]) -> dict:
 def planner_system(allowed: tuple[str, ...], reasoning: bool = True) -> str:
     """The planner's system prompt (Table 4), describing the node types ``allowed`` (the ablations drop
     some). ``reasoning``: the schema has the ``reasoning`` field to think in before the nodes."""
-    types = "\n".join(f"{i + 1}. {_NODE_TYPE_TEXT[t]}" for i, t in enumerate(t for t in NODE_TYPES if t in allowed))
     refine = "REFINE" in allowed
+    texts = [_NODE_TYPE_TEXT[t] for t in NODE_TYPES if t in allowed]
+    if not refine:  # no sentence about a node type the schema forbids
+        texts = [t.replace(" Its input is empty if it depends on a REFINE node (the refined text becomes its input).", "")
+                  .replace(" Its input is empty if it depends on a REFINE node.", "") for t in texts]
+    types = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
+    ids = ", ".join(f"{_ID_PREFIX[t]}_1" + (f", {_ID_PREFIX[t]}_2" if t == "SEARCH" else "") + f" for {t}"
+                    for t in NODE_TYPES if t in allowed)
     refine_rule = (
         "- SEARCH, THINK and JUDGE inputs MUST be understandable on their own. If one contains an ambiguous "
         "reference or an unclear time, put a REFINE node before it; if necessary, a SEARCH node before the "
@@ -180,7 +189,7 @@ def planner_system(allowed: tuple[str, ...], reasoning: bool = True) -> str:
         "contributes to proving or disproving the claim.\n"
         "4. Uniqueness and non-redundancy: each step gives unique information; avoid redundant steps.\n"
         f"{clarity}\n"
-        "Output format (an example; ids: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE):\n"
+        f"Output format (an example; ids: {ids}):\n"
         f"{json.dumps(example)}\n"
         "Reply in JSON."
     )
