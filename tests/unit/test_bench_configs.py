@@ -141,6 +141,37 @@ def test_paper_configs_use_the_papers_parameters():
             assert static or cfg.params.get("max_modifications") == 3
 
 
+TRIFICATION = [p for p in CONFIGS if p.stem.startswith("trification-")]
+
+
+@pytest.mark.parametrize("path", TRIFICATION, ids=[p.stem for p in TRIFICATION])
+def test_trification_configs_carry_every_setting(path: Path):
+    """Every Trification parameter and every role's budget is in [params], so a change of the method's
+    defaults cannot move a paper setting (issue 14); the ablation flags agree with the ablations
+    (test_config_resolves checks the values after the ablations are applied)."""
+    from veracity.pipeline.params import param_infos
+
+    cfg = load_config(path)
+    spec = get_method("trification")
+    names = {i.name for i in param_infos(spec.params_cls)}
+    budgets = {f"{r.short}.max_tokens" for r in spec.roles}
+    plain = {k for k in cfg.params if "." not in k}
+    assert names - plain == set(), f"settings left to defaults: {sorted(names - plain)}"
+    assert budgets - set(cfg.params) == set(), f"role budgets left to defaults: {sorted(budgets - set(cfg.params))}"
+    assert cfg.params["static"] == ("static" in cfg.ablations)
+    assert cfg.params["no_refine"] == ("no-refine" in cfg.ablations)
+    assert cfg.params["no_refine_think"] == ("no-refine-think" in cfg.ablations)
+
+
+def test_trification_config_check_catches_a_missing_setting(tmp_path: Path):
+    good = (CONFIG_DIR / "trification-hover-2hop-dynamic.toml").read_text(encoding="utf-8")
+    assert "\nsearch_synthesis = true" in good
+    bad = tmp_path / "trification-bad.toml"
+    bad.write_text(good.replace("\nsearch_synthesis = true", "\n"), encoding="utf-8")
+    with pytest.raises(AssertionError, match="search_synthesis"):
+        test_trification_configs_carry_every_setting(bad)
+
+
 @pytest.fixture(scope="module")
 def data_dir() -> Path:
     path = shared_data_dir()
