@@ -260,9 +260,11 @@ def test_method_statistics_average_trification_graphs_and_mermaid_steps():
                 "initial_nodes": {"SEARCH": 3, "REFINE": 1, "THINK": 1, "JUDGE": 1},
                 "final_nodes": {"SEARCH": 3, "REFINE": 1, "THINK": 1, "JUDGE": 1}}),
            rec({"kind": "trification.no_plan", "reason": "x"})]
+    tri[0]["trace"]["events"].insert(0, {"kind": "trification.static_fallback", "reason": "capped"})
     s = method_statistics(tri)["trification"]
     assert s["claims"] == 2 and s["graph_modifications_per_claim"] == 1.0 and s["claims_modified"] == 0.5
     assert s["nodes_initial"]["SEARCH"] == 2.5 and s["nodes_final"]["SEARCH"] == 3.5 and s["no_plan"] == 1
+    assert s["static_fallbacks"] == 1
     mer = [rec({"kind": "mermaid.recall"}, {"kind": "mermaid.step"}, {"kind": "mermaid.step"}, hits=[{"passage_id": "A#0"}]),
            rec({"kind": "mermaid.recall"}, *[{"kind": "mermaid.step"}] * 5, {"kind": "mermaid.final"})]
     m = method_statistics(mer)["mermaid"]

@@ -351,6 +351,8 @@ def method_statistics(results: list[dict[str, Any]]) -> dict[str, Any]:
             "nodes_initial": {k: sum((t.get("initial_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
             "nodes_final": {k: sum((t.get("final_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
             "no_plan": sum(1 for r in results if events(r, "trification.no_plan")),
+            # §4.3: claims still unresolved after the modification cap, decided in static mode
+            "static_fallbacks": sum(1 for r in results if events(r, "trification.static_fallback")),
         }
     mer = [r for r in results if events(r, "mermaid.step") or events(r, "mermaid.recall")]
     if mer:
@@ -507,7 +509,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     if tri:
         lines += ["## Trification graph statistics (paper's Table 2)", "",
                   f"Graph modifications per claim: {tri['graph_modifications_per_claim']:.2f} "
-                  f"({tri['claims_modified']:.0%} of claims modified); claims with no valid plan: {tri['no_plan']}.", "",
+                  f"({tri['claims_modified']:.0%} of claims modified); claims with no valid plan: {tri['no_plan']}; "
+                  f"claims decided in static mode after the modification cap: {tri.get('static_fallbacks', 0)}.", "",
                   "| node type | initial graph | final graph |", "|---|---|---|"]
         for k in tri["nodes_initial"]:
             lines.append(f"| {k} | {tri['nodes_initial'][k]:.2f} | {tri['nodes_final'][k]:.2f} |")
