@@ -17,7 +17,7 @@ import json
 import pytest
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
-from tests.unit.test_trification import GRAPH, N, events, handlers, make_ctx, plan, user_text
+from tests.unit.test_trification import N, events, handlers, make_ctx, plan, user_text
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification import (

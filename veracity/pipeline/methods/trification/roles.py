@@ -7,10 +7,14 @@ allowed node types and on the node budget, so the method narrows it per call wit
 ``output=plan_model_for(allowed, max_nodes)``. A re-plan extends the planner's conversation with the
 invalid plan and the validation errors (:func:`replan_feedback`), passed as ``messages=``.
 
+A SEARCH node makes two calls: ``search`` writes its queries, ``synthesize`` summarizes the passages they
+found (§3.2); what a node's prompt shows of its parents' passages is chosen by :func:`select_evidence`
+(a token budget split fairly among the parents).
+
 No role here declares a fallback: the method handles an invalid reply itself, because what it does
 depends on the graph (see :mod:`.method`): an invalid plan is traced as a ``trification.plan`` attempt
-and re-planned; a SEARCH / REFINE / THINK node does the least it can (``trification.agent_failed``);
-a JUDGE node ends with status ``error``.
+and re-planned; a SEARCH / REFINE / THINK node does the least it can (``trification.agent_failed``; a
+failed synthesis leaves the passages without a summary); a JUDGE node ends with status ``error``.
 """
 
 from __future__ import annotations
