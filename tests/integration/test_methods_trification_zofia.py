@@ -66,6 +66,7 @@ def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
 def test_zofia_end_to_end(llm_endpoint, hover_searcher):
     v = Verifier(method="zofia", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                  max_debate_rounds=1, web_k=3, web_pool=10, wiki_candidates=2, rag_k=3, max_subclaims=2,
+                 ner="llm",  # the LLM entity role on the real server, whatever NER is installed
                  **{"entities.max_tokens": 320, "linguist.max_tokens": 160, "expert_triage.max_tokens": 160,
                     "expert.max_tokens": 160, "claim_extractor.max_tokens": 160, "claim_verifier.max_tokens": 160,
                     "judge.max_tokens": 160, "pro.max_tokens": 200, "con.max_tokens": 200})
@@ -73,7 +74,7 @@ def test_zofia_end_to_end(llm_endpoint, hover_searcher):
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "zofia.")
     assert "zofia.config" in kinds
     ent = next(e for e in events if e["kind"] == "zofia.entities")
-    assert ent["extractor"] == "llm"  # no token-classification model configured: the trace says which ran
+    assert ent["extractor"] == "llm"  # ner=llm: the trace says which extractor ran
     roles = {c.role for c in verdict.trace.llm_calls}
     assert {"zofia.entities", "zofia.linguist", "zofia.expert", "zofia.judge"} <= roles, roles
     assert sum(c.role == "zofia.linguist" for c in verdict.trace.llm_calls) == 5  # one isolated call per dimension
