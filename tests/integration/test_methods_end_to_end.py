@@ -29,7 +29,7 @@ SMALL = {  # cheap budgets; the paper defaults are covered by unit tests
     "rag": {"k": 3, "judge.max_tokens": 512},
     "mermaid": {"t_max": 3, "search_k": 3, "page_max_passages": 3,
                 "decomposer.max_tokens": 512, "executor.max_tokens": 512, "final.max_tokens": 512},
-    "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_max_words": 200,
+    "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_tokens": 266,
                 **{f"{role}.max_tokens": 512 for role in ("initial_query_gen", "search_rank", "self_contained_check",
                                                           "det_helpful", "sufficient_evidence", "classifier",
                                                           "additional_query_gen")}},

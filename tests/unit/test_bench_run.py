@@ -152,7 +152,7 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
             return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
         return ReactStep(thought="look", action="search", argument="Skagen Painters", label=None, cited_passages=[])
 
-    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[]),
+    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
                        "mermaid.executor": executor})
     monkeypatch.setattr(api, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
     out = tmp_path / "run"

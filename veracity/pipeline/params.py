@@ -34,6 +34,7 @@ RENAMED = {
     "agent_max_tokens": "ROLE.max_tokens of each agent (e.g. linguist.max_tokens)",
     "debate_max_tokens": "pro.max_tokens and con.max_tokens",
     "memory_path": "the run state lives under --state-dir (Verifier(state_dir=...))",
+    "page_max_words": "page_tokens (EMULATE's page budget is in tokens: 400 words is page_tokens=533)",
 }
 MAX_TOKENS_RANGE = (1, 32768)
 TEMPERATURE_RANGE = (0.0, 2.0)
