@@ -67,11 +67,14 @@ class EmulateParams(MethodParams):
                                               help="results read per query (MAX_SEARCH_RESULTS_PER_QUERY)",
                                               paper="§4 Implementation: MAX_SEARCH_RESULTS_PER_QUERY = 2")
     search_k: int = param(10, min=1, max=100,
-                          help="passages the search engine returns per query (grouped into articles)")
-    snippet_words: int = param(30, min=1, max=1000, help="words of the snippet SearchRank sees per result")
+                          help="passages the search engine returns per query (grouped into articles)",
+                          paper="not stated (§4: serper.dev result lists; offline: the local index)")
+    snippet_words: int = param(30, min=1, max=1000, help="words of the snippet SearchRank sees per result",
+                               paper="not stated (§3 (2): a result has a title, a URL and a snippet)")
     page_tokens: int = param(533, min=1, max=100000,
                              help="tokens of an article shown as its web page (estimated as characters / 4; "
-                                  "533 ≈ 400 words)")
+                                  "533 ≈ 400 words)",
+                             paper="not stated (§3: the agents read the web page)")
     use_knowledge: bool = param(False, help="the Classifier may use the model's own knowledge where the evidence is "
                                             "silent (false: the evidence bank only)",
                                 paper="§3 (6): the Classifier classifies from the claim and the evidence set")
@@ -79,7 +82,8 @@ class EmulateParams(MethodParams):
                                          "search order kept)", paper="Table 3: RM-SR")
     self_contained_check: bool = param(True, help="run SelfContainedCheck (ablation --no-self-contained-check: "
                                                   "false, every page self-contained)", paper="Table 3: RM-SCC")
-    skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists")
+    skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists",
+                                  paper="not stated (a person does not reopen a page, §3)")
 
 
 async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: str) -> Verdict:
