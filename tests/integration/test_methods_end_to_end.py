@@ -29,10 +29,12 @@ SMALL = {  # cheap budgets; the paper defaults are covered by unit tests
     "rag": {"k": 3, "judge.max_tokens": 512},
     "mermaid": {"t_max": 3, "search_k": 3, "page_max_passages": 3,
                 "decomposer.max_tokens": 512, "executor.max_tokens": 512, "final.max_tokens": 512},
-    "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_max_words": 200,
-                **{f"{role}.max_tokens": 512 for role in ("initial_query_gen", "search_rank", "self_contained_check",
-                                                          "det_helpful", "sufficient_evidence", "classifier",
-                                                          "additional_query_gen")}},
+    # EMULATE at the paper's temperature 1 for every agent (§4), each request with its own seed
+    "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_tokens": 266,
+                **{f"{role}.{setting}": value
+                   for role in ("initial_query_gen", "search_rank", "self_contained_check", "det_helpful",
+                                "sufficient_evidence", "classifier", "additional_query_gen")
+                   for setting, value in (("max_tokens", 512), ("temperature", 1.0))}},
 }
 
 
@@ -71,6 +73,8 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
             acting = [e for e in steps if e["action"] != "finish"]
             assert len(steps) <= 3 and len(tools) == len(acting)  # one tool call per non-finish step
             assert sum(c["role"] == "mermaid.executor" for c in calls) == len(steps)
+            for d in (e for e in events if e["kind"] == "mermaid.decomposition" and "triplets" in e):
+                assert isinstance(d["domain"], str)  # §3.1: the decomposition names the claim's domain
         elif method == "emulate":
             searches = [e for e in events if e["kind"] == "emulate.search"]
             assert 1 <= len(searches) <= 2 and sum(t["tool"] == "search" for t in tools) == len(searches)
@@ -80,6 +84,26 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
             assert ev["passage_id"] in _ids_in_index(hover_searcher, ev["title"]), ev["passage_id"]
             assert ev["text"].strip()
         assert r["trace"]["summary"]["llm_calls"] == len(calls)
+
+
+def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
+    """At temperature 1 a run repeats exactly on the real server: each request carries the seed of
+    roles.SEED_RULE (run seed, claim id, role, call index), which vLLM honours; other run seeds sample
+    other replies."""
+    from veracity.config import Settings
+
+    def explanation(seed: int) -> str:
+        v = Verifier(method="direct", endpoint=llm_endpoint.url, model=llm_endpoint.model,
+                     settings=Settings(home=tmp_path / "home", seed=seed),
+                     **{"judge.temperature": 1.0, "judge.max_tokens": 512})
+        try:
+            return v.verify(CLAIMS[0]).explanation
+        finally:
+            v.close()
+
+    first = explanation(0)
+    assert explanation(0) == first
+    assert len({first, explanation(1), explanation(2)}) > 1, "three run seeds sampled the same reply"
 
 
 def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_path):

@@ -1,7 +1,7 @@
 """The one stand-in LLM for unit tests, and an in-memory searcher.
 
 :class:`ScriptedLLM` implements the contract of :class:`veracity.serving.client.LLMClient`:
-``await generate(messages, OutputModel, *, role, temperature=None, max_tokens=None)`` returns an
+``await generate(messages, OutputModel, *, role, temperature=None, max_tokens=None, seed=None)`` returns an
 instance of ``OutputModel``, a reply that does not validate raises ``LLMOutputError``, and every call
 records a :class:`UsageRecord` in ``llm.usage`` and in the current ``usage_scope()`` (so traces get
 their llm_calls), exactly like the real client.
@@ -43,6 +43,7 @@ class Call:
     reply: Any = None
     max_tokens: int | None = None
     temperature: float | None = None
+    seed: int | None = None
     start_seq: int = 0
     end_seq: int | None = None
 
@@ -95,8 +96,8 @@ class ScriptedLLM:
             return reply
         return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
 
-    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None):
-        call = Call(role, list(messages), output_model, None, max_tokens, temperature, self._next())
+    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None, seed=None):
+        call = Call(role, list(messages), output_model, None, max_tokens, temperature, seed, self._next())
         self.calls.append(call)
         index = self._per_role.get(role, 0)
         self._per_role[role] = index + 1

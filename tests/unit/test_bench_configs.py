@@ -172,6 +172,32 @@ def test_trification_config_check_catches_a_missing_setting(tmp_path: Path):
         test_trification_configs_carry_every_setting(bad)
 
 
+# methods whose paper configs carry every setting explicitly: each declared parameter and each role's
+# budget and temperature (so a change of a default never moves a paper setting)
+EXPLICIT = ("emulate", "mermaid")
+
+
+@pytest.mark.parametrize("path", [p for p in CONFIGS if p.stem.split("-")[0] in EXPLICIT],
+                         ids=[s for s in IDS if s.split("-")[0] in EXPLICIT])
+def test_emulate_and_mermaid_configs_set_every_setting(path: Path):
+    from veracity.pipeline.params import ROLE_SETTINGS, param_infos
+
+    cfg = load_config(path)
+    spec = get_method(cfg.method)
+    want = {i.name for i in param_infos(spec.params_cls)} | {f"{r.short}.{s}" for r in spec.roles for s in ROLE_SETTINGS}
+    missing = sorted(want - set(cfg.params))
+    assert not missing, f"{path.name} leaves to the defaults: {', '.join(missing)}"
+    for name in cfg.ablations:  # the ablation's parameter is written with its ablated value
+        _, param, value, _ = ABLATIONS[name]
+        assert cfg.params[param] == value, f"{param} must read {value} in an ablation config"
+    if cfg.method == "emulate":  # §4 Implementation: every agent at temperature 1
+        assert {cfg.params[f"{r.short}.temperature"] for r in spec.roles} == {1.0}
+    if cfg.method == "mermaid":  # memory carried claim to claim: the dataset's order, one claim in flight
+        assert cfg.order == "dataset", "MERMAID configs run in the dataset's order"
+        if cfg.params["memory"]:
+            assert cfg.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"
+
+
 @pytest.fixture(scope="module")
 def data_dir() -> Path:
     path = shared_data_dir()

@@ -152,7 +152,7 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
             return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
         return ReactStep(thought="look", action="search", argument="Skagen Painters", label=None, cited_passages=[])
 
-    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[]),
+    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
                        "mermaid.executor": executor})
     monkeypatch.setattr(api, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
     out = tmp_path / "run"
@@ -162,7 +162,10 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
     assert not (tmp_path / "home" / "memory").exists()
     run = json.loads((out / "run.json").read_text())
     assert run["state_dir"] == str(out)
-    assert run["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": None}
+    # the effective temperature (the client's: the role declares none), the run's seed and the seed rule
+    assert run["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": 0.0,
+                                                "temperature_from": "client default"}
+    assert run["seed"] == 0 and "sha256" in run["seed_rule"] and run["order"] == "sample"
 
 
 def test_compare_puts_runs_side_by_side(tmp_path):
@@ -293,3 +296,19 @@ def test_sample_mode_is_checked_and_part_of_the_run_identity():
         RunConfig(dataset="hover", method="direct", sample="stratified")
     assert "sample" not in RunConfig(dataset="hover", method="direct").identity()  # old runs resume as before
     assert RunConfig(dataset="hover", method="direct", sample="balanced").identity()["sample"] == "balanced"
+
+
+def test_dataset_order_runs_the_sample_in_file_order_and_is_recorded(tmp_path):
+    from veracity.bench.datasets import load_dataset
+
+    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, order="dataset", concurrency=1)
+    out = tmp_path / "run"
+    bench_run(cfg, out, settings=settings(tmp_path), llm=alternating_direct())
+    file_order = [c.id for c, _ in load_dataset("hover", DATA).claims]
+    ran = [p["id"] for p in read_predictions(out)]
+    sampled = [c.id for c, _ in load_dataset("hover", DATA, limit=6, seed=3).claims]
+    assert sorted(ran) == sorted(sampled) and ran != sampled
+    assert ran == sorted(ran, key=file_order.index)  # one claim in flight: written in the order run
+    run = json.loads((out / "run.json").read_text())
+    assert run["order"] == "dataset" and run["identity"]["order"] == "dataset" and run["concurrency"] == 1
+    assert run["dataset"]["selection"]["order"] == "dataset"

@@ -230,7 +230,7 @@ def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(t
             return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
         return ReactStep(thought="look", action="search", argument="Paris", label=None, cited_passages=[])
 
-    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[]),
+    llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
                        "mermaid.executor": executor})
     searcher = FakeSearcher({"Paris": ["Paris is the capital of France."]})
     claims = write_claims(tmp_path / "claims.jsonl", 20)

@@ -117,7 +117,7 @@ def test_rag_binary_narrows_the_label_and_keeps_the_citation_enum():
 # ----------------------------------------------------------------- MERMAID
 def mermaid_script(final):
     search = ReactStep(thought="look", action="search", argument="Paris", label=None, cited_passages=[])
-    return {"mermaid.decomposer": [Decomposition(triplets=[], keywords=[])],
+    return {"mermaid.decomposer": [Decomposition(triplets=[], keywords=[], domain="")],
             "mermaid.executor": [search], "mermaid.final": [final]}
 
 

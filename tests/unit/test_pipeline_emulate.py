@@ -62,9 +62,11 @@ def test_sufficient_evidence_stops_early_with_the_ranked_first_result():
     assert [e.passage_id for e in verdict.evidence] == ["Beta#0"]
     assert llm.roles() == ["emulate.initial_query_gen", "emulate.search_rank", "emulate.self_contained_check",
                            "emulate.det_helpful", "emulate.sufficient_evidence", "emulate.classifier"]
-    # SearchRank saw title + snippet of every result
+    # SearchRank saw title, section and snippet of every result, and the source once
     rank_prompt = llm.of("emulate.search_rank")[0].prompt
-    assert "1. Alpha: Alpha Tower is a tower in Paris." in rank_prompt and "3. Gamma:" in rank_prompt
+    assert ("1. Title: Alpha\n   Section: passage 1 (the article's opening)\n"
+            "   Snippet: Alpha Tower is a tower in Paris.") in rank_prompt and "3. Title: Gamma" in rank_prompt
+    assert rank_prompt.count("Source of every result: local index fake-index") == 1
     # trace: tool calls and every LLM call recorded
     assert [t.tool for t in verdict.trace.tool_calls] == ["search", "open_page"]
     assert len(verdict.trace.llm_calls) == 6
@@ -211,7 +213,7 @@ def test_pages_already_read_are_not_reopened_and_pages_are_capped():
         "emulate.self_contained_check": lambda m: SelfContained(reasoning="r", self_contained=True),
         "emulate.det_helpful": lambda m: Helpful(reasoning="r", helpful=False),
         "emulate.classifier": [T("none")],
-    }, page_max_words=4)
+    }, page_tokens=5)
     assert searcher.queries == ["q1", "q5"]
     assert searcher.opened == ["Gamma", "Alpha"]  # q5's only result was already read
     page_prompt = llm.of("emulate.det_helpful")[1].prompt

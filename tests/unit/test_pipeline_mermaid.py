@@ -29,7 +29,7 @@ def step(action, argument="", label=None, cited=()):
 
 def decomp(subject="Eiffel Tower", obj="Paris"):
     return Decomposition(triplets=[Triplet(subject=subject, relation="located in", object=obj, attributions=[])],
-                         keywords=[subject])
+                         keywords=[subject], domain="architecture")
 
 
 def run(claim, script, *, searcher=None, state=None, state_dir=None, **params):
@@ -269,7 +269,7 @@ def test_memory_keys_are_names():
         {"subject": "The mother of Naushad", "relation": "was", "object": "an actor", "attributions": []},
         {"subject": "Film", "relation": "directed by", "object": "Steven Spielberg", "attributions": []},
         {"subject": "The song", "relation": "about", "object": "Lake Geneva", "attributions": []}],
-        "keywords": ["song", "film", "Naushad"]})
+        "keywords": ["song", "film", "Naushad"], "domain": "film"})
     claim = "The mother of Naushad acted in the film by Steven Spielberg, and the song is about Lake Geneva."
     assert entity_keys(d, claim) == ["Naushad", "Steven Spielberg", "Lake Geneva"]
 

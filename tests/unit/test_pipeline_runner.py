@@ -92,7 +92,9 @@ def test_run_writes_one_line_per_claim_with_its_own_trace_and_resumes(tmp_path):
     assert stats.prompt_tokens > 0 and stats.claims_per_min > 0
     manifest = json.loads((out.parent / "results.jsonl.manifest.json").read_text())
     assert manifest["method"] == "direct" and manifest["params"] == {"roles": {}}
-    assert manifest["roles"] == {"direct.judge": {"max_tokens": 256, "temperature": None}}  # the role's budget
+    # the role's budget and its effective temperature (the client's, since the role declares none)
+    assert manifest["roles"] == {"direct.judge": {"max_tokens": 256, "temperature": 0.0,
+                                                  "temperature_from": "client default"}}
     # resume: nothing to do the second time, nothing duplicated
     llm2 = ScriptedLLM({"direct.judge": judge()})
     again = asyncio.run(run_claims(claims(8), "direct", llm2, None, out, concurrency=3))

@@ -42,15 +42,17 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from veracity.bench.datasets import Dataset, load_dataset
-from veracity.bench.datasets.load import SAMPLE_MODES
+from veracity.bench.datasets.load import ORDER_MODES, SAMPLE_MODES
 from veracity.bench.metrics import (bootstrap_ci, efficiency_summary, evaluate, majority_baseline,
                                     orig_label_breakdown, reply_reliability)
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
+from veracity.pipeline.roles import SEED_RULE, role_settings_record
 from veracity.pipeline.runner import EVIDENCE_SETTINGS, evidence_setting
 from veracity.pipeline.types import Label
 
@@ -71,6 +73,10 @@ class RunConfig:
     limit: int | None = None
     seed: int | None = 0
     sample: str = "random"  # how --limit draws: "random" (seeded) or "balanced" (class- and hop-balanced, seeded)
+    # the order claims are run in: "sample" (as drawn: shuffled when --limit samples) or "dataset" (the drawn
+    # claims in the file's order; with concurrency 1, what each claim leaves in a method's run state, e.g.
+    # MERMAID's memory, is there for the next one: the setting of MERMAID's memory ablation)
+    order: str = "sample"
     label_map: str | None = None
     labels: str | None = None  # label space: "binary" or "3way" (default: the dataset's declared space)
     evidence: str = "open"  # evidence setting: "open" (the index), "gold" (each claim's gold passages), "none"
@@ -93,6 +99,9 @@ class RunConfig:
         if self.labels is not None:
             self.labels = label_space(self.labels).name  # a bad name: one line, before anything is read
         self.evidence = evidence_setting(self.evidence)  # likewise
+        if self.order not in ORDER_MODES:
+            raise ConfigError(f"unknown run order {self.order!r}",
+                              hint="use --order sample (the sample's order) or dataset (the dataset file's order)")
         if self.sample not in SAMPLE_MODES:
             raise ConfigError(f"unknown sample mode {self.sample!r}",
                               hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
@@ -100,7 +109,7 @@ class RunConfig:
             if value is not None and value < 1:
                 raise ConfigError(f"{flag.replace('-', '_')} must be at least 1, got {value}", hint=f"e.g. --{flag} {example}")
 
-    _STR = ("dataset", "method", "variant", "sample", "label_map", "labels", "evidence", "index", "search_mode", "name",
+    _STR = ("dataset", "method", "variant", "sample", "order", "label_map", "labels", "evidence", "index", "search_mode", "name",
             "description")
     _INT = ("limit", "seed", "concurrency", "llm_concurrency")
 
@@ -145,6 +154,8 @@ class RunConfig:
         extra = {"evidence": self.evidence} if self.evidence != "open" else {}
         if self.sample != "random":
             extra["sample"] = self.sample
+        if self.order != "sample":  # memory carried between claims makes the order part of the result
+            extra["order"] = self.order
         return {
             "dataset": self.dataset, "variant": self.variant, "hops": sorted(self.hops) if self.hops else None,
             "limit": self.limit, "seed": self.seed, "label_map": self.label_map, "method": self.method,
@@ -568,7 +579,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
     out_dir = Path(out_dir).expanduser()
     overrides = cfg.method_overrides()  # bad method / ablation / parameter before any file is read
     dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
-                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence, sample=cfg.sample)
+                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence, sample=cfg.sample,
+                           order=cfg.order)
     space = label_space(cfg.labels) if cfg.labels is not None else dataset.label_space
     if space != dataset.label_space:
         msg = (f"label space {space.name} ({' / '.join(space.values())}) differs from the {dataset.name} "
@@ -631,7 +643,11 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "evidence_meaning": evidence_meaning(cfg.evidence, dataset.gold),
             "method_overrides": overrides,
             "method_params": dataclasses.asdict(verifier.params),
-            "roles": {r.name: dataclasses.asdict(r.settings(verifier.params)) for r in verifier.spec.roles},
+            "roles": role_settings_record(verifier.spec.roles, verifier.params, llm if llm is not None else
+                                          SimpleNamespace(temperature=settings.temperature, seed=settings.seed)),
+            "seed": getattr(llm, "seed", None) if llm is not None else settings.seed,
+            "seed_rule": SEED_RULE,
+            "order": cfg.order,
             "model": model,
             "index_dir": str(getattr(verifier.searcher, "index_dir", "") or "") or None,
             "index": getattr(verifier.searcher, "manifest", None),

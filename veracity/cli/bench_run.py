@@ -25,6 +25,9 @@ from veracity.errors import EndpointError
 @click.option("--seed", type=int, default=None, help="Sampling seed for --limit (default 0).")
 @click.option("--sample", default=None, metavar="random|balanced", help="How --limit draws its claims: random "
               "(default) or balanced (class-balanced, and hop-balanced on HoVer; seeded).")
+@click.option("--order", default=None, metavar="sample|dataset", help="Order the claims are run in: sample (as "
+              "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run state, "
+              "MERMAID's memory, carries each claim's evidence to the next, as in MERMAID's memory setting).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
 @click.option("--labels", default=None, metavar="binary|3way", help="Label space of the verdicts (default: the "
               "dataset's, see `veracity bench datasets`; another one is run with a warning).")
@@ -48,7 +51,7 @@ from veracity.errors import EndpointError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, label_map, labels, evidence, index, data_dir, out_dir,
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, labels, evidence, index, data_dir, out_dir,
             ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
@@ -80,6 +83,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, la
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
     given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed, "sample": sample,
+             "order": order,
              "label_map": label_map, "labels": labels, "evidence": evidence, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
              "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None}

@@ -35,6 +35,7 @@ RENAMED = {
     "debate_max_tokens": "pro.max_tokens and con.max_tokens",
     "memory_path": "the run state lives under --state-dir (Verifier(state_dir=...))",
     "prompt_passages": "evidence_tokens (trification: a token budget per node, split fairly among its parents)",
+    "page_max_words": "page_tokens (EMULATE's page budget is in tokens: 400 words is page_tokens=533)",
 }
 MAX_TOKENS_RANGE = (1, 32768)
 TEMPERATURE_RANGE = (0.0, 2.0)

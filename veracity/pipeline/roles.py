@@ -14,12 +14,18 @@ fallback, traced::
 
 Budgets and temperatures can be overridden per run with ``--param ROLE.max_tokens=N`` /
 ``ROLE.temperature=T`` (see :mod:`veracity.pipeline.params`); ``Role.settings(ctx)`` resolves them.
+Every request carries its own sampling seed, derived from the run's seed (the client's ``seed``), the
+claim id, the role and the call's index among that role's calls for the claim (:data:`SEED_RULE`,
+:func:`request_seed`): a sampled run (temperature > 0) repeats exactly on a server that honours per-request
+seeds (vLLM does), and two calls never share one random stream. Run manifests record the rule and each
+role's effective temperature (:func:`role_settings_record`).
 The shared helpers below (label types, cited evidence, passage formatting) live here so methods do not
 import each other.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypeVar
 
@@ -80,6 +86,33 @@ def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:
         ev = by_id.get(pid.strip())
         if ev is not None and ev not in out:
             out.append(ev)
+    return out
+
+
+# -- sampling seeds ----------------------------------------------------------------------------------------
+SEED_RULE = ("per request: the first 4 bytes (big-endian, top bit cleared) of sha256 of "
+             "'<run seed>|<claim id>|<role>|<n>', n the 0-based index of the call among the claim's calls of that "
+             "role; no run seed: no seed is sent (the server samples freely)")
+
+
+def request_seed(run_seed: int | None, claim_id: str, role: str, index: int) -> int | None:
+    """The sampling seed of one request (:data:`SEED_RULE`); None when the run has no seed."""
+    if run_seed is None:
+        return None
+    digest = hashlib.sha256(f"{run_seed}|{claim_id}|{role}|{index}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def role_settings_record(roles: Iterable["Role"], params: Any, llm: Any) -> dict[str, dict[str, Any]]:
+    """What a run manifest records per role: its token budget and its effective temperature (the role's
+    setting, else the client's default), plus the seed rule's inputs."""
+    default_t = getattr(llm, "temperature", None)
+    out: dict[str, dict[str, Any]] = {}
+    for role in roles:
+        s = role.settings(params)
+        out[role.name] = {"max_tokens": s.max_tokens,
+                          "temperature": s.temperature if s.temperature is not None else default_t,
+                          "temperature_from": "role" if s.temperature is not None else "client default"}
     return out
 
 
@@ -145,9 +178,10 @@ class Role(Generic[T]):
         method keeps, e.g. a ReAct history). Returns the validated reply, or the fallback's value."""
         s = self.settings(ctx.params)
         msgs = messages if messages is not None else self.render(**inputs)
+        seed = request_seed(ctx.seed, ctx.claim_id, self.name, ctx.next_call_index(self.name))
         try:
             return await ctx.llm.generate(msgs, output or self.output, role=self.name,
-                                          max_tokens=s.max_tokens, temperature=s.temperature)
+                                          max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
         except LLMOutputError as exc:
             if self.fallback is None:
                 raise

@@ -11,8 +11,9 @@ under a lock, so a killed run leaves whole lines only (a torn last line, if the 
 cut off on the next run). Each line is ``Verdict.to_dict(claim)``: id, claim, label, explanation,
 method, evidence, and the claim's full ``trace`` (LLM calls, tool calls, memory hits, timings) in the
 same line, so results and traces can never get out of step. Beside it, ``<out>.manifest.json``
-records method, parameters, label space, each role's token budget and temperature, model, endpoint,
-index manifest, state directory and package version.
+records method, parameters, label space, each role's token budget and effective temperature, the run's
+seed and the rule that derives each request's seed from it (``roles.SEED_RULE``), model, endpoint, index
+manifest, state directory and package version.
 
 Label space (:mod:`veracity.pipeline.labels`): every claim of a run gets the run's ``label_space`` (3way
 unless given) as ``ctx.label_space``; in ``binary`` no verdict is NOT_ENOUGH_INFO.
@@ -56,7 +57,8 @@ from veracity.indexes.retriever import Retriever
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.labels import label_space as label_space_of
 from veracity.pipeline.methods import MethodContext, MethodSpec, get_method
-from veracity.pipeline.tools import Tools
+from veracity.pipeline.roles import SEED_RULE, role_settings_record
+from veracity.pipeline.tools import SourceIdentity, Tools
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Trace, Verdict
 from veracity.serving.client import usage_scope
 
@@ -375,8 +377,10 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     space = resolve_label_space(label_space)
     trace = Trace()
     retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
-    tools = Tools(retriever, trace, exclude_titles=exclude_titles)
-    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space)
+    manifest = getattr(searcher, "manifest", None) if retriever_for is None else None
+    tools = Tools(retriever, trace, exclude_titles=exclude_titles, source=SourceIdentity.of(retriever, manifest))
+    ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space,
+                        seed=getattr(llm, "seed", None), claim_id=claim.id)
     t0 = time.perf_counter()
     with usage_scope() as sink:
         trace.llm_calls = sink  # filled as the method calls the model
@@ -519,12 +523,13 @@ def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, llm: Any, 
         "labels": list(space.values()),
         "evidence": setting,
         "evidence_meaning": EVIDENCE_SETTINGS.get(setting, "a per-claim retriever given by the caller"),
-        "roles": {role.name: dataclasses.asdict(role.settings(params)) for role in spec.roles},
+        "roles": role_settings_record(spec.roles, params, llm),
         "state_dir": str(state_dir) if spec.state_cls is not None and state_dir is not None else None,
         "model": getattr(llm, "model", None),
         "endpoint": getattr(llm, "base_url", None),
         "temperature": getattr(llm, "temperature", None),
         "seed": getattr(llm, "seed", None),
+        "seed_rule": SEED_RULE,
         "index": getattr(searcher, "manifest", None),
         "index_dir": str(getattr(searcher, "index_dir", "")) or None,
         "veracity_version": __version__,

@@ -6,17 +6,63 @@ claims can be in flight on one event loop. The retriever is any
 gold evidence); the caller picks it. A retriever with a ``trace_event`` attribute (the closed book,
 :class:`~veracity.indexes.gold.NoEvidenceRetriever`: ``evidence.none``) also gets that event recorded
 with each call (``tool``, ``query``, ``role``, ``note``), beside the call's :class:`ToolCall` record.
+
+``Tools.source`` (:class:`SourceIdentity`) says what the results come from: the index's source files and
+their dump date (from the index manifest), or the per-claim evidence, and the retrieval mode. It is the
+offline stand-in for a web result's URL (EMULATE's SearchRank shows it, §3 (2)); every result of one run
+shares it.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from typing import TYPE_CHECKING, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
 
 from veracity.pipeline.types import Evidence, ToolCall, Trace
 
 if TYPE_CHECKING:
     from veracity.indexes.retriever import Retriever
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """Where a claim's search results come from: ``index`` (the index's source files, or the per-claim
+    evidence), ``dump_date`` (YYYY-MM-DD; None when unknown) and ``retriever`` (bm25 / dense / hybrid /
+    gold / none)."""
+
+    index: str
+    dump_date: str | None = None
+    retriever: str = ""
+
+    def describe(self) -> str:
+        dated = f", dump of {self.dump_date}" if self.dump_date else ", dump date unknown"
+        how = f", {self.retriever} retrieval" if self.retriever else ""
+        return f"{self.index}{dated}{how}"
+
+    @classmethod
+    def of(cls, retriever: Any, manifest: dict | None = None) -> "SourceIdentity":
+        """From an index manifest (its sources' file names and formats, its dump date), else the retriever."""
+        name = str(getattr(retriever, "name", "") or "")
+        if isinstance(manifest, dict) and manifest.get("sources"):
+            files = [f"{os.path.basename(str(s.get('path', '?')))} ({s.get('format', '?')})"
+                     for s in manifest["sources"] if isinstance(s, dict)]
+            return cls("local index of " + ", ".join(files), manifest.get("dump_date"), name)
+        if isinstance(manifest, dict) and manifest.get("name"):
+            return cls(f"local index {manifest['name']}", manifest.get("dump_date"), name)
+        what = {"gold": "the claim's gold evidence passages", "none": "no evidence (closed book)"}.get(
+            name, "a local retriever")
+        return cls(what, None, name)
+
+
+def passage_section(passage_id: str) -> str:
+    """Where a passage sits in its article. Indexes keep no section headings, only the chunk number ``n``
+    of ids ``title#n``: ``passage 1 (the article's opening)``, ``passage 4``; other ids as they are."""
+    _, sep, n = passage_id.rpartition("#")
+    if sep and n.isdigit():
+        return f"passage {int(n) + 1}" + (" (the article's opening)" if n == "0" else "")
+    return f"passage {passage_id}"
 
 
 def hit_to_evidence(hit) -> Evidence:
@@ -27,10 +73,12 @@ class Tools:
     """Per-claim view of a retriever that records each call in the trace; ``exclude_titles`` are hidden
     from every search and page of this claim."""
 
-    def __init__(self, retriever: Retriever, trace: Trace, *, exclude_titles: Iterable[str] = ()):
+    def __init__(self, retriever: Retriever, trace: Trace, *, exclude_titles: Iterable[str] = (),
+                 source: SourceIdentity | None = None):
         self.retriever = retriever
         self.trace = trace
         self.exclude_titles = tuple(exclude_titles)
+        self.source = source or SourceIdentity.of(retriever, getattr(retriever, "manifest", None))
 
     async def search(self, query: str, k: int = 5, *, role: str | None = None,
                      exclude_titles: Iterable[str] = ()) -> list[Evidence]:

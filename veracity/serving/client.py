@@ -243,6 +243,7 @@ class LLMClient:
         role: str,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> T:
         """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema."""
         if not self._started:
@@ -251,7 +252,7 @@ class LLMClient:
         params = {
             "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.max_tokens,
-            "seed": self.seed,
+            "seed": self.seed if seed is None else seed,  # a role passes its per-request seed (roles.SEED_RULE)
         }
         schema_fp = schema_fingerprint(output_model)
         key = ResponseCache.key(self.model, messages, schema_fp, params) if self.cache else None

@@ -180,6 +180,7 @@ def _normalise_hops(hops: int | Iterable[int] | None) -> set[int] | None:
 
 
 SAMPLE_MODES = ("random", "balanced")
+ORDER_MODES = ("sample", "dataset")
 
 
 def balanced_take(pairs: list[tuple[Claim, Label]], limit: int) -> list[tuple[Claim, Label]]:
@@ -212,6 +213,7 @@ def load_dataset(
     label_map: str | Mapping[str, Any] | None = None,
     evidence: str = "open",
     sample: str = "random",
+    order: str = "sample",
 ) -> Dataset:
     """Read a benchmark (a name in :data:`DATASETS`, or ``jsonl:PATH``) into a :class:`Dataset`.
 
@@ -228,7 +230,8 @@ def load_dataset(
     ``sample`` says how ``limit`` claims are drawn: ``random`` (shuffled by ``seed``, then the first
     ``limit``) or ``balanced`` (class-balanced: the seeded shuffle is split by gold label, and by hop
     count where claims have one, and the groups are taken in turn, so every label - and every hop count
-    - gets an equal share as far as the data allows).
+    - gets an equal share as far as the data allows). ``order`` is the order of the claims returned:
+    ``sample`` (as drawn) or ``dataset`` (the drawn claims in the order of the dataset's file).
     """
     # options first: a bad option is reported before any file is looked up
     if limit is not None and limit < 1:
@@ -237,6 +240,9 @@ def load_dataset(
     if sample not in SAMPLE_MODES:
         raise ConfigError(f"unknown sample mode {sample!r}",
                           hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
+    if order not in ORDER_MODES:
+        raise ConfigError(f"unknown run order {order!r}",
+                          hint="use --order sample (the sample's order) or dataset (the dataset file's order)")
     if evidence not in ("open", "gold", "none"):
         raise ConfigError(f"unknown evidence setting {evidence!r}",
                           hint="use --evidence open (the index), gold (each claim's gold evidence only) "
@@ -328,10 +334,13 @@ def load_dataset(
                         f"{sum(dropped.values())} dropped by the label mapping{no_gold})",
                         hint="loosen the filters (--hops, --label-map) or check the file")
     total = len(pairs)
+    position = {id(c): i for i, (c, _) in enumerate(pairs)}
     if limit is not None:
         if seed is not None:
             random.Random(seed).shuffle(pairs)
         pairs = balanced_take(pairs, limit) if sample == "balanced" else pairs[:limit]
+    if order == "dataset":
+        pairs.sort(key=lambda pair: position[id(pair[0])])
 
     digests = {str(p): _sha256(p) for p in files}
     # the label set: the mapping's targets; a JSONL file read with the default mapping (the Label
@@ -350,7 +359,8 @@ def load_dataset(
         label_mapping={k: (v.value if v else None) for k, v in mapping.items()},
         total=total, dropped=dict(dropped),
         selection={"hops": sorted(hop_set) if hop_set else None, "limit": limit, "seed": seed,
-                   **({"sample": sample} if sample != "random" else {})},
+                   **({"sample": sample} if sample != "random" else {}),
+                   **({"order": order} if order != "sample" else {})},
         label_space=space, evidence=evidence, gold=gold,
     )
 

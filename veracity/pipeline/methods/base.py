@@ -39,7 +39,8 @@ class LLMLike(Protocol):
     """The one LLM contract (``veracity.serving.client.LLMClient`` and the tests' scripted stand-in)."""
 
     async def generate(self, messages: list[dict[str, str]], output_model: type[T], *, role: str,
-                       temperature: float | None = None, max_tokens: int | None = None) -> T: ...
+                       temperature: float | None = None, max_tokens: int | None = None,
+                       seed: int | None = None) -> T: ...
 
 
 @runtime_checkable
@@ -63,6 +64,16 @@ class MethodContext:
     params: Any  # the method's params dataclass instance
     state: Any = None  # the method's RunState instance (None when the method keeps none)
     label_space: LabelSpace = THREE_WAY  # the verdicts the run may give (veracity.pipeline.labels)
+    seed: int | None = None  # the run's seed (the client's): each request's seed derives from it (roles.SEED_RULE)
+    claim_id: str = ""
+    calls: dict[str, int] = field(default_factory=dict)  # calls made so far per role (the seed rule's index)
+
+    def next_call_index(self, role: str) -> int:
+        """The 0-based index of the next call of ``role`` for this claim (taken before the call is awaited,
+        so parallel calls are numbered in the order the method starts them)."""
+        n = self.calls.get(role, 0)
+        self.calls[role] = n + 1
+        return n
 
 
 MethodFn = Callable[[Claim, MethodContext], Awaitable[Verdict]]

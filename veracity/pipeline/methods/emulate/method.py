@@ -27,10 +27,14 @@ scenarios (a)-(d) of section 3). This module reads it as follows, agents in Came
     return Classifier(c, memory_bank)
 
 On the local index (:mod:`.search`): the search engine is ``search(query, k=search_k)``; its passages
-are grouped by article, so a "search result" is an article with its title and a snippet (the first
-``snippet_words`` words of its best passage), and the "web page" behind it is the article's passages
-from ``open_page(title)``, capped at ``page_max_words`` words. Articles already read for this claim are
+are grouped by article, so a "search result" is an article with its title, the place of its best passage
+in the article and a snippet (the first ``snippet_words`` words of that passage); SearchRank also sees the
+source identity (index source files and dump date) where the paper's results have a URL. The "web page"
+behind a result is the article's passages from ``open_page(title)``, cut to ``page_tokens`` tokens
+(estimated as characters / 4; 533 ≈ 400 words). Articles already read for this claim are
 dropped from later result lists (``skip_seen_pages``), as a person would not reopen a page.
+The Classifier judges from the memory bank only (§3 (6)); ``use_knowledge=True`` lets it fall back on
+the model's own knowledge where the evidence is silent.
 SearchRank returns an ordering of result numbers; numbers out of range and repeats are ignored and
 results it did not mention follow in search order. EMULATE is binary: True -> SUPPORTED,
 False -> REFUTED, in either label space (the paper's Classifier has two labels); only a classifier reply
@@ -63,20 +67,29 @@ class EmulateParams(MethodParams):
                                               help="results read per query (MAX_SEARCH_RESULTS_PER_QUERY)",
                                               paper="§4 Implementation: MAX_SEARCH_RESULTS_PER_QUERY = 2")
     search_k: int = param(10, min=1, max=100,
-                          help="passages the search engine returns per query (grouped into articles)")
-    snippet_words: int = param(30, min=1, max=1000, help="words of the snippet SearchRank sees per result")
-    page_max_words: int = param(400, min=1, max=100000, help="words of an article shown as its web page")
+                          help="passages the search engine returns per query (grouped into articles)",
+                          paper="not stated (§4: serper.dev result lists; offline: the local index)")
+    snippet_words: int = param(30, min=1, max=1000, help="words of the snippet SearchRank sees per result",
+                               paper="not stated (§3 (2): a result has a title, a URL and a snippet)")
+    page_tokens: int = param(533, min=1, max=100000,
+                             help="tokens of an article shown as its web page (estimated as characters / 4; "
+                                  "533 ≈ 400 words)",
+                             paper="not stated (§3: the agents read the web page)")
+    use_knowledge: bool = param(False, help="the Classifier may use the model's own knowledge where the evidence is "
+                                            "silent (false: the evidence bank only)",
+                                paper="§3 (6): the Classifier classifies from the claim and the evidence set")
     search_rank: bool = param(True, help="rank results with SearchRank (ablation --no-search-rank: false, "
                                          "search order kept)", paper="Table 3: RM-SR")
     self_contained_check: bool = param(True, help="run SelfContainedCheck (ablation --no-self-contained-check: "
                                                   "false, every page self-contained)", paper="Table 3: RM-SCC")
-    skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists")
+    skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists",
+                                  paper="not stated (a person does not reopen a page, §3)")
 
 
 async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: str) -> Verdict:
     """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply -> NOT_ENOUGH_INFO
     (binary label space: the binary rule's REFUTED, traced as ``label_space.forced``)."""
-    out = await CLASSIFIER(ctx, claim=claim, bank=bank)
+    out = await CLASSIFIER(ctx, claim=claim, bank=bank, use_knowledge=ctx.params.use_knowledge)
     evidence = [e for pg in bank for e in pg.passages]
     if out is None:
         explanation = "No verdict: the classifier's reply did not validate."
@@ -113,7 +126,7 @@ async def verify_emulate(claim: Claim, ctx: MethodContext) -> Verdict:
         queries_made += 1
         results = await search_engine(ctx, query, skip=seen if p.skip_seen_pages else set())
         if p.search_rank and len(results) > 1:
-            rank = await SEARCH_RANK(ctx, claim=claim, query=query, results=results)
+            rank = await SEARCH_RANK(ctx, claim=claim, query=query, results=results, source=ctx.tools.source)
             results = [results[i] for i in apply_ranking(rank.ranking, len(results))]
         ranked = results[: p.max_search_results_per_query]
         trace.event("emulate.search", query=query, ranked=[r.title for r in ranked])

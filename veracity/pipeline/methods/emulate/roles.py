@@ -4,8 +4,10 @@ model.
 Every agent gets one system prompt (:data:`EMULATE_SYSTEM`) and one user message that puts the shared
 part first (evidence collected so far, the claim, the new page) and the agent's task last, so the
 agents judging one page share a prompt prefix on the server. A role's ``instructions`` are the system
-prompt and its task. The paper runs every agent at temperature 1 (§4, Implementation); here the
-roles use the run's temperature (0 unless configured; ``--param ROLE.temperature=1`` for the paper's).
+prompt and its task. The paper runs every agent at temperature 1 (§4, Implementation); the roles declare
+no temperature, so a run uses the client's (0 unless configured), and ``--param ROLE.temperature=1`` sets
+the paper's per role: the paper configs (``benchmarks/configs/emulate-*.toml``) set 1.0 for all seven, and
+each request then carries its own seed (:data:`veracity.pipeline.roles.SEED_RULE`).
 
 When a reply never validates, the agent's fallback is traced (``emulate.agent_failed``) and the
 algorithm goes on with a conservative answer: the claim text as the only query, search order kept,
@@ -21,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from veracity.pipeline.methods.emulate.search import Page, SearchResult
 from veracity.pipeline.roles import Fallback, Role, dated_claim, format_passages
+from veracity.pipeline.tools import SourceIdentity
 from veracity.pipeline.types import Claim
 
 MAX_TOKENS = 256  # completion budget of every EMULATE agent (--param ROLE.max_tokens=N overrides one role)
@@ -103,20 +106,32 @@ INITIAL_QUERY_GEN = Role(
 )
 
 
-# -- (2) emulate.search_rank: query + results (title, snippet) -> order by relevance and credibility --
+# -- (2) emulate.search_rank: query + results (title, source, section, snippet) -> order ---------------
+# §3 (2): results of "a title, a URL, and a snippet", sorted "based on relevance and credibility"; a person
+# infers credibility from the URL (§3). Offline there is no URL: every result comes from the same local
+# index, whose identity (source files, dump date) is shown once, and each result names its article and the
+# place of the matching passage in it. Credibility can then only mean how authoritative the article and
+# passage are for the claim (the article about the claim's subject over one that mentions it in passing);
+# it cannot rank one publisher above another.
 TASK_SEARCH_RANK = ("Task: order the search results by how relevant and credible they are for verifying the "
-                    "claim with this query. Reply with the result numbers, best first.")
+                    "claim with this query. All results come from the same source (shown above), so judge "
+                    "credibility by the article and passage: the article about the claim's subject, and its "
+                    "opening, are more authoritative than a passing mention. Reply with the result numbers, "
+                    "best first.")
 
 
-def search_rank_messages(claim: Claim, query: str, results: list[SearchResult]) -> list[dict[str, str]]:
-    listing = "\n".join(f"{i}. {r.title}: {r.snippet}" for i, r in enumerate(results, 1))
-    return emulate_messages(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\nSearch results:\n{listing}")
+def search_rank_messages(claim: Claim, query: str, results: list[SearchResult],
+                         source: SourceIdentity | None = None) -> list[dict[str, str]]:
+    where = f"Source of every result: {source.describe()}\n" if source is not None else ""
+    listing = "\n".join(f"{i}. Title: {r.title}\n   Section: {r.section}\n   Snippet: {r.snippet}"
+                         for i, r in enumerate(results, 1))
+    return emulate_messages(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\n{where}Search results:\n{listing}")
 
 
 SEARCH_RANK = Role(
     "emulate.search_rank", output=Ranking, render=search_rank_messages,
     instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SEARCH_RANK}", max_tokens=MAX_TOKENS,
-    summary="SearchRank: orders a query's results (title + snippet) by relevance and credibility",
+    summary="SearchRank: orders a query's results (title, source, section, snippet) by relevance and credibility",
     # an empty ranking keeps the search order (unmentioned results follow in search order)
     fallback=Fallback(Ranking(ranking=[]), "search order kept"),
     extra={"paper": "§3 (2) SearchRank; Table 3 RM-SR ablation"},
@@ -180,18 +195,23 @@ SUFFICIENT_EVIDENCE = Role(
 
 
 # -- (6) emulate.classifier: claim + memory bank -> True / False -------------------------------------
-TASK_CLASSIFY = ("Task: based on the evidence collected so far (and your knowledge where it is silent), is "
-                 "the claim True or False? Give a short explanation, then the label.")
+# §3 (6): "Given a claim and the evidence set, outputs a classification label": the evidence decides.
+# use_knowledge=True lets the model fall back on its own knowledge where the evidence is silent.
+TASK_CLASSIFY = ("Task: based only on the evidence collected so far, is the claim True or False? Give a short "
+                 "explanation, then the label.")
+TASK_CLASSIFY_KNOWLEDGE = ("Task: based on the evidence collected so far (and your knowledge where it is silent), "
+                           "is the claim True or False? Give a short explanation, then the label.")
 
 
-def classifier_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_CLASSIFY)
+def classifier_messages(claim: Claim, bank: list[Page], use_knowledge: bool = False) -> list[dict[str, str]]:
+    return emulate_messages(claim, bank, TASK_CLASSIFY_KNOWLEDGE if use_knowledge else TASK_CLASSIFY)
 
 
 CLASSIFIER = Role(
     "emulate.classifier", output=Classification, render=classifier_messages,
     instructions=f"{EMULATE_SYSTEM}\n\n{TASK_CLASSIFY}", max_tokens=MAX_TOKENS,
-    summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED)",
+    summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED; "
+            "use_knowledge=true: the model's knowledge where the evidence is silent)",
     # None: the method returns NOT_ENOUGH_INFO with the evidence collected
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO"),
     extra={"paper": "§3 (6) Classifier"},

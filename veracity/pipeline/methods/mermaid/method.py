@@ -2,13 +2,13 @@
 
 The algorithm, top to bottom::
 
-    D_c  = Decomposer(c)                       # triplets (subject, relation, object, attributions) + keywords
+    D_c  = Decomposer(c)                       # triplets (subject, relation, object, attributions), keywords, domain
     M_c  = memory.recall(entities(D_c), c)     # warm start: evidence stored by earlier claims
     for t in 1 .. T_max:                       # Executor, ReAct: Thought -> Action -> Observation
         step = Executor(c, D_c, M_c, history)
         if step.action == finish: break
         observation = search(step.argument) | open_page(step.argument)
-    if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)
+    if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)   # forced_verdict
     memory.store(observed passages, under the names in entities(D_c) and in c; keywords(D_c) where they occur)
 
 Roles (:mod:`.roles`): ``mermaid.decomposer``, ``mermaid.executor`` (one call per step),
@@ -19,6 +19,15 @@ server's prefix cache reuses it. The memory is the run's state (:class:`.memory.
 executor sees the raw claim only; memory recall uses stored keys found in the claim text) and
 ``memory=False`` (no recall, no update). ``semantic_memory`` adds embedding-similarity recall (the
 paper's open question).
+
+Settings mermaid.txt does not state, each a documented parameter: what one observation shows
+(``search_k`` passages per search, ``page_max_passages`` per open_page, ``passage_max_words`` words per
+passage), and the extra call that forces a verdict when T_max steps end without one (``forced_verdict``;
+false: the claim gets NOT_ENOUGH_INFO, or the binary rule's REFUTED, with no further call). Memory carries
+evidence between claims only in the order they finish: a run in dataset order with one claim in flight
+(``bench run --order dataset --concurrency 1``, the memory configs) lets every claim recall what the
+claims before it stored; with many claims in flight, claims running together cannot see each other's
+evidence.
 """
 
 from __future__ import annotations
@@ -36,10 +45,17 @@ from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 @dataclass
 class MermaidParams(MethodParams):
-    t_max: int = param(5, min=1, max=50, help="most ReAct steps of the executor", paper="T_max = 5")
-    search_k: int = param(5, min=1, max=100, help="passages per search action")
-    page_max_passages: int = param(6, min=1, max=100, help="passages of an article shown per open_page action")
-    passage_max_words: int = param(120, min=1, max=5000, help="words of each passage in an observation")
+    t_max: int = param(5, min=1, max=50, help="most ReAct steps of the executor",
+                       paper="Method Summary: T_max = 5 steps")
+    search_k: int = param(5, min=1, max=100, help="passages per search action (observation limit)",
+                          paper="not stated (the paper's MCP tools return their own result lists)")
+    page_max_passages: int = param(6, min=1, max=100, help="passages of an article shown per open_page action "
+                                                           "(observation limit)", paper="not stated")
+    passage_max_words: int = param(120, min=1, max=5000, help="words of each passage in an observation "
+                                                              "(observation limit)", paper="not stated")
+    forced_verdict: bool = param(True, help="when T_max steps end without a verdict, one more executor call "
+                                            "forces one (false: NOT_ENOUGH_INFO, binary: REFUTED, no call)",
+                                 paper="not stated (§3: the executor gives the verdict within T_max steps)")
     memory: bool = param(True, help="evidence memory shared across claims (ablation --no-memory: false)",
                          paper="§4.2-4.3: memory and its ablation")
     decomposer: bool = param(True, help="decompose the claim first (ablation --no-decomposer: false)",
@@ -126,10 +142,14 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         observation = format_passages(passages, max_words=p.passage_max_words) if passages else empty
         messages.append(observation_message(observation, t, p.t_max))
 
+    steps_done = len([m for m in messages if m["role"] == "assistant"])
     if finish is not None and finish.label is not None:
         label, explanation, cited = finish.label, finish.thought, finish.cited_passages
+    elif not p.forced_verdict:  # no verdict within T_max steps, and no extra call to force one
+        explanation = f"No verdict within {p.t_max} steps (forced_verdict is off)."
+        trace.event("mermaid.no_verdict", steps=steps_done, t_max=p.t_max)
+        label, cited = space.undecided(trace, explanation, path="mermaid.no_verdict").value, []
     else:  # T_max reached, or finish without a label: force the verdict
-        steps_done = len([m for m in messages if m["role"] == "assistant"])
         final = await FINAL(ctx, conversation=messages,
                             output=citing(space.narrow(FinalVerdict), list(observed), p.constrain_citations),
                             trace_info={"forced_after_steps": steps_done})

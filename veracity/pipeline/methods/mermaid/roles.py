@@ -21,7 +21,7 @@ MAX_TOKENS = 384  # completion budget of every MERMAID call (--param ROLE.max_to
 Short = Annotated[str, Field(max_length=160)]
 
 
-# -- role: mermaid.decomposer (§3.1: claim -> triplets + topical keywords) -----------------------------
+# -- role: mermaid.decomposer (§3.1: claim -> triplets, topical keywords and domain) --------------------
 class Triplet(BaseModel):
     subject: Short
     relation: Short
@@ -32,13 +32,16 @@ class Triplet(BaseModel):
 class Decomposition(BaseModel):
     triplets: list[Triplet] = Field(max_length=4, description="the atomic facts the claim asserts")
     keywords: list[Short] = Field(max_length=6, description="topical keywords: named entities and domain terms")
+    # §3.1: D_c identifies "key entities, relations, and domain information"
+    domain: Short = Field(description="the claim's domain or topic area, e.g. film, politics, sports, medicine")
 
 
 DECOMPOSER_SYSTEM = (
     "You break a claim into the atomic facts that must be checked. For each fact give a triplet: "
     "subject, relation, object, and attributions (qualifiers such as time, place, quantity or source; "
     "empty list if none). Then list topical keywords: the named entities and domain terms of the "
-    "claim. Use the claim's own words for entities. Reply in JSON."
+    "claim. Then name the claim's domain (its topic area, e.g. film, politics, sports, medicine). "
+    "Use the claim's own words for entities. Reply in JSON."
 )
 
 
@@ -48,7 +51,8 @@ def decomposer_messages(claim: Claim) -> list[dict[str, str]]:
 
 DECOMPOSER = Role(
     "mermaid.decomposer", output=Decomposition, render=decomposer_messages, instructions=DECOMPOSER_SYSTEM,
-    max_tokens=MAX_TOKENS, summary="breaks the claim into (subject, relation, object, attributions) triplets and keywords",
+    max_tokens=MAX_TOKENS, summary="breaks the claim into (subject, relation, object, attributions) triplets, "
+                                   "keywords and its domain",
     # the claim is still checked, as with --no-decomposer
     fallback=Fallback(None, "no decomposition: claim text only", event="mermaid.decomposition"),
     extra={"paper": "§3.1"},
@@ -92,7 +96,8 @@ def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled
         lines = [f"- ({t.subject} | {t.relation} | {t.object})"
                  + (f" [{'; '.join(t.attributions)}]" if t.attributions else "") for t in decomposition.triplets]
         parts.append("Facts to check:\n" + ("\n".join(lines) or "- (none)")
-                     + f"\nKeywords: {', '.join(decomposition.keywords) or '(none)'}")
+                     + f"\nKeywords: {', '.join(decomposition.keywords) or '(none)'}"
+                     + f"\nDomain: {decomposition.domain.strip() or '(not named)'}")
     dated = f" (made on {claim.date})" if claim.date else ""
     parts.append(f"Claim{dated}: {claim.text}")
     parts.append(f"Step 1 of at most {t_max}: choose an action.")
