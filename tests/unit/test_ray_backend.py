@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -304,3 +305,14 @@ def test_an_unreachable_address_is_one_line_and_loses_nothing(monkeypatch, capsy
     assert not (tmp_path / "results.jsonl.manifest.json").exists()
     with pytest.raises(ClusterError, match="cannot reach the Ray cluster"):
         connect(RayOptions(address=f"localhost:{port}"))
+
+
+def test_rays_own_output_goes_to_a_log_file_not_the_terminal(tmp_path, capfd):
+    from veracity.pipeline.ray_backend import ray_output_to
+
+    log = tmp_path / "run" / "ray-driver.log"
+    with ray_output_to(log):
+        os.write(2, b"[C++] core_worker.cc: a warning\n")  # what Ray's C++ parts write to descriptor 2
+    os.write(2, b"after\n")
+    assert log.read_bytes() == b"[C++] core_worker.cc: a warning\n"
+    assert capfd.readouterr().err == "after\n"  # descriptor 2 is the terminal again

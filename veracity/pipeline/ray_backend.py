@@ -63,6 +63,7 @@ RAY_EXTRA = "veracity[ray]"
 RAY_HINT = "pip install 'veracity[ray]' (Ray Data 2.60 or newer), or use --backend local"
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # claims and results are small; keeps /dev/shm use low
 CONNECT_TIMEOUT_S = 5.0
+RAY_LOG = "ray-driver.log"  # under $VERACITY_HOME/run: what Ray's own parts print while a batch runs
 
 # what an actor returns per claim (``kind``): a result line, a failed claim, or an endpoint that stopped
 OK, FAILED, ENDPOINT = "ok", "failed", "endpoint"
@@ -80,9 +81,6 @@ class RayOptions:
 
 def require_ray() -> Any:
     """The ``ray`` module (with Ray Data), or a one-line ConfigError naming the extra."""
-    # Ray's C++ parts log to the driver's stderr (a warning for every actor pool Ray Data creates, one line a
-    # second while a wrong address is retried); read when Ray is imported, so set first, unless the user set it
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     try:
         import ray
         import ray.data  # noqa: F401
@@ -163,22 +161,37 @@ def _probe(address: str) -> None:
 
 
 @contextlib.contextmanager
-def _stderr_dropped() -> Iterator[None]:
-    """Drop what is written to file descriptor 2 meanwhile: Ray's C++ client logs a line a second to it while
-    it retries an address, before its logging can be configured (joining a cluster starts no process here
-    that could inherit the descriptor)."""
+def ray_output_to(log_path: Path) -> Iterator[None]:
+    """Send what is written to file descriptor 2 meanwhile to ``log_path``: Ray's C++ parts write there
+    directly (a warning for every actor pool Ray Data creates, a line a second while an address is retried),
+    and the processes of a local Ray instance inherit it. Python's ``sys.stderr`` (the progress bar, the
+    CLI's messages) keeps writing to the terminal through a copy of the descriptor."""
     import sys
 
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(Exception):
         sys.stderr.flush()
-    saved = os.dup(2)
     try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
+        swap = sys.stderr.fileno() == 2  # not under a capturing stand-in (tests)
+    except (AttributeError, OSError, ValueError):
+        swap = False
+    saved = os.dup(2)
+    old = sys.stderr
+    if swap:
+        sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1, encoding=old.encoding, errors=old.errors)
+    with open(log_path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
         yield
     finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+        if swap:
+            with contextlib.suppress(Exception):
+                sys.stderr.close()
+            sys.stderr = old
 
 
 def connect(options: RayOptions) -> bool:
@@ -195,8 +208,7 @@ def connect(options: RayOptions) -> bool:
     else:
         kwargs.update(num_cpus=options.num_cpus, object_store_memory=LOCAL_OBJECT_STORE_BYTES)
     try:
-        with _stderr_dropped() if options.address is not None else contextlib.nullcontext():
-            ray.init(**kwargs)
+        ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, RuntimeError, ...: one line whatever Ray raised
         where = ("find a running Ray cluster (--ray-address auto)" if options.address == "auto" else
                  f"join the Ray cluster at {options.address}" if options.address else "start a local Ray instance")
@@ -393,7 +405,7 @@ def _pipeline_rows(ray: Any, claims: list[Claim], recipe: dict[str, Any], option
     yield from ds.iter_rows()
 
 
-def _cluster_failure(exc: BaseException) -> VeracityError:
+def _cluster_failure(exc: BaseException, log_path: Path | None = None) -> VeracityError:
     """A failure inside the Ray pipeline as one line: a VeracityError an actor raised (e.g. its index cannot
     be opened on that node) as itself, anything else as a ClusterError."""
     seen: set[int] = set()
@@ -405,7 +417,8 @@ def _cluster_failure(exc: BaseException) -> VeracityError:
         e = e.__cause__ or e.__context__
     text = " ".join(str(exc).split())
     return ClusterError(f"the Ray pipeline failed: {type(exc).__name__}: {text[:300]}",
-                        hint="run the same command again to resume; add --debug for Ray's traceback")
+                        hint="run the same command again to resume; add --debug for Ray's traceback"
+                             + (f" (Ray's own output: {log_path})" if log_path is not None else ""))
 
 
 def verify_many_ray(verifier: Any, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
@@ -427,8 +440,14 @@ def verify_many_ray(verifier: Any, claims: Any, out: Path | str | None = None, c
         stats.skipped = len(loaded.claims) - len(pending)
         endpoint, model = _served_model(verifier) if pending else (verifier.endpoint, verifier.model)
         owned = False
+        log_path = Path(verifier.settings.run_dir) / RAY_LOG
         if pending and rows is None:
-            owned = connect(options)  # a ClusterError before anything is written
+            stack.enter_context(ray_output_to(log_path))  # Ray's own output: a file, not the terminal
+            try:
+                owned = connect(options)  # a ClusterError before anything is written
+            except ClusterError as exc:
+                exc.hint = f"{exc.hint} (Ray's own output: {log_path})"
+                raise
         if pending:
             stack.callback(_shutdown, owned)
         out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -456,7 +475,7 @@ def verify_many_ray(verifier: Any, claims: Any, out: Path | str | None = None, c
             except (KeyboardInterrupt, VeracityError):
                 raise
             except Exception as exc:  # Ray's errors: one line, what was written is kept
-                stop = _cluster_failure(exc)
+                stop = _cluster_failure(exc, log_path)
             finally:
                 close = getattr(stream, "close", None)
                 if callable(close):
