@@ -316,3 +316,23 @@ def test_rays_own_output_goes_to_a_log_file_not_the_terminal(tmp_path, capfd):
     os.write(2, b"after\n")
     assert log.read_bytes() == b"[C++] core_worker.cc: a warning\n"
     assert capfd.readouterr().err == "after\n"  # descriptor 2 is the terminal again
+
+
+def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_path):
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("ray_vs_local", root / "benchmarks" / "ray_vs_local.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    text = "verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \nclaims/min, 50 tokens/s)"
+    assert bench.parse_summary(text) == {"written": 4, "failed": 1, "run_claims_per_min": 17.5}
+    assert bench.parse_summary("error: endpoint down")["written"] is None
+    args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=3, index=tmp_path, evidence=None,
+                              param=["k=2"], ray_actors=2, ray_address="auto")
+    local = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "local")
+    ray = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "ray")
+    assert local[local.index("--backend") + 1] == "local" and "--ray-actors" not in local
+    assert ray[len(local):] == ["--ray-actors", "2", "--ray-address", "auto"] and ray[:len(local) - 1] == local[:-1]
