@@ -4,7 +4,8 @@ Each backend runs as its own `veracity verify -i CLAIMS -o OUT --backend ...` pr
 file, one after the other, against the same endpoint and index. Two rates are printed: over the whole
 command's wall time (for Ray: starting the instance and the actors, each opening the index) and the
 run's own (the summary line's claims/min, from the first claim started to the last written). The local
-backend keeps ``--concurrency`` claims in flight; the Ray backend ``--concurrency`` per actor.
+backend keeps ``--concurrency`` claims in flight; the Ray backend ``--ray-concurrency`` per actor (default:
+``--concurrency`` divided among the ``--ray-actors``, so both keep as many claims in flight).
 
 Usage:
   python benchmarks/ray_vs_local.py --claims claims.jsonl --method rag --index ~/.veracity/indexes/demo \\
@@ -47,15 +48,17 @@ def hover_claims(n: int, out: Path) -> Path:
 
 
 def command(args: argparse.Namespace, claims: Path, out: Path, backend: str) -> list[str]:
+    per_actor = args.ray_concurrency or max(1, args.concurrency // args.ray_actors)
     cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method", args.method,
-           "--endpoint", args.endpoint, "--concurrency", str(args.concurrency)]
+           "--endpoint", args.endpoint]
     if args.index:
         cmd += ["--index", str(args.index)]
     if args.evidence:
         cmd += ["--evidence", args.evidence]
     for p in args.param:
         cmd += ["--param", p]
-    cmd += ["--backend", backend]  # the one difference between the two commands, last
+    # the backend's options last
+    cmd += ["--concurrency", str(per_actor if backend == "ray" else args.concurrency), "--backend", backend]
     if backend == "ray":
         cmd += ["--ray-actors", str(args.ray_actors)]
         if args.ray_address:
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--endpoint", required=True)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--ray-actors", type=int, default=2)
+    ap.add_argument("--ray-concurrency", type=int, default=None, help="claims in flight per actor")
     ap.add_argument("--ray-address", default=None)
     ap.add_argument("--param", action="append", default=[])
     ap.add_argument("--json", action="store_true")

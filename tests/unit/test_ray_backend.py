@@ -330,9 +330,11 @@ def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_p
     text = "verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \nclaims/min, 50 tokens/s)"
     assert bench.parse_summary(text) == {"written": 4, "failed": 1, "run_claims_per_min": 17.5}
     assert bench.parse_summary("error: endpoint down")["written"] is None
-    args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=3, index=tmp_path, evidence=None,
-                              param=["k=2"], ray_actors=2, ray_address="auto")
+    args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=4, index=tmp_path, evidence=None,
+                              param=["k=2"], ray_actors=2, ray_address="auto", ray_concurrency=None)
     local = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "local")
     ray = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "ray")
     assert local[local.index("--backend") + 1] == "local" and "--ray-actors" not in local
-    assert ray[len(local):] == ["--ray-actors", "2", "--ray-address", "auto"] and ray[:len(local) - 1] == local[:-1]
+    assert local[-4:] == ["--concurrency", "4", "--backend", "local"]  # 4 claims in flight in all
+    assert ray[len(local) - 4:] == ["--concurrency", "2", "--backend", "ray", "--ray-actors", "2", "--ray-address",
+                                    "auto"] and ray[:len(local) - 4] == local[:-4]  # 2 actors x 2 in flight
