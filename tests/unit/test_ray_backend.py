@@ -19,6 +19,7 @@ import sys
 import click
 import pytest
 
+from tests.fixtures.server import missing
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 from veracity.cli._common import run_main
 from veracity.cli.verify import verify
@@ -40,7 +41,16 @@ def rag_llm(**kw) -> ScriptedLLM:
         cited_passages=["Paris#0"] if "[Paris#0]" in m[-1]["content"] else [])}, **kw)
 
 
+def need_ray() -> None:
+    """Tests of the Ray backend's own code need the extra installed (CI installs it; else they skip)."""
+    try:
+        import ray.data  # noqa: F401
+    except ImportError:
+        missing("Ray is not installed (pip install 'veracity[ray]')")
+
+
 def ray_verifier(llm, tmp_path, **kw) -> Verifier:
+    need_ray()
     return Verifier(method="rag", index=FakeSearcher(ARTICLES), llm=llm, state_dir=tmp_path, k=1,
                     backend="ray", **kw)
 
@@ -98,6 +108,7 @@ def test_a_malformed_address_is_one_line(address, why):
 
 
 def test_valid_options():
+    need_ray()
     assert ray_options("ray") == ("ray", RayOptions(address=None, actors=2))
     assert ray_options("ray", " auto ", 3)[1] == RayOptions(address="auto", actors=3)
     assert ray_options("ray", "10.0.0.5:6379")[1].address == "10.0.0.5:6379"
@@ -284,6 +295,7 @@ def test_results_without_an_output_file_come_back_in_input_order(tmp_path):
 
 
 def test_an_unreachable_address_is_one_line_and_loses_nothing(monkeypatch, capsys, tmp_path):
+    need_ray()
     llm = rag_llm()
 
     @contextlib.asynccontextmanager
@@ -338,3 +350,40 @@ def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_p
     assert local[-4:] == ["--concurrency", "4", "--backend", "local"]  # 4 claims in flight in all
     assert ray[len(local) - 4:] == ["--concurrency", "2", "--backend", "ray", "--ray-actors", "2", "--ray-address",
                                     "auto"] and ray[:len(local) - 4] == local[:-4]  # 2 actors x 2 in flight
+
+
+def test_an_actors_error_reaches_the_user_as_one_line():
+    from veracity.errors import IndexDirError
+    from veracity.pipeline.ray_backend import _cluster_failure
+
+    text = ("The actor died because of an error raised in its creation task, \x1b[36mray::MapWorker(MapBatches("
+            "ClaimActor)).__init__()\x1b[39m (pid=1, ip=10.0.0.7)\n  File \"api.py\", line 77, in open_index\n"
+            "veracity.errors.IndexDirError: index directory /data/idx does not exist\n")
+    err = _cluster_failure(RuntimeError(text))
+    assert isinstance(err, IndexDirError) and str(err) == "on a Ray actor: index directory /data/idx does not exist"
+    assert "index at the driver's path" in err.hint
+
+    class TaskError(Exception):  # like Ray's RayTaskError: the actor's exception in .cause
+        def __init__(self, cause):
+            super().__init__("task failed")
+            self.cause = cause
+
+    original = IndexDirError("index is corrupt", hint="rebuild it")
+    assert _cluster_failure(TaskError(original)) is original
+    err = _cluster_failure(RuntimeError("\x1b[31mnode lost\x1b[0m\n  more lines"))
+    assert isinstance(err, ClusterError) and str(err) == "the Ray pipeline failed: RuntimeError: node lost"
+
+
+def test_rays_error_messages_stay_off_stdout(tmp_path, capfd):
+    need_ray()
+    from ray._private import worker as ray_worker
+
+    from veracity.pipeline.ray_backend import ray_messages_to_log, ray_output_to
+
+    log = tmp_path / "ray-driver.log"
+    original = ray_worker.print_to_stdstream
+    with ray_output_to(log), ray_messages_to_log():  # what Ray's error listener calls for a raylet's message
+        ray_worker.print_to_stdstream({"lines": ["Task failed: Traceback ..."], "pid": "raylet", "is_err": False},
+                                      ignore_prefix=False)
+    assert ray_worker.print_to_stdstream is original
+    assert log.read_text() == "(raylet) Task failed: Traceback ...\n" and capfd.readouterr().out == ""

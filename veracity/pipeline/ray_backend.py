@@ -45,6 +45,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import socket
 import tempfile
 import time
@@ -192,6 +193,34 @@ def ray_output_to(log_path: Path) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 sys.stderr.close()
             sys.stderr = old
+
+
+@contextlib.contextmanager
+def ray_messages_to_log() -> Iterator[None]:
+    """Ray's driver prints the errors its raylets publish (an actor's traceback, a task retried) on
+    ``sys.stdout``, where ``--json`` writes the results; meanwhile they go to descriptor 2 instead (the Ray
+    log file under :func:`ray_output_to`). Ray prints them through ``ray._private.worker.print_to_stdstream``,
+    looked up at each call; a Ray without it is left alone."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        yield
+        return
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None:
+        yield
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        text = "".join(f"({data.get('pid', 'ray')}) {line}\n" for line in data.get("lines") or [])
+        with contextlib.suppress(OSError):
+            os.write(2, text.encode("utf-8", "replace"))
+
+    ray_worker.print_to_stdstream = to_log
+    try:
+        yield
+    finally:
+        ray_worker.print_to_stdstream = original
 
 
 def connect(options: RayOptions) -> bool:
@@ -405,18 +434,32 @@ def _pipeline_rows(ray: Any, claims: list[Claim], recipe: dict[str, Any], option
     yield from ds.iter_rows()
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ACTOR_ERROR = re.compile(r"veracity\.errors\.(\w+): ([^\n]+)")
+
+
 def _cluster_failure(exc: BaseException, log_path: Path | None = None) -> VeracityError:
-    """A failure inside the Ray pipeline as one line: a VeracityError an actor raised (e.g. its index cannot
-    be opened on that node) as itself, anything else as a ClusterError."""
+    """A failure inside the Ray pipeline as one line: a VeracityError an actor raised (e.g. building its
+    Verifier on a node without the index) as that error, anything else as a ClusterError."""
+    import veracity.errors as errors
+
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, VeracityError):
             return e
-        e = e.__cause__ or e.__context__
-    text = " ".join(str(exc).split())
-    return ClusterError(f"the Ray pipeline failed: {type(exc).__name__}: {text[:300]}",
+        cause = getattr(e, "cause", None)  # Ray's RayTaskError keeps the actor's exception there
+        e = cause if isinstance(cause, BaseException) else (e.__cause__ or e.__context__)
+    text = _ANSI.sub("", str(exc))
+    found = _ACTOR_ERROR.search(text)  # an actor's error that Ray passes on as text only (ActorDiedError)
+    kind = getattr(errors, found.group(1), None) if found else None
+    if found and isinstance(kind, type) and issubclass(kind, VeracityError):
+        return kind(f"on a Ray actor: {found.group(2).strip()}",
+                    hint="every node needs veracity, the index at the driver's path and the model endpoint within "
+                         "reach; then run the same command again to resume")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return ClusterError(f"the Ray pipeline failed: {type(exc).__name__}: {first[:300]}",
                         hint="run the same command again to resume; add --debug for Ray's traceback"
                              + (f" (Ray's own output: {log_path})" if log_path is not None else ""))
 
@@ -443,6 +486,7 @@ def verify_many_ray(verifier: Any, claims: Any, out: Path | str | None = None, c
         log_path = Path(verifier.settings.run_dir) / RAY_LOG
         if pending and rows is None:
             stack.enter_context(ray_output_to(log_path))  # Ray's own output: a file, not the terminal
+            stack.enter_context(ray_messages_to_log())  # and not stdout either
             try:
                 owned = connect(options)  # a ClusterError before anything is written
             except ClusterError as exc:
