@@ -70,3 +70,8 @@ class LeakageError(VeracityError):
 
 class OutputError(VeracityError):
     """Results cannot be written (disk full, file size limit, read-only folder); what was written is kept."""
+
+
+class ClusterError(VeracityError):
+    """The Ray cluster of ``--backend ray`` cannot be reached or cannot run the batch; results already
+    written are kept."""

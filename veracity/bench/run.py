@@ -565,8 +565,13 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
 
 def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None, data_dir: str | None = None,
               progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None,
-              on_warning: Callable[[str], None] | None = None) -> dict[str, Any]:
+              on_warning: Callable[[str], None] | None = None, backend: str = "local",
+              ray_address: str | None = None, ray_actors: int | None = None) -> dict[str, Any]:
     """Run ``cfg`` into ``out_dir`` (resuming what is there) and return its metrics.
+
+    ``backend`` runs the claims in this process (``local``) or as a Ray Data pipeline (``ray``, with
+    ``ray_address`` / ``ray_actors``: :mod:`veracity.pipeline.ray_backend`); each session in run.json
+    records its backend. A run started on one backend resumes on the other.
 
     The label space is the dataset's declared one unless ``cfg.labels`` says otherwise (then
     ``on_warning`` gets a line saying so, default :func:`warnings.warn`; the report says it too).
@@ -620,7 +625,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
                         endpoint=settings.endpoint, model=settings.model,
                         settings=settings, llm=llm, concurrency=cfg.concurrency, llm_concurrency=cfg.llm_concurrency,
                         search_mode=cfg.search_mode, state_dir=out_dir, labels=space, evidence=cfg.evidence,
-                        params=overrides)
+                        params=overrides, backend=backend, ray_address=ray_address, ray_actors=ray_actors)
     try:
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage, cfg.evidence)
         if llm is not None:
@@ -658,7 +663,10 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "versions": _versions(),
         })
         _write_json(out_dir / RUN_FILE, run)
-        session = {"started_at": time.time(), "elapsed_s": 0.0, "done": 0, "failed": [], "stopped": None}
+        session = {"started_at": time.time(), "elapsed_s": 0.0, "done": 0, "failed": [], "stopped": None,
+                   "backend": verifier.backend}
+        if verifier.ray is not None:
+            session["ray"] = {"address": verifier.ray.address, "actors": verifier.ray.actors}
         t0 = time.perf_counter()
         stopped: EndpointError | None = None
         try:

@@ -9,6 +9,7 @@ import click
 from rich.table import Table
 
 from veracity.cli._common import console, err_console, fail, print_json
+from veracity.cli.verify import backend_options
 from veracity.config import load_settings
 from veracity.errors import EndpointError
 
@@ -51,8 +52,10 @@ from veracity.errors import EndpointError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, labels, evidence, index, data_dir, out_dir,
-            ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json) -> None:
+@backend_options
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, labels, evidence, index,
+            data_dir, out_dir, ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json,
+            backend, ray_address, ray_actors) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -67,6 +70,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
       veracity bench run --dataset fever --method rag --labels binary --limit 20
       veracity bench run --dataset hover --method rag --evidence gold --limit 50
       veracity bench run --dataset feverous-s --method direct --evidence none --limit 50
+      veracity bench run --dataset hover --method rag --limit 200 --backend ray --ray-address auto
 
     The verdicts are in the dataset's label space (binary: SUPPORTED / REFUTED for HoVer, FEVEROUS-S, ...;
     3way for FEVER) unless --labels (or `labels` in the config) says otherwise. The evidence setting
@@ -75,6 +79,9 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     """
     from veracity.bench.run import RunConfig, bench_run, load_config
     from veracity.cli.verify import parse_params
+    from veracity.pipeline.ray_backend import ray_options
+
+    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
 
     hop_list = None
     if hops:
@@ -102,7 +109,8 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     try:
         metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
                             on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {msg}", highlight=False,
-                                                                     soft_wrap=True))
+                                                                     soft_wrap=True),
+                            backend=backend, ray_address=ray_address, ray_actors=ray_actors)
     except EndpointError as exc:
         fail(str(exc), exc.hint or "restart the server, then run the same command again to resume")
         return

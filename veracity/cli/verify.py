@@ -13,7 +13,7 @@ from rich.text import Text
 
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
-from veracity.errors import ConfigError, EndpointError, OutputError
+from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError
 
 LABEL_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow"}
 
@@ -72,6 +72,20 @@ class _MethodChoice(click.Choice):
         pass
 
 
+def backend_options(fn):
+    """``--backend local|ray``, ``--ray-address``, ``--ray-actors`` (verify -i and bench run)."""
+    fn = click.option("--ray-actors", type=int, default=None, metavar="N",
+                      help="--backend ray: actors in the pool, each opening the index once and keeping "
+                      "--concurrency claims in flight (default 2).")(fn)
+    fn = click.option("--ray-address", default=None, metavar="auto|HOST:PORT",
+                      help="--backend ray: the Ray cluster to run on: auto (the one `ray start` runs here) or "
+                      "the head node's HOST:PORT (default: start a local Ray instance).")(fn)
+    fn = click.option("--backend", default="local", show_default=True, metavar="local|ray",
+                      help="Run the batch in this process (local) or as a Ray Data pipeline of actors (ray; "
+                      "needs pip install 'veracity[ray]').")(fn)
+    return fn
+
+
 def _ablation_options(fn):
     """One flag per ablation of the ABLATIONS table (--no-memory, --static, --no-debate, ...)."""
     from veracity.pipeline.methods import ABLATIONS
@@ -115,9 +129,11 @@ def _ablation_options(fn):
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
+@backend_options
 @_ablation_options
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
-           state_dir, semantic_memory, labels, evidence, cache, as_json, **ablations) -> None:
+           state_dir, semantic_memory, labels, evidence, cache, as_json, backend, ray_address, ray_actors,
+           **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -131,6 +147,7 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
       veracity verify "..." --method rag --labels binary
       veracity verify "..." --method direct --evidence none
       veracity verify -i claims_with_evidence.jsonl -o results.jsonl --method rag --evidence gold
+      veracity verify -i claims.jsonl -o results.jsonl --method rag --backend ray --ray-actors 4
 
     A batch appends each result to the output as it finishes (with its trace), shows claims/min and
     tokens/s, and resumes where it stopped when run again. With --evidence gold every input line carries
@@ -138,10 +155,15 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
     """
     from veracity.pipeline.api import Verifier
     from veracity.pipeline.labels import label_space
+    from veracity.pipeline.ray_backend import ray_options
     from veracity.pipeline.runner import evidence_setting
 
     space = label_space(labels)  # a bad name is one line, before anything else
     setting = evidence_setting(evidence)
+    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
+    if backend == "ray" and claim is not None:
+        raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
+                          hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
@@ -170,7 +192,8 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
         err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {setting}", highlight=False)
     verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
                         concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
-                        labels=space, evidence=setting, params=overrides)
+                        labels=space, evidence=setting, params=overrides, backend=backend, ray_address=ray_address,
+                        ray_actors=ray_actors)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)
@@ -214,10 +237,10 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
                                      on_result=on_result)
-    except (EndpointError, OutputError) as exc:
+    except (EndpointError, OutputError, ClusterError) as exc:
         st = getattr(exc, "stats", None)
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
-        fail(f"{exc}{kept}", exc.hint if isinstance(exc, OutputError)
+        fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError))
              else "restart the server, then run the same command again to resume")
         return
     except KeyboardInterrupt:  # Ctrl-C: what was written stays; say how much, exit 130

@@ -29,6 +29,11 @@ offer those two only, and a claim no verdict was reached for is REFUTED by the b
 with an ``evidence`` list of ``{title, text}``) or ``"none"`` (closed book). With ``gold`` or ``none`` no
 index is opened. ``retriever_for`` (a callable ``Claim -> Retriever``) gives each claim a retriever of
 your own instead (recorded as ``custom`` unless ``evidence`` names it).
+
+``backend`` runs ``verify_many``: ``"local"`` (default: claims in flight in this process) or ``"ray"`` (a
+Ray Data pipeline of async actors, :mod:`veracity.pipeline.ray_backend`; needs ``veracity[ray]``), with
+``ray_address`` (None: a local Ray instance; ``"auto"``: the running cluster; ``HOST:PORT``) and
+``ray_actors`` (actors in the pool, each opening the index once; ``concurrency`` claims in flight each).
 """
 
 from __future__ import annotations
@@ -100,7 +105,12 @@ class Verifier:
                  exclude_titles: Iterable[str] = (), search_mode: str | None = None,
                  state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
                  evidence: str | None = None, retriever_for: ClaimRetrievers | None = None,
-                 params: dict[str, Any] | None = None, **more_params: Any):
+                 params: dict[str, Any] | None = None, backend: str = "local", ray_address: str | None = None,
+                 ray_actors: int | None = None, **more_params: Any):
+        from veracity.pipeline.ray_backend import ray_options
+
+        # a bad backend option (or --backend ray without the extra): one line, before the index is opened
+        self.backend, self.ray = ray_options(backend, ray_address, ray_actors)
         self.settings = settings or Settings()
         self.concurrency = concurrency if concurrency is not None else self.settings.concurrency
         self.llm_concurrency = llm_concurrency if llm_concurrency is not None else self.settings.llm_concurrency
@@ -108,7 +118,8 @@ class Verifier:
         self.spec = get_method(method)
         # method parameters: ``params={...}`` (a name there never collides with a Verifier setting, so
         # --param concurrency=3 is refused as no parameter of the method), or as keywords
-        self.params = self.spec.make_params({**more_params, **(params or {})})
+        self.param_overrides = {**more_params, **(params or {})}  # as given (the Ray backend's actors rebuild them)
+        self.params = self.spec.make_params(self.param_overrides)
         self.label_space = resolve_label_space(labels)  # "3way" unless given; bad names: one-line ConfigError
         self.spec.check_label_space(self.params, self.label_space)
         if retriever_for is not None:
@@ -149,6 +160,12 @@ class Verifier:
 
                 self._resolved = ensure_endpoint(self.settings, self.model)
         return self._resolved
+
+    def client(self, llm_concurrency: int | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
+        """``async with verifier.client() as llm``: the LLM client the Verifier uses (started: the endpoint
+        answered and serves the model), with at most ``llm_concurrency`` requests in flight (default: the
+        Verifier's)."""
+        return self._client(self.llm_concurrency if llm_concurrency is None else llm_concurrency)
 
     @contextlib.asynccontextmanager
     async def _client(self, llm_concurrency: int) -> AsyncIterator[Any]:
@@ -205,8 +222,9 @@ class Verifier:
             raise ConfigError(f"duplicate claim id {dup!r}", hint="give every claim a unique id")
         return ClaimsFile(out, [])
 
-    async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
-                           progress: bool = False, on_result: Any = None) -> RunStats:
+    def prepare_many(self, claims: Any, out: Path | str | None, concurrency: int | None) -> tuple[int, ClaimsFile]:
+        """(claims in flight, the loaded claims): every check of a batch that needs no server (limits, claims,
+        gold evidence, the results file), shared by the backends."""
         n = concurrency if concurrency is not None else self.concurrency
         check_concurrency(n, self.llm_concurrency)
         loaded = self.load_claims(claims)
@@ -214,6 +232,13 @@ class Verifier:
             check_gold_evidence(loaded.claims)  # before any server is contacted
         if out is not None:  # a results file that cannot be written or resumed: before any server is contacted
             check_output(Path(out).expanduser(), self.spec, self.params, self.label_space, self.evidence)
+        return n, loaded
+
+    async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
+                           progress: bool = False, on_result: Any = None) -> RunStats:
+        if self.backend == "ray":  # the Ray driver blocks: run it off the event loop
+            return await asyncio.to_thread(self.verify_many, claims, out, concurrency, progress, on_result)
+        n, loaded = self.prepare_many(claims, out, concurrency)
         with contextlib.ExitStack() as stack:
             if out is None:
                 tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))
@@ -241,6 +266,11 @@ class Verifier:
                     progress: bool = False, on_result: Any = None) -> RunStats:
         """Verify many claims; with ``out`` results are appended there (resumable), else kept in
         ``stats.results`` (input order). ``on_result(record)`` is called as each result is written."""
+        if self.backend == "ray":
+            from veracity.pipeline.ray_backend import verify_many_ray
+
+            return verify_many_ray(self, claims, out=out, concurrency=concurrency, progress=progress,
+                                   on_result=on_result)
         return asyncio.run(self.averify_many(claims, out=out, concurrency=concurrency, progress=progress,
                                              on_result=on_result))
 

@@ -398,6 +398,14 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
 
 
 # -- many claims ------------------------------------------------------------------------------
+def claim_failure(exc: BaseException) -> str:
+    """The one-line reason a claim failed (listed in ``RunStats.failed``; the claim is retried on a rerun):
+    a VeracityError's message, else the exception's first 300 characters. Every backend reports it so."""
+    if isinstance(exc, VeracityError):
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+
 @dataclass
 class RunStats:
     out_path: Path
@@ -623,11 +631,8 @@ async def run_claims(
             except EndpointError as exc:
                 halt(exc)
                 return
-            except VeracityError as exc:
-                stats.failed.append((claim.id, f"{type(exc).__name__}: {exc}"))
-                continue
             except Exception as exc:  # a bug in one claim's run must not sink the batch
-                stats.failed.append((claim.id, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
+                stats.failed.append((claim.id, claim_failure(exc)))
                 continue
             record = verdict.to_dict(claim)
             try:

@@ -1,0 +1,168 @@
+"""The Ray backend on the real thing: a real Ray instance on this machine, the real SmolLM2 server and a
+small real index (pyserini BM25 + FAISS over ~300 HoVer paragraphs).
+
+- A killed driver: `veracity verify --backend ray` in its own process (which starts its own local Ray
+  instance) is killed with SIGKILL after its first result; the file holds whole result lines only, and
+  the same command finishes the rest without writing any claim twice.
+- Equality: the Ray backend and the local backend give the same labels, LLM-call counts, searches and
+  cited passages on the same claims at temperature 0. vLLM's continuous batching is not batch-invariant
+  (a request's logits depend on what else is in the batch; on CPU too), so both run one claim in flight
+  (local ``concurrency=1``; Ray: one actor, ``concurrency=1``); with more in flight either backend can
+  differ from itself between runs.
+- `bench run --backend ray` end to end, recorded in run.json.
+
+Ray in this process is started once by the ``ray_cluster`` fixture, as CI does: ``ray.init(num_cpus=2)``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import pytest
+
+from tests.fixtures.index import shared_data_dir
+from tests.fixtures.server import missing
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_claims(path: Path, subset: list[dict], n: int) -> list[str]:
+    rows = [{"id": f"h{c['uid']}", "claim": c["claim"]} for c in subset[:n]]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return [r["id"] for r in rows]
+
+
+def result_lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def ray_module():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        missing("Ray is not installed (pip install 'veracity[ray]')")
+    return ray
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(ray_module):
+    ray = ray_module
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                 object_store_memory=256 * 1024**2)
+    yield ray
+    ray.shutdown()
+
+
+def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_module, llm_endpoint, hover_index_dir,
+                                                                        hover_claims_subset, tmp_path):
+    src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
+    ids = write_claims(src, hover_claims_subset, 5)
+    cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(src), "-o", str(out), "--method", "rag",
+           "--param", "k=2", "--index", str(hover_index_dir), "--endpoint", llm_endpoint.url, "--model",
+           llm_endpoint.model, "--backend", "ray", "--ray-actors", "1", "--concurrency", "1"]
+    env = {**os.environ, "VERACITY_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+    groups = []
+    try:
+        first = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
+        groups.append(first.pid)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and first.poll() is None:
+            if out.exists() and out.read_bytes().count(b"\n") >= 1:
+                break
+            time.sleep(0.5)
+        assert first.poll() is None, first.communicate()[1].decode()[-2000:]
+        os.kill(first.pid, signal.SIGKILL)  # the driver only: Ray's processes are left to notice
+        first.wait(timeout=30)
+        kept = out.read_bytes()
+        assert kept.endswith(b"\n")
+        written = result_lines(out)
+        assert 1 <= len(written) < len(ids) and all(r["id"] in ids and r["label"] for r in written)
+
+        second = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+                                start_new_session=True)
+        assert second.returncode == 0, second.stderr[-2000:]
+        summary = f"{len(ids) - len(written)} written, {len(written)} already done, 0 failed"
+        assert summary in second.stdout + second.stderr
+        assert "Traceback" not in second.stderr and "core_worker" not in second.stderr  # Ray stays quiet
+        assert out.read_bytes().startswith(kept)  # what the killed run wrote is untouched
+        final = [r["id"] for r in result_lines(out)]
+        assert sorted(final) == sorted(ids) and len(final) == len(set(final))  # every claim once
+    finally:
+        for pgid in groups:  # what Ray's local instance left behind when its driver was killed
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.mark.parametrize("method,params,n", [("rag", {"k": 2}, 3),
+                                             ("mermaid", {"t_max": 2, "memory": False, "search_k": 2}, 1)])
+def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, llm_endpoint, hover_index_dir,
+                                                              hover_claims_subset, tmp_path, method, params, n):
+    from veracity.config import Settings
+    from veracity.pipeline.api import Verifier
+
+    src = tmp_path / "claims.jsonl"
+    ids = write_claims(src, hover_claims_subset, n)
+    results = {}
+    for backend, extra in (("local", {}), ("ray", {"ray_actors": 1})):
+        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+                     settings=Settings(home=tmp_path / "home"), concurrency=1, llm_concurrency=1,
+                     state_dir=tmp_path / backend, backend=backend, params=params, **extra)
+        try:
+            stats = v.verify_many(str(src), out=tmp_path / f"{backend}.jsonl")
+        finally:
+            v.close()
+        assert stats.done == n and not stats.failed
+        results[backend] = {r["id"]: r for r in result_lines(tmp_path / f"{backend}.jsonl")}
+    assert sorted(results["local"]) == sorted(results["ray"]) == sorted(ids)
+    for cid in ids:
+        a, b = results["local"][cid], results["ray"][cid]
+        assert a["label"] == b["label"], cid
+        assert a["trace"]["summary"]["llm_calls"] == b["trace"]["summary"]["llm_calls"], cid
+        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"] for c in b["trace"]["llm_calls"]], cid
+        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"] for t in b["trace"]["tool_calls"]], cid
+        assert [e["passage_id"] for e in a["evidence"]] == [e["passage_id"] for e in b["evidence"]], cid
+    assert results["ray"][ids[0]]["trace"]["summary"]["llm_calls"] >= (1 if method == "rag" else 2)
+
+
+def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir, tmp_path, monkeypatch, capsys):
+    from veracity.cli._common import run_main
+    from veracity.cli.bench import bench
+
+    monkeypatch.setenv("VERACITY_HOME", str(tmp_path / "home"))
+    out = tmp_path / "run"
+    args = ["bench", "run", "--dataset", "hover", "--method", "rag", "--limit", "3", "--seed", "0", "--param", "k=2",
+            "--index", str(hover_index_dir), "--data-dir", str(shared_data_dir()), "--out", str(out),
+            "--endpoint", llm_endpoint.url, "--model", llm_endpoint.model, "--backend", "ray", "--ray-actors", "2",
+            "--concurrency", "2", "--json"]
+    monkeypatch.setattr(sys, "argv", ["veracity", *args])
+    try:
+        run_main(click.Group("veracity", commands={"bench": bench}))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    metrics = json.loads(captured.out)
+    assert metrics["complete"] and metrics["n_predicted"] == 3
+    assert metrics["efficiency"]["llm_calls_per_claim"] >= 1 and metrics["efficiency"]["tool_calls_per_claim"] == 1.0
+    run = json.loads((out / "run.json").read_text())
+    assert run["sessions"][-1]["backend"] == "ray" and run["sessions"][-1]["ray"]["actors"] == 2
+    assert run["sessions"][-1]["done"] == 3
+    preds = result_lines(out / "predictions.jsonl")
+    assert len({p["id"] for p in preds}) == 3 == len(preds)
+    assert all(c["model"] == llm_endpoint.model for p in preds for c in p["trace"]["llm_calls"])
