@@ -37,10 +37,14 @@ def artifacts_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def web_url(llm_endpoint, demo_style_index_dir, tmp_path_factory):
-    """The app served by uvicorn in a thread, on the real model server and the demo-style index."""
+def web_url(request, tmp_path_factory):
+    """The app served by uvicorn in a thread, on the real model server and the demo-style index (asked for
+    here, not as arguments: pytest sets up session fixtures first, and the browser test must be able to
+    fail before the index is built)."""
     import uvicorn
 
+    llm_endpoint = request.getfixturevalue("llm_endpoint")
+    demo_style_index_dir = request.getfixturevalue("demo_style_index_dir")
     from veracity.indexes.searcher import Searcher
     from veracity.serving.server import free_port
     from veracity.web.app import WebConfig, asgi
@@ -137,12 +141,14 @@ def browser():
     except ImportError:
         missing("playwright is not installed (pip install '.[dev]')")
     with sync_playwright() as p:
+        problem = None
         try:
             b = p.chromium.launch(executable_path=CHROMIUM, headless=True, timeout=20_000,
                                   args=["--no-sandbox", "--disable-dev-shm-usage"])
         except PlaywrightError as exc:
-            first = " ".join(str(exc).split())[:300]
-            pytest.fail(f"chromium at {CHROMIUM} cannot start: {first}", pytrace=False)
+            problem = " ".join(str(exc).split())[:200]
+        if problem is not None:
+            pytest.fail(f"chromium at {CHROMIUM} cannot start: {problem}", pytrace=False)
         try:
             yield b
         finally:
@@ -153,7 +159,8 @@ def no_horizontal_overflow(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
 
 
-def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(web_url, browser, tmp_path):
+def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_url, tmp_path):
+    # `browser` first: a chromium that cannot start fails before the index is built or the app started
     shots = artifacts_dir()
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
