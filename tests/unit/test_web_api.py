@@ -430,3 +430,23 @@ def test_job_ids_are_checked_before_any_path_is_built(tmp_path, job_id):
     with pytest.raises(ValueError):
         store.job_dir(job_id)
     assert store.job(job_id) is None
+
+
+def test_a_stream_abandoned_by_its_client_stops_its_method_and_frees_its_slot(tmp_path):
+    llm = ScriptedLLM({"rag.judge": rag_reply}, delay=0.5)
+    client, config = make(tmp_path, llm=llm, max_checks=1)
+    with client:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
+            first = next(resp.iter_lines())
+            assert first == "event: start"
+        # the client left mid-check: the slot comes back (the method was cancelled), nothing is kept
+        end = time.time() + 5
+        while time.time() < end:
+            ok = client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"})
+            if ok.status_code == 200:
+                break
+            assert ok.status_code == 429
+            time.sleep(0.1)
+        assert ok.status_code == 200
+        assert [c["claim"] for c in client.get("/v1/checks").json()] == ["Berlin is big."]
+        assert "veracity_checks_in_flight 0" in client.get("/metrics").text

@@ -218,15 +218,27 @@ class Checks:
         self.limit = limit
         self.running = 0
 
-    @contextlib.contextmanager
-    def slot(self):
+    def take(self) -> Callable[[], None]:
+        """Take a slot (TooBusy beyond the limit); returns its release, which acts once."""
         if self.running >= self.limit:
             raise TooBusy(f"{self.running} checks are running, the limit is {self.limit}", retry_after=5)
         self.running += 1
+        done = [False]
+
+        def release() -> None:
+            if not done[0]:
+                done[0] = True
+                self.running -= 1
+
+        return release
+
+    @contextlib.contextmanager
+    def slot(self):
+        release = self.take()
         try:
             yield
         finally:
-            self.running -= 1
+            release()
 
 
 def create_app(config: WebConfig) -> FastAPI:
@@ -350,11 +362,12 @@ def create_app(config: WebConfig) -> FastAPI:
                                "description": "events: trace (one per step), then verdict or error"}})
     async def verify_stream(req: VerifyRequest) -> StreamingResponse:
         verifier, claim = _check_request(req)
-        slot = checks.slot()
-        slot.__enter__()  # taken now, so a 429 comes before the stream starts; released when it ends
+        release = checks.take()  # taken now, so a 429 comes before the stream starts
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         t0 = time.perf_counter()
         task = asyncio.create_task(verifier.averify(claim, on_event=queue.put_nowait))
+        # released when the method ends, even if the stream never starts (a client gone before the first byte)
+        task.add_done_callback(lambda _t: release())
 
         async def events() -> AsyncIterator[bytes]:
             try:
@@ -387,7 +400,6 @@ def create_app(config: WebConfig) -> FastAPI:
             finally:
                 if not task.done():  # the client went away: stop the method
                     task.cancel()
-                slot.__exit__(None, None, None)
 
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
