@@ -15,7 +15,6 @@ from fastapi.testclient import TestClient
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 from veracity.errors import EndpointError
 from veracity.pipeline.methods.direct import DirectJudgement
-from veracity.pipeline.methods.rag import RagJudgement
 from veracity.web.app import WebConfig, asgi
 
 ARTICLES = {"Eiffel Tower": ["The Eiffel Tower is a wrought-iron tower in Paris, France.",

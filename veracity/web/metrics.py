@@ -33,7 +33,7 @@ class _Histogram:
 
     def lines(self, name: str, labels: str = "") -> list[str]:
         sep = "," if labels else ""
-        out = [f'{name}_bucket{{{labels}{sep}le="{_num(le)}"}} {c}' for le, c in zip(self.buckets, self.counts)]
+        out = [f'{name}_bucket{{{labels}{sep}le="{_num(le)}"}} {c}' for le, c in zip(self.buckets, self.counts, strict=True)]
         out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
         braces = f"{{{labels}}}" if labels else ""
         out += [f"{name}_sum{braces} {self.sum:.6f}", f"{name}_count{braces} {self.count}"]
