@@ -149,3 +149,40 @@ def test_an_invalid_reply_falls_back_traced_or_raises_without_a_fallback():
     assert event["fallback"] == "treated as no answer" and event["round"] == 2 and event["error"]
     with pytest.raises(LLMOutputError):
         asyncio.run(ASK(ctx, question="q"))
+
+
+def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_same_records():
+    """The live-progress hook (veracity web's SSE stream): started / finished / failed per call, paired by
+    step, with the prompt, the JSON reply, tokens and latency; parallel calls of one role keep their own
+    usage; the trace's llm_calls are those a run without a listener records."""
+    from veracity.serving.client import usage_scope
+
+    async def run(listener):
+        llm = ScriptedLLM({"toy.ask": lambda m: Out(answer=m[-1]["content"].upper()), "toy.ask_soft": [{"wrong": 1}]},
+                          delay=lambda call: 0.02 if call.prompt == "one" else 0.0)
+        ctx = MethodContext(llm=llm, tools=None, trace=Trace(listener=listener),
+                            params=build_params("toy", ToyParams, {}, ["ask", "ask_soft"]))
+        with usage_scope() as sink:
+            ctx.trace.llm_calls = sink
+            answers = await asyncio.gather(ASK(ctx, question="one"), ASK(ctx, question="two"))
+            soft = await ASK_OR_NONE(ctx, question="three")
+        return [a.answer for a in answers], soft, ctx.trace
+
+    heard: list[dict] = []
+    answers, soft, trace = asyncio.run(run(heard.append))
+    plain_answers, plain_soft, plain = asyncio.run(run(None))
+    assert answers == plain_answers == ["ONE", "TWO"] and soft is plain_soft is None
+    assert sorted(c.role for c in trace.llm_calls) == sorted(c.role for c in plain.llm_calls)
+    assert len(trace.llm_calls) == len(plain.llm_calls) == 3 and trace.events == plain.events
+    kinds = [(e["kind"], e.get("step")) for e in heard]
+    assert kinds[:2] == [("role.started", 1), ("role.started", 2)]  # both agents started before either finished
+    finished = {e["step"]: e for e in heard if e["kind"] == "role.finished"}
+    assert finished[1]["output"] == {"answer": "ONE"} and finished[2]["output"] == {"answer": "TWO"}
+    assert heard.index(finished[2]) < heard.index(finished[1])  # "two" answered first (no delay)
+    assert finished[1]["attempts"] == 1 and finished[1]["prompt_tokens"] == 1 and finished[1]["latency_s"] >= 0.02
+    started = {e["step"]: e for e in heard if e["kind"] == "role.started"}
+    assert started[1]["messages"] == [{"role": "user", "content": "one"}] and started[1]["max_tokens"] == 64
+    failed = [e for e in heard if e["kind"] == "role.failed"]
+    assert len(failed) == 1 and failed[0]["role"] == "toy.ask_soft" and "did not validate" in failed[0]["error"]
+    # the fallback's trace event is heard too, after the failure
+    assert heard[-1]["kind"] == "toy.agent_failed" and heard.index(failed[0]) < len(heard) - 1

@@ -186,7 +186,8 @@ class Verifier:
             yield client
 
     # -- one claim ----------------------------------------------------------------------------------
-    async def averify(self, claim: str | Claim) -> Verdict:
+    async def averify(self, claim: str | Claim, on_event: Any = None) -> Verdict:
+        """Verify one claim; ``on_event(dict)`` (optional) hears each step of its trace as it happens."""
         claim = make_claim(claim)
         if self.retriever_for is gold_retriever:
             check_gold_evidence([claim])  # before any server is contacted
@@ -194,7 +195,8 @@ class Verifier:
         async with self._client(self.llm_concurrency) as llm:
             return await verify_one(claim, self.spec, llm, self.searcher, self.params, state,
                                     exclude_titles=self.exclude_titles, search_mode=self.search_mode,
-                                    label_space=self.label_space, retriever_for=self.retriever_for)
+                                    label_space=self.label_space, retriever_for=self.retriever_for,
+                                    on_event=on_event)
 
     def verify(self, claim: str | Claim) -> Verdict:
         """Verify one claim (text or :class:`Claim`) and return its :class:`Verdict` (with trace)."""

@@ -26,6 +26,7 @@ import each other.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypeVar
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel, Field, create_model
 
 from veracity.errors import LLMOutputError
 from veracity.pipeline.types import Claim, Evidence
+from veracity.serving.client import _current_sink, usage_scope
 
 if TYPE_CHECKING:  # pragma: no cover
     from veracity.pipeline.methods.base import MethodContext
@@ -179,16 +181,45 @@ class Role(Generic[T]):
         s = self.settings(ctx.params)
         msgs = messages if messages is not None else self.render(**inputs)
         seed = request_seed(ctx.seed, ctx.claim_id, self.name, ctx.next_call_index(self.name))
-        try:
-            return await ctx.llm.generate(msgs, output or self.output, role=self.name,
-                                          max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
-        except LLMOutputError as exc:
-            if self.fallback is None:
+        trace = ctx.trace
+        if trace.listener is None:
+            try:
+                return await ctx.llm.generate(msgs, output or self.output, role=self.name,
+                                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
+            except LLMOutputError as exc:
+                return self._fall_back(ctx, exc, trace_info, inputs)
+        # live progress: started, then finished (reply, tokens, latency) or failed, paired by step
+        step = trace.next_step()
+        trace.notify("role.started", step=step, role=self.name, messages=msgs, max_tokens=s.max_tokens)
+        t0 = time.perf_counter()
+        outer = _current_sink.get()  # the claim's trace collects these records too
+        with usage_scope() as mine:  # this call's usage records only (parallel agents run side by side)
+            try:
+                value = await ctx.llm.generate(msgs, output or self.output, role=self.name,
+                                               max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
+            except LLMOutputError as exc:
+                trace.notify("role.failed", step=step, role=self.name, error=str(exc), **_usage(mine, t0))
+                return self._fall_back(ctx, exc, trace_info, inputs)
+            except BaseException as exc:
+                trace.notify("role.failed", step=step, role=self.name, error=f"{type(exc).__name__}: {exc}",
+                             **_usage(mine, t0))
                 raise
-            fb = self.fallback
-            ctx.trace.event(fb.event or f"{self.method}.agent_failed", agent=fb.agent or self.name,
-                            role=self.name, error=str(exc), fallback=fb.note, **(trace_info or {}))
-            return fb.value(**inputs) if callable(fb.value) else fb.value
+            finally:
+                if outer is not None:
+                    outer.extend(mine)
+        trace.notify("role.finished", step=step, role=self.name, output=value.model_dump(mode="json"),
+                     **_usage(mine, t0))
+        return value
+
+    def _fall_back(self, ctx: "MethodContext", exc: LLMOutputError, trace_info: dict[str, Any] | None,
+                   inputs: dict[str, Any]) -> Any:
+        """The fallback's value after a reply that never validated (traced), or the error again."""
+        if self.fallback is None:
+            raise exc
+        fb = self.fallback
+        ctx.trace.event(fb.event or f"{self.method}.agent_failed", agent=fb.agent or self.name,
+                        role=self.name, error=str(exc), fallback=fb.note, **(trace_info or {}))
+        return fb.value(**inputs) if callable(fb.value) else fb.value
 
     def describe(self, params: Any = None) -> dict[str, Any]:
         """What ``veracity methods show`` prints: name, output schema, budget, temperature, fallback."""
@@ -208,3 +239,11 @@ class Role(Generic[T]):
             "instructions": instructions,
             **self.extra,
         }
+
+
+def _usage(records: list[Any], t0: float) -> dict[str, Any]:
+    """Tokens and latency of one role call, from the usage records it left."""
+    return {"prompt_tokens": sum(r.prompt_tokens for r in records),
+            "completion_tokens": sum(r.completion_tokens for r in records),
+            "latency_s": round(time.perf_counter() - t0, 4), "attempts": len(records)}
+

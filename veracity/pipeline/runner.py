@@ -362,7 +362,8 @@ def resolve_params(spec: MethodSpec, params: Any) -> Any:
 async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
                      exclude_titles: Iterable[str] = (), search_mode: str | None = None,
                      label_space: LabelSpace | str | None = None,
-                     retriever_for: ClaimRetrievers | None = None) -> Verdict:
+                     retriever_for: ClaimRetrievers | None = None,
+                     on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
     """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made.
 
     ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one.
@@ -370,12 +371,13 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     (a method path that still returned NOT_ENOUGH_INFO in the binary space) gets the binary rule
     (:meth:`LabelSpace.undecided`, traced). ``retriever_for`` (a per-claim retriever factory, e.g.
     :func:`claim_retrievers`) replaces the index's retriever: the claim's tools use
-    ``retriever_for(claim)``."""
+    ``retriever_for(claim)``. ``on_event`` hears each step as it happens (the trace's ``listener``: role
+    calls started / finished, tool calls with their hits, method events)."""
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
                           hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
     space = resolve_label_space(label_space)
-    trace = Trace()
+    trace = Trace(listener=on_event)
     retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
     manifest = getattr(searcher, "manifest", None) if retriever_for is None else None
     tools = Tools(retriever, trace, exclude_titles=exclude_titles, source=SourceIdentity.of(retriever, manifest))

@@ -91,6 +91,7 @@ class Tools:
         self.trace.tool_calls.append(
             ToolCall("search", query, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
+        self._tell(self.trace.tool_calls[-1], ev)
         self._note("search", query, role)
         return ev
 
@@ -103,8 +104,16 @@ class Tools:
         self.trace.tool_calls.append(
             ToolCall("open_page", title, [e.passage_id for e in ev], time.perf_counter() - t0, role)
         )
+        self._tell(self.trace.tool_calls[-1], ev)
         self._note("open_page", title, role)
         return ev
+
+    def _tell(self, call: ToolCall, ev: list[Evidence]) -> None:
+        """The trace's listener (live progress) hears of the call with its hits (id, title, score)."""
+        if self.trace.listener is not None:
+            self.trace.notify("tool", tool=call.tool, query=call.query, role=call.role,
+                              latency_s=round(call.latency_s, 4),
+                              hits=[{"passage_id": e.passage_id, "title": e.title, "score": e.score} for e in ev])
 
     def _note(self, tool: str, query: str, role: str | None) -> None:
         kind = getattr(self.retriever, "trace_event", None)

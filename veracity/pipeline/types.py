@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 
 class Label(str, Enum):
@@ -50,7 +50,12 @@ class ToolCall:
 
 @dataclass
 class Trace:
-    """Everything a method did for one claim."""
+    """Everything a method did for one claim.
+
+    ``listener`` (optional, never serialised) is called with one dict per step as it happens: every
+    :meth:`event`, each role call started / finished / failed (from :class:`~veracity.pipeline.roles.Role`)
+    and each tool call with its hits (from :class:`~veracity.pipeline.tools.Tools`). The web app streams
+    these as server-sent events; a listener must not block (e.g. ``queue.put_nowait``)."""
 
     llm_calls: list[Any] = field(default_factory=list)  # veracity.serving.client.UsageRecord
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -58,9 +63,22 @@ class Trace:
     timings: dict[str, float] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)  # method-specific steps (ReAct steps, graph, ...)
     started_at: float = field(default_factory=time.time)
+    listener: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
+    _steps: int = field(default=0, repr=False, compare=False)
 
     def event(self, kind: str, **data: Any) -> None:
         self.events.append({"kind": kind, **data})
+        self.notify(kind, **data)
+
+    def notify(self, kind: str, **data: Any) -> None:
+        """Tell the listener (if any) about one step; nothing is recorded in the trace itself."""
+        if self.listener is not None:
+            self.listener({"kind": kind, "t": round(time.time() - self.started_at, 4), **data})
+
+    def next_step(self) -> int:
+        """A number for one role call, pairing its started / finished notifications."""
+        self._steps += 1
+        return self._steps
 
     def to_dict(self) -> dict[str, Any]:
         calls = [c.to_dict() if hasattr(c, "to_dict") else c for c in self.llm_calls]

@@ -1,0 +1,451 @@
+"""The web app's API with httpx (starlette's TestClient is an httpx client running the app's lifespan),
+on the scripted stand-in LLM and an in-memory index: every route, every error, the security rules, the
+live trace stream, and batch jobs that resume after a restart without losing or repeating a claim.
+The same routes against the real SmolLM2 server and a real index: tests/integration/test_web_real.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.errors import EndpointError
+from veracity.pipeline.methods.direct import DirectJudgement
+from veracity.web.app import WebConfig, asgi
+
+ARTICLES = {"Eiffel Tower": ["The Eiffel Tower is a wrought-iron tower in Paris, France.",
+                             "It was completed in 1889."],
+            "Berlin": ["Berlin is the capital of Germany."]}
+
+
+def rag_reply(messages, output_model, index):
+    cited = ["Eiffel Tower#0"] if "Eiffel Tower#0" in messages[-1]["content"] else []
+    return output_model.model_validate({"explanation": "The tower is in Paris, not Berlin.", "label": "REFUTED",
+                                        "cited_passages": cited})
+
+
+def make(tmp_path, llm=None, searcher="fake", **kw):
+    llm = llm or ScriptedLLM({"rag.judge": rag_reply,
+                              "direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
+    searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
+    config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
+                       model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
+    return TestClient(asgi(config)), config
+
+
+def one_line_error(resp, status, *words):
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert set(body) <= {"error", "hint"} and "\n" not in body["error"]
+    for w in words:
+        assert w in body["error"], body
+    return body
+
+
+# -- checks -------------------------------------------------------------------------------------------------
+def test_verify_returns_the_cli_json_verdict_and_keeps_it_in_the_history(tmp_path):
+    client, _ = make(tmp_path)
+    with client:
+        resp = client.post("/v1/verify", json={"claim": "The Eiffel Tower is in Berlin.", "method": "rag"})
+        assert resp.status_code == 200, resp.text
+        record = resp.json()
+        assert set(record) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}  # verify --json
+        assert record["label"] == "REFUTED" and record["method"] == "rag"
+        assert [e["passage_id"] for e in record["evidence"]] == ["Eiffel Tower#0"]
+        assert record["trace"]["llm_calls"][0]["role"] == "rag.judge"
+        check_id = resp.headers["X-Veracity-Check"]
+        assert resp.headers["Location"] == f"/v1/checks/{check_id}"
+        assert client.get(f"/v1/checks/{check_id}").json() == record
+        dl = client.get(f"/v1/checks/{check_id}?download=1")
+        assert "attachment" in dl.headers["Content-Disposition"] and dl.json() == record
+        (item,) = client.get("/v1/checks").json()
+        assert item["id"] == check_id and item["label"] == "REFUTED" and item["claim"] == record["claim"]
+        one_line_error(client.get("/v1/checks/" + "0" * 32), 404, "no check")
+        one_line_error(client.get("/v1/checks/not-an-id"), 404, "no check")
+
+
+def test_verify_refuses_bad_requests_in_one_line_before_any_model_call(tmp_path):
+    llm = ScriptedLLM({})
+    client, _ = make(tmp_path, llm=llm, max_claim_chars=100)
+    with client:
+        one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "nosuch"}), 400, "nosuch")
+        one_line_error(client.post("/v1/verify", json={"claim": "x", "labels": "5way"}), 400, "5way")
+        one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag", "params": {"bogus": 1}}),
+                       400, "bogus")
+        one_line_error(client.post("/v1/verify", json={"claim": "   ", "method": "rag"}), 422, "empty claim")
+        one_line_error(client.post("/v1/verify", json={"claim": "y" * 101, "method": "rag"}), 422,
+                       "101 characters", "limit of 100")
+        one_line_error(client.post("/v1/verify", json={"method": "rag"}), 422, "claim")
+        one_line_error(client.post("/v1/verify", content=b"{not json", headers={"Content-Type": "application/json"}),
+                       422, "invalid request")
+        one_line_error(client.get("/v1/verify"), 405)
+        one_line_error(client.get("/v1/nothing-here"), 404)
+    assert llm.calls == []
+
+
+def test_a_failing_model_server_is_a_503_in_one_line_and_counted_as_a_failure(tmp_path):
+    def down(role, messages):
+        raise EndpointError("the model server at http://127.0.0.1:9/v1 does not answer", hint="start it")
+
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=down))
+    with client:
+        body = one_line_error(client.post("/v1/verify", json={"claim": "Paris is big.", "method": "rag"}), 503,
+                              "does not answer")
+        assert body["hint"] == "start it"
+        assert "veracity_claim_failures_total 1" in client.get("/metrics").text
+
+
+def test_a_method_that_needs_an_index_on_a_server_without_one_says_so(tmp_path):
+    client, _ = make(tmp_path, searcher=None)
+    with client:
+        one_line_error(client.post("/v1/verify", json={"claim": "Paris is big.", "method": "rag"}), 400,
+                       "needs an index")
+        ok = client.post("/v1/verify", json={"claim": "Paris is big.", "method": "direct"})
+        assert ok.status_code == 200 and ok.json()["label"] == "SUPPORTED"
+        one_line_error(client.get("/v1/articles/Berlin"), 400, "no index")
+        info = client.get("/v1/methods").json()
+        assert info["default_method"] == "direct"
+        assert {m["name"]: m["available"] for m in info["methods"]}["rag"] is False
+        health = client.get("/healthz")
+        assert health.status_code == 503 and health.json()["index"]["ok"] is False
+
+
+def sse_events(text):
+    out = []
+    for block in text.strip().split("\n\n"):
+        name = re.search(r"^event: (.*)$", block, re.M).group(1)
+        data = json.loads(re.search(r"^data: (.*)$", block, re.M).group(1))
+        out.append((name, data))
+    return out
+
+
+def test_the_stream_sends_each_step_as_it_happens_then_the_verdict(tmp_path):
+    client, _ = make(tmp_path)
+    with client:
+        with client.stream("POST", "/v1/verify/stream",
+                           json={"claim": "The Eiffel Tower is in Berlin.", "method": "rag"}) as resp:
+            assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+            events = sse_events(resp.read().decode())
+        stored = client.get(f"/v1/checks/{events[-1][1]['check_id']}").json()
+    names = [n for n, _ in events]
+    assert names[0] == "start" and names[-1] == "verdict"
+    trace = [d for n, d in events if n == "trace"]
+    kinds = [e["kind"] for e in trace]
+    assert kinds == ["tool", "role.started", "role.finished"]  # rag: search, then the judge
+    tool, started, finished = trace
+    assert tool["tool"] == "search" and tool["hits"][0]["passage_id"].startswith("Eiffel Tower#")
+    assert {"title", "score"} <= set(tool["hits"][0])
+    assert started["role"] == "rag.judge" and started["messages"][-1]["role"] == "user"
+    assert "Eiffel Tower" in started["messages"][-1]["content"]  # the prompt, as sent
+    assert finished["step"] == started["step"] and finished["output"]["label"] == "REFUTED"
+    assert finished["prompt_tokens"] > 0 and finished["completion_tokens"] > 0 and finished["latency_s"] >= 0
+    verdict = events[-1][1]
+    assert verdict["record"]["label"] == "REFUTED"
+    assert stored == verdict["record"]
+    # the stored trace is the one a non-streamed check gets (the hook records nothing extra)
+    assert verdict["record"]["trace"]["summary"]["llm_calls"] == 1
+
+
+def test_a_stream_whose_method_fails_ends_with_an_error_event(tmp_path):
+    def down(role, messages):
+        raise EndpointError("the model server does not answer", hint="start it")
+
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=down))
+    with client:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
+            events = sse_events(resp.read().decode())
+    name, data = events[-1]
+    assert name == "error" and data["status"] == 503 and "does not answer" in data["error"]
+    failed = [d for n, d in events if n == "trace" and d["kind"] == "role.failed"]
+    assert failed and failed[0]["role"] == "rag.judge"
+
+
+def test_checks_beyond_the_cap_are_429_with_retry_after(tmp_path):
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, delay=0.3), max_checks=1)
+    with client:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as first:
+            busy = client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"})
+            body = one_line_error(busy, 429, "limit is 1")
+            assert int(busy.headers["Retry-After"]) > 0 and "retry" in body["hint"]
+            busy2 = client.post("/v1/verify/stream", json={"claim": "Berlin is big.", "method": "rag"})
+            assert busy2.status_code == 429 and busy2.headers["Retry-After"]
+            assert sse_events(first.read().decode())[-1][0] == "verdict"
+        assert client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"}).status_code == 200
+
+
+# -- index --------------------------------------------------------------------------------------------------
+def test_passages_and_articles_come_from_the_index(tmp_path):
+    client, _ = make(tmp_path)
+    with client:
+        assert client.get("/v1/passages/Eiffel Tower#1".replace("#", "%23")).json() == {
+            "passage_id": "Eiffel Tower#1", "title": "Eiffel Tower", "text": "It was completed in 1889."}
+        art = client.get("/v1/articles/Eiffel%20Tower").json()
+        assert art["title"] == "Eiffel Tower" and [p["passage_id"] for p in art["passages"]] == [
+            "Eiffel Tower#0", "Eiffel Tower#1"]
+        one_line_error(client.get("/v1/passages/Nowhere%230"), 404, "no passage")
+        one_line_error(client.get("/v1/articles/Atlantis"), 404, "no article")
+        # a title that looks like a path is only ever a lookup key
+        one_line_error(client.get("/v1/articles/..%2F..%2Fetc%2Fpasswd"), 404, "no article")
+
+
+# -- jobs ---------------------------------------------------------------------------------------------------
+def claims_jsonl(n, bad=False):
+    lines = [json.dumps({"id": f"c{i}", "claim": f"Claim number {i} is about the Eiffel Tower."}) for i in range(n)]
+    if bad:
+        lines.insert(1, "{not json")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def wait_job(client, job_id, states=("done", "stopped", "error"), timeout=20.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        job = client.get(f"/v1/jobs/{job_id}").json()
+        if job["state"] in states:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} still {job['state']} after {timeout} s")
+
+
+def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
+    client, _ = make(tmp_path)
+    with client:
+        resp = client.post("/v1/jobs?method=rag&labels=binary", content=claims_jsonl(3, bad=True),
+                           headers={"Content-Type": "application/x-ndjson"})
+        assert resp.status_code == 201, resp.text
+        job = resp.json()
+        assert re.fullmatch(r"[0-9a-f]{32}", job["id"]) and job["total"] == 3
+        assert job["rejected"] == [{"line": 2, "reason": "not JSON (Expecting property name enclosed in double "
+                                                          "quotes at column 2)"}]
+        assert resp.headers["Location"] == f"/v1/jobs/{job['id']}"
+        done = wait_job(client, job["id"])
+        assert (done["state"], done["done"], done["failed"], done["total"]) == ("done", 3, 0, 3)
+        assert done["claims_per_min"] > 0 and done["labels"] == "binary"
+        res = client.get(f"/v1/jobs/{job['id']}/results")
+        assert res.headers["content-type"].startswith("application/x-ndjson")
+        rows = [json.loads(x) for x in res.text.splitlines()]
+        assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2"] and {r["label"] for r in rows} == {"REFUTED"}
+        assert set(rows[0]) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}
+        (listed,) = client.get("/v1/jobs").json()
+        assert listed["id"] == job["id"] and listed["done"] == 3
+        metrics = client.get("/metrics").text
+        assert 'veracity_claims_total{label="REFUTED"} 3' in metrics
+        # resuming a finished job runs nothing again and duplicates nothing
+        again = client.post(f"/v1/jobs/{job['id']}/resume")
+        assert again.status_code == 200
+        done2 = wait_job(client, job["id"])
+        assert done2["done"] == 3 and len(client.get(f"/v1/jobs/{job['id']}/results").text.splitlines()) == 3
+
+
+def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
+    client, config = make(tmp_path)
+    with client:
+        one_line_error(client.post("/v1/jobs?method=rag", content=b""), 422, "empty")
+        one_line_error(client.post("/v1/jobs?method=rag", content=b"{oops\n[1]\n"), 422, "no claims in the uploaded file")
+        dup = b'{"id": "a", "claim": "x"}\n{"id": "a", "claim": "y"}\n'
+        one_line_error(client.post("/v1/jobs?method=rag", content=dup), 422, "duplicate id")
+        one_line_error(client.post("/v1/jobs?method=nosuch", content=claims_jsonl(1)), 400, "nosuch")
+        one_line_error(client.post("/v1/jobs?method=rag&labels=7way", content=claims_jsonl(1)), 400, "7way")
+        one_line_error(client.post("/v1/jobs?method=rag&params=[1]", content=claims_jsonl(1)), 400, "JSON object")
+        one_line_error(client.get("/v1/jobs/" + "f" * 32), 404, "no job")
+        one_line_error(client.get("/v1/jobs/..%2F..%2Fetc/results"), 404)
+        one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume"), 404, "no job")
+        assert client.get("/v1/jobs").json() == []
+    assert list((config.home / "web" / "jobs").iterdir()) == []  # nothing kept of refused uploads
+
+
+def test_jobs_beyond_the_cap_are_429_and_a_running_job_cannot_be_resumed_twice(tmp_path):
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, delay=0.2), max_jobs=1, job_concurrency=1)
+    with client:
+        first = client.post("/v1/jobs?method=rag", content=claims_jsonl(3)).json()
+        busy = client.post("/v1/jobs?method=rag", content=claims_jsonl(2))
+        one_line_error(busy, 429, "jobs are queued or running")
+        assert int(busy.headers["Retry-After"]) > 0
+        one_line_error(client.post(f"/v1/jobs/{first['id']}/resume"), 409, "already")
+        assert wait_job(client, first["id"])["state"] == "done"
+
+
+def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tmp_path):
+    state = {"calls": 0, "down": True}
+
+    def flaky(role, messages):
+        state["calls"] += 1
+        if state["down"] and state["calls"] > 2:
+            raise EndpointError("the model server does not answer", hint="start it")
+
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
+    with client:
+        job = client.post("/v1/jobs?method=rag", content=claims_jsonl(5)).json()
+        stopped = wait_job(client, job["id"])
+        assert stopped["state"] == "stopped" and "does not answer" in stopped["error"] and stopped["done"] == 2
+        state["down"] = False
+        assert client.post(f"/v1/jobs/{job['id']}/resume").status_code == 200
+        done = wait_job(client, job["id"])
+        assert done["state"] == "done" and done["done"] == 5
+        ids = [json.loads(x)["id"] for x in client.get(f"/v1/jobs/{job['id']}/results").text.splitlines()]
+        assert sorted(ids) == [f"c{i}" for i in range(5)]  # each claim exactly once
+
+
+def test_jobs_persist_and_resume_after_the_app_restarts(tmp_path):
+    slow = ScriptedLLM({"rag.judge": rag_reply}, delay=0.15)
+    client, config = make(tmp_path, llm=slow, job_concurrency=1)
+    with client:
+        job = client.post("/v1/jobs?method=rag", content=claims_jsonl(8)).json()
+        end = time.time() + 10
+        while client.get(f"/v1/jobs/{job['id']}").json()["done"] < 2 and time.time() < end:
+            time.sleep(0.02)
+    # the app stopped mid-job: what was written is kept, the job is still "running"
+    results = config.home / "web" / "jobs" / job["id"] / "results.jsonl"
+    written = [json.loads(x)["id"] for x in results.read_text().splitlines()]
+    assert 2 <= len(written) < 8
+    client2, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}), job_concurrency=2)
+    with client2:
+        done = wait_job(client2, job["id"])
+        assert done["state"] == "done" and done["done"] == 8
+        ids = [json.loads(x)["id"] for x in client2.get(f"/v1/jobs/{job['id']}/results").text.splitlines()]
+    assert sorted(ids) == sorted(f"c{i}" for i in range(8)) and ids[:len(written)] == written
+
+
+# -- health, metrics, docs, page --------------------------------------------------------------------------
+def test_health_metrics_openapi_docs_and_page(tmp_path):
+    client, _ = make(tmp_path)
+    with client:
+        h = client.get("/healthz")
+        assert h.status_code == 200 and h.json()["ok"] is True
+        assert h.json()["model_server"]["models"] == ["scripted-llm"] and h.json()["index"]["ok"] is True
+        client.post("/v1/verify", json={"claim": "The Eiffel Tower is in Berlin.", "method": "rag"})
+        text = client.get("/metrics").text
+        assert 'veracity_http_requests_total{method="POST",route="/v1/verify",status="200"} 1' in text
+        assert 'veracity_claims_total{label="REFUTED"} 1' in text
+        assert "veracity_claim_duration_seconds_count 1" in text
+        assert re.search(r'veracity_http_request_duration_seconds_bucket\{method="POST",route="/v1/verify",'
+                         r'le="\+Inf"\} 1', text)
+        client.get("/v1/articles/anything-a-user-types")
+        assert "anything-a-user-types" not in client.get("/metrics").text  # route templates only
+        spec = client.get("/v1/openapi.json").json()
+        for path in ("/v1/verify", "/v1/verify/stream", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/results",
+                     "/v1/passages/{passage_id}", "/v1/articles/{title}", "/v1/checks", "/healthz", "/metrics"):
+            assert path in spec["paths"], path
+        docs = client.get("/v1/docs")
+        assert docs.status_code == 200 and "/static/docs.js" in docs.text
+        page = client.get("/")
+        assert page.status_code == 200 and 'id="claim"' in page.text
+        for asset in ("/static/app.js", "/static/app.css", "/static/docs.js"):
+            assert client.get(asset).status_code == 200, asset
+        one_line_error(client.get("/static/../app.py"), 404)
+
+
+def test_no_external_url_in_the_shipped_page():
+    from veracity.web.app import STATIC
+
+    for path in STATIC.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(src|href)\s*=\s*[\"'](https?:)?//", text), path.name
+        assert "http://" not in text and "https://" not in text, path.name
+
+
+# -- security -----------------------------------------------------------------------------------------------
+def test_a_token_guards_every_route_but_healthz(tmp_path):
+    client, _ = make(tmp_path, token="s3cret")
+    with client:
+        assert client.get("/healthz").status_code == 200
+        for method, path in (("GET", "/"), ("GET", "/v1/openapi.json"), ("GET", "/v1/docs"), ("GET", "/metrics"),
+                             ("GET", "/static/app.js"), ("GET", "/v1/checks"), ("GET", "/v1/jobs"),
+                             ("GET", "/v1/articles/Berlin"), ("GET", "/v1/passages/Berlin%230"),
+                             ("GET", "/v1/methods"), ("POST", "/v1/verify"), ("POST", "/v1/verify/stream"),
+                             ("POST", "/v1/jobs")):
+            resp = client.request(method, path, json={"claim": "x"})
+            body = one_line_error(resp, 401, "bearer token")
+            assert resp.headers["WWW-Authenticate"].startswith("Bearer") and "--token" in body["hint"]
+        wrong = client.get("/v1/checks", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        good = {"Authorization": "Bearer s3cret"}
+        assert client.get("/v1/checks", headers=good).status_code == 200
+        assert client.post("/v1/verify", headers=good, json={"claim": "Paris is big.", "method": "rag"}).status_code == 200
+        # the page: a sign-in form (no content) for a browser, then the cookie it sets is accepted
+        signin = client.get("/", headers={"Accept": "text/html"})
+        assert signin.status_code == 401 and "veracity_token" in signin.text and 'id="claim"' not in signin.text
+        client.cookies.set("veracity_token", "s3cret")
+        assert 'id="claim"' in client.get("/").text
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from veracity.cli import _register, cli
+
+    _register()
+    monkeypatch.setenv("VERACITY_HOME", str(tmp_path))
+    monkeypatch.delenv("VERACITY_WEB_TOKEN", raising=False)
+    for host in ("0.0.0.0", "192.168.1.10", "::"):
+        res = CliRunner().invoke(cli, ["web", "--host", host])
+        assert res.exit_code == 2 and "needs a token" in res.output and "Traceback" not in res.output
+    from veracity.web.app import _loopback
+
+    assert _loopback("127.0.0.1") and _loopback("::1") and _loopback("localhost") and not _loopback("0.0.0.0")
+    res = CliRunner().invoke(cli, ["web", "--max-checks", "0"])
+    assert res.exit_code == 2 and "--max-checks must be at least 1" in res.output
+
+
+def test_bodies_over_the_limit_are_413_before_they_are_read(tmp_path):
+    llm = ScriptedLLM({})
+    client, _ = make(tmp_path, llm=llm, max_body_bytes=1000)
+    with client:
+        big = json.dumps({"claim": "x" * 2000, "method": "rag"})
+        body = one_line_error(client.post("/v1/verify", content=big, headers={"Content-Type": "application/json"}),
+                              413, "over the limit of 1,000")
+        assert "smaller" in body["hint"]
+
+        def chunks():  # no Content-Length: counted as it arrives
+            for _ in range(5):
+                yield b"x" * 400
+
+        one_line_error(client.post("/v1/jobs?method=rag", content=chunks()), 413, "over the limit")
+        assert client.get("/v1/jobs").json() == []
+    assert llm.calls == []
+
+
+def test_cors_is_off_by_default_and_on_only_for_named_origins(tmp_path):
+    client, _ = make(tmp_path)
+    pre = {"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"}
+    with client:
+        assert "access-control-allow-origin" not in client.options("/v1/verify", headers=pre).headers
+        assert "access-control-allow-origin" not in client.get("/v1/checks", headers={"Origin": "http://evil.example"}).headers
+    client2, _ = make(tmp_path, cors_origins=("http://tools.local",))
+    with client2:
+        ok = client2.options("/v1/verify", headers={**pre, "Origin": "http://tools.local"})
+        assert ok.headers["access-control-allow-origin"] == "http://tools.local"
+        assert "access-control-allow-origin" not in client2.options("/v1/verify", headers=pre).headers
+
+
+@pytest.mark.parametrize("job_id", ["../x", "ABC", "0" * 31, "0" * 33, "g" * 32])
+def test_job_ids_are_checked_before_any_path_is_built(tmp_path, job_id):
+    from veracity.web.jobs import Store
+
+    store = Store(tmp_path / "web")
+    with pytest.raises(ValueError):
+        store.job_dir(job_id)
+    assert store.job(job_id) is None
+
+
+def test_a_stream_abandoned_by_its_client_stops_its_method_and_frees_its_slot(tmp_path):
+    llm = ScriptedLLM({"rag.judge": rag_reply}, delay=0.5)
+    client, config = make(tmp_path, llm=llm, max_checks=1)
+    with client:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
+            first = next(resp.iter_lines())
+            assert first == "event: start"
+        # the client left mid-check: the slot comes back (the method was cancelled), nothing is kept
+        end = time.time() + 5
+        while time.time() < end:
+            ok = client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"})
+            if ok.status_code == 200:
+                break
+            assert ok.status_code == 429
+            time.sleep(0.1)
+        assert ok.status_code == 200
+        assert [c["claim"] for c in client.get("/v1/checks").json()] == ["Berlin is big."]
+        assert "veracity_checks_in_flight 0" in client.get("/metrics").text

@@ -1,0 +1,109 @@
+"""`veracity web`: the page and the HTTP API (one ASGI app, uvicorn), on the managed model server."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import click
+
+from veracity.cli._common import err_console
+from veracity.errors import ConfigError
+
+
+@click.command("web")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Any address other than loopback needs --token.")
+@click.option("--port", type=int, default=8080, show_default=True, help="Port to bind.")
+@click.option("--index", "index", type=click.Path(path_type=Path), default=None,
+              help="Index directory (default: $VERACITY_INDEX or ~/.veracity/indexes/demo).")
+@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the "
+              "managed local server, started if needed).")
+@click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
+@click.option("--token", default=None, envvar="VERACITY_WEB_TOKEN",
+              help="Bearer token required on every route but /healthz ($VERACITY_WEB_TOKEN). Required when "
+              "binding a non-loopback address.")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
+              help="Allow cross-origin requests from ORIGIN (repeatable; CORS is off by default).")
+@click.option("--max-checks", type=int, default=4, show_default=True,
+              help="Single checks in flight at once; more are answered 429 with Retry-After.")
+@click.option("--max-jobs", type=int, default=8, show_default=True,
+              help="Batch jobs queued or running at once; more are answered 429 with Retry-After.")
+@click.option("--max-body-mb", type=float, default=8.0, show_default=True, help="Largest request body (MiB).")
+@click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
+@click.option("--concurrency", type=int, default=None,
+              help="Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16).")
+def web(host, port, index, endpoint, model, token, cors_origins, max_checks, max_jobs, max_body_mb,
+        max_claim_chars, concurrency) -> None:
+    """Serve the page at / and the API under /v1/ (docs at /v1/docs).
+
+    \b
+    Examples:
+      veracity web                                  # http://127.0.0.1:8080/
+      veracity web --index ~/.veracity/indexes/demo --port 9000
+      veracity web --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+    """
+    from veracity.config import load_settings
+    from veracity.pipeline.api import check_concurrency, open_index
+    from veracity.pipeline.types import MAX_CLAIM_CHARS
+    from veracity.web.app import WebConfig, _loopback, asgi
+
+    if not _loopback(host) and not token:
+        raise ConfigError(f"binding {host} exposes the app beyond this machine and needs a token",
+                          hint="pass --token SECRET (clients send `Authorization: Bearer SECRET`), or bind 127.0.0.1")
+    for name, value in (("--max-checks", max_checks), ("--max-jobs", max_jobs), ("--port", port)):
+        if value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}", hint=f"e.g. {name} 4")
+    if max_body_mb <= 0:
+        raise ConfigError(f"--max-body-mb must be positive, got {max_body_mb}", hint="e.g. --max-body-mb 8")
+    claim_cap = max_claim_chars if max_claim_chars is not None else MAX_CLAIM_CHARS
+    if not 1 <= claim_cap <= MAX_CLAIM_CHARS:
+        raise ConfigError(f"--max-claim-chars must be between 1 and {MAX_CLAIM_CHARS:,}, got {claim_cap}",
+                          hint="e.g. --max-claim-chars 2000")
+    settings = load_settings(endpoint=endpoint, model=model)
+    jobs_n = concurrency if concurrency is not None else settings.concurrency
+    check_concurrency(jobs_n, settings.llm_concurrency)
+    _check_port(host, port)
+    searcher = None
+    if index is not None or settings.index_dir is not None or (settings.indexes_dir / "demo").exists():
+        searcher = open_index(index, settings)  # a bad --index: one line, before the model server
+    else:
+        err_console.print("[yellow]warning:[/] no index (pass --index DIR): only methods without one (direct) "
+                          "can run", highlight=False)
+    from veracity.serving.server import ensure_endpoint
+
+    url, served = ensure_endpoint(settings, model)  # the managed server, started if needed, like verify
+    config = WebConfig(home=settings.home, searcher=searcher, endpoint=url, model=served, token=token,
+                       cors_origins=tuple(cors_origins), max_body_bytes=int(max_body_mb * 1024 * 1024),
+                       max_claim_chars=claim_cap, max_checks=max_checks, max_jobs=max_jobs,
+                       job_concurrency=jobs_n, llm_concurrency=settings.llm_concurrency, settings=settings,
+                       index_dir=str(getattr(searcher, "index_dir", "")) or None)
+    app = asgi(config)
+    shown = f"[{host}]" if ":" in host else host
+    err_console.print(f"veracity web on http://{shown}:{port}/ (API docs /v1/docs; model {url}; "
+                      f"index {config.index_dir or 'none'})", highlight=False)
+    if token:
+        err_console.print("bearer auth is on: every route but /healthz needs `Authorization: Bearer TOKEN` "
+                          "(the page asks for the token once)", highlight=False)
+    import uvicorn
+
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        if searcher is not None:
+            searcher.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    """The address can be bound, else one line before the index or the model server is touched."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"cannot bind {host}:{port} ({exc.strerror or exc})",
+                              hint="pick another --port, or stop what is using it") from None
+
+
+COMMANDS = [web]
