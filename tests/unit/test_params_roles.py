@@ -160,8 +160,9 @@ def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_sa
     async def run(listener):
         llm = ScriptedLLM({"toy.ask": lambda m: Out(answer=m[-1]["content"].upper()), "toy.ask_soft": [{"wrong": 1}]},
                           delay=lambda call: 0.02 if call.prompt == "one" else 0.0)
-        ctx = MethodContext(llm=llm, tools=None, trace=Trace(listener=listener),
+        ctx = MethodContext(llm=llm, tools=None, trace=Trace(listener=listener), seed=5, claim_id="c",
                             params=build_params("toy", ToyParams, {}, ["ask", "ask_soft"]))
+        seeds.append(llm)
         with usage_scope() as sink:
             ctx.trace.llm_calls = sink
             answers = await asyncio.gather(ASK(ctx, question="one"), ASK(ctx, question="two"))
@@ -169,8 +170,11 @@ def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_sa
         return [a.answer for a in answers], soft, ctx.trace
 
     heard: list[dict] = []
+    seeds: list = []
     answers, soft, trace = asyncio.run(run(heard.append))
     plain_answers, plain_soft, plain = asyncio.run(run(None))
+    live, quiet = ({(c.role, c.prompt, c.seed) for c in llm.calls} for llm in seeds)
+    assert live == quiet and all(seed is not None for _, _, seed in live)  # the listener keeps the request seeds
     assert answers == plain_answers == ["ONE", "TWO"] and soft is plain_soft is None
     assert sorted(c.role for c in trace.llm_calls) == sorted(c.role for c in plain.llm_calls)
     assert len(trace.llm_calls) == len(plain.llm_calls) == 3 and trace.events == plain.events
