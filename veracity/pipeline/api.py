@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
-from veracity.config import Settings
+from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import get_method
@@ -120,6 +120,8 @@ class Verifier:
         # an index is read only in the open setting (a per-claim retriever replaces it)
         wants_index = self.retriever_for is None and (self.spec.needs_index or index is not None)
         self.searcher = open_index(index, self.settings) if wants_index else None
+        if endpoint is not None:  # one URL or a comma-separated list: malformed or empty fails here
+            split_endpoints(endpoint)
         self.endpoint = endpoint
         self.model = model
         self.cache = cache
