@@ -259,9 +259,9 @@ class LLMClient:
         for got in found:  # anything but "did not answer" is a bug, not a dead endpoint
             if isinstance(got, BaseException) and not isinstance(got, EndpointError):
                 raise got
-        answering = [(m, got) for m, got in zip(members, found) if isinstance(got, list)]
+        answering = [(m, got) for m, got in zip(members, found, strict=True) if isinstance(got, list)]
         if not answering:
-            why = "; ".join(f"{m.url}: {_why(got)}" for m, got in zip(members, found))
+            why = "; ".join(f"{m.url}: {_why(got)}" for m, got in zip(members, found, strict=True))
             raise EndpointError(
                 f"none of the {len(members)} model endpoints answers ({why})",
                 hint="start them (`veracity serve --replicas N --detach` starts a managed set), or fix --endpoint",
@@ -285,7 +285,7 @@ class LLMClient:
                     hint=f"list only endpoints that serve {self.model} in --endpoint, or pass the --model they "
                          "all serve",
                 )
-        for m, got in zip(members, found):
+        for m, got in zip(members, found, strict=True):
             if isinstance(got, list):
                 m.models = got
             else:
