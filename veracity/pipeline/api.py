@@ -11,7 +11,8 @@ Example::
 
 The sync methods wrap the async ones (``averify`` / ``averify_many``) with ``asyncio.run``; inside a
 running event loop use the async ones. With ``endpoint=None`` the configured endpoint
-(``VERACITY_ENDPOINT``) or the managed local server is used (started if needed).
+(``VERACITY_ENDPOINT``) or the managed local server(s) are used (started if needed). ``endpoint`` may be a
+comma-separated list of endpoints serving the same model (:mod:`veracity.serving.pool`).
 
 Two limits: ``concurrency`` is the number of claims in flight in a batch (``VERACITY_CONCURRENCY``,
 default 16); ``llm_concurrency`` the number of LLM requests in flight, for one claim or many
