@@ -76,3 +76,16 @@ def test_the_script_measures_one_then_two_endpoints(two_endpoints, tmp_path: Pat
     assert printed.startswith("python benchmarks/endpoint_scaling.py --endpoints")
     assert "| 2 | 12/12 | 0 |" in printed and "model on paper" in printed
     assert json.loads(out.read_text())["speedup"] == report["speedup"]
+
+
+def test_doctor_checks_every_endpoint_of_a_list(two_endpoints):
+    from veracity.config import Settings
+    from veracity.doctor import check_endpoint
+
+    both = check_endpoint(Settings(endpoint=",".join(two_endpoints)))
+    assert both.ok and both.detail == "2 of 2 endpoints serve m"
+    dead = "http://127.0.0.1:9/v1"
+    one_down = check_endpoint(Settings(endpoint=f"{two_endpoints[0]},{dead}"))
+    assert not one_down.ok and one_down.detail == f"1 of 2 endpoints serve m; {dead} not answering"
+    none = check_endpoint(Settings(endpoint=f"{dead},http://127.0.0.1:7/v1"))
+    assert not none.ok and "do not answer" in none.detail
