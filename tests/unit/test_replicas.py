@@ -38,7 +38,8 @@ class H(BaseHTTPRequestHandler):
         self.end_headers(); self.wfile.write(body)
     def do_GET(self): self._send({"data": [{"id": model}]})
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0)); print("POST", self.path, flush=True)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        sys.stdout.write("POST " + self.path + "\n"); sys.stdout.flush()  # one write: threads do not interleave
         content = json.dumps({"explanation": "Stand-in.", "label": "SUPPORTED"})
         self._send({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
