@@ -226,14 +226,16 @@ async def test_all_endpoints_dead_mid_run_is_one_error_naming_each():
 
 
 async def test_an_endpoint_that_comes_back_within_the_retry_budget_is_found_again():
-    cl = Cluster()
-    async with client(cl, max_retries=3, backoff_s=0.01) as llm:
-        cl.dead.update({"a", "b"})
-        task = asyncio.create_task(llm.generate(msg(), Out, role="t"))
-        await asyncio.sleep(0.01)
-        cl.dead.discard("a")
-        assert (await task).label == "SUPPORTED"
-        assert llm.pool.members[0].alive
+    for back in ("a", "b"):  # whichever comes back: the dead endpoints are tried in turn
+        cl = Cluster()
+        async with client(cl, max_retries=4, backoff_s=0.01) as llm:
+            cl.dead.update({"a", "b"})
+            task = asyncio.create_task(llm.generate(msg(), Out, role="t"))
+            await asyncio.sleep(0.02)
+            cl.dead.discard(back)
+            assert (await task).label == "SUPPORTED"
+            assert cl.completions[back] == 1
+            assert [m.alive for m in llm.pool.members] == [back == "a", back == "b"]
 
 
 # -- bad input at start ------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ list. The pool decides which endpoint each request goes to:
   ``health_interval_s``) re-admits a down endpoint once it serves the model again; an endpoint that comes
   back serving another model stays out.
 
-When every endpoint is down, requests still go out (to the endpoint down longest first) under the client's
-retry budget, so a server that recovers within it is found again; after that the client raises one
+When every endpoint is down, requests still go out (to the endpoint tried least recently) under the client's
+retry budget, each in turn, so a server that recovers within it is found again; after that the client raises one
 ``EndpointError`` naming every endpoint, and the runner stops with the results written so far kept.
 """
 
@@ -72,6 +72,7 @@ class Member:
     completed: int = 0  # replies received (any status)
     failed: int = 0  # requests that failed in transport
     down_since: float | None = None
+    last_tried: float = 0.0  # when a request last went to it (monotonic clock)
     reason: str | None = None  # why it is down
     models: list[str] = field(default_factory=list)
 
@@ -122,8 +123,8 @@ class EndpointPool:
                 return pinned
         if live:
             member = min(live, key=lambda m: (m.outstanding, m.assigned, self.members.index(m)))
-        else:  # all down: try the one down longest (a server that came back is found by its answer)
-            member = min(self.members, key=lambda m: (m.down_since or 0.0, m.outstanding))
+        else:  # all down: try each in turn (a server that came back is found by its answer)
+            member = min(self.members, key=lambda m: (m.last_tried, self.members.index(m)))
         if key is not None and member.alive:
             self._affinity[key] = member
             self._affinity.move_to_end(key)
@@ -136,6 +137,7 @@ class EndpointPool:
         """Count one request in flight on ``member`` for the duration of the block."""
         member.outstanding += 1
         member.assigned += 1
+        member.last_tried = time.monotonic()
         try:
             yield
         finally:
