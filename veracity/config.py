@@ -29,9 +29,8 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"${name} must be an integer, got {value!r}", hint=f"e.g. {name}={default}") from None
 
 
-def check_endpoint(endpoint: str) -> str:
-    """``endpoint`` as given when it is an http(s) URL with a host (``host:port`` alone means http), else a
-    one-line ConfigError: a malformed URL fails before anything is contacted, not deep in the HTTP client."""
+def _check_one_endpoint(endpoint: str, given: str) -> None:
+    """A one-line ConfigError when ``endpoint`` (one entry of ``given``) is not an http(s) URL with a host."""
     text = endpoint.strip()
     url = text if "://" in text else "http://" + text
     try:
@@ -47,9 +46,54 @@ def check_endpoint(endpoint: str) -> str:
         elif port == 0:
             problem = "port 0"
         else:
-            return endpoint
-    raise ConfigError(f"model endpoint {endpoint!r} (--endpoint or $VERACITY_ENDPOINT) is not a valid URL: {problem}",
-                      hint="e.g. --endpoint http://127.0.0.1:8000/v1 (an OpenAI-compatible server)")
+            return
+    where = "" if endpoint == given else f" (in {given!r})"
+    raise ConfigError(f"model endpoint {endpoint!r}{where} (--endpoint or $VERACITY_ENDPOINT) is not a valid URL: "
+                      f"{problem}", hint="e.g. --endpoint http://127.0.0.1:8000/v1 (an OpenAI-compatible server), "
+                      "or a comma-separated list of such URLs serving the same model")
+
+
+def endpoint_url(endpoint: str) -> str:
+    """One endpoint as a base URL ending in ``/v1`` (``host:port`` alone means http); not validated."""
+    url = endpoint.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def split_endpoints(endpoint: str) -> list[str]:
+    """The endpoints of ``--endpoint`` / ``$VERACITY_ENDPOINT``: one URL or a comma-separated list of
+    OpenAI-compatible endpoints serving the same model, each as a ``.../v1`` base URL, in the order given.
+    An empty list, an empty entry, a malformed URL or one listed twice: a one-line ConfigError, before
+    anything is contacted."""
+    text = endpoint if isinstance(endpoint, str) else str(endpoint)
+    parts = [p.strip() for p in text.split(",")]
+    if not any(parts):
+        raise ConfigError(f"the model endpoint list (--endpoint or $VERACITY_ENDPOINT) is empty: {endpoint!r}",
+                          hint="give one URL, e.g. --endpoint http://127.0.0.1:8000/v1, or several separated "
+                               "by commas; leave it out to use the managed server")
+    if "" in parts:
+        raise ConfigError(f"the model endpoint list {endpoint!r} (--endpoint or $VERACITY_ENDPOINT) has an empty "
+                          "entry", hint="separate URLs with single commas, e.g. "
+                                        "--endpoint http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
+    urls: list[str] = []
+    for part in parts:
+        _check_one_endpoint(part, text)
+        url = endpoint_url(part)
+        if url in urls:
+            raise ConfigError(f"model endpoint {url} is listed twice in {endpoint!r}",
+                              hint="list each server once (least-outstanding balancing already sends it "
+                                   "as much as it takes)")
+        urls.append(url)
+    return urls
+
+
+def check_endpoint(endpoint: str) -> str:
+    """``endpoint`` as given when it is an http(s) URL with a host (``host:port`` alone means http) or a
+    comma-separated list of such URLs, else a one-line ConfigError: a malformed URL fails before anything is
+    contacted, not deep in the HTTP client."""
+    split_endpoints(endpoint)
+    return endpoint
 
 
 def default_home() -> Path:

@@ -125,11 +125,25 @@ def check_endpoint(settings: Settings) -> Check:
     from veracity.serving.server import health, server_status
 
     if settings.endpoint:
-        models = health(settings.endpoint)
-        if models is None:
-            return Check("endpoint", False, f"{settings.endpoint} does not answer",
+        from veracity.config import split_endpoints
+
+        urls = split_endpoints(settings.endpoint)  # one URL or a comma-separated list
+        found = {url: health(url) for url in urls}
+        dead = [url for url, models in found.items() if models is None]
+        if len(dead) == len(urls):
+            return Check("endpoint", False, f"{', '.join(urls)} {'does' if len(urls) == 1 else 'do'} not answer",
                          "check VERACITY_ENDPOINT / --endpoint, or start one with `veracity serve --detach`")
-        return Check("endpoint", True, f"{settings.endpoint} serves {', '.join(models)}")
+        served = {name for models in found.values() if models for name in models}
+        live = [url for url in urls if url not in dead]
+        if len(urls) == 1:
+            return Check("endpoint", True, f"{urls[0]} serves {', '.join(found[urls[0]] or [])}")
+        common = set.intersection(*(set(found[url] or []) for url in live))
+        if not common:
+            return Check("endpoint", False, f"the {len(live)} live endpoints serve different models "
+                         f"({', '.join(sorted(served))})", "list only endpoints that serve the same model")
+        detail = f"{len(live)} of {len(urls)} endpoints serve {', '.join(sorted(common))}"
+        return Check("endpoint", not dead, detail + (f"; {', '.join(dead)} not answering" if dead else ""),
+                     "start the endpoints that do not answer" if dead else "")
     state, status = server_status(settings)
     if state is None:
         return Check("endpoint", True, "none running (commands start the managed default when needed)",

@@ -256,6 +256,21 @@ ENDPOINTS = [
         match="cannot reach the model endpoint"),
     row("throughput-endpoint-unreachable", *TP, "--method", "direct", "--out", "{tmp}/runs/t",
         match="endpoint .* does not answer"),
+    # several endpoints (issue 17): a bad list fails before anything is contacted; endpoints that disagree or
+    # are all dead fail at the first probe, before a result or a manifest is written
+    row("endpoint-list-empty", "verify", "x y z", "--method", "direct", "--endpoint", " , ", match="list .* is empty"),
+    row("endpoint-list-empty-env", "verify", "x y z", "--method", "direct", env={"VERACITY_ENDPOINT": ","},
+        match="list .* is empty"),
+    row("endpoint-list-empty-entry", *BATCH[:-1], "{fake},,{dead}", *OUT, match="has an empty entry"),
+    row("endpoint-list-twice", *BATCH[:-1], "{fake},{fake}", *OUT, match="listed twice"),
+    row("endpoint-list-malformed-entry", *BATCH[:-1], "{fake},ftp://127.0.0.1:9", *OUT, match="is not a valid URL"),
+    row("endpoints-all-dead", *BATCH[:-1], "{dead},http://127.0.0.1:7/v1", *OUT,
+        match="none of the 2 model endpoints answers"),
+    row("endpoints-different-models", *BATCH[:-1], "{fake},{other}", *OUT, early=False,
+        match="serve different models .*serves fake-model; .*serves other-model"),
+    row("endpoints-different-models-named", *BATCH[:-1], "{fake},{other}", *OUT, "--model", "fake-model", early=False,
+        match="serves another model than fake-model"),
+    row("bench-llm-endpoint-list", "bench", "llm", "--endpoint", "{fake},{other}", match="measures one model endpoint"),
 ]
 
 MODELS = [
@@ -286,6 +301,8 @@ MODELS = [
     row("serve-kv-cache-fraction", "serve", "--kv-cache-gib", "1.5", match="whole number of GiB"),
     row("serve-max-num-seqs-0", "serve", "--max-num-seqs", "0", match="max-num-seqs"),
     row("serve-timeout-0", "serve", "--timeout", "0", match="timeout"),
+    row("serve-replicas-0", "serve", "--replicas", "0", match="--replicas must be at least 1"),
+    row("serve-replicas-past-last-port", "serve", "--replicas", "3", "--port", "65534", match="past 65535"),
 ]
 
 DATASETS = [
@@ -413,6 +430,26 @@ class _FakeEndpoint(BaseHTTPRequestHandler):
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
 
 
+class _OtherEndpoint(_FakeEndpoint):
+    """The stand-in serving another model (``other-model``): a second endpoint that disagrees."""
+
+    requests: list[str] = []
+
+    def do_GET(self) -> None:
+        type(self).requests.append(f"GET {self.path}")
+        self._send({"object": "list", "data": [{"id": "other-model", "object": "model"}]})
+
+
+@pytest.fixture(scope="module")
+def other_endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OtherEndpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.fixture(scope="module")
 def fake_endpoint():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeEndpoint)
@@ -499,8 +536,9 @@ def spawned(monkeypatch):
     return seen
 
 
-def fill(args: list[str], tmp: Path, fake: str) -> list[str]:
-    return [a.replace("{tmp}", str(tmp)).replace("{fake}", fake).replace("{dead}", DEAD) for a in args]
+def fill(args: list[str], tmp: Path, fake: str, other: str = "") -> list[str]:
+    return [a.replace("{tmp}", str(tmp)).replace("{fake}", fake).replace("{other}", other).replace("{dead}", DEAD)
+            for a in args]
 
 
 def base_env(tmp: Path) -> dict[str, str | None]:
@@ -533,14 +571,15 @@ def invoke(case: Case, args: list[str], env: dict[str, str | None], cwd: Path) -
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("case", ROWS)
-def test_bad_input(case: Case, tmp_path, fake_endpoint, spawned, monkeypatch):
+def test_bad_input(case: Case, tmp_path, fake_endpoint, other_endpoint, spawned, monkeypatch):
     make_world(tmp_path)
     monkeypatch.chdir(tmp_path / "cwd")  # default output folders (bench-results/) land here
     env = base_env(tmp_path)
-    env.update({k: fill([v], tmp_path, fake_endpoint)[0] for k, v in case.env.items()})
-    args = fill(case.args, tmp_path, fake_endpoint)
+    env.update({k: fill([v], tmp_path, fake_endpoint, other_endpoint)[0] for k, v in case.env.items()})
+    args = fill(case.args, tmp_path, fake_endpoint, other_endpoint)
     before = snapshot(tmp_path)
     _FakeEndpoint.requests.clear()
+    _OtherEndpoint.requests.clear()
     t0 = time.monotonic()
     code, out, err = invoke(case, args, env, tmp_path / "cwd")
     elapsed = time.monotonic() - t0
@@ -564,7 +603,10 @@ def test_bad_input(case: Case, tmp_path, fake_endpoint, spawned, monkeypatch):
     assert re.search(case.match, lines[errors[0]]), f"error line does not match {case.match!r}\n{shown}"
     assert not changed, f"a bad input wrote {changed}\n{shown}"
     if case.early:
-        assert not _FakeEndpoint.requests, f"contacted the endpoint first: {_FakeEndpoint.requests}\n{shown}"
+        assert not _FakeEndpoint.requests + _OtherEndpoint.requests, \
+            f"contacted the endpoint first: {_FakeEndpoint.requests + _OtherEndpoint.requests}\n{shown}"
+    else:  # it got as far as the endpoint, and still wrote nothing there: no completion was asked for
+        assert not [r for r in _FakeEndpoint.requests + _OtherEndpoint.requests if r.startswith("POST")], shown
 
 
 def test_the_matrix_covers_every_kind_of_input():

@@ -168,6 +168,7 @@ async def run_client(endpoint: str, model: str, concurrency: int, n: int, max_to
 async def bench_llm(endpoint: str, model: str | None, concurrencies: list[int], *, requests_per_level: int | None = None,
                     max_tokens: int = 192, progress: Callable[[str], None] | None = None) -> dict:
     """Run both modes at each concurrency; returns a JSON-ready report."""
+    normalize_endpoint(endpoint)  # one endpoint: the raw mode talks to it directly (a list: ConfigError)
     probe = LLMClient(endpoint, model)
     await probe.start()
     model = probe.model

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from veracity.bench.metrics import efficiency_summary
 from veracity.bench.prom import Metrics, metrics_url, parse_prometheus, server_figures
-from veracity.config import Settings
+from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, EndpointError
 
 DEFAULT_LEVELS = (1, 4, 16, 64)
@@ -372,7 +372,13 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     else:
         url, model = None, getattr(llm, "model", type(llm).__name__)
     if probe == "auto":
-        probe = MetricsProbe(metrics_url(url)) if url else None
+        # server-side figures are one server's: with several endpoints (a pool) they would describe a part
+        # of the load only, so none are read (measure one replica with --endpoint for them)
+        several = bool(url) and len(split_endpoints(url)) > 1
+        if several:
+            warn_("several endpoints: vLLM's /metrics figures are per server, so none are read here "
+                   "(pass one endpoint to measure a replica's server-side figures)")
+        probe = MetricsProbe(metrics_url(url)) if url and not several else None
     gpu_now = gpu_memory()
 
     out_dir.mkdir(parents=True, exist_ok=True)

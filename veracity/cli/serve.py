@@ -18,10 +18,10 @@ from veracity.serving.server import (
     default_model_for_hardware,
     orphans,
     pid_alive,
-    read_state,
-    server_status,
-    start_server,
-    stop_server,
+    check_replica_ports,
+    replica_statuses,
+    start_replicas,
+    stop_replicas,
 )
 from veracity.serving.structured import STRUCTURED_BACKENDS
 
@@ -47,62 +47,39 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 @click.option("--kv-cache-gib", type=float, default=4.0, show_default=True, help="KV-cache space on CPU "
               "(VLLM_CPU_KVCACHE_SPACE).")
 @click.option("--max-num-seqs", type=int, default=None, help="Most sequences the engine runs at once.")
+@click.option("--replicas", type=int, default=1, show_default=True, help="Servers to start, on ports PORT .. "
+              "PORT+N-1 (GPU: one per device group of --tensor-parallel-size GPUs; CPU: the cores split between "
+              "them); every command then uses all of them.")
 @click.option("--detach", is_flag=True, help="Keep the server running in the background (state file + log).")
 @click.option("--status", "show_status", is_flag=True, help="Show the managed server and exit.")
 @click.option("--stop", "do_stop", is_flag=True, help="Stop the managed server and exit.")
 @click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for start-up.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utilization, tensor_parallel_size,
-          pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs, detach,
-          show_status, do_stop, timeout, as_json) -> None:
+          pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs, replicas,
+          detach, show_status, do_stop, timeout, as_json) -> None:
     """Start vLLM's OpenAI-compatible server on a prepared model and print its endpoint.
 
     Uses package vllm on a GPU and vllm-cpu on a CPU. With --detach the server keeps running; every
-    veracity command then reuses it until `veracity serve --stop`.
+    veracity command then reuses it until `veracity serve --stop`. --replicas N starts N servers of the
+    model (ports PORT .. PORT+N-1); commands spread their requests over all of them, --status and --stop
+    cover the set. On GPU, vLLM's --data-parallel-size is the one-endpoint alternative (docs/deploy.md).
 
     \b
     Examples:
       veracity serve --detach                         # CPU default model, background
       veracity serve --model qwen2.5-7b-instruct --gpu-memory-utilization 0.85
       veracity serve --model llama-3.1-70b-instruct --quantization awq --tensor-parallel-size 2
+      veracity serve --model qwen2.5-7b-instruct --replicas 4 --detach   # 4 GPUs, 4 endpoints
       veracity serve --status
       veracity serve --stop
     """
     settings = load_settings()
     if show_status:
-        state, status = server_status(settings)
-        left = orphans(state) if state is not None and status == "dead" else []
-        if as_json:
-            print_json({"status": status, **(state.__dict__ if state else {}), "orphans": left})
-            return
-        if state is None:
-            console.print("no managed server (start one with `veracity serve --detach`)")
-            return
-        table = Table(show_header=False)
-        for k, v in [("status", status), ("endpoint", state.endpoint), ("model", state.model),
-                     ("pid", state.pid), ("vLLM", state.variant), ("log", state.log_path),
-                     ("up for", f"{time.time() - state.started_at:.0f}s")]:
-            table.add_row(k, str(v))
-        console.print(table)
-        if status == "dead" and left:
-            err_console.print(f"the API server is gone but {len(left)} of its processes still run (pids "
-                              f"{', '.join(map(str, left))}: vLLM's engine core / workers, holding memory); "
-                              "`veracity serve --stop` ends them", highlight=False)
-        elif status == "dead":
-            err_console.print("the server process is gone; `veracity serve --stop` clears its state")
+        _show_status(settings, as_json)
         return
     if do_stop:
-        before = read_state(settings)
-        left = ([before.pid] if pid_alive(before.pid) else []) + orphans(before) if before else []
-        state = stop_server(settings)
-        if state is None:
-            console.print("no managed server was running")
-        elif pid_alive(state.pid) or orphans(state):
-            fail(f"processes of {state.model}'s server survived the stop", "end them with `kill -9`")
-        else:
-            console.print(f"stopped {state.model} at {state.endpoint} ({len(left)} processes ended)"
-                          if left else f"cleared the state of the dead server ({state.model}); nothing was left "
-                          "running", highlight=False)
+        _stop(settings)
         return
 
     # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
@@ -114,6 +91,10 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
         cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
     )
     spec.validate()
+    if replicas < 1:
+        raise ConfigError(f"--replicas must be at least 1, got {replicas}", hint="e.g. --replicas 2")
+    if replicas > 1:
+        check_replica_ports(spec, replicas)  # out of range or taken: before anything starts
     if not timeout > 0:
         raise ConfigError(f"--timeout must be more than 0 seconds, got {timeout:g}", hint="e.g. --timeout 600")
     if model:
@@ -122,27 +103,95 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
     if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
         err_console.print("[yellow]note:[/] no GPU found: --tensor-parallel-size / --gpu-memory-utilization ignored")
     spec.model = model or default_model_for_hardware()
-    with console.status(f"starting vLLM ({spec.model}) — takes a minute or two on CPU") as status:
-        state = start_server(settings, spec, timeout_s=timeout,
-                             progress=lambda line: status.update(f"starting vLLM ({spec.model}): {line}"))
+    what = f"{replicas} vLLM servers" if replicas > 1 else "vLLM"
+    with console.status(f"starting {what} ({spec.model}) — takes a minute or two on CPU") as status:
+        states = start_replicas(settings, spec, replicas, timeout_s=timeout,
+                                progress=lambda line: status.update(f"starting {what} ({spec.model}): {line}"))
     if as_json:
-        print_json(state.__dict__)
+        print_json(states[0].__dict__ if replicas == 1 else
+                   {"endpoint": ",".join(st.endpoint for st in states), "replicas": [st.__dict__ for st in states]})
     else:
-        console.print(f"[green]ready[/] {state.model} at [bold]{state.endpoint}[/] (pid {state.pid})")
-        console.print(f"log: {state.log_path}")
+        for state in states:
+            on = f" on {state.devices}" if state.devices else ""
+            console.print(f"[green]ready[/] {state.model} at [bold]{state.endpoint}[/] (pid {state.pid}{on})")
+            console.print(f"log: {state.log_path}")
+        if replicas > 1:
+            console.print(f"endpoints: {','.join(st.endpoint for st in states)} (every command uses all of them)",
+                          highlight=False)
     if detach:
         if not as_json:
-            console.print("running in the background; stop it with `veracity serve --stop`")
+            console.print("running in the background; stop " + ("them" if replicas > 1 else "it")
+                          + " with `veracity serve --stop`")
         return
-    console.print("serving in the foreground; Ctrl-C stops it")
+    console.print("serving in the foreground; Ctrl-C stops " + ("them" if replicas > 1 else "it"))
     try:
-        while pid_alive(state.pid):
+        while all(pid_alive(state.pid) for state in states):
             time.sleep(1.0)
-        stop_server(settings)  # the engine core and workers of the exited API server go with it
-        fail(f"the server exited; see {state.log_path}", "start it again with `veracity serve`")
+        gone = next(state for state in states if not pid_alive(state.pid))
+        stop_replicas(settings)  # the engine core and workers of the exited API server go with it
+        fail(f"the server at {gone.endpoint} exited; see {gone.log_path}", "start it again with `veracity serve`")
     except KeyboardInterrupt:
-        stop_server(settings)
+        stop_replicas(settings)
         console.print("stopped")
+
+
+def _show_status(settings, as_json: bool) -> None:
+    """--status: the managed server, or every replica of the managed set."""
+    members = replica_statuses(settings)
+    rows = [(state, status, orphans(state) if status == "dead" else []) for state, status in members]
+    if as_json:
+        if len(rows) <= 1:
+            state, status, left = rows[0] if rows else (None, "stopped", [])
+            print_json({"status": status, **(state.__dict__ if state else {}), "orphans": left})
+        else:
+            print_json({"status": _overall([st for _, st, _ in rows]),
+                        "endpoint": ",".join(s.endpoint for s, st, _ in rows if st in ("running", "starting")),
+                        "replicas": [{"status": st, **s.__dict__, "orphans": left} for s, st, left in rows]})
+        return
+    if not rows:
+        console.print("no managed server (start one with `veracity serve --detach`)")
+        return
+    for state, status, left in rows:
+        table = Table(show_header=False, title=(f"replica {state.replica} of {len(rows)}" if len(rows) > 1 else None))
+        for k, v in [("status", status), ("endpoint", state.endpoint), ("model", state.model),
+                     ("pid", state.pid), ("vLLM", state.variant), ("log", state.log_path),
+                     ("up for", f"{time.time() - state.started_at:.0f}s")] + (
+                         [("devices", state.devices)] if state.devices else []):
+            table.add_row(k, str(v))
+        console.print(table)
+        if status == "dead" and left:
+            err_console.print(f"the API server is gone but {len(left)} of its processes still run (pids "
+                              f"{', '.join(map(str, left))}: vLLM's engine core / workers, holding memory); "
+                              "`veracity serve --stop` ends them", highlight=False)
+        elif status == "dead":
+            err_console.print("the server process is gone; `veracity serve --stop` clears its state")
+
+
+def _overall(statuses: list[str]) -> str:
+    if all(st == "running" for st in statuses):
+        return "running"
+    if any(st in ("running", "starting") for st in statuses):
+        return "degraded" if "dead" in statuses else "starting"
+    return "dead"
+
+
+def _stop(settings) -> None:
+    """--stop: every server of the managed set, each with its engine core and workers."""
+    before = replica_statuses(settings)
+    left = {s.name: ([s.pid] if pid_alive(s.pid) else []) + orphans(s) for s, _ in before}
+    stopped = stop_replicas(settings)
+    if not stopped:
+        console.print("no managed server was running")
+        return
+    survivors = [s for s in stopped if pid_alive(s.pid) or orphans(s)]
+    if survivors:
+        fail(f"processes of {survivors[0].model}'s server at {survivors[0].endpoint} survived the stop",
+             "end them with `kill -9`")
+    for state in stopped:
+        n = len(left.get(state.name, []))
+        console.print(f"stopped {state.model} at {state.endpoint} ({n} processes ended)"
+                      if n else f"cleared the state of the dead server ({state.model}); nothing was left "
+                      "running", highlight=False)
 
 
 COMMANDS = [serve]

@@ -11,7 +11,8 @@ Example::
 
 The sync methods wrap the async ones (``averify`` / ``averify_many``) with ``asyncio.run``; inside a
 running event loop use the async ones. With ``endpoint=None`` the configured endpoint
-(``VERACITY_ENDPOINT``) or the managed local server is used (started if needed).
+(``VERACITY_ENDPOINT``) or the managed local server(s) are used (started if needed). ``endpoint`` may be a
+comma-separated list of endpoints serving the same model (:mod:`veracity.serving.pool`).
 
 Two limits: ``concurrency`` is the number of claims in flight in a batch (``VERACITY_CONCURRENCY``,
 default 16); ``llm_concurrency`` the number of LLM requests in flight, for one claim or many
@@ -44,7 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterable
 
-from veracity.config import Settings
+from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import get_method
@@ -131,6 +132,8 @@ class Verifier:
         # an index is read only in the open setting (a per-claim retriever replaces it)
         wants_index = self.retriever_for is None and (self.spec.needs_index or index is not None)
         self.searcher = open_index(index, self.settings) if wants_index else None
+        if endpoint is not None:  # one URL or a comma-separated list: malformed or empty fails here
+            split_endpoints(endpoint)
         self.endpoint = endpoint
         self.model = model
         self.cache = cache

@@ -61,6 +61,7 @@ from veracity.pipeline.roles import SEED_RULE, role_settings_record
 from veracity.pipeline.tools import SourceIdentity, Tools
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Trace, Verdict
 from veracity.serving.client import usage_scope
+from veracity.serving.pool import affinity_scope
 
 
 # -- input ------------------------------------------------------------------------------------
@@ -384,7 +385,8 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space,
                         seed=getattr(llm, "seed", None), claim_id=claim.id)
     t0 = time.perf_counter()
-    with usage_scope() as sink:
+    # affinity: with several endpoints, one claim's calls (prompts sharing prefixes) stay on one server
+    with usage_scope() as sink, affinity_scope(claim.id):
         trace.llm_calls = sink  # filled as the method calls the model
         verdict = await spec.fn(claim, ctx)
     if verdict.label not in space:

@@ -7,6 +7,11 @@ The one LLM contract of the project::
 ``generate`` sends the output model's JSON schema as ``response_format`` (the server constrains
 decoding), validates the reply with pydantic, records a :class:`UsageRecord`, and retries transport
 errors with exponential backoff. Nothing here parses free text.
+
+``endpoint`` may be a comma-separated list of endpoints serving the same model: an
+:class:`~veracity.serving.pool.EndpointPool` then spreads the requests (least outstanding, one claim's
+calls on one endpoint), health-checks the endpoints and sends a dead endpoint's in-flight requests again
+to a live one. Methods see no difference.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from typing import Any, Iterator, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from veracity.config import check_endpoint
-from veracity.errors import EndpointError, LLMOutputError
+from veracity.config import split_endpoints
+from veracity.errors import ConfigError, EndpointError, LLMOutputError
+from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
 T = TypeVar("T", bound=BaseModel)
@@ -113,17 +119,25 @@ class ResponseCache:
 
 
 def normalize_endpoint(endpoint: str) -> str:
-    """``http://host:port`` or ``.../v1`` -> base URL ending in ``/v1`` (a malformed URL: ConfigError)."""
-    url = check_endpoint(endpoint).strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        url = "http://" + url
-    return url if url.endswith("/v1") else url + "/v1"
+    """``http://host:port`` or ``.../v1`` -> base URL ending in ``/v1`` (a malformed URL: ConfigError).
+    For callers that talk to one endpoint only: a list of several is a ConfigError."""
+    urls = split_endpoints(endpoint)
+    if len(urls) > 1:
+        raise ConfigError(f"this command measures one model endpoint, got {len(urls)}: {endpoint}",
+                          hint="pass one of them with --endpoint (measure each on its own)")
+    return urls[0]
+
+
+__all__ = ["LLMClient", "UsageRecord", "ResponseCache", "usage_scope", "affinity_scope", "normalize_endpoint",
+           "probe_endpoint"]
 
 
 class LLMClient:
     """Async, bounded-concurrency client for an OpenAI-compatible chat endpoint.
 
     Use as ``async with LLMClient(endpoint, model) as llm: ...`` or call :meth:`start` / :meth:`close`.
+    ``endpoint``: one URL or a comma-separated list serving the same model (see :mod:`veracity.serving.pool`;
+    ``health_interval_s`` paces its background health checks, ``notify`` receives its one-line notes).
     """
 
     def __init__(
@@ -143,10 +157,13 @@ class LLMClient:
         validation_retries: int = 1,
         transport: httpx.AsyncBaseTransport | None = None,
         min_tokens_per_s: float = 2.0,
+        health_interval_s: float = 5.0,
+        notify: Notify | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
-        self.base_url = normalize_endpoint(endpoint)
+        self.pool = EndpointPool(endpoint, health_interval_s=health_interval_s, notify=notify)
+        self.base_url = self.pool.display  # the one URL, or the comma-separated list
         self.model = model
         self.api_key = api_key
         self.concurrency = concurrency
@@ -178,7 +195,6 @@ class LLMClient:
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient(
-                base_url=self.base_url,
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=httpx.Timeout(self.timeout_s, connect=10.0),
                 limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
@@ -186,46 +202,101 @@ class LLMClient:
             )
         return self._http
 
-    async def served_models(self) -> list[str]:
-        """Model names the endpoint serves (``GET /v1/models``)."""
+    async def _models_at(self, url: str) -> list[str]:
+        """Model names ``url`` serves (``GET /v1/models``); an EndpointError when it does not answer."""
         try:
-            resp = await self._client().get("/models", timeout=10.0)
+            resp = await self._client().get(url + "/models", timeout=10.0)
         except httpx.HTTPError as exc:
             raise EndpointError(
-                f"cannot reach the model endpoint {self.base_url} ({type(exc).__name__})",
+                f"cannot reach the model endpoint {url} ({type(exc).__name__})",
                 hint="start a server with `veracity serve --detach`, or pass the right --endpoint",
             ) from exc
         if resp.status_code >= 400:
             raise EndpointError(
-                f"endpoint {self.base_url} answered {resp.status_code} to GET /models",
+                f"endpoint {url} answered {resp.status_code} to GET /models",
                 hint="check that it is an OpenAI-compatible server and that --api-key is right",
             )
         try:
             return [m["id"] for m in resp.json().get("data", [])]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EndpointError(
-                f"endpoint {self.base_url} did not return an OpenAI model list",
+                f"endpoint {url} did not return an OpenAI model list",
                 hint="point --endpoint at an OpenAI-compatible server (vLLM: http://HOST:PORT/v1)",
             ) from exc
 
+    async def served_models(self) -> list[str]:
+        """Model names the (first) endpoint serves (``GET /v1/models``)."""
+        return await self._models_at(self.pool.members[0].url)
+
     async def start(self) -> None:
-        """Check that the endpoint is up and serves the requested model (or pick the one it serves)."""
+        """Check that the endpoints are up and serve the requested model (or pick the one they serve)."""
         if self._started:
             return
-        models = await self.served_models()
-        if self.model is None:
-            if not models:
-                raise EndpointError(f"endpoint {self.base_url} serves no model", hint="start vLLM with --model")
-            self.model = models[0]
-        elif self.model not in models:
-            raise EndpointError(
-                f"endpoint {self.base_url} serves {', '.join(models) or 'no model'}, not {self.model}",
-                hint=f"pass --model {models[0]}" if models else "start the server with the model you want",
-            )
+        if len(self.pool) == 1:
+            models = await self.served_models()
+            if self.model is None:
+                if not models:
+                    raise EndpointError(f"endpoint {self.base_url} serves no model", hint="start vLLM with --model")
+                self.model = models[0]
+            elif self.model not in models:
+                raise EndpointError(
+                    f"endpoint {self.base_url} serves {', '.join(models) or 'no model'}, not {self.model}",
+                    hint=f"pass --model {models[0]}" if models else "start the server with the model you want",
+                )
+        else:
+            await self._start_pool()
+        self.pool.model = self.model
         self._sem = asyncio.Semaphore(self.concurrency)
         self._started = True
+        self.pool.start_health_checks(self._client())
+
+    async def _start_pool(self) -> None:
+        """Probe every endpoint of the pool at once; refuse a pool whose endpoints serve different models or
+        that has no live endpoint; start with the live ones (the others are re-admitted when they answer)."""
+        members = self.pool.members
+        found: list[list[str] | EndpointError] = await asyncio.gather(
+            *(self._models_at(m.url) for m in members), return_exceptions=True)
+        for got in found:  # anything but "did not answer" is a bug, not a dead endpoint
+            if isinstance(got, BaseException) and not isinstance(got, EndpointError):
+                raise got
+        answering = [(m, got) for m, got in zip(members, found, strict=True) if isinstance(got, list)]
+        if not answering:
+            why = "; ".join(f"{m.url}: {_why(got)}" for m, got in zip(members, found, strict=True))
+            raise EndpointError(
+                f"none of the {len(members)} model endpoints answers ({why})",
+                hint="start them (`veracity serve --replicas N --detach` starts a managed set), or fix --endpoint",
+            )
+        served = "; ".join(f"{m.url} serves {', '.join(got) or 'no model'}" for m, got in answering)
+        if self.model is None:
+            common = set.intersection(*(set(got) for _, got in answering))
+            if not common:
+                raise EndpointError(
+                    f"the model endpoints serve different models ({served})",
+                    hint="list only endpoints that serve the same model (or pass --model NAME to pick one "
+                         "all of them serve)",
+                )
+            self.model = next(name for name in answering[0][1] if name in common)
+        else:
+            wrong = [m.url for m, got in answering if self.model not in got]
+            if wrong:
+                raise EndpointError(
+                    f"model endpoint{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
+                    f"serve{'' if len(wrong) > 1 else 's'} another model than {self.model} ({served})",
+                    hint=f"list only endpoints that serve {self.model} in --endpoint, or pass the --model they "
+                         "all serve",
+                )
+        for m, got in zip(members, found, strict=True):
+            if isinstance(got, list):
+                m.models = got
+            else:
+                self.pool.mark_down(m, _why(got))
+        down = [m.url for m in members if not m.alive]
+        if down:
+            self.pool.notify(f"starting with {len(members) - len(down)} of {len(members)} model endpoints; "
+                             f"{', '.join(down)} will take requests once they serve {self.model}")
 
     async def close(self) -> None:
+        await self.pool.stop()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -329,40 +400,68 @@ class LLMClient:
         return httpx.Timeout(read, connect=10.0)
 
     async def _post_with_retries(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """POST one completion; returns (reply, requests sent). Transport errors and retryable statuses are
+        retried with backoff (``max_retries``); in a pool, a request whose endpoint turns out to be down
+        goes at once to a live endpoint without using up that budget (bounded by the pool's size)."""
         assert self._sem is not None
-        attempt = 0
+        key = current_affinity()
+        pool = self.pool
+        attempt = 0  # requests sent
+        tries = 0  # those counted against max_retries
+        failovers_left = len(pool) * (self.max_retries + 1) if len(pool) > 1 else 0
         while True:
             attempt += 1
+            tries += 1
             problem: str
+            member: Member | None = None
             try:
                 async with self._sem:
-                    resp = await self._client().post("/chat/completions", json=body, timeout=self._timeout_for(body))
+                    member = pool.choose(key)  # after the wait: "outstanding" counts requests really in flight
+                    with pool.request(member):
+                        resp = await self._client().post(member.url + "/chat/completions", json=body,
+                                                         timeout=self._timeout_for(body))
+                    member.completed += 1
                 if resp.status_code < 400:
                     try:
                         data = resp.json()
                     except ValueError:
                         data = None
                     if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
+                        if not member.alive:  # it answered before the health check saw it come back
+                            pool.mark_up(member)
                         return data, attempt
                     # a reply cut off in transit (or not a completion at all): as retryable as a 503
                     raise _Retryable(f"HTTP {resp.status_code} with a truncated or malformed body")
                 if resp.status_code not in RETRYABLE_STATUS:
                     detail = _error_detail(resp)
                     raise EndpointError(
-                        f"endpoint {self.base_url} rejected the request ({resp.status_code}: {detail})",
+                        f"endpoint {member.url} rejected the request ({resp.status_code}: {detail})",
                         hint="check the model name and that the server supports response_format json_schema",
                     )
                 problem = f"HTTP {resp.status_code}"
             except (httpx.TransportError, httpx.TimeoutException) as exc:
                 problem = type(exc).__name__
+                if member is not None and len(pool) > 1 and failovers_left > 0 \
+                        and await pool.confirm_down(self._client(), member, problem) and pool.live():
+                    failovers_left -= 1  # its endpoint died with the request in flight: ask a live one now
+                    pool.failovers += 1
+                    tries -= 1
+                    continue
             except _Retryable as exc:
                 problem = str(exc)
-            if attempt > self.max_retries:
+            if tries > self.max_retries:
+                if len(pool) > 1 and not pool.live():
+                    raise EndpointError(
+                        f"all {len(pool)} model endpoints are down ({pool.down_summary()})",
+                        hint="start them again (`veracity serve --status` shows managed ones); results written "
+                             "so far are kept: run the same command again to resume",
+                    )
+                where = member.url if member is not None else self.base_url
                 raise EndpointError(
-                    f"model endpoint {self.base_url} failed {attempt} times ({problem})",
+                    f"model endpoint {where} failed {attempt} times ({problem})",
                     hint="is the server still running? `veracity serve --status` shows it; results written so far are kept",
                 )
-            delay = self.backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
+            delay = self.backoff_s * (2 ** (tries - 1)) * (0.5 + random.random())
             await asyncio.sleep(min(delay, 30.0))
 
 
@@ -380,6 +479,14 @@ async def probe_endpoint(endpoint: str, model: str | None = None, *, api_key: st
         return client.model
     finally:
         await client.close()
+
+
+def _why(err: BaseException | list[str]) -> str:
+    """Why an endpoint did not answer, short: the exception name the EndpointError carries, else its text."""
+    if isinstance(err, EndpointError):
+        cause = err.__cause__
+        return type(cause).__name__ if cause is not None else str(err)
+    return str(err)
 
 
 def _error_detail(resp: httpx.Response) -> str:

