@@ -39,6 +39,11 @@ class EndpointError(VeracityError):
     """An OpenAI-compatible endpoint is unreachable or serves another model."""
 
 
+class PromptTooLongError(VeracityError):
+    """One request outgrew the server's context (``--max-model-len``): that claim fails, the run goes on (the
+    endpoint is fine, so this is not an ``EndpointError``, which stops a batch)."""
+
+
 class LLMOutputError(VeracityError):
     """The model's reply still did not validate against the output schema after retries."""
 

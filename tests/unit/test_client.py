@@ -49,7 +49,7 @@ class FakeServer:
         if status == "torn":  # a completion cut off in transit: the body is not whole JSON
             return httpx.Response(200, content=b'{"choices": [{"message": {"content": "{\\"lab')
         if status != 200:
-            return httpx.Response(status, json={"message": "boom"})
+            return httpx.Response(status, json={"message": content or "boom"})
         return httpx.Response(200, json={
             "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 3}},
@@ -125,6 +125,19 @@ async def test_client_error_is_not_retried():
         with pytest.raises(EndpointError, match="rejected the request"):
             await llm.generate(MSG, Out, role="r")
     assert len(srv.bodies) == 1
+
+
+async def test_a_prompt_over_the_context_is_its_own_error_not_an_endpoint_failure():
+    from veracity.errors import PromptTooLongError
+
+    msg = ("This model's maximum context length is 4096 tokens. However, your prompt contains at least 4097 "
+           "input tokens, which exceeds this limit even without any output tokens.")
+    srv = FakeServer([(400, msg)])
+    async with client(srv, max_retries=5) as llm:
+        with pytest.raises(PromptTooLongError, match="longer than the server's context") as err:
+            await llm.generate(MSG, Out, role="r")
+    assert not isinstance(err.value, EndpointError) and "--max-model-len" in err.value.hint
+    assert len(srv.bodies) == 1  # not retried
 
 
 async def test_invalid_reply_is_retried_with_more_tokens_then_typed_error():

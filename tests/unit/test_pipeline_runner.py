@@ -143,6 +143,25 @@ def test_endpoint_failure_stops_the_run_keeps_results_and_a_rerun_completes(tmp_
     assert sorted(ids) == sorted(f"c{i}" for i in range(10)) and len(ids) == len(set(ids))
 
 
+def test_a_prompt_longer_than_the_context_fails_that_claim_only(tmp_path):
+    """vLLM's 400 "maximum context length" is one claim's problem (a MERMAID ReAct history outgrew 4,096
+    tokens with the 1.5B reference model): the claim is listed as failed, the others are written; before,
+    it stopped the whole batch as an endpoint failure with a 'restart the server' hint."""
+    from veracity.errors import PromptTooLongError
+
+    out = tmp_path / "r.jsonl"
+
+    def too_long_for_c3(role, messages):
+        if "number 3 " in messages[-1]["content"]:
+            raise PromptTooLongError("the prompt is longer than the server's context (maximum context length is 4096)")
+
+    llm = ScriptedLLM({"direct.judge": judge()}, fail=too_long_for_c3)
+    stats = asyncio.run(run_claims(claims(6), "direct", llm, None, out, concurrency=2))
+    assert stats.done == 5 and not stats.stopped
+    assert [cid for cid, _ in stats.failed] == ["c3"] and "PromptTooLongError" in stats.failed[0][1]
+    assert sorted(r["id"] for r in lines(out)) == ["c0", "c1", "c2", "c4", "c5"]
+
+
 def test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes(tmp_path, monkeypatch):
     import errno
 

@@ -33,7 +33,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from veracity.config import split_endpoints
-from veracity.errors import ConfigError, EndpointError, LLMOutputError
+from veracity.errors import ConfigError, EndpointError, LLMOutputError, PromptTooLongError
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
@@ -434,6 +434,13 @@ class LLMClient:
                     raise _Retryable(f"HTTP {resp.status_code} with a truncated or malformed body")
                 if resp.status_code not in RETRYABLE_STATUS:
                     detail = _error_detail(resp)
+                    if resp.status_code == 400 and "maximum context length" in detail:
+                        # vLLM's answer to a prompt longer than --max-model-len: this claim's conversation
+                        # outgrew the context; the endpoint is fine and the other claims go on
+                        raise PromptTooLongError(
+                            f"the prompt is longer than the server's context ({detail})",
+                            hint="serve with a larger --max-model-len if the model allows it, or lower the "
+                                 "method's budgets (e.g. fewer steps or passages)")
                     raise EndpointError(
                         f"endpoint {member.url} rejected the request ({resp.status_code}: {detail})",
                         hint="check the model name and that the server supports response_format json_schema",
