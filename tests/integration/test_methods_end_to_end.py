@@ -12,6 +12,8 @@ import sys
 import click
 import pytest
 
+from tests.fixtures.server import missing
+
 from veracity.errors import EndpointError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.types import Claim
@@ -111,14 +113,19 @@ def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_p
     state_dir = tmp_path / "state"
     first = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                      state_dir=state_dir, **{k: v for k, v in SMALL["mermaid"].items()})
-    v1 = first.verify(CLAIMS[0])
+    # SmolLM2 sometimes answers a claim without searching; the first claim it searches for is the one to recall
+    gathered, claim = set(), None
+    for claim in CLAIMS:
+        v1 = first.verify(claim)
+        gathered = {h for t in v1.trace.tool_calls for h in t.hits}
+        if gathered:
+            break
     first.close()
-    gathered = {h for t in v1.trace.tool_calls for h in t.hits}
     if not gathered:
-        pytest.skip("the model finished without any tool call, so there is nothing to remember")
+        missing("the model answered every claim without a tool call, so there is nothing to remember")
     second = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                       state_dir=state_dir, **SMALL["mermaid"])
-    v2 = second.verify(Claim("again", CLAIMS[0].text))
+    v2 = second.verify(Claim("again", claim.text))
     second.close()
     assert v2.trace.memory_hits and {h["passage_id"] for h in v2.trace.memory_hits} <= gathered
 
