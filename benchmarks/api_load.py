@@ -32,18 +32,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load_test import quantile  # noqa: E402  (the same interpolated quantile as the load test)
+
 VERACITY = [sys.executable, "-m", "veracity"]
 MAX_CLAIMS = 500
 
 
-def quantile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    pos = q * (len(values) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
 def free_port() -> int:
