@@ -145,6 +145,85 @@ def wrong(args: argparse.Namespace) -> int:
     return 0
 
 
+def judges_from_trace(events: list[dict]) -> list[tuple[str, str, int]]:
+    """The JUDGE nodes that stand at the end of a Trification claim, rebuilt from its trace: ``(id, label,
+    finish order)`` for every JUDGE whose status is ``done`` in the last recorded graph (the final graph, or
+    the static fallback's), its label and finish position from its last ``trification.node_end`` event
+    (a static fallback reuses finished nodes without a new event, so their first finish stands)."""
+    graphs = [e for e in events if e.get("kind") == "trification.graph"]
+    if not graphs:
+        return []
+    standing = [n["id"] for n in graphs[-1]["nodes"] if n.get("type") == "JUDGE" and n.get("status") == "done"]
+    ends: dict[str, tuple[str, int]] = {}
+    for order, e in enumerate(x for x in events if x.get("kind") == "trification.node_end"):
+        if e.get("type") == "JUDGE" and e.get("status") in ("done", "failed"):
+            ends[e["id"]] = (e.get("label") or "", order)
+    return [(i, *ends[i]) for i in standing if i in ends]
+
+
+def aggregate_label(judges: list[tuple[str, str, int]], rule: str, uncertain: str) -> str:
+    """The verdict of ``judges`` under a ``judge_aggregation`` rule, as Trification's label_from_judges
+    computes it (a replay of the rule on recorded JUDGE labels; the unit test checks both agree)."""
+    labels = [lab for _, lab, _ in judges]
+    if rule == "majority":
+        sup, ref = labels.count("Supports"), labels.count("Refutes")
+        return "SUPPORTED" if sup > ref else "REFUTED" if ref > sup else uncertain
+    if rule == "last":
+        last = max(judges, key=lambda j: j[2])[1] if judges else ""
+        return {"Supports": "SUPPORTED", "Refutes": "REFUTED"}.get(last, uncertain)
+    if "Refutes" in labels:
+        return "REFUTED"
+    return "SUPPORTED" if labels and all(x == "Supports" for x in labels) else uncertain
+
+
+def aggregate(args: argparse.Namespace) -> int:
+    """Trification's ``judge_aggregation`` rules replayed on one run's recorded JUDGE labels: the graphs
+    and JUDGE replies are the same for every rule (the rule only combines the JUDGEs that stand at the
+    end), so the labels under each rule follow exactly from one run's traces. Checks first that the run's
+    own rule reproduces every recorded verdict; a claim with no standing JUDGE keeps its recorded label."""
+    from veracity.bench.datasets import load_dataset
+    from veracity.bench.metrics import bootstrap_ci, evaluate
+
+    d = Path(args.run_dir)
+    run = json.loads((d / "run.json").read_text())
+    if run["config"]["method"] != "trification":
+        print(f"error: {d} is a {run['config']['method']} run; judge aggregation is Trification's", file=sys.stderr)
+        return 2
+    params = run.get("method_params") or {}
+    own, uncertain = params.get("judge_aggregation", "all_supported"), params.get("uncertain_label", "REFUTED")
+    cfg = run["config"]
+    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+                      hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
+                      evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
+    gold = {c.id: g.value for c, g in ds.claims}
+    rows = [json.loads(line) for line in (d / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["id"] in gold and not r.get("error")]
+    mismatch = 0
+    preds: dict[str, list[str]] = {rule: [] for rule in ("all_supported", "majority", "last")}
+    several = 0
+    for r in rows:
+        judges = judges_from_trace((r.get("trace") or {}).get("events", []))
+        several += len(judges) > 1
+        if judges and aggregate_label(judges, own, uncertain) != r["label"]:
+            mismatch += 1
+            print(f"warning: {r['id']}: replaying {own} gives {aggregate_label(judges, own, uncertain)}, "
+                  f"recorded {r['label']}", file=sys.stderr)
+        for rule in preds:
+            preds[rule].append(aggregate_label(judges, rule, uncertain) if judges else r["label"])
+    g = [gold[r["id"]] for r in rows]
+    print(f"{d}: {len(rows)} claims, {several} with more than one standing JUDGE; run's rule {own}, "
+          f"{mismatch} replay mismatches")
+    print("| judge_aggregation | accuracy % [95 % CI] | macro-F1 % [95 % CI] | verdicts changed vs the run |")
+    print("|---|---|---|---|")
+    for rule, p in preds.items():
+        s, ci = evaluate(g, p, ds.labels), bootstrap_ci(g, p, ds.labels)
+        changed = sum(a != b for a, b in zip(p, preds[own], strict=True))
+        print(f"| {rule}{' (run)' if rule == own else ''} | {_pct(s.accuracy)} [{_pct(ci['accuracy'][0])}, "
+              f"{_pct(ci['accuracy'][1])}] | {_pct(s.macro_f1)} [{_pct(ci['macro_f1'][0])}, "
+              f"{_pct(ci['macro_f1'][1])}] | {changed} |")
+    return 1 if mismatch else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -163,8 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("run_dir")
     w.add_argument("--width", type=int, default=400)
     w.add_argument("--steps", type=int, default=12)
+    a = sub.add_parser("aggregate", help="Trification: the verdicts under each judge_aggregation rule")
+    a.add_argument("run_dir")
     args = ap.parse_args(argv)
-    return {"run": run_cells, "table": table, "wrong": wrong}[args.cmd](args)
+    return {"run": run_cells, "table": table, "wrong": wrong, "aggregate": aggregate}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -73,3 +73,50 @@ def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
     assert quality.main(["wrong", str(root / "direct-hover-none")]) == 0
     out = capsys.readouterr().out
     assert out.count("gold REFUTED, said SUPPORTED") == 3 and out.strip().endswith("3 wrong of 6")
+
+
+# ------------------------------------------------ Trification's judge_aggregation replayed from a trace
+async def _trification_run(handlers_, **params):
+    from tests.unit.test_trification import make_ctx
+    from tests.unit.test_trification_fidelity import CLAIM
+    from veracity.pipeline.methods.trification import verify_trification
+
+    ctx = make_ctx(ScriptedLLM(handlers_, repeat_last=True), **params)
+    verdict = await verify_trification(CLAIM, ctx)
+    return verdict.label.value, ctx.trace.events
+
+
+def _three_judges():
+    from tests.unit.test_trification import N, handlers, plan, user_text
+
+    three = plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]), N("j_2", "JUDGE", ["s_1"]),
+                 N("j_3", "JUDGE", ["j_1", "j_2"]))
+    three["nodes"] = [dict(n, hint=n["id"]) for n in three["nodes"]]
+    labels = {"j_1": "Supports", "j_2": "Refutes", "j_3": "Supports"}
+    h = handlers(planner=[three])
+    h["trification.judge"] = lambda m: (lambda k: {"explanation": k, "label": labels[k]})(
+        next(k for k in labels if f"Hint: {k}" in user_text(m)))
+    return h
+
+
+@pytest.mark.parametrize("rule", ["all_supported", "majority", "last"])
+async def test_aggregate_replays_every_rule_from_one_trace(rule):
+    """The replay of each judge_aggregation rule on one run's trace gives the label a run with that rule
+    gives (the three JUDGEs disagree, so the rules differ: REFUTED / SUPPORTED / SUPPORTED)."""
+    _, events = await _trification_run(_three_judges(), static=True)  # recorded with the default rule
+    judges = quality.judges_from_trace(events)
+    assert sorted(j[:2] for j in judges) == [("j_1", "Supports"), ("j_2", "Refutes"), ("j_3", "Supports")]
+    want, _ = await _trification_run(_three_judges(), static=True, judge_aggregation=rule)
+    assert quality.aggregate_label(judges, rule, "REFUTED") == want
+    assert {quality.aggregate_label(judges, r, "REFUTED") for r in ("all_supported", "majority")} == \
+        {"REFUTED", "SUPPORTED"}
+
+
+async def test_aggregate_reads_the_static_fallbacks_judges_after_the_cap():
+    from tests.unit.test_trification_fidelity import fallback_handlers
+
+    label, events = await _trification_run(fallback_handlers())
+    judges = quality.judges_from_trace(events)
+    assert [j[:2] for j in judges] == [("j_1", "Supports")]  # the static graph's JUDGE, not the dynamic ones
+    assert quality.aggregate_label(judges, "all_supported", "REFUTED") == label == "SUPPORTED"
+    assert quality.judges_from_trace([]) == []
