@@ -29,6 +29,20 @@ def _env_int(name: str, default: int) -> int:
         raise ConfigError(f"${name} must be an integer, got {value!r}", hint=f"e.g. {name}={default}") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        got = float(value)
+    except ValueError:
+        got = -1.0
+    if not got > 0 or got == float("inf"):
+        raise ConfigError(f"${name} must be a positive number of seconds, got {value!r}",
+                          hint=f"e.g. {name}={default:g}")
+    return got
+
+
 def _check_one_endpoint(endpoint: str, given: str) -> None:
     """A one-line ConfigError when ``endpoint`` (one entry of ``given``) is not an http(s) URL with a host."""
     text = endpoint.strip()
@@ -119,7 +133,9 @@ class Settings:
     # LLM requests in flight (one claim's parallel agents, or many claims): 256 is vLLM's default
     # --max-num-seqs, so the client never keeps the server's batch from filling; the server queues the rest
     llm_concurrency: int = field(default_factory=lambda: _env_int("VERACITY_LLM_CONCURRENCY", 256))
-    request_timeout_s: float = 300.0
+    # seconds a reply may take at least (longer replies get max_tokens / 2 tok/s); a CPU server with a full
+    # batch decodes each request slowly, so heavy runs there may need more
+    request_timeout_s: float = field(default_factory=lambda: _env_float("VERACITY_REQUEST_TIMEOUT_S", 300.0))
     temperature: float = 0.0
     seed: int = 0
 

@@ -39,6 +39,12 @@ class EndpointError(VeracityError):
     """An OpenAI-compatible endpoint is unreachable or serves another model."""
 
 
+class EndpointBusyError(EndpointError):
+    """The endpoint answers its health check but did not finish replies within the timeout, time after time:
+    it is overloaded, not dead. Its hint (fewer requests in flight, a longer timeout) is the one to show;
+    restarting the server would not help."""
+
+
 class PromptTooLongError(VeracityError):
     """One request outgrew the server's context (``--max-model-len``): that claim fails, the run goes on (the
     endpoint is fine, so this is not an ``EndpointError``, which stops a batch)."""

@@ -312,3 +312,20 @@ def test_dataset_order_runs_the_sample_in_file_order_and_is_recorded(tmp_path):
     run = json.loads((out / "run.json").read_text())
     assert run["order"] == "dataset" and run["identity"]["order"] == "dataset" and run["concurrency"] == 1
     assert run["dataset"]["selection"]["order"] == "dataset"
+
+
+def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
+    """An endpoint that answers but cannot finish replies in time (a full CPU batch) keeps its hint — fewer
+    requests at once, or a longer timeout — instead of the dead-server advice to restart it."""
+    from veracity.errors import EndpointBusyError
+
+    def busy(role, messages):
+        raise EndpointBusyError("model endpoint http://x/v1 answers but did not finish a reply within 300 s",
+                                hint="run fewer claims or requests at once (--concurrency, --llm-concurrency)")
+
+    flaky = alternating_direct()
+    flaky.fail = busy
+    with pytest.raises(EndpointBusyError, match="0 of 4 claims are scored") as err:
+        bench_run(RunConfig(dataset="hover", method="direct", limit=4), tmp_path / "run", settings=settings(tmp_path),
+                  llm=flaky)
+    assert "--concurrency" in err.value.hint and "restart" not in err.value.hint

@@ -240,3 +240,46 @@ async def test_read_timeout_grows_with_the_reply_budget():
         await llm.generate(MSG, Out, role="r", max_tokens=100)
         await llm.generate(MSG, Out, role="r", max_tokens=1536)
     assert seen == [300, 768]
+
+
+async def test_replies_that_keep_timing_out_on_a_live_server_say_overloaded_not_dead():
+    """A CPU server with a full batch decodes each request slowly: when every try outlasts the read timeout
+    but the server answers its health check, the error says it is overloaded and the hint offers fewer
+    requests in flight or a longer timeout (restarting it would not help); a server that answers nothing
+    keeps the plain endpoint failure."""
+    from veracity.errors import EndpointBusyError
+
+    srv = FakeServer([httpx.ReadTimeout("slow")] * 5)
+    async with client(srv, max_retries=2, timeout_s=30) as llm:
+        with pytest.raises(EndpointBusyError) as err:
+            await llm.generate(MSG, Out, role="r", max_tokens=20)
+    assert len(srv.bodies) == 3
+    assert "answers but did not finish a reply within 30 s, 3 times: it is overloaded" in str(err.value)
+    assert "--concurrency" in err.value.hint and "VERACITY_REQUEST_TIMEOUT_S, now 30" in err.value.hint
+
+    probes = []
+
+    def dies_after_start(request):  # answers the start-up probe, then nothing
+        if request.url.path.endswith("/models") and not probes:
+            probes.append(1)
+            return httpx.Response(200, json={"data": [{"id": "m"}]})
+        raise httpx.ReadTimeout("nothing")
+
+    async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(dies_after_start), backoff_s=0.001,
+                         max_retries=1) as llm:
+        with pytest.raises(EndpointError) as err:
+            await llm.generate(MSG, Out, role="r")
+    assert type(err.value) is EndpointError and "failed 2 times (ReadTimeout)" in str(err.value)
+
+
+def test_request_timeout_comes_from_the_environment(monkeypatch):
+    from veracity.config import Settings
+
+    monkeypatch.setenv("VERACITY_REQUEST_TIMEOUT_S", "900")
+    assert Settings().request_timeout_s == 900.0
+    for bad in ("soon", "0", "-5", "inf"):
+        monkeypatch.setenv("VERACITY_REQUEST_TIMEOUT_S", bad)
+        with pytest.raises(ConfigError, match="VERACITY_REQUEST_TIMEOUT_S must be a positive number"):
+            Settings()
+    monkeypatch.delenv("VERACITY_REQUEST_TIMEOUT_S")
+    assert Settings().request_timeout_s == 300.0

@@ -33,7 +33,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from veracity.config import split_endpoints
-from veracity.errors import ConfigError, EndpointError, LLMOutputError, PromptTooLongError
+from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
@@ -223,6 +223,13 @@ class LLMClient:
                 f"endpoint {url} did not return an OpenAI model list",
                 hint="point --endpoint at an OpenAI-compatible server (vLLM: http://HOST:PORT/v1)",
             ) from exc
+
+    async def _answers(self, url: str) -> bool:
+        """Whether ``url`` answers ``GET /models`` within 10 s (alive, whatever its load)."""
+        try:
+            return (await self._client().get(url + "/models", timeout=10.0)).status_code < 400
+        except httpx.HTTPError:
+            return False
 
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""
@@ -464,6 +471,16 @@ class LLMClient:
                              "so far are kept: run the same command again to resume",
                     )
                 where = member.url if member is not None else self.base_url
+                if problem == "ReadTimeout" and await self._answers(where):
+                    # alive but every try outlasted the timeout: a full batch decoding slowly (CPU), not a
+                    # dead server; restarting would not help, fewer requests in flight or more time would
+                    raise EndpointBusyError(
+                        f"model endpoint {where} answers but did not finish a reply within "
+                        f"{self._timeout_for(body).read:.0f} s, {attempt} times: it is overloaded",
+                        hint="run fewer claims or requests at once (--concurrency, --llm-concurrency) or allow "
+                             f"longer replies (VERACITY_REQUEST_TIMEOUT_S, now {self.timeout_s:g}); results written "
+                             "so far are kept: run the same command again to resume",
+                    )
                 raise EndpointError(
                     f"model endpoint {where} failed {attempt} times ({problem})",
                     hint="is the server still running? `veracity serve --status` shows it; results written so far are kept",
