@@ -97,13 +97,14 @@ def table(args: argparse.Namespace) -> int:
                 " / ".join(_pct(hops[h]["macro_f1"]) for h in sorted(hops)) or "-",
                 f"{_pct(major.get('accuracy'))} / {_pct(major.get('macro_f1'))}",
                 ref,
-                f"{rel.get('fallback_rate', 0):.2f}", f"{ls.get('forced_rate', 0):.2f}" if not ls.get("nei_allowed", True)
+                f"{rel.get('invalid_replies', 0)} / {rel.get('fallback_rate', 0):.2f}", f"{ls.get('forced_rate', 0):.2f}" if not ls.get("nei_allowed", True)
                 else f"NEI {s.get('nei_rate', 0):.2f}",
                 f"{e.get('llm_calls_per_claim', 0):.1f}", f"{e.get('tokens_per_claim', 0):,.0f}",
                 f"{e.get('latency_p50_s', 0):.0f}", f"{e.get('wall_time_s', 0):.0f}",
             ])
     head = ["model", "method", "dataset", "evidence", "n", "accuracy % [95 % CI]", "macro-F1 % [95 % CI]",
-            "macro-F1 by hops (2/3/4)", "majority acc / F1", "ProgramFC open F1", "fallback", "forced",
+            "macro-F1 by hops (2/3/4)", "majority acc / F1", "ProgramFC open F1", "invalid replies / fallback rate",
+            "forced",
             "LLM calls/claim", "tokens/claim", "claim p50 s", "wall s"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))

@@ -70,6 +70,7 @@ def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
     # balanced: half SUPPORTED, so always answering SUPPORTED is 50 % accurate, as is the majority baseline
     assert row[5].startswith("50.0 [") and row[8].startswith("50.0 /")
     assert row[9] == "69.4 / 60.6 / 59.2"  # ProgramFC's open-book F1 for 2/3/4 hops beside it
+    assert row[10] == "0 / 0.00"  # replies that failed to validate / claims with a role fallback
     assert quality.main(["wrong", str(root / "direct-hover-none")]) == 0
     out = capsys.readouterr().out
     assert out.count("gold REFUTED, said SUPPORTED") == 3 and out.strip().endswith("3 wrong of 6")
