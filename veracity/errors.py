@@ -45,6 +45,15 @@ class EndpointBusyError(EndpointError):
     restarting the server would not help."""
 
 
+RESTART_HINT = "restart the server, then run the same command again to resume"
+
+
+def endpoint_stop_hint(exc: EndpointError) -> str:
+    """The hint for a batch an endpoint failure stopped: an overloaded endpoint keeps its own (fewer requests
+    at once, a longer timeout); for a dead one, restart it and resume."""
+    return exc.hint if isinstance(exc, EndpointBusyError) and exc.hint else RESTART_HINT
+
+
 class PromptTooLongError(VeracityError):
     """One request outgrew the server's context (``--max-model-len``): that claim fails, the run goes on (the
     endpoint is fine, so this is not an ``EndpointError``, which stops a batch)."""

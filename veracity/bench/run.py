@@ -50,7 +50,7 @@ from veracity.bench.datasets.load import ORDER_MODES, SAMPLE_MODES
 from veracity.bench.metrics import (bootstrap_ci, efficiency_summary, evaluate, majority_baseline,
                                     orig_label_breakdown, reply_reliability)
 from veracity.config import Settings
-from veracity.errors import ConfigError, EndpointBusyError, EndpointError
+from veracity.errors import ConfigError, EndpointBusyError, EndpointError, endpoint_stop_hint
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
 from veracity.pipeline.roles import SEED_RULE, role_settings_record
 from veracity.pipeline.runner import EVIDENCE_SETTINGS, evidence_setting
@@ -683,10 +683,9 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             _write_json(out_dir / RUN_FILE, run)
         metrics = finalize(out_dir, dataset)
         if stopped is not None:
-            # an overloaded endpoint keeps its own hint (fewer requests at once); a dead one: restart it
-            busy = isinstance(stopped, EndpointBusyError)
-            raise (EndpointBusyError if busy else EndpointError)(f"{stopped}; {metrics['n_predicted']} of {metrics['n_claims']} claims are scored in {out_dir}",
-                                hint=stopped.hint if busy else "restart the server, then run the same command again to resume")
+            kind = EndpointBusyError if isinstance(stopped, EndpointBusyError) else EndpointError
+            raise kind(f"{stopped}; {metrics['n_predicted']} of {metrics['n_claims']} claims are scored in {out_dir}",
+                       hint=endpoint_stop_hint(stopped))
         metrics["failed"] = session["failed"]
         return metrics
     finally:

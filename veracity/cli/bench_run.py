@@ -11,7 +11,7 @@ from rich.table import Table
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
-from veracity.errors import EndpointError
+from veracity.errors import RESTART_HINT, EndpointError
 
 
 @click.command("run")
@@ -112,7 +112,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
                                                                      soft_wrap=True),
                             backend=backend, ray_address=ray_address, ray_actors=ray_actors)
     except EndpointError as exc:
-        fail(str(exc), exc.hint or "restart the server, then run the same command again to resume")
+        fail(str(exc), exc.hint or RESTART_HINT)
         return
     if as_json:
         print_json(metrics)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
-from veracity.errors import ClusterError, ConfigError, EndpointBusyError, EndpointError, OutputError
+from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
 
 LABEL_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow"}
 
@@ -240,8 +240,7 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
     except (EndpointError, OutputError, ClusterError) as exc:
         st = getattr(exc, "stats", None)
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
-        fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError, EndpointBusyError))
-             else "restart the server, then run the same command again to resume")
+        fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc))
         return
     except KeyboardInterrupt:  # Ctrl-C: what was written stays; say how much, exit 130
         err_console.print(f"interrupted: {written[0]} results written this run, {_lines(output_path)} in "

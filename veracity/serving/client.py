@@ -224,13 +224,6 @@ class LLMClient:
                 hint="point --endpoint at an OpenAI-compatible server (vLLM: http://HOST:PORT/v1)",
             ) from exc
 
-    async def _answers(self, url: str) -> bool:
-        """Whether ``url`` answers ``GET /models`` within 10 s (alive, whatever its load)."""
-        try:
-            return (await self._client().get(url + "/models", timeout=10.0)).status_code < 400
-        except httpx.HTTPError:
-            return False
-
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""
         return await self._models_at(self.pool.members[0].url)
@@ -471,7 +464,8 @@ class LLMClient:
                              "so far are kept: run the same command again to resume",
                     )
                 where = member.url if member is not None else self.base_url
-                if problem == "ReadTimeout" and await self._answers(where):
+                if problem == "ReadTimeout" and member is not None \
+                        and isinstance(await pool.models_at(self._client(), member, timeout=10.0), list):
                     # alive but every try outlasted the timeout: a full batch decoding slowly (CPU), not a
                     # dead server; restarting would not help, fewer requests in flight or more time would
                     raise EndpointBusyError(
