@@ -381,3 +381,43 @@ def test_claims_search_the_indexs_retriever_for_the_runs_mode():
     assert index.fake.calls == [("Paris capital", 1, ("Berlin",)), ("Paris capital", 1, ())]
     with pytest.raises(ConfigError, match="needs an index"):  # no index at all: the stand-in says so
         asyncio.run(verify_one(Claim("c", "x"), spec, llm, None, spec.make_params()))
+
+
+def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced():
+    """select=true: retrieval, a rag.select call whose schema enumerates the shown ids (at least one), then
+    the judge on the kept passages only; a selection that never validates leaves every passage (traced)."""
+    from veracity.pipeline.methods.rag import RagSelection
+
+    articles = {"Danube": ["The Danube flows into the Black Sea."],
+                "Baltic canal": ["A canal connected to the Baltic Sea."], "Riga": ["Riga lies on the Baltic Sea."]}
+    spec = get_method("rag")
+    claim = Claim("c", "The Danube flows into the Baltic Sea")
+    judge_reply = RagJudgement(explanation="Black Sea", label="REFUTED", cited_passages=["Danube#0"])
+    llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
+    v = asyncio.run(verify_one(claim, spec, llm, FakeSearcher(articles), spec.make_params({"k": 3, "select": True})))
+    assert [c.role for c in llm.calls] == ["rag.select", "rag.judge"]
+    shown = llm.calls[0].prompt
+    assert all(f"[{t}#0]" in shown for t in articles)  # the selector sees every retrieved passage
+    items = llm.calls[0].output_model.model_json_schema()["properties"]["relevant_passages"]
+    assert sorted(items["items"]["enum"]) == sorted(f"{t}#0" for t in articles)
+    assert items["minItems"] == 1 and items["maxItems"] == 3
+    judged = llm.calls[1].prompt
+    assert "[Danube#0]" in judged and "Baltic canal#0" not in judged and "[Riga#0]" not in judged
+    cite = llm.calls[1].output_model.model_json_schema()["properties"]["cited_passages"]["items"]
+    assert cite.get("enum", [cite.get("const")]) == ["Danube#0"]  # one id: pydantic writes a const
+    (event,) = [e for e in v.trace.events if e["kind"] == "rag.selected"]
+    assert event["kept"] == ["Danube#0"] and sorted(event["dropped"]) == ["Baltic canal#0", "Riga#0"]
+    assert v.label is Label.REFUTED and [e.passage_id for e in v.evidence] == ["Danube#0"]
+
+    # a selection that never validates: the judge sees all three, and the trace names the fallback
+    llm2 = ScriptedLLM({"rag.select": [{"relevant_passages": "not a list"}] * 2, "rag.judge": [judge_reply]})
+    v2 = asyncio.run(verify_one(claim, spec, llm2, FakeSearcher(articles), spec.make_params({"k": 3, "select": True})))
+    assert all(f"[{t}#0]" in llm2.calls[-1].prompt for t in articles)
+    (failed,) = [e for e in v2.trace.events if e["kind"] == "rag.agent_failed"]
+    assert failed["role"] == "rag.select" and "every retrieved passage" in failed["fallback"]
+    assert v2.label is Label.REFUTED
+
+    # the default (select=false) makes one call, the judge, on every passage
+    llm3 = ScriptedLLM({"rag.judge": [judge_reply]})
+    asyncio.run(verify_one(claim, spec, llm3, FakeSearcher(articles), spec.make_params({"k": 3})))
+    assert [c.role for c in llm3.calls] == ["rag.judge"] and "[Riga#0]" in llm3.calls[0].prompt

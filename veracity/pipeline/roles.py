@@ -66,8 +66,10 @@ def dated_claim(claim: Claim, word: str = "Claim", verb: str = "made") -> str:
     return f"{word}{dated}: {claim.text}"
 
 
-def citing(model: type[BaseModel], ids: list[str], enabled: bool = True) -> type[BaseModel]:
-    """``model`` with ``cited_passages`` restricted to ``ids`` (an enum in the JSON schema).
+def citing(model: type[BaseModel], ids: list[str], enabled: bool = True, *, field: str = "cited_passages",
+           at_most: int = 5, at_least: int = 0) -> type[BaseModel]:
+    """``model`` with its list ``field`` (default ``cited_passages``) restricted to ``ids`` (an enum in
+    the JSON schema), holding ``at_least`` to ``at_most`` items (none when there are no ids).
 
     With no ids the list must be empty. The subclass keeps the model's name, so the server sees the
     same schema name; ``enabled=False`` returns ``model`` unchanged."""
@@ -75,9 +77,11 @@ def citing(model: type[BaseModel], ids: list[str], enabled: bool = True) -> type
         return model
     unique = tuple(dict.fromkeys(ids))
     item = Literal[unique] if unique else str  # type: ignore[valid-type]
-    fld = model.model_fields["cited_passages"]
-    return create_model(model.__name__, __base__=model, __module__=model.__module__,
-                        cited_passages=(list[item], Field(max_length=5 if unique else 0, description=fld.description)))
+    fld = model.model_fields[field]
+    most = at_most if unique else 0
+    least = {"min_length": min(at_least, most)} if at_least else {}  # no minItems unless asked: the schema stays as it was
+    bounds = Field(max_length=most, description=fld.description, **least)
+    return create_model(model.__name__, __base__=model, __module__=model.__module__, **{field: (list[item], bounds)})
 
 
 def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:

@@ -4,6 +4,15 @@ The judge lists the ids of the passages it relies on. With ``constrain_citations
 output schema enumerates the ids of the passages shown, so constrained decoding can only produce
 real ids; either way ids are looked up among the passages shown (exact dictionary lookup) and any id
 not among them is ignored.
+
+With ``select`` the method has the three steps of the pre-LLM fact-checking pipeline, as the Trification
+paper's introduction describes it (../shared/papers/trification.txt, Section 1: "(1) document retrieval
+..., (2) sentence selection ..., and (3) veracity prediction", citing Hanselowski et al., 2018 among
+others): retrieval, then a ``rag.select`` call that keeps
+the retrieved passages about what the claim names (its schema enumerates the shown ids, at least
+one), then the judge on the kept passages only. A small model otherwise bridges the claim through a
+passage that merely shares a word with it (a canal "connected to the Baltic Sea" read as the Danube
+flowing into it). If the selection never validates, the judge sees every retrieved passage (traced).
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ class RagParams(MethodParams):
     k: int = param(5, min=1, max=100, help="passages retrieved for the claim")
     passage_max_words: int = param(150, min=1, max=5000, help="words of each passage shown to the judge")
     constrain_citations: bool = param(True, help="the judge's schema enumerates the shown passage ids")
+    select: bool = param(False, help="before judging, the model keeps only the passages about what the claim names "
+                                     "(the pipeline's evidence-selection step); the judge sees those")
 
 
 # -- role: rag.judge ---------------------------------------------------------------------------
@@ -62,10 +73,55 @@ JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
 
+# -- role: rag.select (with --param select=true) -------------------------------------------------------
+class RagSelection(BaseModel):
+    relevant_passages: list[Annotated[str, Field(max_length=160)]] = Field(
+        max_length=100, description="ids of the passages about the people, places or things the claim names")
+
+
+SELECT_SYSTEM = (
+    "You are a careful fact-checker. You get numbered Wikipedia passages, each headed by its id in square "
+    "brackets, then a claim. Pick the passages that are about the people, places or things the claim names and "
+    "say something that bears on whether it is true; leave out passages that only share a word with it. "
+    "Reply in JSON."
+)
+
+
+def select_messages(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SELECT_SYSTEM},
+        {"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
+                                    f"{dated_claim(claim)}"},
+    ]
+
+
+SELECT = Role("rag.select", output=RagSelection, render=select_messages, instructions=SELECT_SYSTEM,
+              max_tokens=160, summary="keeps the retrieved passages about what the claim names (with select=true)",
+              fallback=Fallback(None, "no selection: the judge sees every retrieved passage"),
+              extra={"paper": "the selection step of the pre-LLM pipeline (Trification §1)"})
+
+
+async def select_passages(ctx: MethodContext, claim: Claim, passages: list[Evidence],
+                          max_words: int) -> list[Evidence]:
+    """The passages the selection keeps, in retrieval order (all of them after a failed selection)."""
+    ids = [e.passage_id for e in passages]
+    out = await SELECT(ctx, claim=claim, passages=passages, max_words=max_words,
+                       output=citing(RagSelection, ids, field="relevant_passages", at_most=len(ids), at_least=1))
+    if out is None:
+        return passages
+    chosen = {pid.strip() for pid in out.relevant_passages}
+    kept = [e for e in passages if e.passage_id in chosen] or passages
+    ctx.trace.event("rag.selected", kept=[e.passage_id for e in kept],
+                    dropped=[e.passage_id for e in passages if e not in kept])
+    return kept
+
+
 # -- the method --------------------------------------------------------------------------------
 async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     p = ctx.params
     passages = await ctx.tools.search(claim.text, p.k, role="rag.retrieve")
+    if p.select and len(passages) > 1:  # evidence selection (module docstring)
+        passages = await select_passages(ctx, claim, passages, p.passage_max_words)
     space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
     out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words, space=space,
                       output=citing(space.narrow(RagJudgement), [e.passage_id for e in passages],
@@ -83,5 +139,5 @@ SPEC = MethodSpec(
     fn=verify_rag,
     params_cls=RagParams,
     summary="Retrieve the top-k passages for the claim, then judge with citations.",
-    roles=(JUDGE,),
+    roles=(JUDGE, SELECT),
 )
