@@ -73,6 +73,13 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}"
 
 
+def method_label(config: dict) -> str:
+    """The method, with the parameters the run set on the command line: ``rag (select=True)``."""
+    params = config.get("params") or {}
+    over = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return f"{config['method']} ({over})" if over else config["method"]
+
+
 def table(args: argparse.Namespace) -> int:
     rows = []
     for root in args.roots:
@@ -90,7 +97,7 @@ def table(args: argparse.Namespace) -> int:
             ref = (" / ".join(f"{PROGRAMFC_OPEN[f'hover/{h}']:.1f}" for h in sorted(hops)) if ds == "hover"
                    else f"{PROGRAMFC_OPEN.get(ds, float('nan')):.1f}")
             rows.append([
-                run.get("model", {}).get("model", "?"), run["config"]["method"], ds, m["run"].get("evidence", "open"),
+                run.get("model", {}).get("model", "?"), method_label(run["config"]), ds, m["run"].get("evidence", "open"),
                 f"{m['n_predicted']}/{m['n_claims']}",
                 f"{_pct(s.get('accuracy'))} [{_pct((ci.get('accuracy') or [None])[0])}, {_pct((ci.get('accuracy') or [None, None])[1])}]",
                 f"{_pct(s.get('macro_f1'))} [{_pct((ci.get('macro_f1') or [None])[0])}, {_pct((ci.get('macro_f1') or [None, None])[1])}]",

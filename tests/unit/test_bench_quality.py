@@ -76,6 +76,11 @@ def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
     assert out.count("gold REFUTED, said SUPPORTED") == 3 and out.strip().endswith("3 wrong of 6")
 
 
+def test_table_names_the_parameters_a_run_set():
+    assert quality.method_label({"method": "rag", "params": {}}) == "rag"
+    assert quality.method_label({"method": "rag", "params": {"select": True, "k": 3}}) == "rag (k=3, select=True)"
+
+
 # ------------------------------------------------ Trification's judge_aggregation replayed from a trace
 async def _trification_run(handlers_, **params):
     from tests.unit.test_trification import make_ctx
