@@ -88,6 +88,26 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
         assert r["trace"]["summary"]["llm_calls"] == len(calls)
 
 
+def test_rag_with_evidence_selection_end_to_end(llm_endpoint, hover_searcher, tmp_path):
+    """rag with select=true on the real server: the selection's schema (an enum of the retrieved ids, at
+    least one) is accepted and honoured by constrained decoding, the judge sees only what was kept, and
+    the trace records kept / dropped ids that partition the retrieved ones."""
+    v = Verifier(method="rag", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+                 k=3, select=True, **{"judge.max_tokens": 512})
+    out = tmp_path / "results.jsonl"
+    stats = v.verify_many(CLAIMS, out=out, concurrency=2)
+    v.close()
+    assert stats.failed == [], stats.failed
+    for r in (json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()):
+        calls, events = r["trace"]["llm_calls"], r["trace"]["events"]
+        assert [c["role"] for c in calls if c["finish_reason"] == "stop"][:1] == ["rag.select"]
+        assert calls[-1]["role"] == "rag.judge" and all(c["model"] == llm_endpoint.model for c in calls)
+        hits = r["trace"]["tool_calls"][0]["hits"]
+        (sel,) = [e for e in events if e["kind"] == "rag.selected"]
+        assert sel["kept"] and sorted(sel["kept"] + sel["dropped"]) == sorted(hits)
+        assert {ev["passage_id"] for ev in r["evidence"]} <= set(sel["kept"])  # cites only what it was shown
+
+
 def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
     """At temperature 1 a run repeats exactly on the real server: each request carries the seed of
     roles.SEED_RULE (run seed, claim id, role, call index), which vLLM honours; other run seeds sample
