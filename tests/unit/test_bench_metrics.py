@@ -257,3 +257,35 @@ def test_majority_baseline_and_reply_reliability():
     rel = reply_reliability(results)
     assert rel == {"invalid_replies": 2, "claims_with_fallback": 1, "fallback_rate": 0.25,
                    "by_role": {"emulate.classifier": 2}}
+
+
+# -- every reply that never validated is counted, whichever path a method takes after it -------------------
+async def test_invalid_replies_count_left_out_zofia_agents_and_trification_plans_and_judges():
+    """`invalid_replies` counts trace events that carry `fallback`. ZoFia's agents left out of the pool, a
+    Trification plan whose reply did not validate and a Trification JUDGE whose reply did not validate once
+    traced no `fallback`, so the quality tables said 0 invalid replies for runs that had some."""
+    from tests.unit import test_trification as tri
+    from tests.unit import test_zofia as zof
+    from tests.unit.scripted_llm import ScriptedLLM
+    from veracity.bench.metrics import reply_reliability
+    from veracity.errors import LLMOutputError
+    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.zofia import verify_zofia
+    from veracity.pipeline.types import Claim
+
+    def bad(role):
+        return lambda messages, model, i: LLMOutputError(f"{role}: the reply did not validate", role=role)
+
+    llm = ScriptedLLM(zof.scripted(**{"zofia.linguist": bad("zofia.linguist")}), repeat_last=True)
+    ctx, _ = zof.make_ctx(llm)
+    await verify_zofia(Claim("z", zof.ARTICLE), ctx)
+    rel = reply_reliability([{"trace": {"events": ctx.trace.events}}])
+    assert rel["by_role"] == {"zofia.linguist": 1} and rel["invalid_replies"] == 1 and rel["fallback_rate"] == 1.0
+
+    plans = [LLMOutputError("trification.planner: the reply did not validate", role="trification.planner"), tri.GRAPH]
+    h = tri.handlers(planner=plans)
+    h["trification.judge"] = bad("trification.judge")
+    ctx = tri.make_ctx(ScriptedLLM(h, repeat_last=True), static=True)
+    await verify_trification(Claim("t", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
+    rel = reply_reliability([{"trace": {"events": ctx.trace.events}}])
+    assert rel["by_role"] == {"trification.planner": 1, "trification.judge": 1} and rel["invalid_replies"] == 2

@@ -188,7 +188,8 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
             plan = await role(ctx, output=model, messages=msgs)
         except LLMOutputError as exc:
             ctx.trace.event("trification.plan", phase=phase, attempt=attempt, valid=False,
-                            errors=[f"the reply did not validate: {exc}"], nodes=[])
+                            errors=[f"the reply did not validate: {exc}"], nodes=[], role=exc.role,
+                            fallback="plan again" if attempt < p.max_replans else "no plan from this phase")
             continue
         reasoning = getattr(plan, "reasoning", None)
         raw = specs_from_plan(plan)
@@ -346,7 +347,8 @@ class GraphRun:
                 r.finished = self.finish_counter
                 r.output = f"error: {exc}"
                 self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status="error",
-                                     error=str(exc), t=self._t())
+                                     error=str(exc), role=exc.role, fallback="no label from this JUDGE; the others rule",
+                                     t=self._t())
                 return
         failed_by_modification = False
         if r.insufficient and not self.static and r.spec.type in ("THINK", "JUDGE"):

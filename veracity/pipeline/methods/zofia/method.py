@@ -445,7 +445,8 @@ async def left_out_if_invalid(agent: str, work: Awaitable[T], ctx: MethodContext
     try:
         return await work
     except LLMOutputError as exc:
-        ctx.trace.event("zofia.agent_failed", error=str(exc), agent=agent)
+        ctx.trace.event("zofia.agent_failed", error=str(exc), agent=agent, role=exc.role,
+                        fallback="the agent is left out of the evidence pool")  # `fallback`: counted as an invalid reply
         return None
 
 
