@@ -421,3 +421,38 @@ def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced()
     llm3 = ScriptedLLM({"rag.judge": [judge_reply]})
     asyncio.run(verify_one(claim, spec, llm3, FakeSearcher(articles), spec.make_params({"k": 3})))
     assert [c.role for c in llm3.calls] == ["rag.judge"] and "[Riga#0]" in llm3.calls[0].prompt
+
+
+def test_rag_select_auto_selects_among_index_passages_but_not_among_a_claims_gold_evidence():
+    """select=auto: an index's passages (open evidence) go through rag.select; a claim's gold passages go
+    straight to the judge. Booleans and the words true / false / auto are accepted; anything else is one
+    ConfigError naming the choices."""
+    from veracity.pipeline.methods.rag import RagSelection
+    from veracity.pipeline.runner import claim_retrievers
+
+    articles = {"Danube": ["The Danube flows into the Black Sea."], "Riga": ["Riga lies on the Baltic Sea."]}
+    spec = get_method("rag")
+    judge_reply = RagJudgement(explanation="Black Sea", label="REFUTED", cited_passages=["Danube#0"])
+    auto = spec.make_params({"k": 2, "select": "auto"})
+    open_llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
+    claim = Claim("c", "The Danube flows into the Baltic Sea")
+    asyncio.run(verify_one(claim, spec, open_llm, FakeSearcher(articles), auto))
+    assert [c.role for c in open_llm.calls] == ["rag.select", "rag.judge"]
+    assert "[Riga#0]" not in open_llm.calls[1].prompt
+
+    gold = [{"title": t, "text": texts[0]} for t, texts in articles.items()]
+    gold_claim = Claim("g", "The Danube flows into the Baltic Sea", meta={"evidence": gold})
+    gold_llm = ScriptedLLM({"rag.judge": [judge_reply]})
+    asyncio.run(verify_one(gold_claim, spec, gold_llm, None, auto, retriever_for=claim_retrievers("gold")))
+    assert [c.role for c in gold_llm.calls] == ["rag.judge"] and "[Riga#0]" in gold_llm.calls[0].prompt
+    # select=true selects among gold passages too (what it did before auto existed)
+    forced = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
+    asyncio.run(verify_one(gold_claim, spec, forced, None, spec.make_params({"k": 2, "select": True}),
+                           retriever_for=claim_retrievers("gold")))
+    assert [c.role for c in forced.calls] == ["rag.select", "rag.judge"]
+
+    assert [spec.make_params({"select": v}).select for v in (True, False, "true", "auto")] == \
+        ["true", "false", "true", "auto"]
+    assert spec.make_params().select == "false"  # off unless asked for (BENCHMARKS.md: the pre-registered rule)
+    with pytest.raises(ConfigError, match="one of false, true, auto"):
+        spec.make_params({"select": "sometimes"})

@@ -153,6 +153,8 @@ def _coerce(method: str, name: str, value: Any, tp: Any, meta: dict[str, Any]) -
         if not math.isfinite(out):
             raise bad()
     elif base is str:
+        if isinstance(value, bool) and {"true", "false"} <= set(meta.get("choices") or ()):
+            value = str(value).lower()  # a tri-state switch (true / false / auto) given a Python or JSON boolean
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise bad()
         out = str(value)

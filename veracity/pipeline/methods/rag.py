@@ -13,6 +13,9 @@ the retrieved passages about what the claim names (its schema enumerates the sho
 one), then the judge on the kept passages only. A small model otherwise bridges the claim through a
 passage that merely shares a word with it (a canal "connected to the Baltic Sea" read as the Danube
 flowing into it). If the selection never validates, the judge sees every retrieved passage (traced).
+``select=auto`` selects only when the passages come from an index (open evidence): a claim's gold
+evidence is the benchmark's already-selected evidence, every passage of which the claim needs (on gold
+evidence, selection dropped the bridge pages multi-hop claims need; benchmarks/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ class RagParams(MethodParams):
     k: int = param(5, min=1, max=100, help="passages retrieved for the claim")
     passage_max_words: int = param(150, min=1, max=5000, help="words of each passage shown to the judge")
     constrain_citations: bool = param(True, help="the judge's schema enumerates the shown passage ids")
-    select: bool = param(False, help="before judging, the model keeps only the passages about what the claim names "
-                                     "(the pipeline's evidence-selection step); the judge sees those")
+    select: str = param("false", choices=("false", "true", "auto"),
+                        help="before judging, the model keeps only the passages about what the claim names (the "
+                             "pipeline's evidence-selection step) and the judge sees those; auto: only when the "
+                             "passages come from an index, not with the claim's gold evidence")
 
 
 # -- role: rag.judge ---------------------------------------------------------------------------
@@ -114,11 +119,20 @@ async def select_passages(ctx: MethodContext, claim: Claim, passages: list[Evide
     return kept
 
 
+def selects(select: str, ctx: MethodContext) -> bool:
+    """Whether this claim's passages go through selection. ``auto``: when they come from an index (open
+    evidence), where distractors sit beside the passages the claim is about; not with the claim's gold
+    evidence, which is already the selected evidence of the benchmark (every passage of it is needed)."""
+    if select == "auto":
+        return ctx.tools.source.retriever not in ("gold", "none")
+    return select == "true"
+
+
 # -- the method --------------------------------------------------------------------------------
 async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     p = ctx.params
     passages = await ctx.tools.search(claim.text, p.k, role="rag.retrieve")
-    if p.select and len(passages) > 1:  # evidence selection (module docstring)
+    if selects(p.select, ctx) and len(passages) > 1:  # evidence selection (module docstring)
         passages = await select_passages(ctx, claim, passages, p.passage_max_words)
     space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
     out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words, space=space,
