@@ -98,7 +98,9 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         record = resp.json()
         assert set(record) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}
         assert record["label"] in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
-        call = record["trace"]["llm_calls"][0]
+        roles = [c["role"] for c in record["trace"]["llm_calls"]]
+        assert roles[0] == "rag.select" and roles[-1] == "rag.judge"  # rag's default select=auto, on an index
+        call = record["trace"]["llm_calls"][-1]
         assert call["role"] == "rag.judge" and call["model"] == llm_endpoint.model and call["completion_tokens"] > 0
         hits = record["trace"]["tool_calls"][0]["hits"]
         assert "Eiffel Tower#0" in hits  # the real index ranked the article
@@ -109,9 +111,12 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         events = [(re.search(r"^event: (.*)$", b, re.M).group(1), json.loads(re.search(r"^data: (.*)$", b, re.M).group(1)))
                   for b in text.strip().split("\n\n")]
         trace = [d for n, d in events if n == "trace"]
-        assert [e["kind"] for e in trace] == ["tool", "role.started", "role.finished"]
-        assert trace[0]["hits"][0]["title"] and trace[2]["completion_tokens"] > 0 and trace[2]["latency_s"] > 0
-        assert events[-1][0] == "verdict" and events[-1][1]["record"]["label"] == trace[2]["output"]["label"]
+        kinds = [e["kind"] for e in trace]  # the search, the selection's steps, then the judge's
+        assert kinds[0] == "tool" and kinds[-2:] == ["role.started", "role.finished"]
+        assert trace[1]["kind"] == "role.started" and trace[1]["role"] == "rag.select"
+        assert trace[-2]["role"] == "rag.judge" and trace[-1]["step"] == trace[-2]["step"]
+        assert trace[0]["hits"][0]["title"] and trace[-1]["completion_tokens"] > 0 and trace[-1]["latency_s"] > 0
+        assert events[-1][0] == "verdict" and events[-1][1]["record"]["label"] == trace[-1]["output"]["label"]
 
         passage = client.get("/v1/passages/Eiffel%20Tower%230").json()
         assert passage["title"] == "Eiffel Tower" and "Paris" in passage["text"]

@@ -208,3 +208,11 @@ class FakeSearcher:
     def open_page(self, title: str) -> list[Hit]:
         self.opened.append(title)
         return self._passages(title)
+
+
+def keep_every_passage(messages, output_model, index):
+    """A ``rag.select`` reply that keeps every passage it was shown (the ids its narrowed schema enumerates):
+    for tests of the plumbing around ``rag``, whose default (``select=auto``) selects on index passages."""
+    items = output_model.model_json_schema()["properties"]["relevant_passages"]["items"]
+    ids = items.get("enum") or [items["const"]]
+    return output_model.model_validate({"relevant_passages": ids})

@@ -15,7 +15,7 @@ import click
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, label_space
 from veracity.pipeline.methods import METHODS
@@ -102,16 +102,17 @@ def test_a_binary_schema_rejects_nei():
 
 
 def test_rag_binary_narrows_the_label_and_keeps_the_citation_enum():
-    script = {"rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=["Paris#0"])]}
+    script = {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=["Paris#0"])]}
     verdict, llm = run("rag", script, space=BINARY)
-    model = llm.calls[0].output_model
+    assert [c.role for c in llm.calls] == ["rag.select", "rag.judge"]  # select=auto on an index
+    model = llm.calls[-1].output_model
     assert label_enum(model) == ["SUPPORTED", "REFUTED"]
     assert "Paris#0" in json.dumps(model.model_json_schema()["properties"]["cited_passages"])
-    assert "NOT_ENOUGH_INFO" not in llm.calls[0].messages[0]["content"]
+    assert "NOT_ENOUGH_INFO" not in llm.calls[-1].messages[0]["content"]
     assert verdict.label is Label.REFUTED and [e.passage_id for e in verdict.evidence] == ["Paris#0"]
-    _, llm = run("rag", {"rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=[])]})
-    assert llm.calls[0].messages[0]["content"] == RAG_SYSTEM
-    assert label_enum(llm.calls[0].output_model) == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
+    _, llm = run("rag", {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=[])]})
+    assert llm.calls[-1].messages[0]["content"] == RAG_SYSTEM
+    assert label_enum(llm.calls[-1].output_model) == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
 
 # ----------------------------------------------------------------- MERMAID

@@ -12,7 +12,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage
 from veracity.errors import EndpointError
 from veracity.pipeline.methods.direct import DirectJudgement
 from veracity.web.app import WebConfig, asgi
@@ -29,7 +29,7 @@ def rag_reply(messages, output_model, index):
 
 
 def make(tmp_path, llm=None, searcher="fake", **kw):
-    llm = llm or ScriptedLLM({"rag.judge": rag_reply,
+    llm = llm or ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply,
                               "direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
     searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
@@ -56,7 +56,7 @@ def test_verify_returns_the_cli_json_verdict_and_keeps_it_in_the_history(tmp_pat
         assert set(record) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}  # verify --json
         assert record["label"] == "REFUTED" and record["method"] == "rag"
         assert [e["passage_id"] for e in record["evidence"]] == ["Eiffel Tower#0"]
-        assert record["trace"]["llm_calls"][0]["role"] == "rag.judge"
+        assert [c["role"] for c in record["trace"]["llm_calls"]] == ["rag.select", "rag.judge"]  # select=auto
         check_id = resp.headers["X-Veracity-Check"]
         assert resp.headers["Location"] == f"/v1/checks/{check_id}"
         assert client.get(f"/v1/checks/{check_id}").json() == record
@@ -91,7 +91,7 @@ def test_a_failing_model_server_is_a_503_in_one_line_and_counted_as_a_failure(tm
     def down(role, messages):
         raise EndpointError("the model server at http://127.0.0.1:9/v1 does not answer", hint="start it")
 
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=down))
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=down))
     with client:
         body = one_line_error(client.post("/v1/verify", json={"claim": "Paris is big.", "method": "rag"}), 503,
                               "does not answer")
@@ -135,8 +135,11 @@ def test_the_stream_sends_each_step_as_it_happens_then_the_verdict(tmp_path):
     assert names[0] == "start" and names[-1] == "verdict"
     trace = [d for n, d in events if n == "trace"]
     kinds = [e["kind"] for e in trace]
-    assert kinds == ["tool", "role.started", "role.finished"]  # rag: search, then the judge
-    tool, started, finished = trace
+    # rag (select=auto on an index): search, the selection, what it kept, then the judge
+    assert kinds == ["tool", "role.started", "role.finished", "rag.selected", "role.started", "role.finished"]
+    tool, sel_started, sel_finished, selected, started, finished = trace
+    assert sel_started["role"] == "rag.select" and sel_finished["step"] == sel_started["step"]
+    assert selected["kept"] == [h["passage_id"] for h in tool["hits"]] and selected["dropped"] == []
     assert tool["tool"] == "search" and tool["hits"][0]["passage_id"].startswith("Eiffel Tower#")
     assert {"title", "score"} <= set(tool["hits"][0])
     assert started["role"] == "rag.judge" and started["messages"][-1]["role"] == "user"
@@ -147,25 +150,25 @@ def test_the_stream_sends_each_step_as_it_happens_then_the_verdict(tmp_path):
     assert verdict["record"]["label"] == "REFUTED"
     assert stored == verdict["record"]
     # the stored trace is the one a non-streamed check gets (the hook records nothing extra)
-    assert verdict["record"]["trace"]["summary"]["llm_calls"] == 1
+    assert verdict["record"]["trace"]["summary"]["llm_calls"] == 2
 
 
 def test_a_stream_whose_method_fails_ends_with_an_error_event(tmp_path):
     def down(role, messages):
         raise EndpointError("the model server does not answer", hint="start it")
 
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=down))
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=down))
     with client:
         with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
             events = sse_events(resp.read().decode())
     name, data = events[-1]
     assert name == "error" and data["status"] == 503 and "does not answer" in data["error"]
     failed = [d for n, d in events if n == "trace" and d["kind"] == "role.failed"]
-    assert failed and failed[0]["role"] == "rag.judge"
+    assert failed and failed[0]["role"] == "rag.select"  # the first call; an unreachable server is no fallback
 
 
 def test_checks_beyond_the_cap_are_429_with_retry_after(tmp_path):
-    client, config = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, delay=0.3), max_checks=1)
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.3), max_checks=1)
     with client:
         with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as first:
             busy = client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"})
@@ -258,7 +261,7 @@ def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
 
 
 def test_jobs_beyond_the_cap_are_429_and_a_running_job_cannot_be_resumed_twice(tmp_path):
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, delay=0.2), max_jobs=1, job_concurrency=1)
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.2), max_jobs=1, job_concurrency=1)
     with client:
         first = client.post("/v1/jobs?method=rag", content=claims_jsonl(3)).json()
         busy = client.post("/v1/jobs?method=rag", content=claims_jsonl(2))
@@ -272,11 +275,11 @@ def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tm
     state = {"calls": 0, "down": True}
 
     def flaky(role, messages):
-        state["calls"] += 1
+        state["calls"] += role == "rag.judge"  # two claims judged, then the server goes away
         if state["down"] and state["calls"] > 2:
             raise EndpointError("the model server does not answer", hint="start it")
 
-    client, config = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
     with client:
         job = client.post("/v1/jobs?method=rag", content=claims_jsonl(5)).json()
         stopped = wait_job(client, job["id"])
@@ -290,7 +293,7 @@ def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tm
 
 
 def test_jobs_persist_and_resume_after_the_app_restarts(tmp_path):
-    slow = ScriptedLLM({"rag.judge": rag_reply}, delay=0.15)
+    slow = ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.15)
     client, config = make(tmp_path, llm=slow, job_concurrency=1)
     with client:
         job = client.post("/v1/jobs?method=rag", content=claims_jsonl(8)).json()
@@ -301,7 +304,7 @@ def test_jobs_persist_and_resume_after_the_app_restarts(tmp_path):
     results = config.home / "web" / "jobs" / job["id"] / "results.jsonl"
     written = [json.loads(x)["id"] for x in results.read_text().splitlines()]
     assert 2 <= len(written) < 8
-    client2, _ = make(tmp_path, llm=ScriptedLLM({"rag.judge": rag_reply}), job_concurrency=2)
+    client2, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}), job_concurrency=2)
     with client2:
         done = wait_job(client2, job["id"])
         assert done["state"] == "done" and done["done"] == 8
@@ -432,7 +435,7 @@ def test_job_ids_are_checked_before_any_path_is_built(tmp_path, job_id):
 
 
 def test_a_stream_abandoned_by_its_client_stops_its_method_and_frees_its_slot(tmp_path):
-    llm = ScriptedLLM({"rag.judge": rag_reply}, delay=0.5)
+    llm = ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.5)
     client, config = make(tmp_path, llm=llm, max_checks=1)
     with client:
         with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:

@@ -37,7 +37,7 @@ class RagParams(MethodParams):
     k: int = param(5, min=1, max=100, help="passages retrieved for the claim")
     passage_max_words: int = param(150, min=1, max=5000, help="words of each passage shown to the judge")
     constrain_citations: bool = param(True, help="the judge's schema enumerates the shown passage ids")
-    select: str = param("false", choices=("false", "true", "auto"),
+    select: str = param("auto", choices=("false", "true", "auto"),
                         help="before judging, the model keeps only the passages about what the claim names (the "
                              "pipeline's evidence-selection step) and the judge sees those; auto: only when the "
                              "passages come from an index, not with the claim's gold evidence")
