@@ -24,3 +24,18 @@ def test_semantic_recall_with_the_bundled_encoder(tmp_path):
     assert "Nile#0" not in {h.evidence.passage_id for h in hits}
     river = sem.recall([], "The longest river in Africa flows north.", k=2)
     assert [h.evidence.passage_id for h in river][:1] == ["Nile#0"]
+
+
+def test_loading_the_bundled_encoder_draws_no_transformers_bar(capfd):
+    """transformers draws a raw "Loading weights" bar on stderr for every model it loads; a search or a batch
+    that loads the encoder shows none of it, and the bars are left on for other code afterwards."""
+    pytest.importorskip("sentence_transformers")
+    from transformers.utils import logging as hf_logging
+
+    from veracity.models.encoders import SentenceEncoder
+
+    assert hf_logging.is_progress_bar_enabled()
+    enc = SentenceEncoder()  # a fresh load, not load_encoder's per-process instance
+    err = capfd.readouterr().err
+    assert enc.dimension == 384 and "Loading weights" not in err and "it/s" not in err, err
+    assert hf_logging.is_progress_bar_enabled()

@@ -109,6 +109,45 @@ def test_batch_reports_bad_lines_and_resumes(scripted, monkeypatch, capsys, tmp_
     assert [o["id"] for o in objs] == ["c"] and {"label", "explanation", "evidence", "trace"} <= set(objs[0])
 
 
+def test_batch_prints_each_verdict_with_its_passages_and_whether_it_agrees_with_the_line(scripted, monkeypatch,
+                                                                                          capsys, tmp_path):
+    """A batch shows what it decided, claim by claim: the verdict, the passages it cites, and ✓ / ✗ when the
+    claim's line names a label (any of the datasets' spellings); -q leaves only the summary; --json keeps
+    stdout to JSON objects and moves the agreement count to stderr."""
+    import veracity.pipeline.api as api
+
+    monkeypatch.setattr(api, "open_index", lambda index, settings=None: FakeSearcher(ARTICLES))
+    src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
+    src.write_text('{"id": "a", "claim": "Paris is the capital of France.", "label": "SUPPORTED"}\n'
+                   '{"id": "b", "claim": "Paris is the capital of Spain.", "label": "REFUTES"}\n'
+                   '{"id": "c", "claim": "Madrid."}\n'
+                   '{"id": "d", "claim": "Paris is big.", "label": "TRUE-ISH"}\n')
+    args = ["-i", str(src), "-o", str(out), "--method", "rag", "--param", "select=false", "--param", "k=1",
+            "--endpoint", "http://x/v1", "--concurrency", "1"]
+    code, stdout, err = run_cli(args, monkeypatch, capsys)
+    assert code == 0, err
+    lines = stdout.splitlines()
+    assert "a  SUPPORTED  ✓  [Paris#0]  Paris is the capital of France." in lines
+    assert "b  SUPPORTED  ✗ (the line says REFUTED)  [Paris#0]  Paris is the capital of Spain." in lines
+    assert "c  SUPPORTED  [no passage cited]  Madrid." in lines  # no label on the line: no mark
+    assert "d  SUPPORTED  [Paris#0]  Paris is big." in lines  # a label that is none of the three: no mark
+    summary = next(i for i, x in enumerate(lines) if x.startswith("4 written, 0 already done, 0 failed, 0 bad lines"))
+    assert lines[summary - 1] == "1 of 2 verdicts written this run agree with the label their line names"
+    assert "claims/min" in "".join(lines[summary:])  # the summary comes last (a script reads it there)
+
+    out.unlink()
+    code, stdout, err = run_cli(args + ["-q"], monkeypatch, capsys)
+    assert code == 0, err
+    assert "Paris is the capital" not in stdout and "1 of 2 verdicts" in stdout and "4 written" in stdout
+    out.unlink()
+    code, stdout, err = run_cli(args + ["--json"], monkeypatch, capsys)
+    assert code == 0, err
+    assert [json.loads(x)["id"] for x in stdout.splitlines()] == ["a", "b", "c", "d"]
+    assert "1 of 2 verdicts written this run agree" in err
+    code, stdout, err = run_cli(args, monkeypatch, capsys)  # resumed with nothing left: no lines, no count
+    assert code == 0 and "agree" not in stdout and stdout.strip().startswith("0 written, 4 already done")
+
+
 def test_duplicate_ids_in_a_batch_fail_before_any_work(scripted, monkeypatch, capsys, tmp_path):
     src = tmp_path / "claims.jsonl"
     src.write_text('{"id": "a", "claim": "one"}\n{"id": "a", "claim": "two"}\n')

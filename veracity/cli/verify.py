@@ -129,10 +129,12 @@ def _ablation_options(fn):
 @click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
+@click.option("-q", "--quiet", is_flag=True, help="With -i: no line per claim, only the progress bar and the "
+              "summary (the results file is written the same).")
 @backend_options
 @_ablation_options
 def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
-           state_dir, semantic_memory, labels, evidence, cache, as_json, backend, ray_address, ray_actors,
+           state_dir, semantic_memory, labels, evidence, cache, as_json, quiet, backend, ray_address, ray_actors,
            **ablations) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
@@ -149,8 +151,9 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
       veracity verify -i claims_with_evidence.jsonl -o results.jsonl --method rag --evidence gold
       veracity verify -i claims.jsonl -o results.jsonl --method rag --backend ray --ray-actors 4
 
-    A batch appends each result to the output as it finishes (with its trace), shows claims/min and
-    tokens/s, and resumes where it stopped when run again. With --evidence gold every input line carries
+    A batch appends each result to the output as it finishes (with its trace), prints one line per claim
+    (verdict and cited passages; when the claim's line names a "label", whether the verdict agrees), shows
+    claims/min and tokens/s, and resumes where it stopped when run again. With --evidence gold every input line carries
     its own evidence, e.g. {"claim": "...", "evidence": [{"title": "Paris", "text": "Paris is ..."}]}.
     """
     from veracity.pipeline.api import Verifier
@@ -202,7 +205,7 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
             else:
                 console.print(render_verdict(record))
             return
-        _run_batch(verifier, input_path, output_path, concurrency, as_json)
+        _run_batch(verifier, input_path, output_path, concurrency, as_json, quiet)
     finally:
         verifier.close()
 
@@ -223,16 +226,49 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool) -> None:
+# what a claims file may call the three labels (the datasets' own spellings included)
+_LABEL_SPELLINGS = {"SUPPORTED": "SUPPORTED", "SUPPORTS": "SUPPORTED", "REFUTED": "REFUTED", "REFUTES": "REFUTED",
+                    "NOT_ENOUGH_INFO": "NOT_ENOUGH_INFO", "NOT ENOUGH INFO": "NOT_ENOUGH_INFO", "NEI": "NOT_ENOUGH_INFO"}
+
+
+def expected_label(meta: dict) -> str | None:
+    """The label a claim's line names (its "label" key) as one of the three, or None when it names none
+    (or something else, e.g. a dataset's own scale)."""
+    value = meta.get("label")
+    return _LABEL_SPELLINGS.get(value.strip().upper()) if isinstance(value, str) else None
+
+
+def verdict_line(record: dict, expected: str | None) -> Text:
+    """One line of a batch: id, verdict (with ✓ / ✗ against the line's label when it names one), the passages
+    the verdict cites, the claim."""
+    label = record["label"]
+    parts: list = [(f"{record['id']}  ", "bold"), (label, LABEL_STYLE.get(label, "bold"))]
+    if expected is not None:
+        parts.append(("  ✓" if expected == label else f"  ✗ (the line says {expected})",
+                      "green" if expected == label else "red"))
+    cited = ", ".join(ev["passage_id"] for ev in record["evidence"])
+    parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim"), "  ", record["claim"]]
+    return Text.assemble(*parts)
+
+
+def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool, quiet: bool = False) -> None:
     loaded = verifier.load_claims(input_path)
     for bad in loaded.rejected:
         err_console.print(f"[yellow]skipped[/] {escape(str(bad))}", highlight=False, soft_wrap=True)
     written = [0]
+    expected = {c.id: expected_label(c.meta) for c in loaded.claims}
+    agree = [0, 0]  # verdicts that agree with their line's label, verdicts whose line names one
 
     def on_result(record: dict) -> None:
         written[0] += 1
+        want = expected.get(record["id"])
+        if want is not None:
+            agree[0] += want == record["label"]
+            agree[1] += 1
         if as_json:
             print_json(record)
+        elif not quiet:
+            console.print(verdict_line(record, want), highlight=False, soft_wrap=True)
 
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
@@ -248,6 +284,9 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         raise SystemExit(130) from None
     for cid, why in stats.failed:
         err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
+    if agree[1]:
+        (err_console if as_json else console).print(
+            f"{agree[0]} of {agree[1]} verdicts written this run agree with the label their line names", highlight=False)
     (err_console if as_json else console).print(
         f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
         f"{len(stats.rejected)} bad lines → {escape(str(output_path))}  "

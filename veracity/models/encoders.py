@@ -8,6 +8,7 @@ folder. :func:`load_encoder` loads each (model, device) once per process and han
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import threading
@@ -69,6 +70,21 @@ def same_encoder(a: str, b: str) -> bool:
     return canonical_encoder(a) == canonical_encoder(b)
 
 
+@contextlib.contextmanager
+def _no_load_bars():
+    """transformers' own progress bars (it draws one per model load, raw tqdm on stderr) off while loading,
+    back as they were after: a search or a batch then shows only veracity's own output."""
+    from transformers.utils import logging as hf_logging
+
+    were_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if were_on:
+            hf_logging.enable_progress_bar()
+
+
 class SentenceEncoder:
     """A sentence-transformers model on GPU (fp16) when there is one, else CPU; thread-safe encode.
 
@@ -83,7 +99,8 @@ class SentenceEncoder:
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         try:
-            self.model = SentenceTransformer(str(path), device=self.device)
+            with _no_load_bars():  # transformers' "Loading weights" bar is not the user's business
+                self.model = SentenceTransformer(str(path), device=self.device)
         except Exception as exc:
             raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
                               hint="pass --encoder with a folder holding a sentence-transformers model") from exc
