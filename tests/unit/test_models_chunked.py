@@ -340,3 +340,22 @@ def _settings(home: Path):
     from veracity.config import Settings
 
     return Settings(home=home)
+
+
+def test_conversion_bar_hooks_the_gguf_loop_and_silences_transformers_bars_then_restores_both():
+    """While `models prepare` shows its own bar, transformers' GGUF tensor loop reports to it and transformers'
+    tqdm bars are off; afterwards both are as they were (the same switch the encoder's load uses)."""
+    pytest.importorskip("transformers")
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    from veracity.models.prepare import _hf_progress_to
+
+    seen = []
+    original = gguf_utils.tqdm
+    assert hf_logging.is_progress_bar_enabled()
+    with _hf_progress_to(lambda step, done, total: seen.append((step, done, total))):
+        assert not hf_logging.is_progress_bar_enabled() and gguf_utils.tqdm is not original
+        assert list(gguf_utils.tqdm(["a", "b"])) == ["a", "b"]
+    assert seen[-1] == ("dequantizing GGUF tensors", 2, 2)
+    assert hf_logging.is_progress_bar_enabled() and gguf_utils.tqdm is original

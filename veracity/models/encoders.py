@@ -71,9 +71,9 @@ def same_encoder(a: str, b: str) -> bool:
 
 
 @contextlib.contextmanager
-def _no_load_bars():
-    """transformers' own progress bars (it draws one per model load, raw tqdm on stderr) off while loading,
-    back as they were after: a search or a batch then shows only veracity's own output."""
+def transformers_bars_off():
+    """transformers' own tqdm bars (one per model load, one per shard written: raw tqdm on stderr) off inside,
+    back as they were after, so a search, a batch or a conversion shows only veracity's own output."""
     from transformers.utils import logging as hf_logging
 
     were_on = hf_logging.is_progress_bar_enabled()
@@ -99,7 +99,7 @@ class SentenceEncoder:
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         try:
-            with _no_load_bars():  # transformers' "Loading weights" bar is not the user's business
+            with transformers_bars_off():  # transformers' "Loading weights" bar is not the user's business
                 self.model = SentenceTransformer(str(path), device=self.device)
         except Exception as exc:
             raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",

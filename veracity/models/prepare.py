@@ -204,12 +204,12 @@ def _hf_progress_to(bar: Bar) -> Iterator[None]:
         return
     try:
         import transformers.modeling_gguf_pytorch_utils as gguf_utils
-        from transformers.utils import logging as hf_logging
     except ImportError:
         yield
         return
+    from veracity.models.encoders import transformers_bars_off
+
     original = getattr(gguf_utils, "tqdm", None)
-    bars_were_on = hf_logging.is_progress_bar_enabled()
 
     def counting(iterable, *args, **kwargs):
         items = list(iterable)
@@ -220,14 +220,12 @@ def _hf_progress_to(bar: Bar) -> Iterator[None]:
 
     if original is not None:
         gguf_utils.tqdm = counting
-    hf_logging.disable_progress_bar()
     try:
-        yield
+        with transformers_bars_off():
+            yield
     finally:
         if original is not None:
             gguf_utils.tqdm = original
-        if bars_were_on:
-            hf_logging.enable_progress_bar()
 
 
 def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: str = "LlamaForCausalLM",
