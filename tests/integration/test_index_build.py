@@ -57,6 +57,20 @@ def test_existing_out_dir_refused_unless_overwrite(xml_index, tmp_path):
     with pytest.raises(IndexDirError, match="not an index"):
         build_index(resolve_sources([dump]), stranger, BuildOptions(dense=False, overwrite=True))
     assert (stranger / "keep.txt").read_text() == "mine"
+    # issue 29 point 2: a manifest.json that is not ours (any JSON, another kind, a newer format) is no licence
+    for name, manifest in (("foreign", {"foo": 1}), ("other-kind", {"kind": "something-else", "format_version": 1}),
+                           ("newer", {"kind": "veracity-index", "format_version": 99}),
+                           ("no-version", {"kind": "veracity-index"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        (folder / "keep.txt").write_text("precious")
+        with pytest.raises(IndexDirError, match=f"{name} is not an index veracity built"):
+            build_index(resolve_sources([dump]), folder, BuildOptions(dense=False, overwrite=True, limit=2))
+        assert sorted(p.name for p in folder.iterdir()) == ["keep.txt", "manifest.json"], name
+        assert (folder / "keep.txt").read_text() == "precious"
+        assert json.loads((folder / "manifest.json").read_text()) == manifest
+        assert not build_dir_for(folder).exists()
     copy = tmp_path / "idx"
     build_index(resolve_sources([dump]), copy, BuildOptions(dense=False))
     m = build_index(resolve_sources([dump]), copy, BuildOptions(dense=False, overwrite=True, limit=2))

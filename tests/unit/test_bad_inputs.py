@@ -364,6 +364,16 @@ INDEX_SOURCES = [
         match="good.jsonl"),
     row("build-out-not-empty", "index", "build", "{tmp}/corpus/good.jsonl", "--out", "{tmp}/index/notindex",
         match="notindex"),
+    row("build-overwrite-foreign-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/foreign", "--overwrite", "--no-dense", match="foreign is not an index veracity built"),
+    row("build-overwrite-future-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/future", "--overwrite", "--no-dense", match="format_version 99"),
+    row("build-overwrite-not-an-index", "index", "build", "{tmp}/corpus/good.jsonl", "--out", "{tmp}/index/notindex",
+        "--overwrite", "--no-dense", match="notindex is not an index veracity built .no manifest.json"),
+    row("build-overwrite-bad-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/badmanifest", "--overwrite", "--no-dense", match="not readable JSON"),
+    row("build-stranger-building-folder", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/stranger", "--no-dense", match=r"\.stranger\.building exists and is not a partial build"),
     row("build-chunk-words-0", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-words", "0", *BUILD_OUT,
         match="chunk"),
     row("build-chunk-overlap-too-big", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-overlap", "100",
@@ -489,6 +499,11 @@ def make_world(tmp: Path) -> None:
     write("index/notindex/readme.txt", "not an index\n")
     (tmp / "index/empty").mkdir(parents=True)
     write("index/badmanifest/manifest.json", "{oops")
+    write("index/foreign/manifest.json", '{"foo": 1}\n')  # issue 29's recipe: --overwrite must keep keep.txt
+    write("index/foreign/keep.txt", "precious\n")
+    write("index/future/manifest.json", json.dumps({"kind": "veracity-index", "format_version": 99}))
+    write("index/future/keep.txt", "precious\n")
+    write("index/.stranger.building/notes.txt", "not ours\n")
     manifest = json.dumps({"kind": "veracity-index", "version": 1, "passages": 3})
     write("index/nostore/manifest.json", manifest)
     write("index/corruptstore/manifest.json", manifest)

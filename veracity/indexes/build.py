@@ -134,15 +134,49 @@ def _check_date(value: str | None) -> None:
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
+    """Refuse an ``--out`` that a build may not replace, before anything is read or written.
+
+    ``--overwrite`` replaces only a folder this project wrote: an index whose ``manifest.json`` says
+    ``kind: veracity-index`` with a ``format_version`` we know, or a half-built folder of ours (it holds
+    our ``build-state.json``). Any other non-empty folder is refused and left as it is (issue 29 point 2)."""
     if out.exists() and not out.is_dir():
         raise IndexDirError(f"output {out} exists and is not a directory", hint="pick another --out")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise IndexDirError(f"output directory {out} already exists", hint="pass --overwrite to replace it, "
                                 "or pick another --out")
-        if not (out / MANIFEST_FILE).exists():
-            raise IndexDirError(f"{out} is not empty and not an index: refusing to overwrite it",
-                                hint="pick another --out (only index directories are replaced)")
+        why = _not_ours(out)
+        if why:
+            raise IndexDirError(f"{out} is not an index veracity built ({why}): refusing to overwrite it",
+                                hint="pick another --out (--overwrite replaces only an index veracity built)")
+    work = build_dir_for(out)
+    if work.is_dir() and any(work.iterdir()) and _not_ours(work):
+        raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+                            hint="move it away, or pick another --out")
+
+
+def _not_ours(folder: Path) -> str | None:
+    """Why ``folder`` is not an index or a half-built folder of ours (None: it is one)."""
+    state = folder / STATE_FILE
+    if state.is_file():
+        try:
+            if isinstance(json.loads(state.read_text(encoding="utf-8")).get("key"), str):
+                return None
+        except (ValueError, OSError, AttributeError):
+            pass
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        return f"no {MANIFEST_FILE}"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return f"its {MANIFEST_FILE} is not readable JSON"
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        return f"its {MANIFEST_FILE} is not a veracity index manifest"
+    version = manifest.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MANIFEST_VERSION:
+        return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"
+    return None
 
 
 def _source_fingerprint(sources: list[Source]) -> list[dict]:
@@ -195,6 +229,9 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         else:
             log(f"resuming the partial build in {work}")
     elif work.exists():
+        if any(work.iterdir()) and _not_ours(work):  # only a folder of ours is cleared (a stranger's stays)
+            raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+                                hint="move it away, or pick another --out")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     state.setdefault("key", key)
