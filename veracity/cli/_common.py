@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from veracity.cli import interrupt
 from veracity.errors import VeracityError
 
 
@@ -124,6 +125,7 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
     argv = list(sys.argv[1:] if args is None else args)
     _debug["on"] = os.environ.get("VERACITY_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     command = _command_path(group, argv)
+    interrupt.reset()
     try:
         try:
             group.main(args=argv, standalone_mode=False, **extra)
@@ -131,9 +133,8 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
             raise _leaf(group_exc) from group_exc
     except click.exceptions.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-            err_console.print("interrupted: results written so far are kept; run the same command again to resume")
-        else:
-            err_console.print("aborted")
+            interrupt.exit_interrupted()
+        err_console.print("aborted")
         raise SystemExit(130)
     except click.ClickException as exc:  # bad flags / arguments
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help, as click shows it
@@ -149,8 +150,7 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
         fail(str(exc), exc.hint or f"see `{command} --help`; add --debug (`veracity --debug ...`) for details",
              exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: results written so far are kept; run the same command again to resume")
-        raise SystemExit(130)
+        interrupt.exit_interrupted()
     except BrokenPipeError:
         sys.stderr.close()
         raise SystemExit(0)

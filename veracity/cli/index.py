@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from veracity.cli._common import console, err_console, fail, print_json
+from veracity.cli._common import console, fail, print_json
 from veracity.errors import VeracityError
 
 _STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index"}
@@ -105,7 +105,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
       veracity index build ../shared/data/wiki_corpus_hover_gold/hover_dev_gold_paragraphs.jsonl demo \\
           --out ~/.veracity/indexes/hover-mix --dump-date 2017-10-01
     """
-    from veracity.indexes.build import BuildOptions, build_dir_for, format_estimate, resolve_sources
+    from veracity.indexes.build import BuildOptions, format_estimate, resolve_sources
     from veracity.indexes.passages import Chunking
 
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
@@ -133,15 +133,12 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     def log(msg: str) -> None:
         progress.console.print(msg, highlight=False)
 
+    from veracity.cli import interrupt
     from veracity.indexes.build import build_index
 
-    try:
-        with progress:
-            manifest = build_index(resolved, out, options, progress=on_progress, log=log)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted: embedding shards written so far are kept in {build_dir_for(out.resolve())}; "
-                          "run the same command again to resume")
-        raise SystemExit(130)
+    interrupt.keep(lambda: _build_kept(out, next(reversed(tasks), None)))
+    with progress:
+        manifest = build_index(resolved, out, options, progress=on_progress, log=log)
     if as_json:
         print_json(manifest)
         return
@@ -154,6 +151,25 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     if skipped:
         console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())), highlight=False)
     console.print("size estimate: " + format_estimate(manifest["estimate"]), highlight=False)
+
+
+def _build_kept(out: Path, stage: str | None) -> str:
+    """What an interrupted build leaves, by the stage it was in (the line after ``interrupted:``)."""
+    from veracity.indexes.build import SHARDS_DIR, build_dir_for
+    from veracity.indexes.dense import FAISS_FILE
+
+    work = build_dir_for(out.resolve())
+    if (out / "manifest.json").exists() and not work.exists():
+        return f"the index {out} was complete; nothing to resume"
+    if stage in (None, "hash", "passages"):
+        return (f"nothing kept yet (reading and BM25 start again from the beginning); run the same command again "
+                f"to build {out}")
+    shards = len(list((work / SHARDS_DIR).glob("shard-*[0-9].npy")))
+    if stage == "faiss" or (work / "dense" / FAISS_FILE).exists():
+        return (f"passages, BM25 and all {shards} embedding shards are kept in {work}; run the same command again: "
+                "it builds the FAISS index from them")
+    return (f"passages, BM25 and {shards} embedding shard(s) are kept in {work}; run the same command again to "
+            "resume embedding from there")
 
 
 @index.command("search")
