@@ -193,8 +193,12 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
       veracity index search ~/.veracity/indexes/demo "Who painted the Mona Lisa?" -k 5
       veracity index search idx "Eiffel Tower height" --mode bm25 --exclude-title "Eiffel Tower"
     """
+    from veracity.errors import ConfigError
     from veracity.indexes.searcher import Searcher
 
+    for flag, value, example in (("-k", k, 10), ("--width", width, 300)):  # before the index is opened
+        if value < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {value}", hint=f"e.g. {flag} {example}")
     with console.status("loading the index"):
         searcher = Searcher(index_dir, encoder=encoder)
     with console.status("searching"):
@@ -230,6 +234,11 @@ def info_cmd(index_dir, as_json) -> None:
     from veracity.indexes.manifest import read_manifest
 
     m = read_manifest(index_dir)
+    d = m.get("dense")
+    if d:  # a truncated or corrupt FAISS file is told here, as search and verify would (mapped: quick)
+        from veracity.indexes.dense import read_faiss
+
+        read_faiss(Path(index_dir) / d.get("faiss_file", "dense/index.faiss"), d.get("ntotal"), mmap=True)
     if as_json:
         click.echo(json.dumps(m, indent=2, ensure_ascii=False))
         return
