@@ -124,7 +124,10 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
                         console=console, transient=False)
     tasks: dict[str, int] = {}
 
+    where: dict[str, str | None] = {"stage": None}  # for the interrupt line: embedding done means FAISS is next
+
     def on_progress(stage: str, done: int, total: int | None) -> None:
+        where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
             tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
                                              unit="bytes" if stage == "hash" else "passages")
@@ -136,7 +139,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     from veracity.cli import interrupt
     from veracity.indexes.build import build_index
 
-    interrupt.keep(lambda: _build_kept(out, next(reversed(tasks), None)))
+    interrupt.keep(lambda: _build_kept(out, where["stage"]))
     with progress:
         manifest = build_index(resolved, out, options, progress=on_progress, log=log)
     if as_json:
