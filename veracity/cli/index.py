@@ -83,7 +83,8 @@ def index() -> None:
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Encoder batch size.")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing index that veracity built (any other folder is "
+              "refused and left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
