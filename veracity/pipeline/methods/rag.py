@@ -64,18 +64,13 @@ def rag_system(space: LabelSpace = THREE_WAY) -> str:
 RAG_SYSTEM = rag_system(THREE_WAY)
 
 
-def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) -> dict[str, str]:
-    """The user message of both rag roles: the passages first, the claim last."""
-    return {"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
-                                       f"{dated_claim(claim)}"}
+def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
+    """The user turn of both rag roles: the passages first, the claim last."""
+    return [{"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
+                                        f"{dated_claim(claim)}"}]
 
 
-def rag_messages(claim: Claim, passages: list[Evidence], max_words: int,
-                 space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
-    return [{"role": "system", "content": rag_system(space)}, passages_then_claim(claim, passages, max_words)]
-
-
-JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions=RAG_SYSTEM, max_tokens=320,
+JUDGE = Role("rag.judge", output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
@@ -94,11 +89,7 @@ SELECT_SYSTEM = (
 )
 
 
-def select_messages(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SELECT_SYSTEM}, passages_then_claim(claim, passages, max_words)]
-
-
-SELECT = Role("rag.select", output=RagSelection, render=select_messages, instructions=SELECT_SYSTEM,
+SELECT = Role("rag.select", output=RagSelection, render=passages_then_claim, instructions=SELECT_SYSTEM,
               max_tokens=160, summary="keeps the retrieved passages about what the claim names (with select=true)",
               fallback=Fallback(None, "no selection: the judge sees every retrieved passage"),
               extra={"paper": "the selection step of the pre-LLM pipeline (Trification §1)"})

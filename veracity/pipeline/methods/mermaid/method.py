@@ -150,7 +150,7 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         trace.event("mermaid.no_verdict", steps=steps_done, t_max=p.t_max)
         label, cited = space.undecided(trace, explanation, path="mermaid.no_verdict").value, []
     else:  # T_max reached, or finish without a label: force the verdict
-        final = await FINAL(ctx, conversation=messages,
+        final = await FINAL(ctx, messages=[*messages, *FINAL.render()],
                             output=citing(space.narrow(FinalVerdict), list(observed), p.constrain_citations),
                             trace_info={"forced_after_steps": steps_done})
         if final is not None:

@@ -45,12 +45,12 @@ DECOMPOSER_SYSTEM = (
 )
 
 
-def decomposer_messages(claim: Claim) -> list[dict[str, str]]:
-    return [{"role": "system", "content": DECOMPOSER_SYSTEM}, {"role": "user", "content": f"Claim: {claim.text}"}]
+def decomposer_turn(claim: Claim) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"Claim: {claim.text}"}]
 
 
 DECOMPOSER = Role(
-    "mermaid.decomposer", output=Decomposition, render=decomposer_messages, instructions=DECOMPOSER_SYSTEM,
+    "mermaid.decomposer", output=Decomposition, render=decomposer_turn, instructions=DECOMPOSER_SYSTEM,
     max_tokens=MAX_TOKENS, summary="breaks the claim into (subject, relation, object, attributions) triplets, "
                                    "keywords and its domain",
     # the claim is still checked, as with --no-decomposer
@@ -104,13 +104,10 @@ def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled
     return "\n\n".join(parts)
 
 
-def executor_messages(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
-                      t_max: int, max_words: int, space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
-    """The conversation's opening; the method appends each step and its observation."""
-    return [
-        {"role": "system", "content": executor_system(space)},
-        {"role": "user", "content": executor_opening(claim, decomposition, recalled, t_max, max_words)},
-    ]
+def executor_turn(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
+                  t_max: int, max_words: int) -> list[dict[str, str]]:
+    """The conversation's opening user turn; the method appends each step and its observation."""
+    return [{"role": "user", "content": executor_opening(claim, decomposition, recalled, t_max, max_words)}]
 
 
 def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
@@ -120,7 +117,7 @@ def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
 
 
 EXECUTOR = Role(
-    "mermaid.executor", output=ReactStep, render=executor_messages, instructions=EXECUTOR_SYSTEM,
+    "mermaid.executor", output=ReactStep, render=executor_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
@@ -138,13 +135,14 @@ class FinalVerdict(BaseModel):
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."
 
 
-def final_messages(conversation: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The executor's conversation so far, then the request for a verdict."""
-    return [*conversation, {"role": "user", "content": FINAL_PROMPT}]
+def final_turn() -> list[dict[str, str]]:
+    """The request for a verdict. The method sends it after the executor's conversation so far, which
+    opens with the same system message (the executor's instructions)."""
+    return [{"role": "user", "content": FINAL_PROMPT}]
 
 
 FINAL = Role(
-    "mermaid.final", output=FinalVerdict, render=final_messages, instructions=EXECUTOR_SYSTEM,
+    "mermaid.final", output=FinalVerdict, render=final_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS,
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)
