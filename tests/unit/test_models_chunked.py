@@ -330,6 +330,12 @@ def test_prepare_joins_converts_verifies_and_registers_a_tiny_qwen2_gguf(monkeyp
     assert entry.path == model and entry.verified.startswith("!!!")
     assert set(entry.timings) == {"download", "join+hash", "convert", "verify"}
     assert "tiny-split-part1..tiny-split-part3" in entry.source
+    # the joined GGUF is kept beside the wheels (llama.cpp serves it as is) and the first model prepared
+    # became the default
+    kept = home / "downloads" / NAME / split.filename
+    assert entry.gguf == str(kept) and kept.read_bytes() == blob
+    assert "is the default model now" in out
+    assert json.loads((home / "defaults.json").read_text()) == {"model": NAME}
 
     # prepared once: a second call neither downloads nor converts
     fake.fetched.clear()

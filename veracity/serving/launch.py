@@ -70,7 +70,7 @@ def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NA
     """Launch the engine in the background, wait until it serves the model, write the state file."""
     spec.validate()
     engine = get_engine(spec.engine)
-    variant = engine.installed()
+    variant = engine.installed(settings)
     on_gpu = engine.on_gpu()
     state, proc = launch(settings, spec, name, engine, variant, on_gpu, progress)
     try:
@@ -105,7 +105,7 @@ def launch(settings: Settings, spec: ServerSpec, name: str, engine: Engine, vari
         )
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.run_dir / f"{name}.log"
-    cmd = engine.command(spec, model_path, on_gpu=on_gpu, bind=env_extra)
+    cmd = engine.command(settings, spec, model_path, on_gpu=on_gpu, bind=env_extra)
     env = engine.env(spec, on_gpu=on_gpu)
     env.update(env_extra or {})
     devices = next(iter((env_extra or {}).values()), None)

@@ -7,7 +7,9 @@ from pathlib import Path
 from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.registry import CPU_DEFAULT
-from veracity.serving import hardware, launch
+from veracity.models.defaults import default_engine, default_model
+from veracity.serving import launch
+from veracity.serving.engines import get_engine
 from veracity.serving.launch import Progress, _say, orphans, server_status, stop_server, wait_ready
 from veracity.serving.process import free_port, port_in_use
 from veracity.serving.replicas import replica_statuses
@@ -59,13 +61,19 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
         say = notify or _say
         say(f"the managed server ({state.model}, pid {state.pid}) had died"
             + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
-    name = wanted or hardware.default_model_for_hardware()
-    if name == CPU_DEFAULT and resolve_model_path_or_none(settings, name) is None:
+    name = wanted or default_model(settings)
+    engine = get_engine(default_engine(settings))
+    if name == CPU_DEFAULT and engine.name == "vllm" and resolve_model_path_or_none(settings, name) is None:
         from veracity.models.prepare import prepare_model
 
+        (notify or _say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
+                         "prepares another)")
         prepare_model(settings, name, progress=progress or (lambda s: None))
     port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
-    state = launch.start_server(settings, ServerSpec(model=name, port=port), timeout_s=timeout_s, progress=progress)
+    if state is None:  # (a dead one's replacement was announced above)
+        (notify or _say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
+    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port), timeout_s=timeout_s,
+                                progress=progress)
     return state.endpoint, state.model
 
 

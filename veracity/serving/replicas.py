@@ -100,7 +100,7 @@ def start_replicas(settings: Settings, spec: ServerSpec, n: int, *, timeout_s: f
     for s, _ in replica_statuses(settings):  # dead ones: end what they left behind
         stop_server(settings, s.name)
     engine = get_engine(spec.engine)
-    variant = engine.installed()
+    variant = engine.installed(settings)
     on_gpu = engine.on_gpu()
     groups = device_groups(n, spec, on_gpu=on_gpu, engine=engine)
     ports = check_replica_ports(spec, n)

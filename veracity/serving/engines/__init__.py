@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from veracity.errors import ConfigError
 from veracity.serving.engines.base import Engine
+from veracity.serving.engines.llamacpp import LLAMA_CPP
 from veracity.serving.engines.vllm import VLLM
 
-ENGINES: dict[str, Engine] = {VLLM.name: VLLM}
+ENGINES: dict[str, Engine] = {VLLM.name: VLLM, LLAMA_CPP.name: LLAMA_CPP}
 
 
 def get_engine(name: str) -> Engine:

@@ -13,7 +13,7 @@ class Engine(Protocol):
     name: str  # as on the command line: "vllm", "llama.cpp"
     label: str  # in messages: "vLLM", "llama.cpp"
 
-    def installed(self) -> str:
+    def installed(self, settings: Settings) -> str:
         """'<distribution or binary> <version>' of the installed engine; a ServerError with the install
         hint when it is missing (checked before anything starts)."""
 
@@ -24,7 +24,7 @@ class Engine(Protocol):
         """What the engine loads for ``model`` (a weights folder, a GGUF file); a ModelError with the
         command that prepares it when it is missing."""
 
-    def command(self, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
+    def command(self, settings: Settings, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
                 bind: dict[str, str] | None = None) -> list[str]:
         """The argv that starts the server; ``bind`` is the replica's :meth:`bind_cpus` environment."""
 

@@ -71,7 +71,7 @@ class VLLMEngine:
     name = "vllm"
     label = "vLLM"
 
-    def installed(self) -> str:
+    def installed(self, settings: Settings) -> str:
         variant, version = hardware.vllm_variant()
         if variant is None:
             raise ServerError(
@@ -87,7 +87,7 @@ class VLLMEngine:
     def model_path(self, settings: Settings, model: str) -> Path:
         return resolve_model_path(settings, model)
 
-    def command(self, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
+    def command(self, settings: Settings, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
                 bind: dict[str, str] | None = None) -> list[str]:
         return build_command(spec, model_path, on_gpu=on_gpu)
 
