@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.fixtures.index import write_wiki_dump
 from veracity.cli import _register, cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -387,6 +388,17 @@ INDEX_SOURCES = [
         match="dump-date|last year"),
     row("build-nothing-to-build", "index", "build", "{tmp}/corpus/good.jsonl", "--no-bm25", "--no-dense",
         *BUILD_OUT, match="no-bm25|nothing"),
+    row("build-workers-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers", "0", *BUILD_OUT,
+        match="--workers must be"),
+    row("build-bm25-threads-0", "index", "build", "{tmp}/corpus/good.jsonl", "--bm25-threads", "0", *BUILD_OUT,
+        match="--bm25-threads must be"),
+    row("build-dump-truncated-bz2", "index", "build", "{tmp}/corpus/enwiki-20190301-pages-articles.xml.bz2",
+        *BUILD_OUT, match="truncated"),
+    row("build-multistream-index-mismatch", "index", "build",
+        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", *BUILD_OUT, match="does not match"),
+    row("build-multistream-index-missing", "index", "build",
+        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", "--multistream-index",
+        "{tmp}/corpus/missing-index.txt.bz2", *BUILD_OUT, match="missing-index"),
 ]
 
 LABELS_AND_COMMANDS = [
@@ -519,6 +531,9 @@ def make_world(tmp: Path) -> None:
     write("corpus/good.jsonl", '{"title": "Paris", "text": "Paris is the capital of France."}\n')
     write("corpus/empty.jsonl", "")
     write("corpus/notjson.jsonl", "Paris is the capital of France.\n")
+    dump = write_wiki_dump(tmp / "corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=True)
+    write("corpus/enwiki-20190301-pages-articles.xml.bz2", dump.read_bytes()[:-20])  # cut short
+    write("corpus/enwiki-20190301-pages-articles-multistream-index.txt", "0:10:Zorbland\n40:11:Ottilie Marsh\n")
     (tmp / "weights/empty").mkdir(parents=True)
     for folder in ("home", "data", "cwd", "runs"):
         (tmp / folder).mkdir(exist_ok=True)

@@ -7,6 +7,7 @@ stored), readable by pyserini directly: ``LuceneSearcher("DIR/bm25")``.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -20,17 +21,30 @@ MAX_QUERY_WORDS = 512  # Lucene's BooleanQuery allows 1024 clauses; long inputs 
 
 
 class BM25Writer:
-    def __init__(self, path: Path, threads: int = 1):
+    """Feeds Lucene in batches of ``batch`` documents: one JNI call per batch, indexed by Anserini's pool of
+    ``threads`` threads while this process goes on reading."""
+
+    def __init__(self, path: Path, threads: int = 1, batch: int = 1024):
         ensure_jvm()
         from pyserini.index.lucene import LuceneIndexer
 
         path.mkdir(parents=True, exist_ok=True)
         self._indexer = LuceneIndexer(args=["-index", str(path), "-storeRaw"], threads=threads)
+        self._batch = batch
+        self._pending: list[str] = []
 
     def add(self, passage: Passage) -> None:
-        self._indexer.add_doc_dict({"id": passage.id, "contents": passage.indexed_text()})
+        self._pending.append(json.dumps({"id": passage.id, "contents": passage.indexed_text()}))
+        if len(self._pending) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._indexer.add_batch_raw(self._pending)
+            self._pending = []
 
     def close(self) -> None:
+        self.flush()
         self._indexer.close()
 
 

@@ -15,6 +15,7 @@ then embedding in shards (resumed where it stopped: run the same command again),
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -32,7 +33,9 @@ from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_en
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
 from veracity.indexes.passages import Chunking, chunk_article
-from veracity.indexes.readers import FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles, sha256_file
+from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
+from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
+                                      sha256_file)
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
@@ -60,12 +63,19 @@ class BuildOptions:
     overwrite: bool = False
     shard_size: int = 4096
     batch_size: int = 64
-    bm25_threads: int = 1
+    bm25_threads: int = field(default_factory=default_workers)  # Lucene indexing threads
+    workers: int = field(default_factory=default_workers)       # dump parser processes (stage 1)
+    cleaner: str = "fast"                                       # wikitext -> plain: fast | mwparser
+    multistream_index: Path | None = None                       # else found beside a *-multistream dump
 
     def check(self) -> None:
         """Refuse options no build can use (one-line ConfigError), before any source is read."""
+        check_workers(self.workers)
+        check_workers(self.bm25_threads, "--bm25-threads")
+        if self.cleaner not in CLEANERS:
+            raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
         for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
-                                     ("--limit", self.limit, 1000), ("bm25_threads", self.bm25_threads, 1)):
+                                     ("--limit", self.limit, 1000)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
                                   hint=f"e.g. {flag} {example}" if flag.startswith("--") else f"e.g. {example}")
@@ -81,7 +91,7 @@ class BuildOptions:
         return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
                 "faiss_factory": self.faiss_factory if self.dense else None, "chunking": self.chunking.to_dict(),
                 "limit": self.limit, "on_error": self.on_error, "dump_date": self.dump_date,
-                "shard_size": self.shard_size}
+                "shard_size": self.shard_size, "cleaner": self.cleaner}
 
 
 def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Source]:
@@ -122,6 +132,16 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
             skipped = ", ".join(f"{k} {v}" for k, v in info.skipped.items()) or "none"
             raise CorpusError(f"the corpus is empty: {source.path} holds no usable record (skipped: {skipped})",
                               hint="check the file and --format (JSONL: one {title, text} object per line)")
+
+
+def check_dumps(sources: list[Source], multistream_index: Path | None = None) -> dict[Path, DumpPlan]:
+    """Check every Wikipedia dump cheaply before anything slow (truncated bz2, not MediaWiki, a multistream
+    index that does not match): the plan to read each, by path."""
+    dumps = [s for s in sources if s.format == "wiki-xml"]
+    if multistream_index is not None and len(dumps) != 1:
+        raise ConfigError(f"--multistream-index needs exactly one Wikipedia dump among the sources, got {len(dumps)}",
+                          hint="build one dump at a time, or drop --multistream-index")
+    return {s.path: check_dump(s.path, multistream_index) for s in dumps}
 
 
 def _check_date(value: str | None) -> None:
@@ -202,6 +222,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     options.check()
     _prepare_out(out, options.overwrite)
     check_first_records(sources, options.on_error)  # a bad JSONL file fails before the encoder loads
+    plans = check_dumps(sources, options.multistream_index)  # a truncated or mismatched dump, likewise
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense:
         import faiss
@@ -268,7 +289,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         log("rough estimate from the source size: " + format_estimate(rough))
         t0 = time.perf_counter()
         try:
-            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log)
+            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log, plans)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # nothing in stage 1 is worth resuming
             raise
@@ -352,8 +373,12 @@ def _move_into_place(work: Path, out: Path) -> None:
 
 
 def _read_into(work: Path, sources: list[Source], infos: list[dict], options: BuildOptions,
-               progress: Progress, log: Callable[[str], None]) -> list[dict]:
-    """Stage 1 from scratch: passages.sqlite + bm25/. Returns the source infos with counts filled."""
+               progress: Progress, log: Callable[[str], None], plans: dict[Path, DumpPlan] | None = None
+               ) -> list[dict]:
+    """Stage 1 from scratch: passages.sqlite + bm25/. Returns the source infos with counts filled. Dumps are
+    parsed by ``options.workers`` processes; this process is the one writer, so ids follow source order."""
+    if plans is None:
+        plans = check_dumps(sources, options.multistream_index)
     for stale in (work / STORE_FILE, work / "bm25"):
         if stale.is_dir():
             shutil.rmtree(stale)
@@ -373,23 +398,26 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
         for source, raw in zip(sources, infos, strict=True):
             info = SourceInfo(**raw)
             info.articles, info.skipped = 0, {}
-            for article in read_articles(source.path, source.format, info, on_error=options.on_error):
-                if limit is not None and writer.count >= limit:
-                    break
-                if writer.has_title(article.title):
-                    duplicates += 1
-                    info.skip("duplicate title")
-                    continue
-                passages = chunk_article(article, options.chunking)
-                if limit is not None:
-                    passages = passages[:limit - writer.count]
-                writer.add(passages)
-                if bm25 is not None:
-                    for p in passages:
-                        bm25.add(p)
-                if writer.count % 2000 < len(passages):
-                    writer.commit()
-                progress("passages", writer.count, limit)
+            articles = read_articles(source.path, source.format, info, on_error=options.on_error,
+                                     cleaner=options.cleaner, workers=options.workers, plan=plans.get(source.path))
+            with contextlib.closing(articles):  # stops the parser processes when --limit ends the read early
+                for article in articles:
+                    if limit is not None and writer.count >= limit:
+                        break
+                    if writer.has_title(article.title):
+                        duplicates += 1
+                        info.skip("duplicate title")
+                        continue
+                    passages = chunk_article(article, options.chunking)
+                    if limit is not None:
+                        passages = passages[:limit - writer.count]
+                    writer.add(passages)
+                    if bm25 is not None:
+                        for p in passages:
+                            bm25.add(p)
+                    if writer.count % 2000 < len(passages):
+                        writer.commit()
+                    progress("passages", writer.count, limit)
             if info.dump_date is None and options.dump_date:
                 info.dump_date, info.dump_date_from = options.dump_date, "user"
             out_infos.append(info.to_dict())

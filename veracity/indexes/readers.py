@@ -23,7 +23,6 @@ import gzip
 import hashlib
 import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -32,6 +31,7 @@ from veracity.errors import ConfigError, CorpusError
 from veracity.indexes.passages import Article
 
 FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "demo")
+CLEANERS = ("fast", "mwparser")  # wikitext -> plain text: veracity.indexes.wikitext, or mwparserfromhell
 ON_ERROR = ("raise", "skip")
 
 _SKIP_SECTIONS = {"see also", "references", "external links", "further reading", "notes", "bibliography",
@@ -134,12 +134,17 @@ def dump_date_from_name(name: str) -> str | None:
 
 # --------------------------------------------------------------------------------------------- dispatch
 
-def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise") -> Iterator[Article]:
-    """Stream the articles of one source, counting reads and skips into ``info``."""
+def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise", cleaner: str = "fast",
+                  workers: int = 1, plan=None) -> Iterator[Article]:
+    """Stream the articles of one source, counting reads and skips into ``info``. A Wikipedia dump is parsed
+    by ``workers`` processes (``plan``: its :class:`~veracity.indexes.parallel.DumpPlan`, checked already),
+    articles still in file order."""
     if on_error not in ON_ERROR:
         raise ConfigError(f"--on-error must be one of {ON_ERROR}, got {on_error!r}")
     if fmt == "wiki-xml":
-        yield from read_wiki_xml(path, info)
+        from veracity.indexes.parallel import read_wiki_dump
+
+        yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan)
     elif fmt in ("jsonl", "hover", "fever"):
         yield from read_jsonl(path, fmt, info, on_error=on_error)
     elif fmt == "demo":
@@ -163,46 +168,9 @@ def _child(elem, name: str):
     return None
 
 
-def read_wiki_xml(path: Path, info: SourceInfo) -> Iterator[Article]:
-    """Articles of a MediaWiki XML export (bz2 / multistream bz2 / plain)."""
-    info.dump_date = dump_date_from_name(path.name)
-    info.dump_date_from = "file name" if info.dump_date else None
-    newest = ""
-    try:
-        with open_maybe_compressed(path) as f:
-            root = None
-            for event, elem in ET.iterparse(f, events=("start", "end")):
-                if root is None:
-                    root = elem
-                    if _local(root.tag) != "mediawiki":
-                        raise CorpusError(f"{path} is XML but not a MediaWiki export (root <{_local(root.tag)}>)",
-                                          hint="use a *-pages-articles*.xml.bz2 dump, or pass another --format")
-                if event != "end" or _local(elem.tag) != "page":
-                    continue
-                article, stamp = _page_article(elem, info)
-                if stamp and stamp > newest:
-                    newest = stamp
-                root.clear()  # keep memory flat
-                if article is not None:
-                    info.articles += 1
-                    yield article
-    except EOFError as exc:
-        raise CorpusError(f"{path} is truncated ({exc})", hint="re-download the dump; check it with `bzip2 -t FILE`") \
-            from exc
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise CorpusError(f"{path}: broken XML at line {line}, column {col} ({exc.msg if hasattr(exc, 'msg') else exc})",
-                          hint="the dump is truncated or corrupted; re-download it") from exc
-    except OSError as exc:
-        raise CorpusError(f"cannot read {path}: {exc}", hint="is it a bz2 Wikipedia dump? `bzip2 -t FILE`") from exc
-    if newest:
-        info.newest_revision = newest
-        if not info.dump_date:
-            info.dump_date = newest[:10]
-            info.dump_date_from = "newest revision"
-
-
-def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
+def page_article(page, info: SourceInfo, clean: Callable[[str], tuple[str, bool]]) -> tuple[Article | None, str | None]:
+    """One ``<page>`` element as an Article (None when a filter skips it, counted in ``info``), and its
+    revision timestamp."""
     title_el, ns_el = _child(page, "title"), _child(page, "ns")
     title = (title_el.text or "").strip() if title_el is not None else ""
     revision = _child(page, "revision")
@@ -228,7 +196,7 @@ def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
     if title.endswith("(disambiguation)"):
         info.skip("disambiguation")
         return None, stamp
-    plain, is_disambig = wikitext_to_plain(text)
+    plain, is_disambig = clean(text)
     if is_disambig:
         info.skip("disambiguation")
         return None, stamp
@@ -238,9 +206,25 @@ def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
     return Article(title, plain), stamp
 
 
-def wikitext_to_plain(text: str) -> tuple[str, bool]:
+def wikitext_to_plain(text: str, cleaner: str = "fast") -> tuple[str, bool]:
     """Plain text of wiki markup (templates, refs, tables, files, categories and end-matter sections dropped),
-    and whether the page is a disambiguation page."""
+    and whether the page is a disambiguation page, by the named cleaner (see :data:`CLEANERS`)."""
+    return cleaner_function(cleaner)(text)
+
+
+def cleaner_function(cleaner: str) -> Callable[[str], tuple[str, bool]]:
+    if cleaner == "fast":
+        from veracity.indexes.wikitext import wikitext_to_plain as fast
+
+        return fast
+    if cleaner == "mwparser":
+        return mwparser_to_plain
+    raise ConfigError(f"unknown --cleaner {cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
+
+
+def mwparser_to_plain(text: str) -> tuple[str, bool]:
+    """The first cleaner (``--cleaner mwparser``): mwparserfromhell's tree, a ``remove()`` per unwanted node.
+    About ten times slower than :mod:`veracity.indexes.wikitext`; kept to compare against."""
     import mwparserfromhell
 
     code = mwparserfromhell.parse(text)
