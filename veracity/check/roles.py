@@ -33,8 +33,9 @@ MAX_CLAIM_CHARS = 300  # one atomic claim: a short sentence
 MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
 
 
-def _system_user(system: str, user: str) -> list[Message]:
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+def _user(text: str) -> list[Message]:
+    """The user turn; the system message is the role's declared instructions (one prompt per role)."""
+    return [{"role": "user", "content": text}]
 
 
 # -- role: check.extractor --------------------------------------------------------------------------
@@ -56,7 +57,7 @@ EXTRACTOR_SYSTEM = (
 
 
 def extractor_messages(text: str, sentence: str) -> list[Message]:
-    return _system_user(EXTRACTOR_SYSTEM, f"Text:\n{text}\n\nSentence to split:\n{sentence}")
+    return _user(f"Text:\n{text}\n\nSentence to split:\n{sentence}")
 
 
 def _sentence_as_claim(text: str, sentence: str) -> AtomicClaims:
@@ -89,7 +90,7 @@ WORTHINESS_SYSTEM = (
 
 
 def worthiness_messages(claim: str) -> list[Message]:
-    return _system_user(WORTHINESS_SYSTEM, f"Claim: {claim}")
+    return _user(f"Claim: {claim}")
 
 
 WORTHINESS = Role(
