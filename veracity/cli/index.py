@@ -135,7 +135,10 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
                         console=console, transient=False)
     tasks: dict[str, int] = {}
 
+    where: dict[str, str | None] = {"stage": None}  # for the interrupt line: embedding done means FAISS is next
+
     def on_progress(stage: str, done: int, total: int | None) -> None:
+        where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
             tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
                                              unit="bytes" if stage == "hash" else "passages")
@@ -147,7 +150,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     from veracity.cli import interrupt
     from veracity.indexes.build import build_index
 
-    interrupt.keep(lambda: _build_kept(out, next(reversed(tasks), None)))
+    interrupt.keep(lambda: _build_kept(out, where["stage"]))
     with progress:
         manifest = build_index(resolved, out, options, progress=on_progress, log=log)
     if as_json:
@@ -204,8 +207,12 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
       veracity index search ~/.veracity/indexes/demo "Who painted the Mona Lisa?" -k 5
       veracity index search idx "Eiffel Tower height" --mode bm25 --exclude-title "Eiffel Tower"
     """
+    from veracity.errors import ConfigError
     from veracity.indexes.searcher import Searcher
 
+    for flag, value, example in (("-k", k, 10), ("--width", width, 300)):  # before the index is opened
+        if value < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {value}", hint=f"e.g. {flag} {example}")
     with console.status("loading the index"):
         searcher = Searcher(index_dir, encoder=encoder)
     with console.status("searching"):
@@ -241,6 +248,11 @@ def info_cmd(index_dir, as_json) -> None:
     from veracity.indexes.manifest import read_manifest
 
     m = read_manifest(index_dir)
+    d = m.get("dense")
+    if d:  # a truncated or corrupt FAISS file is told here, as search and verify would (mapped: quick)
+        from veracity.indexes.dense import read_faiss
+
+        read_faiss(Path(index_dir) / d.get("faiss_file", "dense/index.faiss"), d.get("ntotal"), mmap=True)
     if as_json:
         click.echo(json.dumps(m, indent=2, ensure_ascii=False))
         return

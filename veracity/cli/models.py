@@ -8,6 +8,7 @@ import click
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, print_json
 from veracity.config import load_settings
 from veracity.models.prepare import load_prepared, prepare_model
@@ -149,6 +150,8 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> Non
       veracity models prepare llama-3.1-8b-instruct --from ~/weights/Llama-3.1-8B-Instruct
     """
     settings = load_settings()
+    interrupt.keep(f"{name} is not registered; files downloaded so far are kept in "
+                   f"{settings.home / 'downloads'}; run the same command again to resume")
     with _PrepareDisplay() as display:
         display.message(f"preparing {name}")
         entry = prepare_model(settings, name, source, force=force, verify=not no_verify,

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
@@ -270,6 +271,8 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         elif not quiet:
             console.print(verdict_line(record, want), highlight=False, soft_wrap=True)
 
+    interrupt.keep(lambda: f"{written[0]} results written this run, {_lines(output_path)} in {output_path} in all; "
+                   "run the same command again to resume")
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
                                      on_result=on_result)
@@ -278,10 +281,6 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
         fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc))
         return
-    except KeyboardInterrupt:  # Ctrl-C: what was written stays; say how much, exit 130
-        err_console.print(f"interrupted: {written[0]} results written this run, {_lines(output_path)} in "
-                          f"{escape(str(output_path))} in all; run the same command again to resume", highlight=False)
-        raise SystemExit(130) from None
     for cid, why in stats.failed:
         err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
     if agree[1]:

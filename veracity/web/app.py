@@ -133,9 +133,7 @@ def create_app(config: WebConfig) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-        return error(422, f"invalid request: {where}: {first.get('msg', 'invalid')}",
+        return error(422, _invalid_message(exc.errors()),
                      hint='send JSON like {"claim": "Paris is in France.", "method": "rag"}')
 
     @app.exception_handler(StarletteHTTPException)
@@ -179,3 +177,21 @@ class _Served:
             await self.app(scope, receive, send)
             return
         await self.guard(scope, receive, send)
+
+
+def _invalid_message(errors: Any) -> str:
+    """A request body pydantic refused, in words a user reads (not "14: JSON decode error")."""
+    first = errors[0] if errors else {}
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        where = next((p for p in first.get("loc", ()) if isinstance(p, int)), None)
+        why = (first.get("ctx") or {}).get("error") or "not JSON"
+        at = f" at character {where}" if where is not None else ""
+        return f"the request body is not valid JSON ({why}{at})"
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    if kind == "extra_forbidden":
+        fields = ", ".join(VerifyRequest.model_fields)
+        return f"unknown field {where!r} in the request body (the fields are {fields})"
+    if kind == "missing":
+        return "the request has no JSON body" if where == "body" else f"the request body has no {where!r} field"
+    return f"invalid request: {where}: {first.get('msg', 'invalid')}"

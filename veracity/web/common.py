@@ -28,6 +28,8 @@ class WebConfig:
     llm: Any = None
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
+    host: str = "127.0.0.1"  # the address served: the Host header must name it (see guard.host_allowed)
+    allowed_hosts: tuple[str, ...] = ()  # more names a Host header may carry (a reverse proxy's)
     max_body_bytes: int = 8 * 1024 * 1024
     max_claim_chars: int = MAX_CLAIM_CHARS
     max_checks: int = 4
@@ -38,6 +40,24 @@ class WebConfig:
     model_health: Callable[[], dict[str, Any]] | None = None
     index_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.token is not None:
+            check_token(self.token)
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def check_token(token: str) -> None:
+    """A bearer token: at least 16 characters, no whitespace (ConfigError otherwise, before anything starts)."""
+    from veracity.errors import ConfigError
+
+    hint = 'e.g. --token "$(openssl rand -hex 16)", or --token-file PATH'
+    if not token or any(c.isspace() for c in token):
+        raise ConfigError("the token is empty or holds whitespace", hint=hint)
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"the token has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}", hint=hint)
 
 
 class TooBusy(Exception):

@@ -8,13 +8,15 @@ from typing import Any, AsyncIterator
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from veracity.errors import DataError, VeracityError
 from veracity.web.common import WebContext, error, sse, status_of
 
 
 class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is a 422 naming it, never silently ignored
+
     claim: str = Field(description="The claim to verify.")
     method: str = Field("mermaid", description="A method of `veracity methods list`.")
     params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")

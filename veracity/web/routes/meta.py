@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from veracity.web.common import WebConfig, WebContext, version
@@ -26,8 +26,9 @@ def router(ctx: WebContext) -> APIRouter:
                 "labels": [{"name": n, "labels": list(sp.values())} for n, sp in LABEL_SPACES.items()],
                 "default_method": "mermaid" if config.searcher is not None else "direct"}
 
-    @r.get("/healthz", tags=["meta"], summary="App, model server and index")
-    async def healthz() -> JSONResponse:
+    @r.get("/healthz", tags=["meta"], summary="App, model server and index (with a token set: only `ok` unless "
+           "the request carries the token)")
+    async def healthz(request: Request) -> JSONResponse:
         model = await asyncio.to_thread(_model_health, config)
         index: dict[str, Any] = {"ok": config.searcher is not None}
         if config.searcher is not None:
@@ -37,6 +38,9 @@ def router(ctx: WebContext) -> APIRouter:
         else:
             index["error"] = "no index (start veracity web --index DIR)"
         ok = model["ok"] and index["ok"]
+        if config.token and not getattr(request.state, "authorised", False):
+            # open to monitors, but the index path, endpoint, model and version only for token holders
+            return JSONResponse({"ok": ok}, status_code=200 if ok else 503)
         return JSONResponse({"ok": ok, "app": {"ok": True, "version": version()}, "model_server": model,
                              "index": index}, status_code=200 if ok else 503)
 

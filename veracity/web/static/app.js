@@ -285,8 +285,13 @@ async function showArticle(title, pid) {
 }
 
 // -- routing ------------------------------------------------------------------------------------------
+// a fragment typed or pasted by hand may hold a lone "%": shown as it is instead of stopping the page
+function decoded(text) {
+  try { return decodeURIComponent(text); } catch (e) { return text; }
+}
+
 function route() {
-  const hash = decodeURIComponent(location.hash.slice(1) || "check");
+  const hash = decoded(location.hash.slice(1) || "check");
   let view = hash.split("/")[0];
   if (!["check", "batch", "history", "article"].includes(view)) view = "check";
   for (const name of ["check", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
@@ -301,7 +306,7 @@ function route() {
     const raw = location.hash.slice("#article/".length);
     const [t, q] = raw.split("?");
     const pid = new URLSearchParams(q || "").get("p");
-    showArticle(decodeURIComponent(t), pid);
+    showArticle(decoded(t), pid);
   }
 }
 
