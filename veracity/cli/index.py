@@ -65,7 +65,8 @@ def index() -> None:
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Index directory to create.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "demo"]),
+@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt",
+                                                   "hotpot-abstracts", "demo"]),
               default="auto", show_default=True, help="Corpus format of every SOURCE (auto: by name and first record).")
 @click.option("--no-bm25", is_flag=True, help="Skip the BM25 (Lucene) index.")
 @click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")

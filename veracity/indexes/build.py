@@ -35,7 +35,7 @@ from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VE
 from veracity.indexes.passages import Chunking, chunk_article
 from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
 from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
-                                      sha256_file)
+                                      sha256_file, source_mtime, source_size)
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
@@ -106,6 +106,9 @@ def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Sour
             out.append(Source(demo_archive(), "demo"))
             continue
         path = Path(spec).expanduser()
+        if path.is_dir() and fmt in ("auto", "hotpot-abstracts"):
+            out.append(Source(path.resolve(), detect_format(path) if fmt == "auto" else fmt))
+            continue
         if not path.is_file():
             raise CorpusError(f"corpus source {path} does not exist or is not a file",
                               hint="pass a Wikipedia dump (*.xml.bz2), a JSONL file, or `demo`")
@@ -120,7 +123,7 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
     JSON, or an empty one, is one CorpusError naming file:line before anything is loaded or written.
     With ``on_error="skip"`` bad lines are the build's to skip and count, so only emptiness is checked."""
     for source in sources:
-        if source.format not in ("jsonl", "hover", "fever"):
+        if source.format not in ("jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts"):
             continue
         info = SourceInfo(str(source.path), source.format)
         articles = read_articles(source.path, source.format, info, on_error=on_error)
@@ -168,8 +171,8 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
 def _source_fingerprint(sources: list[Source]) -> list[dict]:
     out = []
     for s in sources:
-        st = s.path.stat()
-        out.append({"path": str(s.path), "format": s.format, "bytes": st.st_size, "mtime": int(st.st_mtime)})
+        out.append({"path": str(s.path), "format": s.format, "bytes": source_size(s.path),
+                    "mtime": source_mtime(s.path)})
     return out
 
 
@@ -231,7 +234,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
 
     # -- hashes (once; kept across resumes)
     if "sources" not in state:
-        total = sum(s.path.stat().st_size for s in sources)
+        total = sum(source_size(s.path) for s in sources)
         done = 0
         infos = []
         for s in sources:
@@ -239,7 +242,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                 nonlocal done
                 done += n
                 progress("hash", done, total)
-            info = SourceInfo(str(s.path), s.format, bytes=s.path.stat().st_size)
+            info = SourceInfo(str(s.path), s.format, bytes=source_size(s.path))
             info.sha256 = sha256_file(s.path, step)
             infos.append(info.to_dict())
         state["sources"] = infos
@@ -405,7 +408,7 @@ def _rough_passages(sources: list[Source], options: BuildOptions) -> int:
     """Passage count guessed from file sizes (about 700 bytes of text per 100 words; bz2 ~ 1:5)."""
     total = 0
     for s in sources:
-        size = s.path.stat().st_size
+        size = source_size(s.path)
         ratio = 5 if s.path.suffix in (".bz2", ".gz") else 1
         if s.format == "wiki-xml":
             ratio *= 0.6  # markup
