@@ -129,3 +129,40 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
     res = runner.invoke(index, ["build", str(trunc), "--out", str(tmp_path / "t"), "--no-dense"])
     assert res.exit_code == 1 and ("truncated" in res.output or "broken XML" in res.output)
     assert not (tmp_path / "t").exists()
+
+
+QUERIES = ["Aristotle student of Plato philosophy", "Alaska purchase from Russia", "anarchism political philosophy",
+           "Academy Awards ceremony film", "Apollo moon landing astronauts", "Algeria independence from France"]
+
+
+@pytest.mark.parametrize("which", ["multistream", "single"])
+def test_one_and_two_workers_build_the_same_index(tmp_path, which):
+    """Real pyserini on the real dump sample: passage ids, store rows and BM25 hits do not depend on --workers,
+    through the multistream index's offsets and through one stream cut by the reader."""
+    from tests.fixtures.dumps import sample_dump, write_multistream
+    from tests.fixtures.index import missing
+    from veracity.errors import JavaError
+    from veracity.indexes.bm25 import BM25Index
+    from veracity.indexes.store import PassageStore
+
+    dump = write_multistream(sample_dump(), tmp_path / "src")[0] if which == "multistream" else sample_dump()
+    built = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        try:
+            m = build_index(resolve_sources([dump]), out, BuildOptions(dense=False, workers=workers, bm25_threads=2))
+        except JavaError as exc:
+            missing(str(exc))
+        store = PassageStore(out / "passages.sqlite")
+        rows = store.iter_rows(0, store.count)
+        ids = list(store.iter_ids())
+        store.close()
+        bm25 = BM25Index(out / "bm25")
+        hits = {q: sorted(bm25.search(q, 20), key=lambda h: (-round(h[1], 4), h[0])) for q in QUERIES}
+        assert bm25.num_docs == m["passages"]
+        bm25.close()
+        built[workers] = (m["passages"], m["articles"], m["sources"][0]["skipped"], ids, rows, hits)
+    assert built[1][0] > 4000 and built[1][1] == 96
+    assert built[1] == built[2]
+    assert all(len(h) == 20 for h in built[1][5].values())
+    assert any(pid.startswith("Alaska#") for pid, _ in built[1][5]["Alaska purchase from Russia"][:5])
