@@ -166,3 +166,51 @@ def test_one_and_two_workers_build_the_same_index(tmp_path, which):
     assert built[1] == built[2]
     assert all(len(h) == 20 for h in built[1][5].values())
     assert any(pid.startswith("Alaska#") for pid, _ in built[1][5]["Alaska purchase from Russia"][:5])
+
+
+def _lucene(folder, docs):
+    """A Lucene index written by pyserini itself, as pyserini's prebuilt wikipedia-dpr-100w is: DPR passage
+    numbers as ids, contents '"title"\\ntext'."""
+    from veracity.indexes.java import ensure_jvm
+
+    ensure_jvm()
+    from pyserini.index.lucene import LuceneIndexer
+
+    indexer = LuceneIndexer(args=["-index", str(folder), "-storeRaw"], threads=1)
+    for docid, title, text in docs:
+        indexer.add_doc_dict({"id": docid, "contents": f'"{title}"\n{text}'})
+    indexer.close()
+    return folder
+
+
+def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
+    from tests.fixtures.index import missing
+    from veracity.errors import JavaError
+
+    rows = [("1", "Aaron", "Aaron is a prophet, high priest, and the brother of Moses in the Hebrew Bible."),
+            ("2", "Aaron", "His rod turned into a snake before the Pharaoh of Egypt."),
+            ("3", "The Lost Sheep", "The Lost Sheep is a parable of Jesus about a shepherd who leaves ninety-nine."),
+            ("4", "Zanzibar", "Zanzibar is an archipelago off the coast of East Africa known for spices.")]
+    tsv = tmp_path / "psgs_w100.tsv"
+    tsv.write_text("id\ttext\ttitle\n" + "".join(f"{i}\t{text}\t{title}\n" for i, title, text in rows))
+    try:
+        prebuilt = _lucene(tmp_path / "wikipedia-dpr-100w", rows)
+    except JavaError as exc:
+        missing(str(exc))
+    m = build_index(resolve_sources([tsv]), tmp_path / "idx", BuildOptions(dense=False, bm25_prebuilt=prebuilt))
+    assert m["bm25"]["prebuilt"] is True and m["bm25"]["docids"] == "dpr-row"
+    assert m["bm25"]["dir"] == str(prebuilt.resolve()) and not (tmp_path / "idx" / "bm25").exists()
+    assert m["dump_date"] == "2018-12-20"
+    with Searcher(tmp_path / "idx") as s:
+        hits = s.search("shepherd parable ninety-nine", 2, "bm25")
+        assert hits[0].passage_id == "The Lost Sheep#0" and "ninety-nine" in hits[0].text
+        assert s.search("rod snake Pharaoh", 1, "bm25")[0].passage_id == "Aaron#1"
+        assert [h.passage_id for h in s.search("Aaron prophet parable", 3, "bm25", exclude_titles=["Aaron"])] \
+            == ["The Lost Sheep#0"]
+    fewer = _lucene(tmp_path / "fewer", rows[:3])
+    with pytest.raises(IndexDirError, match="holds 3 documents, the corpus 4 passages"):
+        build_index(resolve_sources([tsv]), tmp_path / "idx2", BuildOptions(dense=False, bm25_prebuilt=fewer))
+    swapped = _lucene(tmp_path / "swapped", [("1", "Aaron", rows[1][2]), ("2", "Aaron", rows[0][2]), *rows[2:]])
+    with pytest.raises(IndexDirError, match="does not match the corpus: document 1 is not passage 'Aaron#0'"):
+        build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False, bm25_prebuilt=swapped))
+    assert not (tmp_path / "idx2").exists() and not (tmp_path / "idx3").exists()
