@@ -388,6 +388,8 @@ INDEX_SOURCES = [
         match="dump-date|last year"),
     row("build-nothing-to-build", "index", "build", "{tmp}/corpus/good.jsonl", "--no-bm25", "--no-dense",
         *BUILD_OUT, match="no-bm25|nothing"),
+    row("build-tsv-wrong-columns", "index", "build", "{tmp}/corpus/wrong.tsv", *BUILD_OUT,
+        match="not a DPR passages TSV"),
     row("build-workers-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers", "0", *BUILD_OUT,
         match="--workers must be"),
     row("build-bm25-threads-0", "index", "build", "{tmp}/corpus/good.jsonl", "--bm25-threads", "0", *BUILD_OUT,
@@ -563,6 +565,7 @@ def make_world(tmp: Path) -> None:
     write("corpus/good.jsonl", '{"title": "Paris", "text": "Paris is the capital of France."}\n')
     write("corpus/empty.jsonl", "")
     write("corpus/notjson.jsonl", "Paris is the capital of France.\n")
+    write("corpus/wrong.tsv", "id\ttitle\ttext\n1\tParis\tParis is the capital of France.\n")
     dump = write_wiki_dump(tmp / "corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=True)
     write("corpus/enwiki-20190301-pages-articles.xml.bz2", dump.read_bytes()[:-20])  # cut short
     write("corpus/enwiki-20190301-pages-articles-multistream-index.txt", "0:10:Zorbland\n40:11:Ottilie Marsh\n")

@@ -35,7 +35,7 @@ from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VE
 from veracity.indexes.passages import Chunking, chunk_article
 from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
 from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
-                                      sha256_file)
+                                      sha256_file, source_mtime, source_size)
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
@@ -67,10 +67,16 @@ class BuildOptions:
     workers: int = field(default_factory=default_workers)       # dump parser processes (stage 1)
     cleaner: str = "fast"                                       # wikitext -> plain: fast | mwparser
     multistream_index: Path | None = None                       # else found beside a *-multistream dump
+    bm25_prebuilt: Path | None = None                           # a Lucene index to use instead of building one
 
     def check(self) -> None:
         """Refuse options no build can use (one-line ConfigError), before any source is read."""
         check_workers(self.workers)
+        if self.bm25_prebuilt is not None and not Path(self.bm25_prebuilt).is_dir():
+            raise ConfigError(f"--bm25-prebuilt {self.bm25_prebuilt} is not a directory",
+                              hint="pass the folder of a Lucene index (e.g. pyserini's wikipedia-dpr-100w, unpacked)")
+        if self.bm25_prebuilt is not None and not self.bm25:
+            raise ConfigError("--bm25-prebuilt and --no-bm25 contradict each other", hint="drop one of them")
         check_workers(self.bm25_threads, "--bm25-threads")
         if self.cleaner not in CLEANERS:
             raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
@@ -91,7 +97,8 @@ class BuildOptions:
         return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
                 "faiss_factory": self.faiss_factory if self.dense else None, "chunking": self.chunking.to_dict(),
                 "limit": self.limit, "on_error": self.on_error, "dump_date": self.dump_date,
-                "shard_size": self.shard_size, "cleaner": self.cleaner}
+                "shard_size": self.shard_size, "cleaner": self.cleaner,
+                "bm25_prebuilt": str(Path(self.bm25_prebuilt).resolve()) if self.bm25_prebuilt else None}
 
 
 def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Source]:
@@ -106,6 +113,9 @@ def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Sour
             out.append(Source(demo_archive(), "demo"))
             continue
         path = Path(spec).expanduser()
+        if path.is_dir() and fmt in ("auto", "hotpot-abstracts"):
+            out.append(Source(path.resolve(), detect_format(path) if fmt == "auto" else fmt))
+            continue
         if not path.is_file():
             raise CorpusError(f"corpus source {path} does not exist or is not a file",
                               hint="pass a Wikipedia dump (*.xml.bz2), a JSONL file, or `demo`")
@@ -120,7 +130,7 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
     JSON, or an empty one, is one CorpusError naming file:line before anything is loaded or written.
     With ``on_error="skip"`` bad lines are the build's to skip and count, so only emptiness is checked."""
     for source in sources:
-        if source.format not in ("jsonl", "hover", "fever"):
+        if source.format not in ("jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts"):
             continue
         info = SourceInfo(str(source.path), source.format)
         articles = read_articles(source.path, source.format, info, on_error=on_error)
@@ -202,8 +212,8 @@ def _not_ours(folder: Path) -> str | None:
 def _source_fingerprint(sources: list[Source]) -> list[dict]:
     out = []
     for s in sources:
-        st = s.path.stat()
-        out.append({"path": str(s.path), "format": s.format, "bytes": st.st_size, "mtime": int(st.st_mtime)})
+        out.append({"path": str(s.path), "format": s.format, "bytes": source_size(s.path),
+                    "mtime": source_mtime(s.path)})
     return out
 
 
@@ -223,6 +233,10 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     _prepare_out(out, options.overwrite)
     check_first_records(sources, options.on_error)  # a bad JSONL file fails before the encoder loads
     plans = check_dumps(sources, options.multistream_index)  # a truncated or mismatched dump, likewise
+    if options.bm25_prebuilt is not None:  # a folder that is no Lucene index fails here, not after stage 1
+        from veracity.indexes.bm25 import BM25Index
+
+        BM25Index(Path(options.bm25_prebuilt).resolve()).close()
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense:
         import faiss
@@ -268,7 +282,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
 
     # -- hashes (once; kept across resumes)
     if "sources" not in state:
-        total = sum(s.path.stat().st_size for s in sources)
+        total = sum(source_size(s.path) for s in sources)
         done = 0
         infos = []
         for s in sources:
@@ -276,7 +290,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                 nonlocal done
                 done += n
                 progress("hash", done, total)
-            info = SourceInfo(str(s.path), s.format, bytes=s.path.stat().st_size)
+            info = SourceInfo(str(s.path), s.format, bytes=source_size(s.path))
             info.sha256 = sha256_file(s.path, step)
             infos.append(info.to_dict())
         state["sources"] = infos
@@ -298,6 +312,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         state["timings"]["read_bm25_s"] = round(dt, 2)
         state["timings"]["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
         state["n_passages"] = store_count
+        if options.bm25_prebuilt is not None:
+            state["bm25_docids"] = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
         state["passages_done"] = True
         save_state()
     n = state["n_passages"]
@@ -345,7 +361,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         "limit": options.limit,
         "passage_store": STORE_FILE,
         "bm25": {"dir": "bm25", "engine": "Lucene (pyserini/Anserini)", "analyzer": "default English (Porter, stopwords)",
-                 "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4"} if options.bm25 else None,
+                 "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4",
+                 **_prebuilt_info(options, state)} if options.bm25 else None,
         "dense": dense_info,
         "build": {"started": state["started"], "finished": finished.isoformat(timespec="seconds"),
                   "seconds": round((finished - started).total_seconds(), 2), **state["timings"]},
@@ -360,6 +377,25 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     write_manifest(work, manifest)
     _move_into_place(work, out)
     return manifest
+
+
+def _check_prebuilt(path: Path, work: Path) -> str:
+    from veracity.indexes.bm25 import BM25Index, check_prebuilt
+
+    index, store = BM25Index(path), PassageStore(work / STORE_FILE)
+    try:
+        return check_prebuilt(index, store)
+    finally:
+        index.close()
+        store.close()
+
+
+def _prebuilt_info(options: BuildOptions, state: dict) -> dict:
+    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""
+    if options.bm25_prebuilt is None:
+        return {}
+    return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state["bm25_docids"],
+            "stored": "the prebuilt index's documents"}
 
 
 def _move_into_place(work: Path, out: Path) -> None:
@@ -387,7 +423,7 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
     t0 = time.perf_counter()
     writer = PassageWriter(work / STORE_FILE)
     bm25 = None
-    if options.bm25:
+    if options.bm25 and options.bm25_prebuilt is None:
         from veracity.indexes.bm25 import BM25Writer
 
         bm25 = BM25Writer(work / "bm25", threads=options.bm25_threads)
@@ -442,7 +478,7 @@ def _rough_passages(sources: list[Source], options: BuildOptions) -> int:
     """Passage count guessed from file sizes (about 700 bytes of text per 100 words; bz2 ~ 1:5)."""
     total = 0
     for s in sources:
-        size = s.path.stat().st_size
+        size = source_size(s.path)
         ratio = 5 if s.path.suffix in (".bz2", ".gz") else 1
         if s.format == "wiki-xml":
             ratio *= 0.6  # markup

