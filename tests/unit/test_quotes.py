@@ -186,3 +186,29 @@ def test_quotes_off_is_rag_as_before():
     record = verdict.to_dict(CLAIM)
     assert "quotes" not in record and "grounding" not in record and verdict.label is Label.SUPPORTED
     assert METHODS["rag"].make_params({}).quotes == "off"
+
+
+# ----------------------------------------------------------------- where people look
+def test_the_cli_panel_prints_each_quote_under_its_passage():
+    from rich.console import Console
+
+    from veracity.cli.verify import render_verdict, verdict_line
+
+    verdict, _ = run_rag([MISREAD, HONEST], quotes="check")
+    record = json.loads(json.dumps(verdict.to_dict(CLAIM)))
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_verdict(record))
+    lines = console.export_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "[Amazon River#0] Amazon River" in line)
+    below = "\n".join(lines[at:])
+    assert "“the largest river by discharge volume of water”  ✓ in the passage (characters 37-83)" in below
+    assert "ungrounded" not in "\n".join(lines)
+
+    misread, _ = run_rag([MISREAD, MISREAD], quotes="check")
+    record = json.loads(json.dumps(misread.to_dict(CLAIM)))
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_verdict(record))
+    text = console.export_text()
+    assert "ungrounded: a quote is not in its passage" in text
+    assert "“The Amazon River flows into the Pacific Ocean”  ✗ not in this passage" in text
+    assert "ungrounded" in verdict_line(record, None).plain
