@@ -212,3 +212,48 @@ def test_the_cli_panel_prints_each_quote_under_its_passage():
     assert "ungrounded: a quote is not in its passage" in text
     assert "“The Amazon River flows into the Pacific Ocean”  ✗ not in this passage" in text
     assert "ungrounded" in verdict_line(record, None).plain
+
+
+# ----------------------------------------------------------------- MERMAID's switch (off in the paper configs)
+def run_mermaid(executor, final=(), **params):
+    from veracity.pipeline.runner import open_run_state
+
+    llm = ScriptedLLM({"mermaid.executor": list(executor), "mermaid.final": list(final)})
+    spec, searcher = METHODS["mermaid"], FakeSearcher(AMAZON)
+    made = spec.make_params({"decomposer": False, "memory": False, "t_max": 2, **params})
+    state = open_run_state(spec, made, searcher, None)
+    try:
+        verdict = asyncio.run(verify_one(CLAIM, spec, llm, searcher, made, state))
+    finally:
+        state.close()
+    return verdict, llm
+
+
+SEARCH = {"thought": "look it up", "action": "search", "argument": "Amazon River", "label": None, "quotes": []}
+FINISH_MISREAD = {"thought": "The passage says it flows into the Pacific.", "action": "finish", "argument": "",
+                  "label": "SUPPORTED", "quotes": MISREAD["quotes"]}
+
+
+def test_mermaid_quotes_check_retries_a_misread_finish_as_the_final_verdict():
+    verdict, llm = run_mermaid([SEARCH, FINISH_MISREAD], [MISREAD], quotes="check")
+    assert [c.role for c in llm.calls] == ["mermaid.executor", "mermaid.executor", "mermaid.final"]
+    retry = llm.calls[2].messages
+    assert retry[:-2] == llm.calls[1].messages and retry[-2]["role"] == "assistant"
+    assert "is not in passage [Amazon River#0]" in retry[-1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+    assert "words the label rests on, copied exactly" in llm.calls[0].messages[0]["content"]
+
+
+def test_mermaid_quotes_check_keeps_a_grounded_forced_verdict():
+    verdict, llm = run_mermaid([SEARCH, SEARCH], [HONEST], quotes="check")
+    assert [c.role for c in llm.calls][-1] == "mermaid.final" and len(llm.calls) == 3
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and verdict.quotes[0].found
+
+
+def test_mermaid_quotes_off_is_the_paper_executor():
+    step = {k: v for k, v in FINISH_MISREAD.items() if k != "quotes"} | {"cited_passages": ["Amazon River#0"]}
+    search = {k: v for k, v in SEARCH.items() if k != "quotes"} | {"cited_passages": []}
+    verdict, llm = run_mermaid([search, step])
+    assert verdict.label is Label.SUPPORTED and verdict.quotes is None and len(llm.calls) == 2
+    assert "quotes" not in llm.calls[1].output_model.model_fields
+    assert "quotes" not in verdict.to_dict(CLAIM)

@@ -99,19 +99,27 @@ async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[E
     reply = await role(ctx, output=output, messages=sent)
     if reply is None:
         return None
+    return await check_reply(ctx, reply, role, mode, shown, sent=sent, retry_role=role, output=output)
+
+
+async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, shown: list[Evidence], *,
+                      sent: list[Message], retry_role: Role, output: type[BaseModel]) -> Grounded:
+    """Check the quotes of ``reply`` (``role``'s answer to ``sent``) against ``shown``; in ``check`` mode a
+    mismatch is retried once as ``retry_role`` (the same role, or the one that gives a verdict in that
+    conversation, e.g. MERMAID's final verdict after an executor's finish step) with the mismatch named."""
     quotes, found = _located(reply, shown, ctx.label_space)
     retried = False
     if found and mode == "check":
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
         again = [*sent, {"role": "assistant", "content": reply.model_dump_json()},
                  {"role": "user", "content": retry_prompt(found, ctx.label_space)}]
-        second = await role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
+        second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
         retried = True
         if second is not None:
             reply = second
             quotes, found = _located(reply, shown, ctx.label_space)
             if found:
-                ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=2, label=reply.label, problems=found)
+                ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label, problems=found)
     grounding = "ungrounded" if found else "grounded"
     if found:
         replaced = not_supported(ctx.label_space).value if mode == "check" else reply.label
@@ -122,5 +130,5 @@ async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[E
 
 def ungrounded_explanation(g: Grounded) -> str:
     """The explanation of a verdict whose label was replaced: why, then what the model said."""
-    return (f"Ungrounded: {'; '.join(g.problems or [])}. The judge had answered {g.reply.label}: "
-            f"{g.reply.explanation}")
+    said = getattr(g.reply, "explanation", None) or getattr(g.reply, "thought", "")
+    return f"Ungrounded: {'; '.join(g.problems or [])}. The judge had answered {g.reply.label}: {said}"
