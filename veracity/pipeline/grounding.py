@@ -14,7 +14,7 @@ answers in, and the call that checks the quotes and retries once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -59,9 +59,10 @@ def not_supported(space: LabelSpace) -> Label:
     return Label.NOT_ENOUGH_INFO if space.allows_nei else Label.REFUTED
 
 
-def retry_prompt(found: list[str], space: LabelSpace) -> str:
-    """The user turn of the one retry: the mismatches, then what to do."""
-    fallback = not_supported(space).value
+def retry_prompt(found: list[str], space: LabelSpace, fallback: str | None = None) -> str:
+    """The user turn of the one retry: the mismatches, then what to do (``fallback``: the answer in the
+    role's own labels that says the passages do not support the claim; default the label space's)."""
+    fallback = fallback or not_supported(space).value
     return ("Your quotes must be copied word for word from the passages they cite, and a verdict that the "
             "passages settle must quote them. These do not hold:\n- " + "\n- ".join(found)
             + f"\nAnswer again: quote the exact words of the passages your label rests on, or, if the "
@@ -80,17 +81,21 @@ class Grounded:
     problems: list[str] | None = None
 
 
-def _decisive(label: str, space: LabelSpace) -> bool:
-    return label != not_supported(space).value
+def _own_label(reply: Any) -> str:
+    return reply.label
 
 
-def _located(reply: Any, shown: list[Evidence], space: LabelSpace) -> tuple[list[Quote], list[str]]:
+def _located(reply: Any, shown: list[Evidence], space: LabelSpace,
+             label_of: Callable[[Any], str]) -> tuple[list[Quote], list[str]]:
+    """The reply's quotes located in ``shown``, and why they do not ground it (a label other than the
+    space's "not supported" one settles the claim, so it must quote)."""
     quotes = check_quotes(((q.passage_id, q.quote) for q in reply.quotes), shown)
-    return quotes, problems(quotes, _decisive(reply.label, space))
+    return quotes, problems(quotes, label_of(reply) != not_supported(space).value)
 
 
 async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[Evidence], *,
                       output: type[BaseModel], messages: list[Message] | None = None,
+                      label_of: Callable[[Any], str] = _own_label, fallback: str | None = None,
                       **inputs: Any) -> Grounded | None:
     """Call a quoting ``role`` (its output has ``label`` and ``quotes``) and check its quotes against
     ``shown``; in ``check`` mode retry once with the mismatches named (module docstring). None when the
@@ -99,25 +104,29 @@ async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[E
     reply = await role(ctx, output=output, messages=sent)
     if reply is None:
         return None
-    return await check_reply(ctx, reply, role, mode, shown, sent=sent, retry_role=role, output=output)
+    return await check_reply(ctx, reply, role, mode, shown, sent=sent, retry_role=role, output=output,
+                             label_of=label_of, fallback=fallback)
 
 
 async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, shown: list[Evidence], *,
-                      sent: list[Message], retry_role: Role, output: type[BaseModel]) -> Grounded:
+                      sent: list[Message], retry_role: Role, output: type[BaseModel],
+                      label_of: Callable[[Any], str] = _own_label, fallback: str | None = None) -> Grounded:
     """Check the quotes of ``reply`` (``role``'s answer to ``sent``) against ``shown``; in ``check`` mode a
     mismatch is retried once as ``retry_role`` (the same role, or the one that gives a verdict in that
-    conversation, e.g. MERMAID's final verdict after an executor's finish step) with the mismatch named."""
-    quotes, found = _located(reply, shown, ctx.label_space)
+    conversation, e.g. MERMAID's final verdict after an executor's finish step) with the mismatch named.
+    ``label_of`` maps a reply to a label value (EMULATE's True / False), ``fallback`` is the answer the
+    retry prompt offers when the passages do not say it (default: the label space's)."""
+    quotes, found = _located(reply, shown, ctx.label_space, label_of)
     retried = False
     if found and mode == "check":
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
         again = [*sent, {"role": "assistant", "content": reply.model_dump_json()},
-                 {"role": "user", "content": retry_prompt(found, ctx.label_space)}]
+                 {"role": "user", "content": retry_prompt(found, ctx.label_space, fallback)}]
         second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
         retried = True
         if second is not None:
             reply = second
-            quotes, found = _located(reply, shown, ctx.label_space)
+            quotes, found = _located(reply, shown, ctx.label_space, label_of)
             if found:
                 ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label, problems=found)
     grounding = "ungrounded" if found else "grounded"
