@@ -132,6 +132,7 @@ PARAMS = [
                         ("constrain_citations=maybe", "must be a boolean"),
                         ("passage_max_words=0", "passage_max_words"),
                         ("judge.max_tokens=99999", "judge.max_tokens"),
+                        ("quotes=strict", "quotes .*off, show, check"),
                         ("memory_path=/tmp/m", "no parameter memory_path")]),
     *param_rows("mermaid", [("t_max=abc", "t_max of mermaid must be an integer"),
                             ("t_max=0", "t_max of mermaid .*out of range"),

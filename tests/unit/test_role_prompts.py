@@ -53,7 +53,7 @@ def test_the_system_message_sent_is_what_methods_show_prints(case):
 
 def test_instructions_that_depend_on_the_call_name_their_inputs():
     described = {r.name: r.describe() for r in ALL_ROLES.values()}
-    assert described["rag.judge"]["instructions_vary_with"] == ["space"]
+    assert described["rag.judge"]["instructions_vary_with"] == ["space", "quoting"]
     assert described["rag.select"]["instructions_vary_with"] == []
     assert described["zofia.expert"]["instructions_vary_with"] == ["expert_role"]
     assert "renowned {expert_role}" in described["zofia.expert"]["instructions"]

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.grounding import PassageQuote
 from veracity.pipeline.methods.emulate.search import Page, SearchResult
 from veracity.pipeline.roles import Fallback, Role, dated_claim, format_passages
 from veracity.pipeline.tools import SourceIdentity
@@ -86,6 +87,13 @@ class Sufficient(BaseModel):  # SufficientEvidence
 class Classification(BaseModel):  # Classifier
     explanation: Annotated[str, Field(max_length=600)]
     label: Literal["True", "False"]
+
+
+class QuotedClassification(BaseModel):  # Classifier with quotes=show|check (veracity's switch, not the paper's)
+    explanation: Annotated[str, Field(max_length=600)]
+    label: Literal["True", "False"]
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the label rests on, the words "
+                                                                 "it rests on, copied exactly")
 
 
 # -- (1) emulate.initial_query_gen: claim -> initial search queries -----------------------------------
@@ -204,8 +212,15 @@ TASK_CLASSIFY_KNOWLEDGE = ("Task: based on the evidence collected so far (and yo
                            "is the claim True or False? Give a short explanation, then the label.")
 
 
-def classifier_turn(claim: Claim, bank: list[Page], use_knowledge: bool = False) -> list[dict[str, str]]:
-    return emulate_turn(claim, bank, TASK_CLASSIFY_KNOWLEDGE if use_knowledge else TASK_CLASSIFY)
+TASK_QUOTE = (" Then, for each passage the label rests on, give its id (shown in square brackets) and the words "
+              "it rests on, copied exactly from it.")
+
+
+def classifier_turn(claim: Claim, bank: list[Page], use_knowledge: bool = False,
+                    quoting: bool = False) -> list[dict[str, str]]:
+    """``quoting`` (quotes=show|check): the task also asks for the quotes the label rests on."""
+    task = TASK_CLASSIFY_KNOWLEDGE if use_knowledge else TASK_CLASSIFY
+    return emulate_turn(claim, bank, task + (TASK_QUOTE if quoting else ""))
 
 
 CLASSIFIER = Role(

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.grounding import PassageQuote
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
@@ -68,17 +69,29 @@ class ReactStep(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
-def executor_system(space: LabelSpace = THREE_WAY) -> str:
+class QuotedReactStep(BaseModel):  # quotes=show|check (veracity's switch; the paper's executor cites nothing)
+    thought: str = Field(max_length=500, description="what is known so far and what is still missing")
+    action: Literal["search", "open_page", "finish"]
+    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
+    label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
+    quotes: list[PassageQuote] = Field(max_length=5, description="finish only: for each passage the verdict relies "
+                                                                 "on, the words the label rests on, copied exactly")
+
+
+def executor_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
     """The executor's instructions (also the system prompt of the forced final verdict); the labels
-    offered at ``finish`` are those of the run's label space."""
+    offered at ``finish`` are those of the run's label space. ``quoting`` (quotes=show|check): the verdict
+    quotes the passages instead of citing their ids."""
     options = space.options("the evidence shows the claim is true", "it shows it is false", "it does not settle it")
+    cite = ("for each passage (shown in square brackets) that the verdict relies on, give its id and the words "
+            "the label rests on, copied exactly from it" if quoting else
+            "cite the ids of the passages (shown in square brackets) that the verdict relies on")
     return (
         "You verify a claim against a Wikipedia index by reasoning and acting in steps. At each step write "
         "a thought (what is known, what is missing), then choose one action:\n"
         "- search: argument is a search query; you observe the best matching passages.\n"
         "- open_page: argument is an exact article title; you observe that article's passages.\n"
-        f"- finish: give the label ({options}) and cite the ids of the passages "
-        "(shown in square brackets) that the verdict relies on.\n"
+        f"- finish: give the label ({options}) and {cite}.\n"
         "Finish as soon as the evidence settles the claim. Reply in JSON."
     )
 
@@ -130,6 +143,13 @@ class FinalVerdict(BaseModel):
     explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
     label: LabelName
     cited_passages: list[Short] = Field(max_length=5, description="ids of the passages the verdict relies on")
+
+
+class QuotedFinalVerdict(BaseModel):  # quotes=show|check
+    explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
+    label: LabelName
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
+                                                                 "the label rests on, copied exactly")
 
 
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."
