@@ -305,6 +305,16 @@ MODELS = [
     row("serve-timeout-0", "serve", "--timeout", "0", match="timeout"),
     row("serve-replicas-0", "serve", "--replicas", "0", match="--replicas must be at least 1"),
     row("serve-replicas-past-last-port", "serve", "--replicas", "3", "--port", "65534", match="past 65535"),
+    row("serve-engine-unknown", "serve", "--engine", "tgi", match="tgi"),
+    row("serve-engine-env-unknown", "serve", env={"VERACITY_ENGINE": "tgi"}, match="VERACITY_ENGINE='tgi'"),
+    row("serve-llamacpp-not-installed", "serve", "--engine", "llama.cpp",
+        env={"VERACITY_LLAMA_SERVER": "{tmp}/no-llama-server"}, match="llama-server is not installed"),
+    row("engines-install-unknown", "engines", "install", "ollama", match="unknown engine 'ollama'"),
+    row("engines-install-vllm", "engines", "install", "vllm", match="installed with pip"),
+    row("engines-install-jobs-0", "engines", "install", "llama.cpp", "--jobs", "0", match="--jobs must be"),
+    row("engines-default-unknown", "engines", "default", "tgi", match="tgi"),
+    row("models-default-unknown", "models", "default", "nope", match="unknown model 'nope'"),
+    row("models-default-not-prepared", "models", "default", "qwen2.5-7b-instruct", match="not prepared"),
 ]
 
 DATASETS = [

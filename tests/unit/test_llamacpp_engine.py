@@ -75,8 +75,8 @@ def test_a_binary_that_does_not_run_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(ServerError, match="--version failed: Illegal instruction") as err:
         LLAMA_CPP.installed(Settings(home=tmp_path))
     assert "--force" in err.value.hint
-    fake.write_text("#!/bin/sh\necho 'version: 7777 (abc)' >&2\n")
-    assert LLAMA_CPP.installed(Settings(home=tmp_path)) == "llama-server 7777"
+    fake.write_text("#!/bin/sh\necho 'version: 7777 (build 1, commit abc)' >&2\n")
+    assert LLAMA_CPP.installed(Settings(home=tmp_path)) == "llama-server 7777 (build 1, commit abc)"
 
 
 def test_the_gguf_of_a_prepared_or_kept_model(tmp_path):

@@ -61,7 +61,7 @@ def _startup_advice(line: str, log: Path) -> str:
     return "read the log's last lines for the cause"
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     print(f"veracity: {message}", file=sys.stderr, flush=True)
 
 
@@ -96,7 +96,7 @@ def launch(settings: Settings, spec: ServerSpec, name: str, engine: Engine, vari
         left = orphans(existing)
         stop_server(settings, name)
         if left:
-            (progress or _say)(f"ended {len(left)} process(es) left behind by the dead server (pid {existing.pid})")
+            (progress or say)(f"ended {len(left)} process(es) left behind by the dead server (pid {existing.pid})")
     model_path = engine.model_path(settings, spec.model)
     if port_in_use(spec.host, spec.port):
         raise ServerError(

@@ -10,7 +10,7 @@ from veracity.models.registry import CPU_DEFAULT
 from veracity.models.defaults import default_engine, default_model
 from veracity.serving import launch
 from veracity.serving.engines import get_engine
-from veracity.serving.launch import Progress, _say, orphans, server_status, stop_server, wait_ready
+from veracity.serving.launch import Progress, orphans, say, server_status, stop_server, wait_ready
 from veracity.serving.process import free_port, port_in_use
 from veracity.serving.replicas import replica_statuses
 from veracity.serving.spec import DEFAULT_PORT, ServerSpec
@@ -36,7 +36,7 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
                                   hint="stop them with `veracity serve --stop`, or pass --model " + served)
             dead = [s for s, st in members if st not in ("running", "starting")]
             if dead:
-                (notify or _say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
+                (notify or say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
                                  f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live one(s). "
                                  "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")
             for s, st in live:
@@ -58,20 +58,19 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
     if state is not None:  # dead: end what is left of it (engine core, workers hold memory and the port)
         left = orphans(state)
         stop_server(settings)
-        say = notify or _say
-        say(f"the managed server ({state.model}, pid {state.pid}) had died"
+        (notify or say)(f"the managed server ({state.model}, pid {state.pid}) had died"
             + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
     name = wanted or default_model(settings)
     engine = get_engine(default_engine(settings))
     if name == CPU_DEFAULT and engine.name == "vllm" and resolve_model_path_or_none(settings, name) is None:
         from veracity.models.prepare import prepare_model
 
-        (notify or _say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
+        (notify or say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
                          "prepares another)")
         prepare_model(settings, name, progress=progress or (lambda s: None))
     port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
     if state is None:  # (a dead one's replacement was announced above)
-        (notify or _say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
+        (notify or say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
     state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port), timeout_s=timeout_s,
                                 progress=progress)
     return state.endpoint, state.model

@@ -69,8 +69,8 @@ class LlamaCppEngine:
             line = next((ln for ln in (out.stderr + out.stdout).splitlines()[::-1] if ln.strip()), "no output")
             raise ServerError(f"{binary} --version failed: {line.strip()[:200]}",
                               hint="build it again with `veracity engines install llama.cpp --force`")
-        version = next((ln.split(":", 1)[1].strip().split()[0] for ln in (out.stderr + out.stdout).splitlines()
-                        if ln.startswith("version:")), "?")
+        version = next((ln.split(":", 1)[1].strip() for ln in (out.stderr + out.stdout).splitlines()
+                        if ln.startswith("version:")), "?")  # e.g. "0.5.0-dev (build 1, commit 0c1e570)"
         return f"llama-server {version}"
 
     def on_gpu(self) -> bool:

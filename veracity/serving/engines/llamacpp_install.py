@@ -115,12 +115,14 @@ def _fetch_sdist(dest: Path, bar: Bar) -> Path:
         req.write(f"{SDIST_PACKAGE}=={SDIST_VERSION} --hash=sha256:{SDIST_SHA256}\n")
     try:
         proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                               "--no-build-isolation", "--require-hashes", "--disable-pip-version-check",
+                               "--require-hashes", "--disable-pip-version-check",
                                "-r", req.name, "-d", str(dest)], capture_output=True, text=True)
     finally:
         os.unlink(req.name)
     if proc.returncode != 0 or not sdist.is_file():
-        last = ((proc.stderr or proc.stdout).strip().splitlines() or ["no output"])[-1]
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+        last = next((ln for ln in reversed(lines) if "error" in ln.lower() and not ln.startswith("hint:")),
+                    lines[-1] if lines else "no output")
         raise ServerError(f"could not fetch {SDIST_PACKAGE} {SDIST_VERSION} from the package index: {last[:200]}",
                           hint=f"air-gapped: put {SDIST_FILE} into {dest} and run the command again")
     return sdist
