@@ -404,6 +404,9 @@ def create_app(config: WebConfig) -> FastAPI:
         return StreamingResponse(events(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
+    from veracity.web.check_routes import router as text_check_routes  # whole texts: /v1/check, /v1/check/stream
+    app.include_router(text_check_routes(verifier_for=verifier_for, checks=checks, store=store, metrics=metrics))
+
     @app.get("/v1/checks", tags=["checks"], summary="Past checks, newest first")
     async def list_checks(limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
         return store.checks(limit)
