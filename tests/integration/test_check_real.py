@@ -146,7 +146,7 @@ def test_the_text_tab_streams_claims_and_verdicts(browser, web_url, tmp_path):  
     page.screenshot(path=str(shots / "text-1280x800.png"), full_page=True)
     factual = page.locator("#text-claims details.claim")
     if factual.count():
-        factual.first.locator("summary").click()
+        factual.first.locator(":scope > summary").click()
         page.wait_for_selector("#text-claims details.claim[open] details.trace")
     page.locator("#text-view .sent").first.click()  # a sentence's claims only
     href = page.locator("#text-permalink").get_attribute("href")
