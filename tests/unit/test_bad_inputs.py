@@ -427,6 +427,7 @@ TEXTS = [  # `veracity check`: the text, the texts file, its output, the report,
     row("check-param-out-of-range", *CHECK, "{tmp}/texts/good.txt", "--check-param", "gamma=-1", match="gamma"),
     row("check-param-unknown-role", *CHECK, "{tmp}/texts/good.txt", "--check-param", "judge.max_tokens=5",
         match="no role 'judge'"),
+    row("check-one-text-on-ray", *CHECK, "{tmp}/texts/good.txt", "--backend", "ray", match="--backend ray runs a texts"),
     row("check-method-param", *CHECK, "{tmp}/texts/good.txt", "--param", "k=3", match="no parameter k"),
 ]
 
