@@ -431,6 +431,41 @@ LABELS_AND_COMMANDS = [
     row("top-option-unknown", "--verbose", "verify", match="No such option"),
 ]
 
+CHECK = ("check", "--method", "direct", "--endpoint", "{fake}")
+CHECK_BATCH = (*CHECK, "-i", "{tmp}/texts/good.jsonl")
+TEXTS = [  # `veracity check`: the text, the texts file, its output, the report, the check-stage settings
+    row("check-text-empty", *CHECK, "{tmp}/texts/empty.txt", match="empty text"),
+    row("check-text-blank", *CHECK, "{tmp}/texts/blank.txt", match="empty text"),
+    row("check-stdin-empty", *CHECK, "-", match="stdin: empty text"),
+    row("check-text-binary", *CHECK, "{tmp}/texts/binary.bin", match="binary file"),
+    row("check-text-not-utf8", *CHECK, "{tmp}/texts/latin1.txt", match="not UTF-8"),
+    row("check-text-over-max-chars", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "10", match="over --max-chars 10"),
+    row("check-max-chars-zero", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "0", match="--max-chars must be"),
+    row("check-text-missing", *CHECK, "{tmp}/texts/missing.txt", match="does not exist"),
+    row("check-text-a-directory", *CHECK, "{tmp}/texts", match="is a directory"),
+    row("check-text-and-input", *CHECK_BATCH, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl",
+        match="either a TEXT_FILE"),
+    row("check-neither", *CHECK, match="either a TEXT_FILE"),
+    row("check-input-without-output", *CHECK_BATCH, match="-i needs -o"),
+    row("check-output-without-input", *CHECK, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl", match="-o goes with -i"),
+    row("check-docs-empty", *CHECK, "-i", "{tmp}/texts/empty.jsonl", "-o", "{tmp}/out/c.jsonl", match="no texts"),
+    row("check-docs-all-bad", *CHECK, "-i", "{tmp}/texts/notext.jsonl", "-o", "{tmp}/out/c.jsonl",
+        match="no texts.*no `text`"),
+    row("check-docs-duplicate-ids", *CHECK, "-i", "{tmp}/texts/dups.jsonl", "-o", "{tmp}/out/c.jsonl",
+        match="duplicate text id"),
+    row("check-output-is-the-input", *CHECK_BATCH, "-o", "{tmp}/texts/good.jsonl", match="texts file"),
+    row("check-output-a-directory", *CHECK_BATCH, "-o", "{tmp}/out", match="is a directory"),
+    row("check-output-of-another-method", *CHECK_BATCH, "-o", "{tmp}/out/checks.jsonl", match="method rag"),
+    row("check-report-folder-missing", *CHECK, "{tmp}/texts/good.txt", "--report", "{tmp}/nowhere/r.html",
+        match="does not exist"),
+    row("check-evidence-gold", *CHECK, "{tmp}/texts/good.txt", "--evidence", "gold", match="--evidence gold"),
+    row("check-param-out-of-range", *CHECK, "{tmp}/texts/good.txt", "--check-param", "gamma=-1", match="gamma"),
+    row("check-param-unknown-role", *CHECK, "{tmp}/texts/good.txt", "--check-param", "judge.max_tokens=5",
+        match="no role 'judge'"),
+    row("check-one-text-on-ray", *CHECK, "{tmp}/texts/good.txt", "--backend", "ray", match="--backend ray runs a texts"),
+    row("check-method-param", *CHECK, "{tmp}/texts/good.txt", "--param", "k=3", match="no parameter k"),
+]
+
 WEB = ("web", "--endpoint", "{dead}")
 FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before anything starts, for every command
     row("web-port-too-large", *WEB, "--port", "99999", match="--port must be between 1 and 65535, got 99999"),
@@ -461,9 +496,13 @@ FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before an
         match="--ray-actors must be an integer of at least 1"),
     row("verify-ray-actors-0", *ONE, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
         match="--ray-actors must be an integer of at least 1"),
+    row("check-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--concurrency", "0", match="at least 1"),
+    row("check-llm-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--llm-concurrency", "0", match="at least 1"),
+    row("check-ray-actors-0", *CHECK_BATCH, "-o", "{tmp}/out/c.jsonl", "--backend", "ray", "--ray-actors", "0",
+        match="--ray-actors must be an integer of at least 1"),
 ]
 
-ROWS = CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
+ROWS = TEXTS + CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
     + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES
 
 
@@ -553,6 +592,16 @@ def make_world(tmp: Path) -> None:
     write("out/binary.jsonl.manifest.json", json.dumps({"method": "direct", "params": {"roles": {}},
                                                         "label_space": "binary"}))
     write("out/notes.txt", "my notes\n")
+    write("texts/good.txt", "Paris is the capital of France. It lies on the Seine.\n")
+    write("texts/empty.txt", "")
+    write("texts/blank.txt", "  \n\n")
+    write("texts/binary.bin", b"\x7fELF\x02\x01\x00\x00")
+    write("texts/latin1.txt", b"Caf\xe9 de Flore is in Paris.\n")
+    write("texts/good.jsonl", '{"id": "t1", "text": "Paris is the capital of France."}\n')
+    write("texts/empty.jsonl", "")
+    write("texts/notext.jsonl", '{"id": "t1", "claim": "Paris is the capital of France."}\n')
+    write("texts/dups.jsonl", '{"id": "t1", "text": "Paris is in France."}\n{"id": "t1", "text": "Rome is in Italy."}\n')
+    write("out/checks.jsonl.parts/claims.jsonl.manifest.json", json.dumps({"method": "rag", "params": {"k": 5}}))
     write("index/notindex/readme.txt", "not an index\n")
     (tmp / "index/empty").mkdir(parents=True)
     write("index/badmanifest/manifest.json", "{oops")
@@ -702,7 +751,7 @@ def test_the_matrix_covers_every_kind_of_input():
     """Each family of the issue's list has rows (the count is reported in BENCHMARKS.md's Reliability)."""
     families = {"claims files": CLAIMS_FILES, "output paths": OUTPUT_PATHS, "params": PARAMS,
                 "concurrency": CONCURRENCY, "index dirs": INDEX_DIRS, "endpoints": ENDPOINTS, "models": MODELS,
-                "datasets": DATASETS, "configs": CONFIGS, "index sources": INDEX_SOURCES}
+                "datasets": DATASETS, "configs": CONFIGS, "index sources": INDEX_SOURCES, "texts": TEXTS}
     assert all(rows for rows in families.values())
     ids = [p.id for p in ROWS]
     assert len(ids) == len(set(ids))

@@ -192,7 +192,10 @@ def test_a_batch_resumes_per_text_and_per_claim(tmp_path):
     assert not out.exists() or out.read_text() == ""
 
     llm2 = ScriptedLLM(script())
-    stats = asyncio.run(check_batch(docs(), out, verifier(llm2, tmp_path, concurrency=1)))
+    seen = []
+    stats = asyncio.run(check_batch(docs(), out, verifier(llm2, tmp_path, concurrency=1),
+                                    on_progress=lambda *a: seen.append(a)))
+    assert seen == [(0, 2), (1, 2), (2, 2)]
     assert stats.done == 2 and stats.extracted == 1  # text a's extraction was reused
     assert llm2.count("check.extractor") == 1  # only text b's one sentence
     again = [c.prompt for c in llm2.of("direct.judge")]
@@ -205,7 +208,9 @@ def test_a_batch_resumes_per_text_and_per_claim(tmp_path):
     assert len(claims) == len(set(claims)) == 5  # none verified twice, none lost
 
     llm3 = ScriptedLLM({})
-    stats = asyncio.run(check_batch(docs(), out, verifier(llm3, tmp_path)))
+    seen = []
+    stats = asyncio.run(check_batch(docs(), out, verifier(llm3, tmp_path), on_progress=lambda *a: seen.append(a)))
+    assert seen == [(0, 0)]
     assert stats.skipped == 2 and llm3.calls == []
 
 
@@ -284,3 +289,15 @@ def test_methods_show_lists_the_check_roles(tmp_path):
 def test_the_example_text_has_five_sentences():
     text = (Path(__file__).resolve().parents[2] / "examples" / "text.txt").read_text()
     assert len(sentences_of(text)) == 5
+
+
+def test_an_empty_claim_list_does_not_validate_so_no_sentence_is_dropped_silently(tmp_path):
+    """The schema asks for at least one claim: an empty reply is invalid and falls back to the sentence."""
+    from veracity.check.roles import AtomicClaims
+    from veracity.serving.structured import response_format_for
+
+    assert response_format_for(AtomicClaims)["json_schema"]["schema"]["properties"]["claims"]["minItems"] == 1
+    llm = ScriptedLLM(script(extractor=lambda m: {"claims": []}))
+    rec = asyncio.run(check_text("Marie Curie won two Nobel Prizes.", verifier(llm, tmp_path), tid="t"))
+    assert [c["text"] for c in rec["sentences"][0]["claims"]] == ["Marie Curie won two Nobel Prizes."]
+    assert rec["summary"]["fallbacks"]["check.extractor"] == 1

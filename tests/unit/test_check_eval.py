@@ -73,8 +73,8 @@ def test_response_and_claim_level_macro_f1(tmp_path):
     items = check_eval.response_items(DATA / "Factbench.jsonl", 3, seed=7)
     truth = {c["text"]: c["label"] for it in items for c in it["claims"]}
     claim = lambda m: m[-1]["content"].split("Claim: ", 1)[1]  # noqa: E731
-    # a perfect judge on the gold claims; the extractor gives the response's first gold claim per sentence
-    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": []},
+    # a perfect judge on the gold claims; the extractor returns each sentence as its one claim
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[-1]["content"].split("Sentence to split:\n", 1)[1]]},
                        "check.worthiness": lambda m: {"category": "factual"},
                        "direct.judge": lambda m: {"explanation": "x",
                                                   "label": "SUPPORTED" if truth.get(claim(m), True) else "REFUTED"}})
@@ -82,7 +82,7 @@ def test_response_and_claim_level_macro_f1(tmp_path):
     res = asyncio.run(check_eval.run(args("response"), cv=cv))
     assert res["claim_macro_f1_gold_claims"]["value"] == pytest.approx(
         check_eval.macro_f1([(v, v) for v in truth.values() if isinstance(v, bool)]))
-    # no claims extracted: no response is predicted false
+    # the sentences are no gold claims, so the judge supports them: no response is predicted false
     golds = [it["false"] for it in items]
     assert res["response_accuracy"]["value"] == pytest.approx(golds.count(False) / len(golds))
 

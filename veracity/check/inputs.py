@@ -114,6 +114,8 @@ def read_docs_jsonl(path: Path, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[lis
                             hint="give every text a unique id")
         seen[did] = n
         docs.append(Doc(did, obj["text"]))
-    if not docs and not rejected:
-        raise DataError(f"{path} holds no text lines", hint="one {\"id\": ..., \"text\": ...} object per line")
+    if not docs:
+        why = f" ({rejected[0]}" + (f", and {len(rejected) - 1} more bad lines)" if len(rejected) > 1 else ")") \
+            if rejected else " (the file is empty)"
+        raise DataError(f"no texts to check in {path}{why}", hint="one {\"id\": ..., \"text\": ...} object per line")
     return docs, rejected

@@ -40,10 +40,11 @@ def _user(text: str) -> list[Message]:
 
 # -- role: check.extractor --------------------------------------------------------------------------
 class AtomicClaims(BaseModel):
+    # at least one: a sentence that states nothing (a question, a greeting) comes back as itself and
+    # check.worthiness calls it not_a_claim, so no factual sentence is dropped silently by an empty reply
     claims: list[Annotated[str, Field(min_length=1, max_length=MAX_CLAIM_CHARS)]] = Field(
-        max_length=MAX_CLAIMS_PER_SENTENCE,
-        description="the sentence's atomic claims, each a short self-contained declarative sentence; "
-                    "empty when the sentence states nothing")
+        min_length=1, max_length=MAX_CLAIMS_PER_SENTENCE,
+        description="the sentence's atomic claims, each a short self-contained declarative sentence")
 
 
 EXTRACTOR_SYSTEM = (
@@ -52,7 +53,8 @@ EXTRACTOR_SYSTEM = (
     "states, and nothing else: do not fabricate claims, do not add facts from other sentences. Make every "
     "claim understandable on its own: replace pronouns and vague references (he, she, it, they, this, the "
     "company, the city) with the explicit names they refer to in the text, and restore words left out. "
-    "A question, a greeting or an instruction has no claim: return an empty list. Reply in JSON."
+    "A question, a greeting or an instruction states no fact: return it unchanged as the only item. "
+    "Reply in JSON."
 )
 
 

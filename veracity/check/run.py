@@ -137,9 +137,11 @@ def check_batch_output(out: Path, cv: ClaimVerifier) -> None:
 
 async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: CheckParams | None = None,
                       gamma: int | None = None, on_text: Callable[[dict[str, Any]], None] | None = None,
-                      on_claim: Callable[[dict[str, Any]], None] | None = None) -> BatchStats:
+                      on_claim: Callable[[dict[str, Any]], None] | None = None,
+                      on_progress: Callable[[int, int], None] | None = None) -> BatchStats:
     """Check ``docs`` into ``out`` (see the module docstring); ``on_text(record)`` is called as each text is
-    written, ``on_claim(record)`` as each claim's result is. An endpoint or output failure stops the run with
+    written, ``on_claim(record)`` as each claim's result is, ``on_progress(finished, pending)`` before the first
+    text and after each (texts written or failed this run, texts this run has to do). An endpoint or output failure stops the run with
     everything written kept (raised, ``err.stats`` set)."""
     params = params or CheckParams()
     out = Path(out).expanduser()
@@ -176,8 +178,10 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
         if on_claim is not None:
             on_claim(record)
 
+    if on_progress is not None:
+        on_progress(0, len(pending))
     try:
-        for doc in pending:
+        for n, doc in enumerate(pending, 1):
             ex = extractions.get(doc.id)
             if ex is None:
                 async with cv.client() as llm:
@@ -198,6 +202,8 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
                 failed = list(run.failed)
             if failed:
                 stats.failed.append((doc.id, f"{len(failed)} of {len(claims)} claims failed: {failed[0][1]}"))
+                if on_progress is not None:
+                    on_progress(n, len(pending))
                 continue
             record = assemble(ex, verified, cv.method, gamma)
             append(out_writer, record, out)
@@ -205,6 +211,8 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
             stats.elapsed_s = time.perf_counter() - t0
             if on_text is not None:
                 on_text(record)
+            if on_progress is not None:
+                on_progress(n, len(pending))
     finally:
         ext_writer.close()
         out_writer.close()

@@ -103,6 +103,9 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
     if input_path is not None and _same_file(input_path, output_path):
         raise ConfigError(f"-o {output_path} is the texts file given with -i: results would be appended to it",
                           hint="pass another -o, e.g. -o checks.jsonl")
+    if opts.get("backend") == "ray" and input_path is None:
+        raise ConfigError("--backend ray runs a texts file: one text is checked in this process",
+                          hint="pass -i DOCS.jsonl -o RESULTS.jsonl, or drop --backend ray")
     limit = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     if limit < 1:
         raise ConfigError(f"--max-chars must be at least 1, got {limit}", hint=f"e.g. --max-chars {DEFAULT_MAX_CHARS}")
@@ -196,8 +199,19 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
         elif not quiet:
             console.print(f"{escape(record['id'])}  {escape(summary_line(record))}", highlight=False, soft_wrap=True)
 
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("checking texts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
+    task = bar.add_task("texts", total=None)
+
+    def on_progress(finished: int, pending: int) -> None:
+        bar.update(task, completed=finished, total=pending)
+
     try:
-        stats = asyncio.run(check_batch(docs, out, cv, params=params, gamma=gamma, on_text=on_text))
+        with bar:
+            stats = asyncio.run(check_batch(docs, out, cv, params=params, gamma=gamma, on_text=on_text,
+                                            on_progress=on_progress))
     except (EndpointError, OutputError, ClusterError) as exc:
         hint = exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc)
         fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in {out}.parts/)", hint)

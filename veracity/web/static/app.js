@@ -213,6 +213,7 @@ async function verify(event) {
 async function showCheck(checkId) {
   try {
     const record = await (await api("/v1/checks/" + encodeURIComponent(checkId))).json();
+    if (record.kind === "text") { location.replace("#text/" + checkId); return; }  // a whole text: the Text tab (text.js)
     $("#claim").value = record.claim;
     $("#result").hidden = false;
     showVerdict(record, checkId);
@@ -319,9 +320,9 @@ function decoded(text) {
 function route() {
   const hash = decoded(location.hash.slice(1) || "check");
   let view = hash.split("/")[0];
-  if (!["check", "batch", "history", "article"].includes(view)) view = "check";
-  for (const name of ["check", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
-  for (const name of ["check", "batch", "history"]) {
+  if (!["check", "text", "batch", "history", "article"].includes(view)) view = "check";
+  for (const name of ["check", "text", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
+  for (const name of ["check", "text", "batch", "history"]) {
     const tab = $("#tab-" + name);
     tab.setAttribute("aria-selected", String(name === view));
   }
