@@ -178,10 +178,11 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
 
     space = label_space(labels)  # a bad name is one line, before anything else
     setting = evidence_setting(evidence)
-    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
-    if backend == "ray" and claim is not None:
+    # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked for
+    if str(backend or "").strip().lower() == "ray" and claim is not None:
         raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
                           hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
+    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
