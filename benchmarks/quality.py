@@ -232,6 +232,139 @@ def aggregate(args: argparse.Namespace) -> int:
     return 1 if mismatch else 0
 
 
+def _gold(d: Path) -> dict[str, tuple]:
+    """A run directory's claims with their gold labels (its sample, redrawn from its config)."""
+    from veracity.bench.datasets import load_dataset
+
+    run = json.loads((d / "run.json").read_text())
+    cfg = run["config"]
+    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+                      hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
+                      evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
+    return {c.id: (c, g.value, ds.labels) for c, g in ds.claims}
+
+
+def _predictions(d: Path, gold: dict) -> dict[str, dict]:
+    rows = (json.loads(x) for x in (d / "predictions.jsonl").read_text(encoding="utf-8").splitlines() if x.strip())
+    return {r["id"]: r for r in rows if r["id"] in gold and not r.get("error")}
+
+
+def _events(r: dict, kind: str) -> list[dict]:
+    return [e for e in (r.get("trace") or {}).get("events", []) if e.get("kind") == kind]
+
+
+def quotes_rule(drop_points: float, real_misreadings: float) -> bool:
+    """BENCHMARKS.md's rule for making quotes=check rag's default, written down before the claims were
+    drawn: pooled accuracy drops by at most 2 points, and at least 70 % of the hand-read ungrounded
+    verdicts are real misreadings."""
+    return drop_points <= 2.0 and real_misreadings >= 0.70
+
+
+def quotes_compare(args: argparse.Namespace) -> int:
+    """quotes=off against quotes=check on the same cells (two roots of `quality.py run` with the same seed):
+    per cell and pooled accuracy / macro-F1 with bootstrap intervals, the ungrounded rate before the retry
+    (a mismatch on the first reply) and after it, and a hand-read sheet of grounded and ungrounded verdicts
+    drawn with a seed (``--sheet``); ``--tally SHEET`` counts a filled sheet and applies the rule."""
+    import random
+
+    from veracity.bench.metrics import bootstrap_ci, evaluate
+    from veracity.pipeline.grounding import MISMATCH_EVENT, UNGROUNDED_EVENT
+
+    if args.tally:
+        return _tally(Path(args.tally), args.drop)
+    off_root, check_root = Path(args.off_root), Path(args.check_root)
+    cells = sorted(d.name for d in check_root.iterdir() if (d / "predictions.jsonl").is_file()
+                   and (off_root / d.name / "predictions.jsonl").is_file())
+    if not cells:
+        print(f"error: no cell is in both {off_root} and {check_root}", file=sys.stderr)
+        return 2
+    head = ["cell", "n", "off acc % [CI]", "check acc % [CI]", "off F1 %", "check F1 %", "mismatch before retry",
+            "ungrounded after retry", "verdicts changed"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    pooled: dict[str, list[str]] = {"gold": [], "off": [], "check": []}
+    grounded, ungrounded = [], []
+    for name in cells:
+        gold = _gold(check_root / name)
+        off, chk = _predictions(off_root / name, gold), _predictions(check_root / name, gold)
+        ids = [i for i in gold if i in off and i in chk]
+        labels = next(iter(gold.values()))[2]
+        g = [gold[i][1] for i in ids]
+        po, pc = [off[i]["label"] for i in ids], [chk[i]["label"] for i in ids]
+        so, sc = evaluate(g, po, labels), evaluate(g, pc, labels)
+        co, cc = bootstrap_ci(g, po, labels), bootstrap_ci(g, pc, labels)
+        before = sum(any(e.get("attempt") == 1 for e in _events(chk[i], MISMATCH_EVENT)) for i in ids)
+        after = sum(chk[i].get("grounding") == "ungrounded" for i in ids)
+        print(f"| {name} | {len(ids)} | {_pct(so.accuracy)} [{_pct(co['accuracy'][0])}, {_pct(co['accuracy'][1])}] | "
+              f"{_pct(sc.accuracy)} [{_pct(cc['accuracy'][0])}, {_pct(cc['accuracy'][1])}] | {_pct(so.macro_f1)} | "
+              f"{_pct(sc.macro_f1)} | {before}/{len(ids)} | {after}/{len(ids)} | {sum(a != b for a, b in zip(po, pc, strict=True))} |")
+        pooled["gold"] += g
+        pooled["off"] += po
+        pooled["check"] += pc
+        for i in ids:
+            item = (name, gold[i][1], chk[i])
+            if chk[i].get("grounding") == "ungrounded" and _events(chk[i], UNGROUNDED_EVENT):
+                ungrounded.append(item)
+            elif chk[i].get("grounding") == "grounded" and chk[i]["quotes"]:
+                grounded.append(item)
+    n = len(pooled["gold"])
+    acc = {k: sum(a == b for a, b in zip(pooled["gold"], pooled[k], strict=True)) / n for k in ("off", "check")}
+    drop = 100 * (acc["off"] - acc["check"])
+    print(f"\npooled over {n} claims: accuracy off {_pct(acc['off'])} %, check {_pct(acc['check'])} % "
+          f"(drop {drop:.1f} points; the rule allows at most 2.0)")
+    if args.sheet:
+        rng = random.Random(args.hand_seed)
+        picked = [("grounded", x) for x in rng.sample(grounded, min(args.hand_read, len(grounded)))] + \
+                 [("ungrounded", x) for x in rng.sample(ungrounded, min(args.hand_read, len(ungrounded)))]
+        Path(args.sheet).write_text(_sheet(picked, args.hand_seed, drop), encoding="utf-8")
+        print(f"hand-read sheet ({len(picked)} verdicts, seed {args.hand_seed}) -> {args.sheet}")
+    return 0
+
+
+SHEET_MARK = "check right (yes / no):"
+
+
+def _sheet(picked: list, seed: int, drop: float) -> str:
+    """The hand-read sheet: each verdict with its claim, gold label, the judge's label, its quotes (found or
+    not) and the cited passages; the reader writes yes or no after each ``check right`` line."""
+    out = [f"# quotes=check hand-read sheet (seed {seed}; pooled accuracy drop {drop:.1f} points)", "",
+           "For a grounded verdict: yes if every quote really is the passage's words AND supports the label. "
+           "For an ungrounded verdict: yes if the judge really misread (its label is not in its passages).", ""]
+    for kind, (cell, gold, r) in picked:
+        given = next((e["label_given"] for e in _events(r, "quotes.ungrounded")), r["label"])
+        out += [f"## {kind}: {r['id']} ({cell})", f"claim: {r['claim']}", f"gold {gold}; judge said {given}; "
+                f"verdict {r['label']}", f"explanation: {r.get('explanation', '')}"]
+        for q in r.get("quotes") or []:
+            out.append(f"- [{q['passage_id']}] \"{q['text']}\" {'found' if q['found'] else 'NOT FOUND'}")
+        for ev in r.get("evidence") or []:
+            out.append(f"  > [{ev['passage_id']}] {ev['text']}")
+        out += [f"{SHEET_MARK} ", ""]
+    return "\n".join(out)
+
+
+def _tally(sheet: Path, drop: float | None) -> int:
+    """Count a filled sheet: the share of ungrounded verdicts the reader marked as real misreadings (and of
+    grounded ones marked right), then the rule's decision when the pooled drop is given."""
+    kind, counts = None, {"grounded": [0, 0], "ungrounded": [0, 0]}
+    for line in sheet.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            kind = line[3:].split(":", 1)[0]
+        elif line.startswith(SHEET_MARK) and kind in counts:
+            answer = line[len(SHEET_MARK):].strip().lower()
+            if answer not in ("yes", "no"):
+                print(f"error: {sheet}: a verdict of kind {kind} is not marked yes or no", file=sys.stderr)
+                return 2
+            counts[kind][0] += answer == "yes"
+            counts[kind][1] += 1
+    for k, (yes, n) in counts.items():
+        print(f"{k}: check right on {yes} of {n}")
+    real = counts["ungrounded"][0] / counts["ungrounded"][1] if counts["ungrounded"][1] else 0.0
+    if drop is not None:
+        print(f"rule (drop <= 2 points and >= 70 % real misreadings): "
+              f"{'check becomes the default' if quotes_rule(drop, real) else 'off stays the default'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -252,8 +385,19 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--steps", type=int, default=12)
     a = sub.add_parser("aggregate", help="Trification: the verdicts under each judge_aggregation rule")
     a.add_argument("run_dir")
+    q = sub.add_parser("quotes", help="rag quotes=off against quotes=check on the same cells (issue 31's rule)")
+    q.add_argument("off_root", nargs="?", help="the quotes=off runs (quality.py run --root ... directory)")
+    q.add_argument("check_root", nargs="?", help="the quotes=check runs")
+    q.add_argument("--sheet", help="write the hand-read sheet here")
+    q.add_argument("--hand-read", type=int, default=20, help="grounded and ungrounded verdicts each (default 20)")
+    q.add_argument("--hand-seed", type=int, default=31)
+    q.add_argument("--tally", help="count a filled sheet instead")
+    q.add_argument("--drop", type=float, default=None, help="with --tally: the pooled drop in points")
     args = ap.parse_args(argv)
-    return {"run": run_cells, "table": table, "wrong": wrong, "aggregate": aggregate}[args.cmd](args)
+    if args.cmd == "quotes" and not args.tally and not (args.off_root and args.check_root):
+        ap.error("quotes needs OFF_ROOT and CHECK_ROOT (or --tally SHEET)")
+    return {"run": run_cells, "table": table, "wrong": wrong, "aggregate": aggregate,
+            "quotes": quotes_compare}[args.cmd](args)
 
 
 if __name__ == "__main__":

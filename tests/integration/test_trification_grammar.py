@@ -18,6 +18,7 @@ import pytest
 from veracity.pipeline.methods.trification import (
     JUDGE,
     NODE_TYPES,
+    PLANNER,
     REFINE,
     SEARCH,
     SYNTHESIZE,
@@ -25,7 +26,6 @@ from veracity.pipeline.methods.trification import (
     NodeRun,
     NodeSpec,
     plan_model_for,
-    planner_messages,
 )
 from veracity.pipeline.types import Claim, Evidence
 from veracity.serving.structured import response_format_for
@@ -56,7 +56,7 @@ PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH"
 def test_plan_schemas_compile_and_put_the_reasoning_first(llm_endpoint):
     async def one(allowed, chars):
         model = plan_model_for(allowed, 3, chars)
-        msgs = planner_messages(CLAIM, allowed, 3, reasoning=chars > 0)
+        msgs = PLANNER.messages(claim=CLAIM, allowed=allowed, max_nodes=3, reasoning=chars > 0)
         return allowed, chars, model, *(await ask(llm_endpoint.url, llm_endpoint.model, msgs, model, 900))
 
     async def main():

@@ -126,3 +126,57 @@ async def test_aggregate_reads_the_static_fallbacks_judges_after_the_cap():
     assert [j[:2] for j in judges] == [("j_1", "Supports")]  # the static graph's JUDGE, not the dynamic ones
     assert quality.aggregate_label(judges, "all_supported", "REFUTED") == label == "SUPPORTED"
     assert quality.judges_from_trace([]) == []
+
+
+# ------------------------------------------------ rag quotes=off against quotes=check (issue 31's rule)
+def _first_passage(messages):
+    """(id, a real quote of it): the first passage the judge was shown, as passages_then_claim renders it."""
+    user = messages[1]["content"]
+    head, body = user.split("\n", 2)[1:3]
+    return head[1:head.index("]")], " ".join(body.split()[:4])
+
+
+def _quoting_judge(messages):
+    """SUPPORTED on a real quote when the claim has an even length, else a made-up quote (ungrounded twice)."""
+    pid, words = _first_passage(messages)
+    claim = messages[1]["content"].rsplit("Claim: ", 1)[1]
+    quote = words if len(claim) % 2 == 0 else "words that are not in the passage at all"
+    return {"explanation": "e", "label": "SUPPORTED", "quotes": [{"passage_id": pid, "quote": quote}]}
+
+
+@needs_hover
+def test_quotes_compares_off_and_check_and_writes_a_hand_read_sheet(tmp_path, capsys):
+    from veracity.pipeline.methods.rag import RagJudgement
+
+    def cite_first(messages):
+        return RagJudgement(explanation="e", label="SUPPORTED", cited_passages=[_first_passage(messages)[0]])
+
+    settings = Settings(home=tmp_path / "home", data_dir=DATA)
+    for root, params, judge in (("off", {}, cite_first), ("check", {"quotes": "check"}, _quoting_judge)):
+        cfg = RunConfig(dataset="hover", method="rag", limit=6, seed=3, concurrency=2, sample="balanced",
+                        evidence="gold", params=params)
+        bench_run(cfg, tmp_path / root / "rag-hover-gold", settings=settings, llm=ScriptedLLM({"rag.judge": judge}))
+    sheet = tmp_path / "sheet.md"
+    assert quality.main(["quotes", str(tmp_path / "off"), str(tmp_path / "check"), "--sheet", str(sheet),
+                         "--hand-read", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    row = [c.strip() for c in out[2].strip("|").split("|")]
+    ungrounded = int(row[7].split("/")[0])
+    assert row[0] == "rag-hover-gold" and row[1] == "6" and row[2].startswith("50.0 [")
+    assert 0 < ungrounded < 6 and row[6] == row[7]  # every mismatch stayed after the retry here
+    assert int(row[8]) == ungrounded  # each ungrounded verdict became NOT_ENOUGH_INFO... or REFUTED in binary
+    assert any(line.startswith("pooled over 6 claims: accuracy off 50.0 %") for line in out)
+    text = sheet.read_text()
+    assert text.count("## grounded: ") == 2 and text.count("## ungrounded: ") == 2
+    assert "NOT FOUND" in text and text.count(quality.SHEET_MARK) == 4
+    assert quality.main(["quotes", "--tally", str(sheet)]) == 2  # not filled in yet: refused
+    capsys.readouterr()
+    sheet.write_text(text.replace(quality.SHEET_MARK + " ", quality.SHEET_MARK + " yes"))
+    assert quality.main(["quotes", "--tally", str(sheet), "--drop", "1.5"]) == 0
+    tally = capsys.readouterr().out
+    assert "ungrounded: check right on 2 of 2" in tally and "check becomes the default" in tally
+
+
+def test_the_quotes_rule_is_the_one_written_down():
+    assert quality.quotes_rule(2.0, 0.70) and quality.quotes_rule(-1.0, 1.0)
+    assert not quality.quotes_rule(2.1, 0.9) and not quality.quotes_rule(0.0, 0.69)

@@ -318,3 +318,39 @@ def test_roles_are_declared_and_their_settings_reach_the_llm_calls():
     __import__("asyncio").run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES, scripted=SCRIPTED), params))
     assert [c.max_tokens for c in llm.of("emulate.classifier")] == [300]
     assert all(c.max_tokens == by_name[c.role].max_tokens for c in llm.calls if c.role != "emulate.classifier")
+
+
+# ------------------------------------------------ the Classifier with quotes (veracity's switch; off in the configs)
+def _to_classifier(classifier, **params):
+    return run({
+        "emulate.initial_query_gen": [QueryList(queries=["q1"])],
+        "emulate.search_rank": [Ranking(ranking=[1])],
+        "emulate.self_contained_check": sc(True),
+        "emulate.det_helpful": hp(True),
+        "emulate.sufficient_evidence": su(True),
+        "emulate.classifier": classifier,
+    }, **params)
+
+
+def test_classifier_quotes_check_turns_a_misread_into_not_supported():
+    wrong = {"explanation": "built in 1889", "label": "True",
+             "quotes": [{"passage_id": "Alpha#0", "quote": "Alpha Tower was built in 1889"}]}
+    verdict, llm, _ = _to_classifier([wrong, wrong], quotes="check")
+    calls = llm.of("emulate.classifier")
+    assert len(calls) == 2 and "answer False" in calls[1].messages[-1]["content"]
+    assert "copied exactly from it" in calls[0].messages[1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+
+
+def test_classifier_quotes_check_keeps_a_grounded_true():
+    right = {"explanation": "a tower in Paris", "label": "True",
+             "quotes": [{"passage_id": "Alpha#0", "quote": "Alpha Tower is a tower in Paris"}]}
+    verdict, llm, _ = _to_classifier([right], quotes="check")
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and len(llm.of("emulate.classifier")) == 1
+    assert verdict.quotes[0].start == 0 and verdict.quotes[0].end == len("Alpha Tower is a tower in Paris")
+
+
+def test_classifier_quotes_off_is_the_papers_classifier():
+    verdict, llm, _ = _to_classifier([T("alpha")])
+    call = llm.of("emulate.classifier")[0]
+    assert call.output_model is Classification and "copied exactly" not in call.prompt and verdict.quotes is None

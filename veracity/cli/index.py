@@ -65,7 +65,8 @@ def index() -> None:
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Index directory to create.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "demo"]),
+@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt",
+                                                   "hotpot-abstracts", "demo"]),
               default="auto", show_default=True, help="Corpus format of every SOURCE (auto: by name and first record).")
 @click.option("--no-bm25", is_flag=True, help="Skip the BM25 (Lucene) index.")
 @click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")
@@ -83,12 +84,23 @@ def index() -> None:
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Encoder batch size.")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
+@click.option("--workers", type=int, default=None,
+              help="Processes parsing a Wikipedia dump (default: the cores). Ids do not depend on it.")
+@click.option("--multistream-index", type=click.Path(path_type=Path), default=None,
+              help="The dump's *-multistream-index.txt.bz2 (default: found beside a *-multistream.xml.bz2).")
+@click.option("--bm25-threads", type=int, default=None, help="Lucene indexing threads (default: the cores).")
+@click.option("--bm25-prebuilt", type=click.Path(path_type=Path), default=None,
+              help="Use this Lucene index as the BM25 half instead of building one (e.g. pyserini's "
+                   "wikipedia-dpr-100w with psgs_w100.tsv); checked against the passages, used in place.")
+@click.option("--cleaner", type=click.Choice(["fast", "mwparser"]), default="fast", show_default=True,
+              help="Wikitext to plain text: the fast scanner, or mwparserfromhell (about 30x slower).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing index that veracity built (any other folder is "
               "refused and left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, shard_size, overwrite, as_json) -> None:
+              on_error, dump_date, batch_size, shard_size, workers, multistream_index, bm25_threads, bm25_prebuilt,
+              cleaner, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
 
     A SOURCE is a Wikipedia XML dump (*-pages-articles*.xml.bz2, multistream too), a JSONL file
@@ -107,12 +119,16 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
           --out ~/.veracity/indexes/hover-mix --dump-date 2017-10-01
     """
     from veracity.indexes.build import BuildOptions, format_estimate, resolve_sources
+    from veracity.indexes.parallel import default_workers
     from veracity.indexes.passages import Chunking
 
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
                            chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
-                           shard_size=shard_size)
+                           shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
+                           bm25_prebuilt=bm25_prebuilt,
+                           workers=default_workers() if workers is None else workers,
+                           bm25_threads=default_workers() if bm25_threads is None else bm25_threads)
     if limit is not None and limit < 1:
         fail("--limit must be >= 1", "e.g. --limit 1000", 2)
     options.check()  # every option before any source is read

@@ -44,7 +44,7 @@ def exit_interrupted() -> NoReturn:
     """Print ``interrupted: ...`` (one line, however wide the terminal) on stderr and exit 130.
 
     A second Ctrl-C while the line is printed is ignored, so it cannot turn into a traceback."""
-    from veracity.cli._common import err_console
+    from veracity.cli.console import err_console
 
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

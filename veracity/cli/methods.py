@@ -18,10 +18,11 @@ def method_record(name: str, with_schema: bool = True) -> dict:
     """One method as JSON: summary, roles (schema, budget, temperature, fallback), parameters, ablations."""
     from dataclasses import asdict
 
+    from veracity.check import STAGE
     from veracity.pipeline.methods import get_method
     from veracity.pipeline.params import param_infos
 
-    spec = get_method(name)
+    spec = STAGE if name == STAGE.name else get_method(name)  # the check stage's roles are listed too
     roles = []
     for role in spec.roles:
         r = role.describe()
@@ -86,13 +87,15 @@ def list_methods(as_json: bool, markdown: bool) -> None:
 @methods.command("show")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with each role's full output schema).")
-def show_method(name: str, as_json: bool) -> None:
+@click.option("--prompts", is_flag=True, help="Also print each role's system message exactly as it is sent.")
+def show_method(name: str, as_json: bool, prompts: bool) -> None:
     """Show one method: each role with its output schema, token budget, temperature and fallback, then
-    its parameters with defaults and valid ranges.
+    its parameters with defaults and valid ranges (--prompts: and each role's system message).
 
     \b
     Examples:
       veracity methods show trification
+      veracity methods show rag --prompts
       veracity methods show emulate --json
     """
     rec = method_record(name.lower())
@@ -111,6 +114,13 @@ def show_method(name: str, as_json: bool) -> None:
                 ["parameter", "type", "default", "valid", "help", "paper"],
                 [[p["name"], p["type"], _default(p["default"]), p["range"] or "-", p["help"], p["paper"] or ""]
                  for p in rec["parameters"]])
+    if prompts:
+        for r in rec["roles"]:
+            vary = r["instructions_vary_with"]
+            note = f" (depends on {', '.join(vary)}: shown with their defaults, {{NAME}} where none)" if vary else ""
+            click.echo(f"\n== {r['name']}: system message{note}\n{r['instructions']}")
+            if r.get("task"):
+                click.echo(f"-- the user turn ends with this task:\n{r['task']}")
 
 
 def _default(value) -> str:

@@ -164,4 +164,27 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> Non
         console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in entry.timings.items()))
 
 
+@models.command("default")
+@click.argument("name", required=False)
+def default(name: str | None) -> None:
+    """Show the default model, or make prepared model NAME the default.
+
+    Commands without --model use the default (kept in $VERACITY_HOME/defaults.json; $VERACITY_MODEL
+    overrides it). The first model prepared becomes the default.
+
+    \b
+    Examples:
+      veracity models default
+      veracity models default qwen2.5-coder-1.5b-instruct
+    """
+    from veracity.models.defaults import default_model, set_default_model
+
+    settings = load_settings()
+    if name is None:
+        console.print(default_model(settings))
+        return
+    set_default_model(settings, name)
+    console.print(f"default model: {name}")
+
+
 COMMANDS = [models]

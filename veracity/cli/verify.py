@@ -41,21 +41,35 @@ def parse_params(items: tuple[str, ...]) -> dict[str, object]:
 
 def render_verdict(record: dict) -> Panel:
     label = record["label"]
+    grounding = record.get("grounding")  # with --param quotes=show|check
     parts: list = [Text.assemble(("Claim: ", "bold"), record["claim"]), Text(""),
-                   Text.assemble(("Verdict: ", "bold"), (label, LABEL_STYLE.get(label, "bold"))),
+                   Text.assemble(("Verdict: ", "bold"), (label, LABEL_STYLE.get(label, "bold")),
+                                 *([("  ungrounded: a quote is not in its passage", "bold yellow")]
+                                   if grounding == "ungrounded" else [])),
                    Text(record["explanation"] or "(no explanation)"), Text("")]
+    quotes = record.get("quotes") or []
     if record["evidence"]:
         parts.append(Text("Evidence", style="bold underline"))
         for ev in record["evidence"]:
             words = ev["text"].split()
             text = " ".join(words[:80]) + (" ..." if len(words) > 80 else "")
             parts.append(Text.assemble((f"[{ev['passage_id']}] ", "cyan"), (ev["title"], "bold"), "\n", text))
+            parts += [quote_line(q) for q in quotes if q["passage_id"] == ev["passage_id"]]
     else:
         parts.append(Text("No evidence passages cited.", style="dim"))
     s = record["trace"]["summary"]
     parts += [Text(""), Text(f"{record['method']}: {s['llm_calls']} LLM calls, {s['prompt_tokens'] + s['completion_tokens']}"
                              f" tokens, {s['tool_calls']} tool calls, {s['memory_hits']} memory hits", style="dim")]
     return Panel(Group(*parts), title=f"veracity verify · {record['id']}", border_style=LABEL_STYLE.get(label, "white").split()[-1])
+
+
+def quote_line(q: dict) -> Text:
+    """One quote under its passage: the words, and whether the check found them there (with the
+    character offsets in the passage) or not."""
+    if q["found"]:
+        return Text.assemble(("  “", "green"), (q["text"], "italic"), ("”", "green"),
+                             (f"  ✓ in the passage (characters {q['start']}-{q['end']})", "green"))
+    return Text.assemble(("  “", "red"), (q["text"], "italic"), ("”", "red"), ("  ✗ not in this passage", "bold red"))
 
 
 class _MethodChoice(click.Choice):
@@ -164,10 +178,11 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
 
     space = label_space(labels)  # a bad name is one line, before anything else
     setting = evidence_setting(evidence)
-    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
-    if backend == "ray" and claim is not None:
+    # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked for
+    if str(backend or "").strip().lower() == "ray" and claim is not None:
         raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
                           hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
+    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
@@ -248,7 +263,10 @@ def verdict_line(record: dict, expected: str | None) -> Text:
         parts.append(("  ✓" if expected == label else f"  ✗ (the line says {expected})",
                       "green" if expected == label else "red"))
     cited = ", ".join(ev["passage_id"] for ev in record["evidence"])
-    parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim"), "  ", record["claim"]]
+    parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim")]
+    if record.get("grounding") == "ungrounded":
+        parts.append(("  ungrounded", "yellow"))
+    parts += ["  ", record["claim"]]
     return Text.assemble(*parts)
 
 

@@ -1,13 +1,16 @@
 """The Role: one declared agent role, and the role helpers every method shares.
 
 A role owns everything about one kind of LLM call: its qualified name (``emulate.classifier``), its
-instructions (the system prompt), how its inputs render into messages, its pydantic output model, its
-token budget, its sampling temperature, and what the method does when the reply never validates.
+instructions, how its inputs render into the user turn, its pydantic output model, its token budget, its
+sampling temperature, and what the method does when the reply never validates. A role has one prompt:
+its declared ``instructions`` ARE the system message it sends (a string, or a function of the inputs its
+parameters name, e.g. the run's label space), and ``render`` builds the turns after it only, so
+``veracity methods show`` prints exactly what the model is told.
 Calling it does the structured call through the run's LLM client (the server constrains decoding to
 the output model's schema), lets the client record usage in the claim's trace, and applies the
 fallback, traced::
 
-    CLASSIFIER = Role("emulate.classifier", output=Classification, render=classifier_messages,
+    CLASSIFIER = Role("emulate.classifier", output=Classification, render=classifier_turn,
                       instructions=EMULATE_SYSTEM, max_tokens=256,
                       fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO"))
     out = await CLASSIFIER(ctx, claim=claim, bank=bank)   # Classification, or None after a fallback
@@ -26,9 +29,10 @@ import each other.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypeVar
+from typing import Any, Callable, Generic, Iterable, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -36,8 +40,23 @@ from veracity.errors import LLMOutputError
 from veracity.pipeline.types import Claim, Evidence
 from veracity.serving.client import _current_sink, usage_scope
 
-if TYPE_CHECKING:  # pragma: no cover
-    from veracity.pipeline.methods.base import MethodContext
+
+
+class RoleContext(Protocol):
+    """What a role call uses of its method's context (:class:`~veracity.pipeline.methods.base.MethodContext`
+    provides it; declared here so roles.py does not import the methods package that imports it)."""
+
+    llm: Any
+    trace: Any
+    params: Any
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def claim_id(self) -> str: ...
+
+    def next_call_index(self, role: str) -> int: ...
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -145,12 +164,13 @@ class RoleSettings:
 
 @dataclass(frozen=True, eq=False)
 class Role(Generic[T]):
-    """One agent role (see the module docstring). ``render(**inputs) -> messages``."""
+    """One agent role (see the module docstring): ``messages(**inputs)`` is the system message
+    (``instructions``) followed by ``render(**inputs)``, the turns after it."""
 
     name: str
     output: type[T]
-    render: Callable[..., list[Message]]
-    instructions: str | Callable[..., str] = ""
+    render: Callable[..., list[Message]]  # the turns after the system message (no system message)
+    instructions: str | Callable[..., str] = ""  # THE system message; a callable gets the inputs it names
     max_tokens: int = 256
     temperature: float | None = None  # None: the client's temperature (0 unless configured)
     fallback: Fallback | None = None  # None: an invalid reply raises LLMOutputError (the claim fails or the method catches it)
@@ -173,17 +193,36 @@ class Role(Generic[T]):
         return RoleSettings(int(over.get("max_tokens", self.max_tokens)),
                             over.get("temperature", self.temperature))
 
-    def messages(self, **inputs: Any) -> list[Message]:
-        return self.render(**inputs)
+    def system(self, **inputs: Any) -> str:
+        """The system message for these inputs: the instructions, called with the inputs their parameters
+        name when they depend on the call (the label space, the allowed node types, ...)."""
+        if isinstance(self.instructions, str):
+            return self.instructions
+        return _call_with(self.instructions, inputs)
 
-    async def __call__(self, ctx: "MethodContext", *, output: type[BaseModel] | None = None,
+    def messages(self, **inputs: Any) -> list[Message]:
+        """Everything the role sends for these inputs: its system message, then the rendered turns. The
+        instructions and ``render`` each get the inputs their parameters name; an input neither names is
+        a programming error (TypeError), as a misspelt keyword would be."""
+        unknown = set(inputs) - set(_parameters(self.render))
+        if not isinstance(self.instructions, str):
+            unknown -= set(_parameters(self.instructions))
+        if unknown and not _takes_any(self.render):
+            raise TypeError(f"{self.name}: unexpected inputs {sorted(unknown)}")
+        turns = _call_with(self.render, inputs)
+        if any(m.get("role") == "system" for m in turns):  # one prompt per role: the instructions
+            raise ValueError(f"{self.name}: render() returned a system message; it belongs in the instructions")
+        text = self.system(**inputs)
+        return [{"role": "system", "content": text}, *turns] if text else list(turns)
+
+    async def __call__(self, ctx: RoleContext, *, output: type[BaseModel] | None = None,
                        messages: list[Message] | None = None, trace_info: dict[str, Any] | None = None,
                        **inputs: Any) -> Any:
         """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
         restricted to the passages shown); ``messages`` replaces the rendered messages (a conversation the
         method keeps, e.g. a ReAct history). Returns the validated reply, or the fallback's value."""
         s = self.settings(ctx.params)
-        msgs = messages if messages is not None else self.render(**inputs)
+        msgs = messages if messages is not None else self.messages(**inputs)
         seed = request_seed(ctx.seed, ctx.claim_id, self.name, ctx.next_call_index(self.name))
         trace = ctx.trace
         if trace.listener is None:
@@ -215,7 +254,7 @@ class Role(Generic[T]):
                      **_usage(mine, t0))
         return value
 
-    def _fall_back(self, ctx: "MethodContext", exc: LLMOutputError, trace_info: dict[str, Any] | None,
+    def _fall_back(self, ctx: RoleContext, exc: LLMOutputError, trace_info: dict[str, Any] | None,
                    inputs: dict[str, Any]) -> Any:
         """The fallback's value after a reply that never validated (traced), or the error again."""
         if self.fallback is None:
@@ -226,11 +265,21 @@ class Role(Generic[T]):
         return fb.value(**inputs) if callable(fb.value) else fb.value
 
     def describe(self, params: Any = None) -> dict[str, Any]:
-        """What ``veracity methods show`` prints: name, output schema, budget, temperature, fallback."""
+        """What ``veracity methods show`` prints: name, output schema, budget, temperature, fallback, and the
+        system message exactly as sent (instructions that depend on the call are shown with their inputs'
+        defaults, e.g. the 3-way label space, and ``{name}`` for an input without one;
+        ``instructions_vary_with`` names those inputs)."""
         from veracity.serving.structured import response_format_for
 
         s = self.settings(params) if params is not None else RoleSettings(self.max_tokens, self.temperature)
-        instructions = self.instructions if isinstance(self.instructions, str) else self.instructions.__doc__ or ""
+        vary: list[str] = []
+        if isinstance(self.instructions, str):
+            instructions = self.instructions
+        else:
+            sig = _parameters(self.instructions)
+            vary = list(sig)
+            instructions = self.instructions(**{n: f"{{{n}}}" for n, p in sig.items()
+                                                if p.default is inspect.Parameter.empty})
         return {
             "name": self.name,
             "short": self.short,
@@ -241,8 +290,28 @@ class Role(Generic[T]):
             "temperature": s.temperature,
             "fallback": self.fallback.note if self.fallback else self.on_invalid,
             "instructions": instructions,
+            "instructions_vary_with": vary,
             **self.extra,
         }
+
+
+def _parameters(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    """The named parameters of an instructions or render function (the inputs :meth:`Role.messages`
+    passes it)."""
+    return {n: p for n, p in inspect.signature(fn).parameters.items()
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+
+
+def _takes_any(fn: Callable[..., Any]) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
+def _call_with(fn: Callable[..., Any], inputs: dict[str, Any]) -> Any:
+    """``fn`` called with the inputs its parameters name (all of them when it takes ``**kwargs``)."""
+    if _takes_any(fn):
+        return fn(**inputs)
+    names = _parameters(fn)
+    return fn(**{k: v for k, v in inputs.items() if k in names})
 
 
 def _usage(records: list[Any], t0: float) -> dict[str, Any]:

@@ -109,6 +109,10 @@ class Verdict:
     evidence: list[Evidence] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     method: str = ""
+    # with --param quotes=show|check (veracity.pipeline.quotes): the quotes the verdict rests on, and
+    # "grounded" / "ungrounded"; None when the method did not quote (the result has neither key then)
+    quotes: list[Any] | None = None  # veracity.pipeline.quotes.Quote
+    grounding: str | None = None
 
     def to_dict(self, claim: Claim | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -120,7 +124,10 @@ class Verdict:
                 "explanation": self.explanation,
                 "method": self.method,
                 "evidence": [e.to_dict() for e in self.evidence],
-                "trace": self.trace.to_dict(),
             }
         )
+        if self.quotes is not None:
+            out["quotes"] = [q.to_dict() for q in self.quotes]
+            out["grounding"] = self.grounding
+        out["trace"] = self.trace.to_dict()
         return out

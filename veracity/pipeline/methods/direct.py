@@ -36,11 +36,12 @@ def direct_system(space: LabelSpace = THREE_WAY) -> str:
 DIRECT_SYSTEM = direct_system(THREE_WAY)
 
 
-def direct_messages(claim: Claim, space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
-    return [{"role": "system", "content": direct_system(space)}, {"role": "user", "content": dated_claim(claim)}]
+def direct_turn(claim: Claim) -> list[dict[str, str]]:
+    """The user turn: the claim (with its date)."""
+    return [{"role": "user", "content": dated_claim(claim)}]
 
 
-JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_messages, instructions=DIRECT_SYSTEM,
+JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_turn, instructions=direct_system,
              max_tokens=256, summary="judges the claim from the model's own knowledge",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 

@@ -16,6 +16,11 @@ flowing into it). If the selection never validates, the judge sees every retriev
 ``select=auto`` selects only when the passages come from an index (open evidence): a claim's gold
 evidence is the benchmark's already-selected evidence, every passage of which the claim needs (on gold
 evidence, selection dropped the bridge pages multi-hop claims need; benchmarks/BENCHMARKS.md).
+
+With ``quotes=show|check`` the judge also quotes, for each passage it relies on, the words its label rests
+on, and the program checks that they are in the passage (:mod:`veracity.pipeline.grounding`; ``check``
+retries once, then turns an ungrounded verdict into NOT_ENOUGH_INFO). ``off`` (the default until the rule
+in benchmarks/BENCHMARKS.md is measured) leaves the judge exactly as it was.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.grounding import QUOTE_MODES, PassageQuote, ask_quoting, not_supported, quoting, ungrounded_explanation
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
@@ -41,6 +47,10 @@ class RagParams(MethodParams):
                         help="before judging, the model keeps only the passages about what the claim names (the "
                              "pipeline's evidence-selection step) and the judge sees those; auto: only when the "
                              "passages come from an index, not with the claim's gold evidence")
+    quotes: str = param("off", choices=QUOTE_MODES,
+                        help="the judge quotes the words of each cited passage its label rests on; show: the "
+                             "quotes are located and shown; check: also retried once when one is not in its "
+                             "passage, then NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded")
 
 
 # -- role: rag.judge ---------------------------------------------------------------------------
@@ -50,13 +60,23 @@ class RagJudgement(BaseModel):
     cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="ids of the passages the verdict relies on, e.g. 'Title#0'")
 
 
-def rag_system(space: LabelSpace = THREE_WAY) -> str:
-    """The judge's instructions; the labels offered are those of the run's label space."""
+class RagQuotedJudgement(BaseModel):  # with quotes=show|check
+    explanation: str = Field(max_length=600, description="one or two sentences of reasoning grounded in the passages")
+    label: LabelName
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
+                                                                 "the label rests on, copied exactly")
+
+
+def rag_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
+    """The judge's instructions; the labels offered are those of the run's label space. ``quoting``
+    (quotes=show|check): the judge quotes instead of listing passage ids."""
     options = space.options("the passages show it is true", "they show it is false", "they do not settle it")
+    relied = ("for each passage you relied on, the id and the words your label rests on, copied exactly from "
+              "that passage" if quoting else "the ids of the passages you relied on")
     return (
         "You are a careful fact-checker. You get numbered Wikipedia passages, each headed by its id in "
         f"square brackets, then a claim. Decide from the passages whether the claim is true: {options}. "
-        "Give a short explanation, the label, and the ids of the passages you relied on. "
+        f"Give a short explanation, the label, and {relied}. "
         "Reply in JSON."
     )
 
@@ -64,18 +84,13 @@ def rag_system(space: LabelSpace = THREE_WAY) -> str:
 RAG_SYSTEM = rag_system(THREE_WAY)
 
 
-def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) -> dict[str, str]:
-    """The user message of both rag roles: the passages first, the claim last."""
-    return {"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
-                                       f"{dated_claim(claim)}"}
+def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
+    """The user turn of both rag roles: the passages first, the claim last."""
+    return [{"role": "user", "content": f"Passages:\n{format_passages(passages, max_words=max_words)}\n\n"
+                                        f"{dated_claim(claim)}"}]
 
 
-def rag_messages(claim: Claim, passages: list[Evidence], max_words: int,
-                 space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
-    return [{"role": "system", "content": rag_system(space)}, passages_then_claim(claim, passages, max_words)]
-
-
-JUDGE = Role("rag.judge", output=RagJudgement, render=rag_messages, instructions=RAG_SYSTEM, max_tokens=320,
+JUDGE = Role("rag.judge", output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
@@ -94,11 +109,7 @@ SELECT_SYSTEM = (
 )
 
 
-def select_messages(claim: Claim, passages: list[Evidence], max_words: int) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SELECT_SYSTEM}, passages_then_claim(claim, passages, max_words)]
-
-
-SELECT = Role("rag.select", output=RagSelection, render=select_messages, instructions=SELECT_SYSTEM,
+SELECT = Role("rag.select", output=RagSelection, render=passages_then_claim, instructions=SELECT_SYSTEM,
               max_tokens=160, summary="keeps the retrieved passages about what the claim names (with select=true)",
               fallback=Fallback(None, "no selection: the judge sees every retrieved passage"),
               extra={"paper": "the selection step of the pre-LLM pipeline (Trification §1)"})
@@ -135,6 +146,8 @@ async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
     if selects(p.select, ctx) and len(passages) > 1:  # evidence selection (module docstring)
         passages = await select_passages(ctx, claim, passages, p.passage_max_words)
     space = ctx.label_space  # binary: the schema and the prompt offer SUPPORTED / REFUTED only
+    if p.quotes != "off":
+        return await judge_with_quotes(claim, ctx, passages)
     out = await JUDGE(ctx, claim=claim, passages=passages, max_words=p.passage_max_words, space=space,
                       output=citing(space.narrow(RagJudgement), [e.passage_id for e in passages],
                                     p.constrain_citations))
@@ -144,6 +157,25 @@ async def verify_rag(claim: Claim, ctx: MethodContext) -> Verdict:
                        evidence=[], trace=ctx.trace, method="rag")
     return Verdict(label=Label(out.label), explanation=out.explanation,
                    evidence=cited_evidence(out.cited_passages, passages), trace=ctx.trace, method="rag")
+
+
+async def judge_with_quotes(claim: Claim, ctx: MethodContext, passages: list[Evidence]) -> Verdict:
+    """The judge with quotes=show|check: cited passages are those its quotes come from, in order."""
+    p, space = ctx.params, ctx.label_space
+    g = await ask_quoting(ctx, JUDGE, p.quotes, passages, claim=claim, passages=passages,
+                          max_words=p.passage_max_words, space=space, quoting=True,
+                          output=quoting(space.narrow(RagQuotedJudgement), [e.passage_id for e in passages],
+                                         p.constrain_citations))
+    if g is None:
+        reason = "No verdict: the judge's reply did not validate."
+        return Verdict(label=space.undecided(ctx.trace, reason, path="rag.judge"), explanation=reason,
+                       evidence=[], trace=ctx.trace, method="rag", quotes=[], grounding="ungrounded")
+    evidence = cited_evidence([q.passage_id for q in g.quotes], passages)
+    if g.grounding == "ungrounded" and p.quotes == "check":
+        return Verdict(label=not_supported(space), explanation=ungrounded_explanation(g), evidence=evidence,
+                       trace=ctx.trace, method="rag", quotes=g.quotes, grounding=g.grounding)
+    return Verdict(label=Label(g.reply.label), explanation=g.reply.explanation, evidence=evidence, trace=ctx.trace,
+                   method="rag", quotes=g.quotes, grounding=g.grounding)
 
 
 SPEC = MethodSpec(

@@ -5,6 +5,6 @@ matched in; the page comes last)."""
 
 from __future__ import annotations
 
-from veracity.web.routes import checks, index, jobs, meta, page
+from veracity.web.routes import checks, index, jobs, meta, page, texts
 
-ROUTERS = (checks.router, jobs.router, index.router, meta.router, page.router)
+ROUTERS = (checks.router, texts.router, jobs.router, index.router, meta.router, page.router)

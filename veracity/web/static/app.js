@@ -109,13 +109,39 @@ function showVerdict(record, checkId) {
     el("p", {class: "dim", text: record.method + " · " + s.llm_calls + " LLM calls · " +
       (s.prompt_tokens + s.completion_tokens) + " tokens · " + s.tool_calls + " tool calls"}),
     actions);
+  if (record.grounding === "ungrounded") {
+    v.insertBefore(el("p", {class: "ungrounded", id: "ungrounded",
+      text: "Ungrounded: a quote the verdict rests on is not in its passage."}), actions);
+  }
+  const quotes = record.quotes || [];
   const evs = $("#evidence");
-  evs.replaceChildren(...(record.evidence.length ? record.evidence.map((e) =>
-    el("div", {class: "card ev"},
+  evs.replaceChildren(...(record.evidence.length ? record.evidence.map((e) => {
+    const mine = quotes.filter((q) => q.passage_id === e.passage_id);
+    return el("div", {class: "card ev"},
       el("h3", {}, el("a", {href: articleHref(e.title, e.passage_id), class: "ev-link", text: e.title})),
-      el("p", {text: e.text}),
-      el("p", {class: "meta", text: e.passage_id + " · retrieval score " + Number(e.score).toFixed(3)}))) :
-    [el("p", {class: "dim", text: "No evidence passages cited."})]));
+      passageWithQuotes(e.text, mine.filter((q) => q.found)),
+      ...mine.filter((q) => !q.found).map((q) =>
+        el("p", {class: "quote-missing", text: "“" + q.text + "” is not in this passage"})),
+      el("p", {class: "meta", text: e.passage_id + " · retrieval score " + Number(e.score).toFixed(3)}));
+  }) : [el("p", {class: "dim", text: "No evidence passages cited."})]));
+}
+
+function passageWithQuotes(text, found) {
+  // the passage as text nodes, each quoted span in a <mark>; offsets are Python's (code points), so the
+  // text is sliced as an array of code points, not UTF-16 units
+  const chars = Array.from(text);
+  const spans = found.map((q) => [q.start, q.end]).sort((a, b) => a[0] - b[0]);
+  const p = el("p", {});
+  let at = 0;
+  for (const [start, end] of spans) {
+    if (end <= at) continue;
+    const from = Math.max(start, at);
+    if (from > at) p.append(document.createTextNode(chars.slice(at, from).join("")));
+    p.append(el("mark", {class: "quote", text: chars.slice(from, end).join("")}));
+    at = end;
+  }
+  if (at < chars.length) p.append(document.createTextNode(chars.slice(at).join("")));
+  return p;
 }
 
 function showRecordTrace(record) {
@@ -187,6 +213,7 @@ async function verify(event) {
 async function showCheck(checkId) {
   try {
     const record = await (await api("/v1/checks/" + encodeURIComponent(checkId))).json();
+    if (record.kind === "text") { location.replace("#text/" + checkId); return; }  // a whole text: the Text tab (text.js)
     $("#claim").value = record.claim;
     $("#result").hidden = false;
     showVerdict(record, checkId);
@@ -293,9 +320,9 @@ function decoded(text) {
 function route() {
   const hash = decoded(location.hash.slice(1) || "check");
   let view = hash.split("/")[0];
-  if (!["check", "batch", "history", "article"].includes(view)) view = "check";
-  for (const name of ["check", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
-  for (const name of ["check", "batch", "history"]) {
+  if (!["check", "text", "batch", "history", "article"].includes(view)) view = "check";
+  for (const name of ["check", "text", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
+  for (const name of ["check", "text", "batch", "history"]) {
     const tab = $("#tab-" + name);
     tab.setAttribute("aria-selected", String(name === view));
   }

@@ -50,13 +50,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, not_supported, quoting, ungrounded_explanation
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.emulate.roles import (ADDITIONAL_QUERY_GEN, CLASSIFIER, DET_HELPFUL,
                                                      INITIAL_QUERY_GEN, SEARCH_RANK, SELF_CONTAINED_CHECK,
-                                                     SUFFICIENT_EVIDENCE)
+                                                     SUFFICIENT_EVIDENCE, QuotedClassification)
 from veracity.pipeline.methods.emulate.search import Page, apply_ranking, open_result, search_engine
 from veracity.pipeline.params import MethodParams, param
-from veracity.pipeline.types import Claim, Label, Verdict
+from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 
 @dataclass
@@ -84,13 +85,20 @@ class EmulateParams(MethodParams):
                                                   "false, every page self-contained)", paper="Table 3: RM-SCC")
     skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists",
                                   paper="not stated (a person does not reopen a page, §3)")
+    quotes: str = param("off", choices=QUOTE_MODES,
+                        help="the Classifier quotes the words of each passage its label rests on (veracity's switch, "
+                             "not the paper's); show: located and shown; check: retried once when a quote is not "
+                             "in its passage, then NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded",
+                        paper="not in the paper (issue 31)")
 
 
 async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: str) -> Verdict:
     """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply -> NOT_ENOUGH_INFO
     (binary label space: the binary rule's REFUTED, traced as ``label_space.forced``)."""
-    out = await CLASSIFIER(ctx, claim=claim, bank=bank, use_knowledge=ctx.params.use_knowledge)
     evidence = [e for pg in bank for e in pg.passages]
+    if ctx.params.quotes != "off":
+        return await classify_quoting(ctx, claim, bank, evidence, reason)
+    out = await CLASSIFIER(ctx, claim=claim, bank=bank, use_knowledge=ctx.params.use_knowledge)
     if out is None:
         explanation = "No verdict: the classifier's reply did not validate."
         return Verdict(label=ctx.label_space.undecided(ctx.trace, explanation, path="emulate.classifier"),
@@ -98,6 +106,32 @@ async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: s
     ctx.trace.event("emulate.classify", reason=reason, label=out.label, pages=[pg.title for pg in bank])
     return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED, explanation=out.explanation,
                    evidence=evidence, trace=ctx.trace, method="emulate")
+
+
+def _as_label(reply) -> str:
+    return Label.SUPPORTED.value if reply.label == "True" else Label.REFUTED.value
+
+
+async def classify_quoting(ctx: MethodContext, claim: Claim, bank: list[Page], evidence: list[Evidence],
+                           reason: str) -> Verdict:
+    """The Classifier with quotes=show|check (veracity's switch): its True / False rests on quotes from the
+    memory bank's passages, checked as rag's are; check retries a mismatch once, then the label space's "not
+    supported" label (NOT_ENOUGH_INFO; binary: REFUTED), marked ungrounded."""
+    p, space = ctx.params, ctx.label_space
+    g = await ask_quoting(ctx, CLASSIFIER, p.quotes, evidence, claim=claim, bank=bank, use_knowledge=p.use_knowledge,
+                          quoting=True, output=quoting(QuotedClassification, [e.passage_id for e in evidence]),
+                          label_of=_as_label, fallback="False")
+    if g is None:
+        explanation = "No verdict: the classifier's reply did not validate."
+        return Verdict(label=space.undecided(ctx.trace, explanation, path="emulate.classifier"),
+                       explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate", quotes=[],
+                       grounding="ungrounded")
+    ctx.trace.event("emulate.classify", reason=reason, label=g.reply.label, pages=[pg.title for pg in bank])
+    if g.grounding == "ungrounded" and p.quotes == "check":
+        return Verdict(label=not_supported(space), explanation=ungrounded_explanation(g), evidence=evidence,
+                       trace=ctx.trace, method="emulate", quotes=g.quotes, grounding=g.grounding)
+    return Verdict(label=Label(_as_label(g.reply)), explanation=g.reply.explanation, evidence=evidence,
+                   trace=ctx.trace, method="emulate", quotes=g.quotes, grounding=g.grounding)
 
 
 async def sufficient(ctx: MethodContext, claim: Claim, bank: list[Page]) -> bool:

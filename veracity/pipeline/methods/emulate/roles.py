@@ -3,8 +3,8 @@ model.
 
 Every agent gets one system prompt (:data:`EMULATE_SYSTEM`) and one user message that puts the shared
 part first (evidence collected so far, the claim, the new page) and the agent's task last, so the
-agents judging one page share a prompt prefix on the server. A role's ``instructions`` are the system
-prompt and its task. The paper runs every agent at temperature 1 (§4, Implementation); the roles declare
+agents judging one page share a prompt prefix on the server. Every role's ``instructions`` are that
+system prompt (what is sent); its task, the end of its user turn, is listed as the role's ``task``. The paper runs every agent at temperature 1 (§4, Implementation); the roles declare
 no temperature, so a run uses the client's (0 unless configured), and ``--param ROLE.temperature=1`` sets
 the paper's per role: the paper configs (``benchmarks/configs/emulate-*.toml``) set 1.0 for all seven, and
 each request then carries its own seed (:data:`veracity.pipeline.roles.SEED_RULE`).
@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.grounding import PassageQuote
 from veracity.pipeline.methods.emulate.search import Page, SearchResult
 from veracity.pipeline.roles import Fallback, Role, dated_claim, format_passages
 from veracity.pipeline.tools import SourceIdentity
@@ -46,16 +47,17 @@ def evidence_block(bank: list[Page], max_words: int | None = None) -> str:
     )
 
 
-def emulate_messages(claim: Claim, bank: list[Page], task: str, *, page: Page | None = None,
-                     extra: str | None = None) -> list[dict[str, str]]:
-    """Evidence so far, the claim, the new page (if any), extra context (if any), then the task."""
+def emulate_turn(claim: Claim, bank: list[Page], task: str, *, page: Page | None = None,
+                 extra: str | None = None) -> list[dict[str, str]]:
+    """The user turn of every agent: evidence so far, the claim, the new page (if any), extra context (if
+    any), then the agent's task (the system message, :data:`EMULATE_SYSTEM`, is the same for all)."""
     parts = [evidence_block(bank), dated_claim(claim)]
     if page is not None:
         parts.append(f"New page: {page.title}\n{format_passages(page.passages)}")
     if extra:
         parts.append(extra)
     parts.append(task)
-    return [{"role": "system", "content": EMULATE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "user", "content": "\n\n".join(parts)}]
 
 
 # -- output models -------------------------------------------------------------------------------
@@ -87,22 +89,29 @@ class Classification(BaseModel):  # Classifier
     label: Literal["True", "False"]
 
 
+class QuotedClassification(BaseModel):  # Classifier with quotes=show|check (veracity's switch, not the paper's)
+    explanation: Annotated[str, Field(max_length=600)]
+    label: Literal["True", "False"]
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the label rests on, the words "
+                                                                 "it rests on, copied exactly")
+
+
 # -- (1) emulate.initial_query_gen: claim -> initial search queries -----------------------------------
 TASK_INITIAL_QUERIES = ("Task: write up to 3 short search queries whose results would show whether the claim "
                         "is true or false.")
 
 
-def initial_query_gen_messages(claim: Claim) -> list[dict[str, str]]:
-    return emulate_messages(claim, [], TASK_INITIAL_QUERIES)
+def initial_query_gen_turn(claim: Claim) -> list[dict[str, str]]:
+    return emulate_turn(claim, [], TASK_INITIAL_QUERIES)
 
 
 INITIAL_QUERY_GEN = Role(
-    "emulate.initial_query_gen", output=QueryList, render=initial_query_gen_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_INITIAL_QUERIES}", max_tokens=MAX_TOKENS,
+    "emulate.initial_query_gen", output=QueryList, render=initial_query_gen_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="InitialQueryGen: search queries for the claim",
     # None: the method searches the claim text itself
     fallback=Fallback(None, "the claim text as the only query"),
-    extra={"paper": "§3 (1) InitialQueryGen"},
+    extra={"paper": "§3 (1) InitialQueryGen", "task": TASK_INITIAL_QUERIES},
 )
 
 
@@ -120,21 +129,21 @@ TASK_SEARCH_RANK = ("Task: order the search results by how relevant and credible
                     "best first.")
 
 
-def search_rank_messages(claim: Claim, query: str, results: list[SearchResult],
+def search_rank_turn(claim: Claim, query: str, results: list[SearchResult],
                          source: SourceIdentity | None = None) -> list[dict[str, str]]:
     where = f"Source of every result: {source.describe()}\n" if source is not None else ""
     listing = "\n".join(f"{i}. Title: {r.title}\n   Section: {r.section}\n   Snippet: {r.snippet}"
                          for i, r in enumerate(results, 1))
-    return emulate_messages(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\n{where}Search results:\n{listing}")
+    return emulate_turn(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\n{where}Search results:\n{listing}")
 
 
 SEARCH_RANK = Role(
-    "emulate.search_rank", output=Ranking, render=search_rank_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SEARCH_RANK}", max_tokens=MAX_TOKENS,
+    "emulate.search_rank", output=Ranking, render=search_rank_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="SearchRank: orders a query's results (title, source, section, snippet) by relevance and credibility",
     # an empty ranking keeps the search order (unmentioned results follow in search order)
     fallback=Fallback(Ranking(ranking=[]), "search order kept"),
-    extra={"paper": "§3 (2) SearchRank; Table 3 RM-SR ablation"},
+    extra={"paper": "§3 (2) SearchRank; Table 3 RM-SR ablation", "task": TASK_SEARCH_RANK},
 )
 
 
@@ -144,16 +153,16 @@ TASK_SELF_CONTAINED = ("Task: is the new page comprehensible on its own or toget
                        "Answer self_contained true or false.")
 
 
-def self_contained_check_messages(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_SELF_CONTAINED, page=page)
+def self_contained_check_turn(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
+    return emulate_turn(claim, bank, TASK_SELF_CONTAINED, page=page)
 
 
 SELF_CONTAINED_CHECK = Role(
-    "emulate.self_contained_check", output=SelfContained, render=self_contained_check_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SELF_CONTAINED}", max_tokens=MAX_TOKENS,
+    "emulate.self_contained_check", output=SelfContained, render=self_contained_check_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="SelfContainedCheck: is the new page comprehensible on its own or with the evidence so far",
     fallback=Fallback(SelfContained(reasoning="", self_contained=True), "treated as self-contained"),
-    extra={"paper": "§3 (3) SelfContainedCheck; Table 3 RM-SCC ablation"},
+    extra={"paper": "§3 (3) SelfContainedCheck; Table 3 RM-SCC ablation", "task": TASK_SELF_CONTAINED},
 )
 
 
@@ -162,16 +171,16 @@ TASK_HELPFUL = ("Task: does the new page give information that is not already in
                 "and that helps decide whether the claim is true? Answer helpful true or false.")
 
 
-def det_helpful_messages(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_HELPFUL, page=page)
+def det_helpful_turn(claim: Claim, bank: list[Page], page: Page) -> list[dict[str, str]]:
+    return emulate_turn(claim, bank, TASK_HELPFUL, page=page)
 
 
 DET_HELPFUL = Role(
-    "emulate.det_helpful", output=Helpful, render=det_helpful_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_HELPFUL}", max_tokens=MAX_TOKENS,
+    "emulate.det_helpful", output=Helpful, render=det_helpful_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="DetHelpful: does the new page add information that helps decide the claim",
     fallback=Fallback(Helpful(reasoning="", helpful=False), "treated as not helpful"),
-    extra={"paper": "§3 (4) DetHelpful"},
+    extra={"paper": "§3 (4) DetHelpful", "task": TASK_HELPFUL},
 )
 
 
@@ -180,17 +189,17 @@ TASK_SUFFICIENT = ("Task: is the evidence collected so far sufficient to decide 
                    "or false? Answer sufficient true or false.")
 
 
-def sufficient_evidence_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_SUFFICIENT)
+def sufficient_evidence_turn(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
+    return emulate_turn(claim, bank, TASK_SUFFICIENT)
 
 
 SUFFICIENT_EVIDENCE = Role(
-    "emulate.sufficient_evidence", output=Sufficient, render=sufficient_evidence_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_SUFFICIENT}", max_tokens=MAX_TOKENS,
+    "emulate.sufficient_evidence", output=Sufficient, render=sufficient_evidence_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="SufficientEvidence: is the evidence collected so far enough to classify the claim",
     # None: not sufficient (and no emulate.sufficient event)
     fallback=Fallback(None, "treated as not sufficient"),
-    extra={"paper": "§3 (5) SufficientEvidence"},
+    extra={"paper": "§3 (5) SufficientEvidence", "task": TASK_SUFFICIENT},
 )
 
 
@@ -203,18 +212,25 @@ TASK_CLASSIFY_KNOWLEDGE = ("Task: based on the evidence collected so far (and yo
                            "is the claim True or False? Give a short explanation, then the label.")
 
 
-def classifier_messages(claim: Claim, bank: list[Page], use_knowledge: bool = False) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_CLASSIFY_KNOWLEDGE if use_knowledge else TASK_CLASSIFY)
+TASK_QUOTE = (" Then, for each passage the label rests on, give its id (shown in square brackets) and the words "
+              "it rests on, copied exactly from it.")
+
+
+def classifier_turn(claim: Claim, bank: list[Page], use_knowledge: bool = False,
+                    quoting: bool = False) -> list[dict[str, str]]:
+    """``quoting`` (quotes=show|check): the task also asks for the quotes the label rests on."""
+    task = TASK_CLASSIFY_KNOWLEDGE if use_knowledge else TASK_CLASSIFY
+    return emulate_turn(claim, bank, task + (TASK_QUOTE if quoting else ""))
 
 
 CLASSIFIER = Role(
-    "emulate.classifier", output=Classification, render=classifier_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_CLASSIFY}", max_tokens=MAX_TOKENS,
+    "emulate.classifier", output=Classification, render=classifier_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED; "
             "use_knowledge=true: the model's knowledge where the evidence is silent)",
     # None: the method returns NOT_ENOUGH_INFO with the evidence collected
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO"),
-    extra={"paper": "§3 (6) Classifier"},
+    extra={"paper": "§3 (6) Classifier", "task": TASK_CLASSIFY},
 )
 
 
@@ -223,16 +239,16 @@ TASK_ADDITIONAL_QUERIES = ("Task: the evidence collected so far is not yet suffi
                            "search queries that would find the missing information.")
 
 
-def additional_query_gen_messages(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
-    return emulate_messages(claim, bank, TASK_ADDITIONAL_QUERIES)
+def additional_query_gen_turn(claim: Claim, bank: list[Page]) -> list[dict[str, str]]:
+    return emulate_turn(claim, bank, TASK_ADDITIONAL_QUERIES)
 
 
 ADDITIONAL_QUERY_GEN = Role(
-    "emulate.additional_query_gen", output=QueryList, render=additional_query_gen_messages,
-    instructions=f"{EMULATE_SYSTEM}\n\n{TASK_ADDITIONAL_QUERIES}", max_tokens=MAX_TOKENS,
+    "emulate.additional_query_gen", output=QueryList, render=additional_query_gen_turn,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="AdditionalQueryGen: queries for the information still missing",
     fallback=Fallback(QueryList(queries=[]), "no additional queries"),
-    extra={"paper": "§3 (7) AdditionalQueryGen"},
+    extra={"paper": "§3 (7) AdditionalQueryGen", "task": TASK_ADDITIONAL_QUERIES},
 )
 
 ROLES = (INITIAL_QUERY_GEN, SEARCH_RANK, SELF_CONTAINED_CHECK, DET_HELPFUL, SUFFICIENT_EVIDENCE, CLASSIFIER,

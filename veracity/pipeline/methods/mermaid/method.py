@@ -28,16 +28,24 @@ evidence between claims only in the order they finish: a run in dataset order wi
 (``bench run --order dataset --concurrency 1``, the memory configs) lets every claim recall what the
 claims before it stored; with many claims in flight, claims running together cannot see each other's
 evidence.
+
+``quotes`` (veracity's switch, off in the paper configs: MERMAID's executor cites passage ids and quotes
+nothing): with ``show`` / ``check`` the verdict (the finish step, or the forced final verdict) quotes, for each
+passage it relies on, the words its label rests on, checked against the observed passages as rag's are
+(:mod:`veracity.pipeline.grounding`); in ``check`` a mismatch is retried once as ``mermaid.final`` in the same
+conversation, and an ungrounded verdict becomes NOT_ENOUGH_INFO (binary: REFUTED).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from veracity.pipeline.grounding import QUOTE_MODES, check_reply, not_supported, quoting, ungrounded_explanation
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.mermaid.memory import name_spans
 from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, Decomposition, FinalVerdict,
-                                                     ReactStep, observation_message)
+                                                     QuotedFinalVerdict, QuotedReactStep, ReactStep,
+                                                     observation_message)
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import cited_evidence, citing, format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -67,6 +75,49 @@ class MermaidParams(MethodParams):
                                              "score ~0.45-0.6)")
     memory_k: int = param(5, min=0, max=100, help="most passages recalled from memory per claim")
     constrain_citations: bool = param(True, help="schemas enumerate the ids of the passages observed so far")
+    quotes: str = param("off", choices=QUOTE_MODES,
+                        help="the verdict quotes the words of each passage its label rests on (veracity's switch, "
+                             "not the paper's); show: located and shown; check: retried once when a quote is not "
+                             "in its passage, then NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded")
+
+
+def step_model(space, observed: list[str], p: MermaidParams) -> type:
+    """The executor's output model for one step: citations (or quotes) limited to the passages observed."""
+    if p.quotes != "off":
+        return quoting(space.narrow(QuotedReactStep), observed, p.constrain_citations)
+    return citing(space.narrow(ReactStep), observed, p.constrain_citations)
+
+
+async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, str]], observed: dict[str, Evidence],
+                         steps_done: int) -> tuple:
+    """With quotes=show|check: the finish step's verdict, or the forced one (``forced_verdict``), its quotes
+    checked against the observed passages; in check mode a mismatch is retried once as mermaid.final.
+    Returns (label, explanation, cited ids, quotes, grounding)."""
+    p, space, trace = ctx.params, ctx.label_space, ctx.trace
+    shown = list(observed.values())
+    final_model = quoting(space.narrow(QuotedFinalVerdict), list(observed), p.constrain_citations)
+    if finish is not None and finish.label is not None:
+        g = await check_reply(ctx, finish, EXECUTOR, p.quotes, shown, sent=messages[:-1], retry_role=FINAL,
+                              output=final_model)
+    elif not p.forced_verdict:
+        explanation = f"No verdict within {p.t_max} steps (forced_verdict is off)."
+        trace.event("mermaid.no_verdict", steps=steps_done, t_max=p.t_max)
+        return space.undecided(trace, explanation, path="mermaid.no_verdict").value, explanation, [], [], "ungrounded"
+    else:
+        sent = [*messages, *FINAL.render()]
+        reply = await FINAL(ctx, messages=sent, output=final_model, trace_info={"forced_after_steps": steps_done})
+        if reply is None:
+            error = trace.events[-1].get("error")
+            explanation = f"No verdict: the model's final answer did not validate ({error})."
+            return (space.undecided(trace, explanation, path="mermaid.final").value, explanation, [], [],
+                    "ungrounded")
+        trace.event("mermaid.final", forced_after_steps=steps_done)
+        g = await check_reply(ctx, reply, FINAL, p.quotes, shown, sent=sent, retry_role=FINAL, output=final_model)
+    cited = [q.passage_id for q in g.quotes]
+    if g.grounding == "ungrounded" and p.quotes == "check":
+        return not_supported(space).value, ungrounded_explanation(g), cited, g.quotes, g.grounding
+    said = getattr(g.reply, "explanation", None) or g.reply.thought
+    return g.reply.label, said, cited, g.quotes, g.grounding
 
 
 def entity_keys(d: Decomposition | None, claim_text: str = "", keywords: bool = True) -> list[str]:
@@ -114,12 +165,12 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     observed: dict[str, Evidence] = {e.passage_id: e for e in recalled}
     gathered: dict[str, Evidence] = {}  # passages the tools returned for this claim
     space = ctx.label_space  # binary: the finish label and the final verdict are SUPPORTED / REFUTED only
+    quoted = p.quotes != "off"
     messages = EXECUTOR.messages(claim=claim, decomposition=decomposition, recalled=recalled, t_max=p.t_max,
-                                 max_words=p.passage_max_words, space=space)
+                                 max_words=p.passage_max_words, space=space, quoting=quoted)
     finish: ReactStep | None = None
     for t in range(1, p.t_max + 1):
-        step = await EXECUTOR(ctx, messages=messages,
-                              output=citing(space.narrow(ReactStep), list(observed), p.constrain_citations),
+        step = await EXECUTOR(ctx, messages=messages, output=step_model(space, list(observed), p),
                               trace_info={"t": t, "action": "abandoned"})
         if step is None:  # the reply never validated (traced as an abandoned step): force the verdict
             break
@@ -143,14 +194,18 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         messages.append(observation_message(observation, t, p.t_max))
 
     steps_done = len([m for m in messages if m["role"] == "assistant"])
-    if finish is not None and finish.label is not None:
+    quotes = grounding = None
+    if quoted:
+        label, explanation, cited, quotes, grounding = await quoted_verdict(ctx, finish, messages, observed,
+                                                                            steps_done)
+    elif finish is not None and finish.label is not None:
         label, explanation, cited = finish.label, finish.thought, finish.cited_passages
     elif not p.forced_verdict:  # no verdict within T_max steps, and no extra call to force one
         explanation = f"No verdict within {p.t_max} steps (forced_verdict is off)."
         trace.event("mermaid.no_verdict", steps=steps_done, t_max=p.t_max)
         label, cited = space.undecided(trace, explanation, path="mermaid.no_verdict").value, []
     else:  # T_max reached, or finish without a label: force the verdict
-        final = await FINAL(ctx, conversation=messages,
+        final = await FINAL(ctx, messages=[*messages, *FINAL.render()],
                             output=citing(space.narrow(FinalVerdict), list(observed), p.constrain_citations),
                             trace_info={"forced_after_steps": steps_done})
         if final is not None:
@@ -170,4 +225,5 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         trace.event("mermaid.memory_update", stored=len(gathered), new=new)
 
     return Verdict(label=Label(label), explanation=explanation,
-                   evidence=cited_evidence(cited, list(observed.values())), trace=trace, method="mermaid")
+                   evidence=cited_evidence(cited, list(observed.values())), trace=trace, method="mermaid",
+                   quotes=quotes, grounding=grounding)

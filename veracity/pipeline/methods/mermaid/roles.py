@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.grounding import PassageQuote
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
@@ -45,12 +46,12 @@ DECOMPOSER_SYSTEM = (
 )
 
 
-def decomposer_messages(claim: Claim) -> list[dict[str, str]]:
-    return [{"role": "system", "content": DECOMPOSER_SYSTEM}, {"role": "user", "content": f"Claim: {claim.text}"}]
+def decomposer_turn(claim: Claim) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"Claim: {claim.text}"}]
 
 
 DECOMPOSER = Role(
-    "mermaid.decomposer", output=Decomposition, render=decomposer_messages, instructions=DECOMPOSER_SYSTEM,
+    "mermaid.decomposer", output=Decomposition, render=decomposer_turn, instructions=DECOMPOSER_SYSTEM,
     max_tokens=MAX_TOKENS, summary="breaks the claim into (subject, relation, object, attributions) triplets, "
                                    "keywords and its domain",
     # the claim is still checked, as with --no-decomposer
@@ -68,17 +69,29 @@ class ReactStep(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
-def executor_system(space: LabelSpace = THREE_WAY) -> str:
+class QuotedReactStep(BaseModel):  # quotes=show|check (veracity's switch; the paper's executor cites nothing)
+    thought: str = Field(max_length=500, description="what is known so far and what is still missing")
+    action: Literal["search", "open_page", "finish"]
+    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
+    label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
+    quotes: list[PassageQuote] = Field(max_length=5, description="finish only: for each passage the verdict relies "
+                                                                 "on, the words the label rests on, copied exactly")
+
+
+def executor_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
     """The executor's instructions (also the system prompt of the forced final verdict); the labels
-    offered at ``finish`` are those of the run's label space."""
+    offered at ``finish`` are those of the run's label space. ``quoting`` (quotes=show|check): the verdict
+    quotes the passages instead of citing their ids."""
     options = space.options("the evidence shows the claim is true", "it shows it is false", "it does not settle it")
+    cite = ("for each passage (shown in square brackets) that the verdict relies on, give its id and the words "
+            "the label rests on, copied exactly from it" if quoting else
+            "cite the ids of the passages (shown in square brackets) that the verdict relies on")
     return (
         "You verify a claim against a Wikipedia index by reasoning and acting in steps. At each step write "
         "a thought (what is known, what is missing), then choose one action:\n"
         "- search: argument is a search query; you observe the best matching passages.\n"
         "- open_page: argument is an exact article title; you observe that article's passages.\n"
-        f"- finish: give the label ({options}) and cite the ids of the passages "
-        "(shown in square brackets) that the verdict relies on.\n"
+        f"- finish: give the label ({options}) and {cite}.\n"
         "Finish as soon as the evidence settles the claim. Reply in JSON."
     )
 
@@ -104,13 +117,10 @@ def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled
     return "\n\n".join(parts)
 
 
-def executor_messages(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
-                      t_max: int, max_words: int, space: LabelSpace = THREE_WAY) -> list[dict[str, str]]:
-    """The conversation's opening; the method appends each step and its observation."""
-    return [
-        {"role": "system", "content": executor_system(space)},
-        {"role": "user", "content": executor_opening(claim, decomposition, recalled, t_max, max_words)},
-    ]
+def executor_turn(claim: Claim, decomposition: Decomposition | None, recalled: list[Evidence],
+                  t_max: int, max_words: int) -> list[dict[str, str]]:
+    """The conversation's opening user turn; the method appends each step and its observation."""
+    return [{"role": "user", "content": executor_opening(claim, decomposition, recalled, t_max, max_words)}]
 
 
 def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
@@ -120,7 +130,7 @@ def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
 
 
 EXECUTOR = Role(
-    "mermaid.executor", output=ReactStep, render=executor_messages, instructions=EXECUTOR_SYSTEM,
+    "mermaid.executor", output=ReactStep, render=executor_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
@@ -135,16 +145,24 @@ class FinalVerdict(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="ids of the passages the verdict relies on")
 
 
+class QuotedFinalVerdict(BaseModel):  # quotes=show|check
+    explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
+    label: LabelName
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
+                                                                 "the label rests on, copied exactly")
+
+
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."
 
 
-def final_messages(conversation: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The executor's conversation so far, then the request for a verdict."""
-    return [*conversation, {"role": "user", "content": FINAL_PROMPT}]
+def final_turn() -> list[dict[str, str]]:
+    """The request for a verdict. The method sends it after the executor's conversation so far, which
+    opens with the same system message (the executor's instructions)."""
+    return [{"role": "user", "content": FINAL_PROMPT}]
 
 
 FINAL = Role(
-    "mermaid.final", output=FinalVerdict, render=final_messages, instructions=EXECUTOR_SYSTEM,
+    "mermaid.final", output=FinalVerdict, render=final_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS,
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)

@@ -52,9 +52,9 @@ from veracity.pipeline.methods.trification.roles import (
     SearchSynthesis,
     ThinkResult,
     estimate_tokens,
-    modify_messages,
+    modify_turn,
     planner_example,
-    planner_messages,
+    planner_turn,
     planner_system,
     select_evidence,
 )
@@ -73,6 +73,6 @@ __all__ = ["JUDGE", "JUDGE_AGGREGATIONS", "MODIFY", "NODE_TYPES", "PLANNER", "RE
            "SearchQueries", "SearchSynthesis", "ThinkResult", "estimate_tokens", "planner_example", "resolved",
            "select_evidence",
            "TrificationParams", "VerificationPlan", "VerificationPlanNoRefine", "VerificationPlanSearchJudge",
-           "count_types", "descendants", "find_cycle", "label_from_judges", "merge_evidence", "modify_messages",
-           "plan_model_for", "planner_messages", "planner_system", "prefix_subgraph", "repair_plan",
+           "count_types", "descendants", "find_cycle", "label_from_judges", "merge_evidence", "modify_turn",
+           "plan_model_for", "planner_turn", "planner_system", "prefix_subgraph", "repair_plan",
            "request_plan", "specs_from_plan", "structural_repair", "validate_plan", "verify_trification"]

@@ -66,13 +66,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification.graph import (
+    NodeRun,
     NODE_TYPES,
     NodeSpec,
     count_types,
@@ -217,22 +218,6 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
 
 
 # ================================ 2.-3. execute, modify ================================
-@dataclass
-class NodeRun:
-    spec: NodeSpec
-    status: str = "pending"  # pending | running | done | failed | skipped | error
-    input: str = ""  # the input it ran on (after refinement)
-    output: str = ""
-    evidence: list[Evidence] = field(default_factory=list)  # own + propagated
-    shown: list[Evidence] = field(default_factory=list)  # the passages its prompt showed (evidence budget)
-    queries: list[str] = field(default_factory=list)  # SEARCH only: the queries searched
-    synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
-    finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
-    label: str | None = None  # JUDGE only
-    insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain
-    origin: str = "initial"  # "initial" or "modification N"
-
-
 def merge_evidence(lists: list[list[Evidence]]) -> list[Evidence]:
     """Round-robin over the parents' evidence lists, without repeats: every parent is represented early."""
     out: list[Evidence] = []

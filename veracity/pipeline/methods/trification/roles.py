@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.methods.trification.graph import NODE_TYPES, VerificationPlan
+from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeRun, VerificationPlan
 from veracity.pipeline.roles import Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from veracity.pipeline.methods.trification.method import NodeRun
 
 Message = dict[str, str]
 
@@ -117,7 +115,7 @@ def planner_example(allowed: tuple[str, ...]) -> dict:
                          "'that period' is ambiguous ...", "nodes": out}
 
 
-def planner_system(allowed: tuple[str, ...], reasoning: bool = True) -> str:
+def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True) -> str:
     """The planner's system prompt (Table 4), describing the node types ``allowed`` (the ablations drop
     some). ``reasoning``: the schema has the ``reasoning`` field to think in before the nodes."""
     refine = "REFINE" in allowed
@@ -199,12 +197,9 @@ def planner_system(allowed: tuple[str, ...], reasoning: bool = True) -> str:
     )
 
 
-def planner_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, reasoning: bool = True) -> list[Message]:
+def planner_turn(claim: Claim, max_nodes: int) -> list[Message]:
     dated = f" (stated on {claim.date})" if claim.date else ""
-    return [
-        {"role": "system", "content": planner_system(allowed, reasoning)},
-        {"role": "user", "content": f"Paragraph{dated}: {claim.text}\n\nUse at most {max_nodes} nodes."},
-    ]
+    return [{"role": "user", "content": f"Paragraph{dated}: {claim.text}\n\nUse at most {max_nodes} nodes."}]
 
 
 def replan_feedback(errors: list[str]) -> str:
@@ -214,7 +209,7 @@ def replan_feedback(errors: list[str]) -> str:
 
 
 PLANNER = Role(
-    "trification.planner", output=VerificationPlan, render=planner_messages, instructions=planner_system(NODE_TYPES),
+    "trification.planner", output=VerificationPlan, render=planner_turn, instructions=planner_system,
     max_tokens=PLAN_MAX_TOKENS,
     summary="writes the verification graph (output narrowed per call to the allowed node types and max_nodes); "
             "an invalid reply counts as an invalid plan and is re-planned (max_replans)",
@@ -224,14 +219,12 @@ PLANNER = Role(
 
 
 # -- role: trification.modify (§3.4: a new sub-graph for a failed THINK / JUDGE) ------------------
-def modify_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, failed: NodeRun,
-                    reusable: list[NodeRun], reasoning: bool = True) -> list[Message]:
+def modify_turn(claim: Claim, max_nodes: int, failed: NodeRun, reusable: list[NodeRun]) -> list[Message]:
     listing = "\n".join(
         f"- {r.spec.id} ({r.spec.type}) input: {r.input or r.spec.input} | result: {shorten(r.output, 40)}"
         for r in reusable
     ) or "(none)"
     return [
-        {"role": "system", "content": planner_system(allowed, reasoning)},
         {"role": "user", "content": (
             f"Paragraph: {claim.text}\n\n"
             f"While verifying it, node {failed.spec.id} ({failed.spec.type}) failed because the evidence was "
@@ -246,7 +239,7 @@ def modify_messages(claim: Claim, allowed: tuple[str, ...], max_nodes: int, fail
 
 
 MODIFY = Role(
-    "trification.modify", output=VerificationPlan, render=modify_messages, instructions=planner_system(NODE_TYPES),
+    "trification.modify", output=VerificationPlan, render=modify_turn, instructions=planner_system,
     max_tokens=PLAN_MAX_TOKENS,
     summary="writes a sub-graph for a THINK / JUDGE that found the evidence insufficient (output narrowed like "
             "the planner's); an invalid reply is re-planned, and with no valid sub-graph the node's result stands",
@@ -334,10 +327,9 @@ SEARCH_SYSTEM = (
 )
 
 
-def search_messages(node: NodeRun, parents: list[NodeRun], max_queries: int) -> list[Message]:
+def search_turn(node: NodeRun, parents: list[NodeRun], max_queries: int) -> list[Message]:
     prior = "\n".join(f"[{p.spec.id}] {p.output}" for p in parents if p.spec.type != "SEARCH" and p.output)
     return [
-        {"role": "system", "content": SEARCH_SYSTEM},
         {"role": "user", "content": f"Text: {node.input}\nHint: {node.spec.hint}"
                                     + (f"\nKnown so far:\n{prior}" if prior else "")
                                     + f"\nWrite at most {max_queries} queries."},
@@ -345,7 +337,7 @@ def search_messages(node: NodeRun, parents: list[NodeRun], max_queries: int) -> 
 
 
 SEARCH = Role(
-    "trification.search", output=SearchQueries, render=search_messages, instructions=SEARCH_SYSTEM,
+    "trification.search", output=SearchQueries, render=search_turn, instructions=SEARCH_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="SEARCH node: writes the queries searched on the index; an invalid reply searches the node's input",
     extra={"paper": "§3.2 SEARCH node; A.2"},
@@ -368,9 +360,8 @@ SYNTHESIZE_SYSTEM = (
 )
 
 
-def synthesize_messages(node: NodeRun, shown: list[Evidence], max_words: int) -> list[Message]:
+def synthesize_turn(node: NodeRun, shown: list[Evidence], max_words: int) -> list[Message]:
     return [
-        {"role": "system", "content": SYNTHESIZE_SYSTEM},
         {"role": "user", "content": f"Passages:\n{format_passages(shown, max_words=max_words)}\n\n"
                                     f"Search input: {node.input}\nHint: {node.spec.hint}\n"
                                     f"Queries searched: {' | '.join(node.queries)}"},
@@ -378,7 +369,7 @@ def synthesize_messages(node: NodeRun, shown: list[Evidence], max_words: int) ->
 
 
 SYNTHESIZE = Role(
-    "trification.synthesize", output=SearchSynthesis, render=synthesize_messages, instructions=SYNTHESIZE_SYSTEM,
+    "trification.synthesize", output=SearchSynthesis, render=synthesize_turn, instructions=SYNTHESIZE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="SEARCH node, after its searches: synthesizes the retrieved passages into the node's result, which "
             "its children see (search_synthesis); an invalid reply leaves the passages without a summary",
@@ -401,16 +392,15 @@ REFINE_SYSTEM = (
 )
 
 
-def refine_messages(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], max_words: int) -> list[Message]:
+def refine_turn(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], max_words: int) -> list[Message]:
     return [
-        {"role": "system", "content": REFINE_SYSTEM},
         {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"},
     ]
 
 
 REFINE = Role(
-    "trification.refine", output=RefinedInput, render=refine_messages, instructions=REFINE_SYSTEM,
+    "trification.refine", output=RefinedInput, render=refine_turn, instructions=REFINE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="REFINE node: rewrites its input without ambiguous references; an invalid reply passes the input on",
     extra={"paper": "§3.2 REFINE node; A.2"},
@@ -434,17 +424,16 @@ THINK_SYSTEM = (
 )
 
 
-def think_messages(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
+def think_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
                    max_words: int) -> list[Message]:
     return [
-        {"role": "system", "content": THINK_SYSTEM},
         {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"},
     ]
 
 
 THINK = Role(
-    "trification.think", output=ThinkResult, render=think_messages, instructions=THINK_SYSTEM,
+    "trification.think", output=ThinkResult, render=think_turn, instructions=THINK_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="THINK node: reasons over the propagated evidence and says whether it suffices; an invalid reply "
             "concludes nothing and the evidence passes on",
@@ -472,17 +461,16 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge_messages(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
+def judge_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
                    max_words: int) -> list[Message]:
     return [
-        {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"},
     ]
 
 
 JUDGE = Role(
-    "trification.judge", output=JudgeResult, render=judge_messages, instructions=JUDGE_SYSTEM,
+    "trification.judge", output=JudgeResult, render=judge_turn, instructions=JUDGE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="JUDGE node: Supports / Refutes / Uncertain on the propagated evidence; an invalid reply ends the "
             "node with status error (other JUDGEs may still rule)",

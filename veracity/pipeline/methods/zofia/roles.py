@@ -23,7 +23,6 @@ their schema's length bounds leave room for it.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -39,8 +38,8 @@ DEBATE_MAX_TOKENS = 1200  # the pro / con debaters (§5.6, Fig. 4: the largest b
 LINGUIST_DIMENSIONS = ("Sentence", "Word", "Grammar", "Emotion", "Information Quality")
 
 
-def _system_user(system: str, user: str) -> list[Message]:
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+def _user(text: str) -> list[Message]:
+    return [{"role": "user", "content": text}]
 
 
 # -- role: zofia.entities (LLM fallback of the BERT-NER extractor, eq. 1) --------------------------
@@ -61,12 +60,12 @@ ENTITIES_SYSTEM = (
 )
 
 
-def entities_messages(text: str) -> list[Message]:
-    return _system_user(ENTITIES_SYSTEM, f"Text: {text}")
+def entities_turn(text: str) -> list[Message]:
+    return _user(f"Text: {text}")
 
 
 ENTITIES = Role(
-    "zofia.entities", output=ExtractedEntities, render=entities_messages, instructions=ENTITIES_SYSTEM,
+    "zofia.entities", output=ExtractedEntities, render=entities_turn, instructions=ENTITIES_SYSTEM,
     max_tokens=2 * AGENT_MAX_TOKENS,
     summary="lists the named entities of the text with confidences (ner=llm; ner=auto without a supervised model)",
     # the claim is still checked, without entity-guided retrieval (Algorithm 2: no entities -> empty set)
@@ -97,17 +96,17 @@ LINGUIST_SYSTEM = (
 )
 
 
-def linguist_messages(text: str, dimension: str, headline: str = "") -> list[Message]:
+def linguist_turn(text: str, dimension: str, headline: str = "") -> list[Message]:
     """The Emotion dimension reads "the text and the headline" (§4.1.1, B.1): the headline, when the
     claim carries one (``Claim.meta["headline"]`` or ``["title"]``), comes before the text."""
     head = f"Headline: {headline}\n\n" if headline.strip() else ""
-    return _system_user(LINGUIST_SYSTEM, f"{head}News text:\n{text}\n\nFeature: {dimension}")
+    return _user(f"{head}News text:\n{text}\n\nFeature: {dimension}")
 
 
 # A reply that never validates leaves the whole linguist out of the evidence pool (the method's stage-2
 # guard, traced as zofia.agent_failed), so the role itself declares no fallback.
 LINGUIST = Role(
-    "zofia.linguist", output=LinguistAnalysis, render=linguist_messages, instructions=LINGUIST_SYSTEM,
+    "zofia.linguist", output=LinguistAnalysis, render=linguist_turn, instructions=LINGUIST_SYSTEM,
     max_tokens=AGENT_MAX_TOKENS,
     summary="analyses one linguistic dimension (5 isolated calls); an invalid reply leaves the linguist out",
     extra={"paper": "§4.1.1; B.1"},
@@ -125,12 +124,12 @@ TRIAGE_SYSTEM = ("Identify the most relevant domain of the news text and the pre
                  "fact-check it. Reply in JSON.")
 
 
-def triage_messages(text: str) -> list[Message]:
-    return _system_user(TRIAGE_SYSTEM, f"News text:\n{text}")
+def triage_turn(text: str) -> list[Message]:
+    return _user(f"News text:\n{text}")
 
 
 EXPERT_TRIAGE = Role(
-    "zofia.expert_triage", output=ExpertTriage, render=triage_messages, instructions=TRIAGE_SYSTEM,
+    "zofia.expert_triage", output=ExpertTriage, render=triage_turn, instructions=TRIAGE_SYSTEM,
     max_tokens=AGENT_MAX_TOKENS,
     summary="picks the news domain and the expert role; an invalid reply leaves the expert out",
     extra={"paper": "§4.1.2"},
@@ -143,9 +142,11 @@ class ExpertAnalysis(BaseModel):
     logical_integrity: str = Field(max_length=300, description="coherence of arguments and conclusions; logical fallacies or unsupported inferences")
 
 
-def expert_system(role: str) -> str:
+def expert_system(expert_role: str) -> str:
     """As a professional and renowned {expert_role}, fact-check the article on 2 aspects (Knowledge
-    Concordance, Logical Integrity), with Wikipedia summaries of its key entities for reference."""
+    Concordance, Logical Integrity), with Wikipedia summaries of its key entities for reference. The
+    expert's role comes from the triage (a journalist when it is blank)."""
+    role = expert_role.strip() or "journalist"
     return (
         f"As a professional and renowned {role}, you are fact-checking a news article. Identify all sentences "
         "that can significantly affect the truthfulness of the news, and analyze the news from 2 aspects:\n"
@@ -159,16 +160,14 @@ def expert_system(role: str) -> str:
     )
 
 
-def expert_messages(text: str, expert_role: str, wiki: list[Evidence]) -> list[Message]:
-    """The expert's role comes from the triage (a journalist when it is blank); ``wiki`` are the chosen
-    Wikipedia entries (§3.4)."""
+def expert_turn(text: str, wiki: list[Evidence]) -> list[Message]:
+    """``wiki`` are the chosen Wikipedia entries (§3.4)."""
     wiki_text = "\n".join(f"- {e.title}: {e.text}" for e in wiki) or "(none)"
-    return _system_user(expert_system(expert_role.strip() or "journalist"),
-                        f"News text:\n{text}\n\nInformation from Wikipedia:\n{wiki_text}")
+    return _user(f"News text:\n{text}\n\nInformation from Wikipedia:\n{wiki_text}")
 
 
 EXPERT = Role(
-    "zofia.expert", output=ExpertAnalysis, render=expert_messages, instructions=expert_system,
+    "zofia.expert", output=ExpertAnalysis, render=expert_turn, instructions=expert_system,
     max_tokens=AGENT_MAX_TOKENS,
     summary="the domain expert's Knowledge Concordance and Logical Integrity; an invalid reply leaves the expert out",
     extra={"paper": "§4.1.2; B.2"},
@@ -192,12 +191,12 @@ CLAIM_EXTRACTOR_SYSTEM = (
 )
 
 
-def claim_extractor_messages(text: str) -> list[Message]:
-    return _system_user(CLAIM_EXTRACTOR_SYSTEM, f"News article:\n{text}")
+def claim_extractor_turn(text: str) -> list[Message]:
+    return _user(f"News article:\n{text}")
 
 
 CLAIM_EXTRACTOR = Role(
-    "zofia.claim_extractor", output=ExtractedClaims, render=claim_extractor_messages,
+    "zofia.claim_extractor", output=ExtractedClaims, render=claim_extractor_turn,
     instructions=CLAIM_EXTRACTOR_SYSTEM, max_tokens=AGENT_MAX_TOKENS,
     summary="the core claim and 2-4 sub-claims; an invalid reply leaves claim verification out",
     extra={"paper": "§4.1.3, eq. 8; B.3"},
@@ -222,14 +221,14 @@ CLAIM_VERIFIER_SYSTEM = (
 )
 
 
-def claim_verifier_messages(claim: str, context: list[tuple[str, Evidence]]) -> list[Message]:
+def claim_verifier_turn(claim: str, context: list[tuple[str, Evidence]]) -> list[Message]:
     """``context``: C_rel(q) of eq. 9, the relevant chunks (text, the passage it comes from), best first."""
     info = "\n".join(f"- ({ev.title}) {chunk}" for chunk, ev in context)
-    return _system_user(CLAIM_VERIFIER_SYSTEM, f"Web information:\n{info}\n\nClaim: {claim}")
+    return _user(f"Web information:\n{info}\n\nClaim: {claim}")
 
 
 CLAIM_VERIFIER = Role(
-    "zofia.claim_verifier", output=ClaimVerification, render=claim_verifier_messages,
+    "zofia.claim_verifier", output=ClaimVerification, render=claim_verifier_turn,
     instructions=CLAIM_VERIFIER_SYSTEM, max_tokens=AGENT_MAX_TOKENS,
     summary="verifies one claim from its relevant chunks (RAG, eq. 9); an invalid reply leaves claim verification out",
     extra={"paper": "§4.1.3, eq. 9; B.4"},
@@ -258,10 +257,11 @@ def debater_system(side: str) -> str:
     )
 
 
-def debater_messages(side: str) -> list[Message]:
-    """The opening of a debater's conversation; the method appends one user turn (:func:`pro_turn` /
-    :func:`con_turn`) and one assistant turn (the debater's argument) per round."""
-    return [{"role": "system", "content": debater_system(side)}]
+def debater_opening() -> list[Message]:
+    """Nothing after the system message: a debater's conversation opens with its instructions only; the
+    method appends one user turn (:func:`pro_turn` / :func:`con_turn`) and one assistant turn (the
+    debater's argument) per round."""
+    return []
 
 
 def format_argument(a: DebateArgument) -> str:
@@ -284,7 +284,7 @@ def con_turn(pool: str, rnd: int, a_pro: DebateArgument) -> Message:
 
 
 PRO = Role(
-    "zofia.pro", output=DebateArgument, render=partial(debater_messages, "REAL"),
+    "zofia.pro", output=DebateArgument, render=debater_opening,
     instructions=debater_system("REAL"), max_tokens=DEBATE_MAX_TOKENS,
     summary="argues the news is real: rebuts Con's last argument, then gives new evidence",
     fallback=Fallback(NO_ARGUMENT, "no argument this round", agent="pro"),
@@ -292,7 +292,7 @@ PRO = Role(
 )
 
 CON = Role(
-    "zofia.con", output=DebateArgument, render=partial(debater_messages, "FAKE"),
+    "zofia.con", output=DebateArgument, render=debater_opening,
     instructions=debater_system("FAKE"), max_tokens=DEBATE_MAX_TOKENS,
     summary="argues the news is fake: rebuts Pro's argument, then gives new evidence",
     fallback=Fallback(NO_ARGUMENT, "no argument this round", agent="con"),
@@ -327,12 +327,12 @@ def judge_system(max_rounds: int) -> str:
     )
 
 
-def judge_messages(pool: str, history: list[tuple[DebateArgument, DebateArgument]], max_rounds: int,
-                   show_pool: bool = False) -> list[Message]:
+def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
+                show_pool: bool = False) -> list[Message]:
     """Algorithm 1's D <- Judge.Assess(H): one user message per debate round ("each received message is
     regarded as a debate round", B.6), the judge's earlier "I" between them; the evidence pool opens the
     first message only with ``show_pool`` (parameter ``judge_sees_pool``)."""
-    messages = [{"role": "system", "content": judge_system(max_rounds)}]
+    messages: list[Message] = []
     for i, (a, b) in enumerate(history, 1):
         if i > 1:
             messages.append({"role": "assistant", "content": DebateDecision(decision="I").model_dump_json()})
@@ -343,7 +343,7 @@ def judge_messages(pool: str, history: list[tuple[DebateArgument, DebateArgument
 
 
 JUDGE = Role(
-    "zofia.judge", output=DebateDecision, render=judge_messages, instructions=judge_system,
+    "zofia.judge", output=DebateDecision, render=judge_turns, instructions=judge_system,
     max_tokens=AGENT_MAX_TOKENS,
     summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the last "
             "round: NOT_ENOUGH_INFO",
@@ -368,12 +368,12 @@ DIRECT_JUDGE_SYSTEM = (
 )
 
 
-def direct_judge_messages(pool: str) -> list[Message]:
-    return _system_user(DIRECT_JUDGE_SYSTEM, f"Material:\n{pool}")
+def direct_judge_turn(pool: str) -> list[Message]:
+    return _user(f"Material:\n{pool}")
 
 
 DIRECT_JUDGE = Role(
-    "zofia.judge", output=DirectDecision, render=direct_judge_messages, instructions=DIRECT_JUDGE_SYSTEM,
+    "zofia.judge", output=DirectDecision, render=direct_judge_turn, instructions=DIRECT_JUDGE_SYSTEM,
     max_tokens=AGENT_MAX_TOKENS,
     summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the judge)",
     fallback=Fallback(None, "INSUFFICIENT", agent="judge"),

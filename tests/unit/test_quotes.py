@@ -1,0 +1,259 @@
+"""Verdicts that quote their evidence (issue 31): the deterministic quote check, and rag's judge with
+quotes=off|show|check on the scripted LLM (the Amazon misreading replayed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.pipeline.grounding import MISMATCH_EVENT, UNGROUNDED_EVENT, quoting
+from veracity.pipeline.labels import BINARY
+from veracity.pipeline.methods import METHODS
+from veracity.pipeline.methods.rag import RagJudgement, RagQuotedJudgement
+from veracity.pipeline.quotes import Quote, check_quotes, locate, normalise, problems
+from veracity.pipeline.runner import verify_one
+from veracity.pipeline.types import Claim, Evidence, Label
+
+
+# ----------------------------------------------------------------- the check: normalisation and offsets
+def span(quote: str, passage: str) -> str | None:
+    at = locate(quote, passage)
+    return None if at is None else passage[at[0]:at[1]]
+
+
+@pytest.mark.parametrize("quote, passage, expected", [
+    # odd whitespace: runs, newlines, tabs, non-breaking spaces are one space; offsets cover the original
+    ("flows into the Atlantic", "It  flows\n into\tthe\u00a0Atlantic Ocean.", "flows\n into\tthe\u00a0Atlantic"),
+    # case
+    ("THE ATLANTIC ocean", "into the Atlantic Ocean.", "the Atlantic Ocean"),
+    # curly quotes either way round
+    ('called "the river sea"', "It is called \u201cthe river sea\u201d today.", "called \u201cthe river sea\u201d"),
+    ("\u2018Old Man River\u2019", "nicknamed 'Old Man River' by", "'Old Man River'"),
+    # dashes: en / em dash, minus sign and hyphen are one dash
+    ("1914-1918", "served 1914\u20131918 in France", "1914\u20131918"),
+    ("Paris \u2014 the capital", "Paris - the capital of France", "Paris - the capital"),
+    # diacritics: composed and decomposed forms are the same letter (NFKC)
+    ("Zu\u0308rich", "He moved to Z\u00fcrich in 1900.", "Z\u00fcrich"),
+    ("Z\u00fcrich", "He moved to Zu\u0308rich in 1900.", "Zu\u0308rich"),
+    # compatibility forms: a ligature, full-width digits, the ellipsis character
+    ("the first", "the \ufb01rst of them", "the \ufb01rst"),
+    ("born in 1867", "born in \uff11\uff18\uff16\uff17.", "born in \uff11\uff18\uff16\uff17"),
+    # quote marks and an ellipsis around the quote are not part of it
+    ('"...the largest river by discharge..."', "It is the largest river by discharge of water.",
+     "the largest river by discharge"),
+    # soft hyphens and zero-width spaces in the passage are ignored
+    ("Amazonas", "Ama\u00adzo\u200bnas", "Ama\u00adzo\u200bnas"),
+])
+def test_a_quote_is_found_after_normalising_and_its_offsets_are_in_the_original(quote, passage, expected):
+    assert span(quote, passage) == expected
+
+
+@pytest.mark.parametrize("quote, passage", [
+    ("flows into the Pacific Ocean", "The Amazon River flows into the Atlantic Ocean."),
+    ("Zurich", "He moved to Z\u00fcrich in 1900."),  # a dropped diacritic is another word
+    ("the largest river ... of water", "It is the largest river by discharge of water."),  # no gaps
+    ("", "anything"),
+    ('" ... "', "anything"),
+])
+def test_a_quote_that_is_not_there_is_not_found(quote, passage):
+    assert locate(quote, passage) is None
+
+
+def test_the_same_reply_always_gets_the_same_decision():
+    passage = "The  Amazon River\u00a0\u2014 in South\nAmerica \u2014 flows into the \u201cAtlantic\u201d Ocean."
+    quotes = [("Amazon River#0", "amazon river - in south america"), ("Amazon River#0", "the Pacific Ocean")]
+    ev = [Evidence("Amazon River#0", "Amazon River", passage)]
+    first = check_quotes(quotes, ev)
+    assert all(check_quotes(quotes, ev) == first for _ in range(20))
+    assert [q.found for q in first] == [True, False]
+    assert passage[first[0].start:first[0].end] == "Amazon River\u00a0\u2014 in South\nAmerica"
+
+
+def test_normalise_maps_every_character_back_to_the_original():
+    text = "A\u00a0\u00a0b\u2014\u201cc\u201d \ufb01"
+    norm, spans = normalise(text)
+    assert norm == 'a b-"c" fi' and len(spans) == len(norm)
+    assert [text[s:e] for s, e in spans] == ["A", "\u00a0\u00a0", "b", "\u2014", "\u201c", "c", "\u201d", " ",
+                                             "\ufb01", "\ufb01"]
+
+
+def test_a_quote_must_be_in_the_passage_it_cites_and_a_decisive_verdict_must_quote():
+    shown = [Evidence("A#0", "A", "Alpha is first."), Evidence("B#0", "B", "Beta is second.")]
+    found = check_quotes([("B#0", "Alpha is first"), ("A#0", "Alpha is first"), ("C#0", "x")], shown)
+    assert [q.found for q in found] == [False, True, False]
+    assert problems(found, decisive=True) == ['"Alpha is first" is not in passage [B#0]',
+                                              '"x" is not in passage [C#0]']
+    assert problems([], decisive=True) == ["the verdict quotes no passage"]
+    assert problems([], decisive=False) == []
+    assert Quote("A#0", "Alpha", 0, 5).to_dict() == {"passage_id": "A#0", "text": "Alpha", "start": 0, "end": 5,
+                                                      "found": True}
+
+
+def test_the_quote_schema_enumerates_the_shown_ids_and_bounds_each_quote():
+    model = quoting(RagQuotedJudgement, ["A#0", "B#0"])
+    schema = model.model_json_schema()
+    item = schema["$defs"]["PassageQuote"]["properties"]
+    assert item["passage_id"]["enum"] == ["A#0", "B#0"] and item["quote"]["maxLength"] == 200
+    assert schema["properties"]["quotes"]["maxItems"] == 5
+    assert list(schema["properties"]) == ["explanation", "label", "quotes"]  # reasoning first
+    assert quoting(RagQuotedJudgement, [], True).model_json_schema()["properties"]["quotes"]["maxItems"] == 0
+
+
+# ----------------------------------------------------------------- rag with quotes
+# the issue's false attribution: the passage says nothing about the river's mouth
+AMAZON = {"Amazon River": ["The Amazon River in South America is the largest river by discharge volume of water "
+                           "in the world, and the disputed longest river system in the world."]}
+CLAIM = Claim("amazon", "The Amazon River flows into the Pacific Ocean")
+MISREAD = {"explanation": "The passage states that the Amazon River flows into the Pacific Ocean.",
+           "label": "SUPPORTED",
+           "quotes": [{"passage_id": "Amazon River#0", "quote": "The Amazon River flows into the Pacific Ocean"}]}
+HONEST = {"explanation": "The passage does not say where the river ends.", "label": "NOT_ENOUGH_INFO",
+          "quotes": [{"passage_id": "Amazon River#0", "quote": "the largest river by discharge volume of water"}]}
+
+
+def run_rag(replies, space=None, **params):
+    llm = ScriptedLLM({"rag.judge": list(replies)})
+    spec = METHODS["rag"]
+    verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(AMAZON), spec.make_params({"select": "false", **params}),
+                                     label_space=space))
+    return verdict, llm
+
+
+def events(verdict, kind):
+    return [e for e in verdict.trace.events if e["kind"] == kind]
+
+
+def test_the_amazon_misreading_is_not_supported_when_the_retry_misreads_again():
+    verdict, llm = run_rag([MISREAD, MISREAD], quotes="check")
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+    assert [c.role for c in llm.calls] == ["rag.judge", "rag.judge"]  # one retry, no more
+    retry = llm.calls[1].messages
+    assert retry[:2] == llm.calls[0].messages and retry[2]["role"] == "assistant"
+    assert '"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]' in retry[3]["content"]
+    assert [e["attempt"] for e in events(verdict, MISMATCH_EVENT)] == [1, 2]
+    (ung,) = events(verdict, UNGROUNDED_EVENT)
+    assert ung["label_given"] == "SUPPORTED" and ung["label"] == "NOT_ENOUGH_INFO" and ung["mode"] == "check"
+    record = json.loads(json.dumps(verdict.to_dict(CLAIM)))
+    assert record["grounding"] == "ungrounded" and record["quotes"][0]["found"] is False
+    assert record["quotes"][0]["start"] is None
+    assert record["explanation"].startswith("Ungrounded: ")
+    assert [e["passage_id"] for e in record["evidence"]] == ["Amazon River#0"]  # what it cited stays visible
+
+
+def test_a_retry_that_quotes_the_passage_stands_with_its_offsets():
+    verdict, llm = run_rag([MISREAD, HONEST], quotes="check")
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and len(llm.calls) == 2
+    (q,) = verdict.quotes
+    text = AMAZON["Amazon River"][0]
+    assert q.found and text[q.start:q.end] == "the largest river by discharge volume of water"
+    assert events(verdict, UNGROUNDED_EVENT) == []
+
+
+def test_a_grounded_first_reply_costs_no_retry():
+    verdict, llm = run_rag([HONEST], quotes="check")
+    assert len(llm.calls) == 1 and verdict.grounding == "grounded" and events(verdict, MISMATCH_EVENT) == []
+    assert "words your label rests on, copied exactly" in llm.calls[0].messages[0]["content"]
+
+
+def test_show_marks_the_misreading_but_keeps_its_label():
+    verdict, llm = run_rag([MISREAD], quotes="show")
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "ungrounded" and len(llm.calls) == 1
+    assert verdict.quotes[0].found is False
+
+
+def test_a_decisive_verdict_without_quotes_is_ungrounded():
+    bare = {**MISREAD, "quotes": []}
+    verdict, llm = run_rag([bare, bare], quotes="check")
+    assert verdict.label is Label.NOT_ENOUGH_INFO and len(llm.calls) == 2
+    assert "the verdict quotes no passage" in llm.calls[1].messages[-1]["content"]
+
+
+def test_binary_gives_the_not_supported_label():
+    verdict, llm = run_rag([MISREAD, MISREAD], space=BINARY, quotes="check")
+    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded"
+    assert "answer REFUTED" in llm.calls[1].messages[-1]["content"]
+
+
+def test_quotes_off_is_rag_as_before():
+    reply = RagJudgement(explanation="e", label="SUPPORTED", cited_passages=["Amazon River#0"])
+    verdict, llm = run_rag([reply])
+    assert llm.calls[0].output_model.__name__ == "RagJudgement"
+    assert "quotes" not in llm.calls[0].output_model.model_fields
+    assert "copied exactly" not in llm.calls[0].messages[0]["content"]
+    record = verdict.to_dict(CLAIM)
+    assert "quotes" not in record and "grounding" not in record and verdict.label is Label.SUPPORTED
+    assert METHODS["rag"].make_params({}).quotes == "off"
+
+
+# ----------------------------------------------------------------- where people look
+def test_the_cli_panel_prints_each_quote_under_its_passage():
+    from rich.console import Console
+
+    from veracity.cli.verify import render_verdict, verdict_line
+
+    verdict, _ = run_rag([MISREAD, HONEST], quotes="check")
+    record = json.loads(json.dumps(verdict.to_dict(CLAIM)))
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_verdict(record))
+    lines = console.export_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "[Amazon River#0] Amazon River" in line)
+    below = "\n".join(lines[at:])
+    assert "“the largest river by discharge volume of water”  ✓ in the passage (characters 37-83)" in below
+    assert "ungrounded" not in "\n".join(lines)
+
+    misread, _ = run_rag([MISREAD, MISREAD], quotes="check")
+    record = json.loads(json.dumps(misread.to_dict(CLAIM)))
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_verdict(record))
+    text = console.export_text()
+    assert "ungrounded: a quote is not in its passage" in text
+    assert "“The Amazon River flows into the Pacific Ocean”  ✗ not in this passage" in text
+    assert "ungrounded" in verdict_line(record, None).plain
+
+
+# ----------------------------------------------------------------- MERMAID's switch (off in the paper configs)
+def run_mermaid(executor, final=(), **params):
+    from veracity.pipeline.runner import open_run_state
+
+    llm = ScriptedLLM({"mermaid.executor": list(executor), "mermaid.final": list(final)})
+    spec, searcher = METHODS["mermaid"], FakeSearcher(AMAZON)
+    made = spec.make_params({"decomposer": False, "memory": False, "t_max": 2, **params})
+    state = open_run_state(spec, made, searcher, None)
+    try:
+        verdict = asyncio.run(verify_one(CLAIM, spec, llm, searcher, made, state))
+    finally:
+        state.close()
+    return verdict, llm
+
+
+SEARCH = {"thought": "look it up", "action": "search", "argument": "Amazon River", "label": None, "quotes": []}
+FINISH_MISREAD = {"thought": "The passage says it flows into the Pacific.", "action": "finish", "argument": "",
+                  "label": "SUPPORTED", "quotes": MISREAD["quotes"]}
+
+
+def test_mermaid_quotes_check_retries_a_misread_finish_as_the_final_verdict():
+    verdict, llm = run_mermaid([SEARCH, FINISH_MISREAD], [MISREAD], quotes="check")
+    assert [c.role for c in llm.calls] == ["mermaid.executor", "mermaid.executor", "mermaid.final"]
+    retry = llm.calls[2].messages
+    assert retry[:-2] == llm.calls[1].messages and retry[-2]["role"] == "assistant"
+    assert "is not in passage [Amazon River#0]" in retry[-1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+    assert "words the label rests on, copied exactly" in llm.calls[0].messages[0]["content"]
+
+
+def test_mermaid_quotes_check_keeps_a_grounded_forced_verdict():
+    verdict, llm = run_mermaid([SEARCH, SEARCH], [HONEST], quotes="check")
+    assert [c.role for c in llm.calls][-1] == "mermaid.final" and len(llm.calls) == 3
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and verdict.quotes[0].found
+
+
+def test_mermaid_quotes_off_is_the_paper_executor():
+    step = {k: v for k, v in FINISH_MISREAD.items() if k != "quotes"} | {"cited_passages": ["Amazon River#0"]}
+    search = {k: v for k, v in SEARCH.items() if k != "quotes"} | {"cited_passages": []}
+    verdict, llm = run_mermaid([search, step])
+    assert verdict.label is Label.SUPPORTED and verdict.quotes is None and len(llm.calls) == 2
+    assert "quotes" not in llm.calls[1].output_model.model_fields
+    assert "quotes" not in verdict.to_dict(CLAIM)

@@ -1,0 +1,133 @@
+"""The quote check: is each quote a verdict rests on really in the passage it cites?
+
+A judging role that quotes (``--param quotes=show|check``) returns, for each passage it relies on, short
+quotes copied from it. This module decides, without any model, whether each quote occurs in its cited
+passage and where. Both texts are normalised the same way before an exact substring search:
+
+- Unicode NFKC (per character cluster, so a base letter and its combining marks compose: ``u`` + U+0308
+  is ``ü``; ligatures and full-width forms become plain letters; ``…`` becomes ``...``), then case folding;
+- curly and other typographic quotes become ``'`` / ``"``; hyphens, en / em dashes and the minus sign
+  become ``-``; zero-width characters and soft hyphens are dropped;
+- every run of whitespace becomes one space.
+
+Diacritics stay significant (``Zurich`` is not a quote of ``Zürich``): a quote is the passage's words,
+not a paraphrase. A quote is searched as written, then without the quote marks and ellipses around it. Nothing fuzzy: the same quote
+and passage always give the same answer. A found quote records its character offsets in the passage's
+ORIGINAL text (``passage.text[start:end]`` is the span), which is what the CLI and the page show.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Sequence
+
+from veracity.pipeline.types import Evidence
+
+QUOTE_MAX_CHARS = 200  # a quote is a short span, not the passage (bounded in the schema, checked by pydantic)
+
+_QUOTES = {c: "'" for c in "\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4"} | {
+    c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}
+_DASHES = {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d"}
+_DROP = set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
+_STRIP = " \"'"  # around a quote after normalisation: spaces and quote marks
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One quote as the model gave it, and where it sits in its cited passage (offsets into the passage's
+    original text; ``None`` when it is not there)."""
+
+    passage_id: str
+    text: str
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.start is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "found": self.found}
+
+
+def _clusters(text: str) -> Iterable[tuple[int, int]]:
+    """(start, end) of each base character with the combining marks that follow it."""
+    i, n = 0, len(text)
+    while i < n:
+        j = i + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1
+        yield i, j
+        i = j
+
+
+def normalise(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` normalised (module docstring), and for each of its characters the (start, end) span of
+    the original characters it comes from."""
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    space_open = False  # a whitespace run in progress: one space for all of it
+    for start, end in _clusters(text):
+        for ch in unicodedata.normalize("NFKC", text[start:end]).casefold():
+            if ch in _DROP:
+                continue
+            if ch.isspace():
+                if out and not space_open:
+                    out.append(" ")
+                    spans.append((start, end))
+                    space_open = True
+                elif space_open:
+                    spans[-1] = (spans[-1][0], end)
+                continue
+            space_open = False
+            out.append(_QUOTES.get(ch) or _DASHES.get(ch) or ch)
+            spans.append((start, end))
+    while out and out[-1] == " ":
+        out.pop()
+        spans.pop()
+    return "".join(out), spans
+
+
+def quote_core(quote: str) -> str:
+    """The normalised quote without the quote marks, spaces and ellipses around it."""
+    core, _ = normalise(quote)
+    prev = None
+    while prev != core:
+        prev = core
+        core = core.strip(_STRIP)
+        core = core.removesuffix("...").removeprefix("...")
+    return core
+
+
+def locate(quote: str, passage: str) -> tuple[int, int] | None:
+    """Where ``quote`` occurs in ``passage`` (first occurrence after normalisation), as offsets into the
+    original ``passage``; None when it does not occur or is empty."""
+    norm, spans = normalise(passage)
+    whole = normalise(quote)[0].strip()
+    for core in dict.fromkeys((whole, quote_core(quote))):  # as written first, then without marks around it
+        at = norm.find(core) if core.strip(_STRIP + ".") else -1
+        if at >= 0:
+            return spans[at][0], spans[at + len(core) - 1][1]
+    return None
+
+
+def check_quotes(pairs: Iterable[tuple[str, str]], passages: Sequence[Evidence]) -> list[Quote]:
+    """Each ``(passage_id, quote)`` located in the passage of that id among ``passages`` (not found when
+    the id is not among them)."""
+    by_id = {e.passage_id: e for e in passages}
+    out = []
+    for pid, text in pairs:
+        ev = by_id.get(pid.strip())
+        at = locate(text, ev.text) if ev is not None else None
+        out.append(Quote(pid.strip(), text, *(at or (None, None))))
+    return out
+
+
+def problems(quotes: Sequence[Quote], decisive: bool) -> list[str]:
+    """Why these quotes do not ground a verdict (empty: they do). ``decisive``: the label claims the
+    passages settle the claim, so it must quote at least one of them."""
+    out = [f'"{q.text}" is not in passage [{q.passage_id}]' for q in quotes if not q.found]
+    if decisive and not quotes:
+        out.append("the verdict quotes no passage")
+    return out
