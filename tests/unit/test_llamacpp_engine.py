@@ -59,6 +59,13 @@ def test_the_argv_serves_the_gguf_under_the_model_name(tmp_path, monkeypatch):
     assert _flag(bound, "--threads") == "2"
 
 
+def test_openmp_threads_sleep_instead_of_spinning_unless_the_user_says_otherwise(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert LLAMA_CPP.env(ServerSpec(model="m"), on_gpu=False)["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert LLAMA_CPP.env(ServerSpec(model="m"), on_gpu=False)["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 def test_a_missing_binary_is_one_line_naming_the_install_command(tmp_path, monkeypatch):
     monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
