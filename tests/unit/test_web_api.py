@@ -519,6 +519,12 @@ def test_the_host_header_must_name_the_address_served(tmp_path):
     with proxied:
         assert proxied.get("/v1/checks", headers={"Host": "checks.example.org"}).status_code == 200
         assert proxied.get("/v1/checks", headers={"Host": "other.example.org"}).status_code == 421
+        # the page through the proxy posts with its public origin, whether the proxy keeps Host or rewrites it
+        claim = {"claim": "Paris is big.", "method": "direct"}
+        public = {"Origin": "https://checks.example.org", "Sec-Fetch-Site": "same-origin"}
+        for host in ("checks.example.org", "127.0.0.1:8080"):
+            assert proxied.post("/v1/verify", json=claim, headers={**public, "Host": host}).status_code == 200, host
+        one_line_error(proxied.post("/v1/verify", json=claim, headers={"Origin": "https://other.example.org"}), 403)
     assert host_allowed("10.0.0.5:80", "0.0.0.0") and not host_allowed("evil.example", "0.0.0.0")
     assert host_allowed("10.0.0.5", "10.0.0.5") and not host_allowed("10.0.0.6", "10.0.0.5")
     assert host_allowed("[::1]:8080", "::1") and not host_allowed("", "127.0.0.1")

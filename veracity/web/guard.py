@@ -200,7 +200,7 @@ class Guard:
             return None
         headers = self._headers(scope)
         origin = headers.get("origin")
-        listed = origin is not None and origin in self.config.cors_origins
+        listed = origin is not None and (origin in self.config.cors_origins or self._proxied(origin))
         site = headers.get("sec-fetch-site")
         if not listed and (site not in (None, "same-origin", "none")
                            or (origin is not None and not self._same_origin(origin, headers.get("host", "")))):
@@ -215,6 +215,12 @@ class Guard:
                          hint=f"send the body as {declared}" + (" (one JSON object per line)"
                                                                if declared != self.JSON else ""))
         return None
+
+    def _proxied(self, origin: str) -> bool:
+        """The page served through a reverse proxy named by --allowed-host (which may rewrite Host)."""
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and bool(parts.netloc) and \
+            host_name(parts.netloc) in {host_name(h) for h in self.config.allowed_hosts}
 
     @staticmethod
     def _same_origin(origin: str, host: str) -> bool:
