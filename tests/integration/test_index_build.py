@@ -57,6 +57,20 @@ def test_existing_out_dir_refused_unless_overwrite(xml_index, tmp_path):
     with pytest.raises(IndexDirError, match="not an index"):
         build_index(resolve_sources([dump]), stranger, BuildOptions(dense=False, overwrite=True))
     assert (stranger / "keep.txt").read_text() == "mine"
+    # issue 29 point 2: a manifest.json that is not ours (any JSON, another kind, a newer format) is no licence
+    for name, manifest in (("foreign", {"foo": 1}), ("other-kind", {"kind": "something-else", "format_version": 1}),
+                           ("newer", {"kind": "veracity-index", "format_version": 99}),
+                           ("no-version", {"kind": "veracity-index"})):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        (folder / "keep.txt").write_text("precious")
+        with pytest.raises(IndexDirError, match=f"{name} is not an index veracity built"):
+            build_index(resolve_sources([dump]), folder, BuildOptions(dense=False, overwrite=True, limit=2))
+        assert sorted(p.name for p in folder.iterdir()) == ["keep.txt", "manifest.json"], name
+        assert (folder / "keep.txt").read_text() == "precious"
+        assert json.loads((folder / "manifest.json").read_text()) == manifest
+        assert not build_dir_for(folder).exists()
     copy = tmp_path / "idx"
     build_index(resolve_sources([dump]), copy, BuildOptions(dense=False))
     m = build_index(resolve_sources([dump]), copy, BuildOptions(dense=False, overwrite=True, limit=2))
@@ -129,3 +143,88 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
     res = runner.invoke(index, ["build", str(trunc), "--out", str(tmp_path / "t"), "--no-dense"])
     assert res.exit_code == 1 and ("truncated" in res.output or "broken XML" in res.output)
     assert not (tmp_path / "t").exists()
+
+
+QUERIES = ["Aristotle student of Plato philosophy", "Alaska purchase from Russia", "anarchism political philosophy",
+           "Academy Awards ceremony film", "Apollo moon landing astronauts", "Algeria independence from France"]
+
+
+@pytest.mark.parametrize("which", ["multistream", "single"])
+def test_one_and_two_workers_build_the_same_index(tmp_path, which):
+    """Real pyserini on the real dump sample: passage ids, store rows and BM25 hits do not depend on --workers,
+    through the multistream index's offsets and through one stream cut by the reader."""
+    from tests.fixtures.dumps import sample_dump, write_multistream
+    from tests.fixtures.index import missing
+    from veracity.errors import JavaError
+    from veracity.indexes.bm25 import BM25Index
+    from veracity.indexes.store import PassageStore
+
+    dump = write_multistream(sample_dump(), tmp_path / "src")[0] if which == "multistream" else sample_dump()
+    built = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        try:
+            m = build_index(resolve_sources([dump]), out, BuildOptions(dense=False, workers=workers, bm25_threads=2))
+        except JavaError as exc:
+            missing(str(exc))
+        store = PassageStore(out / "passages.sqlite")
+        rows = store.iter_rows(0, store.count)
+        ids = list(store.iter_ids())
+        store.close()
+        bm25 = BM25Index(out / "bm25")
+        hits = {q: sorted(bm25.search(q, 20), key=lambda h: (-round(h[1], 4), h[0])) for q in QUERIES}
+        assert bm25.num_docs == m["passages"]
+        bm25.close()
+        built[workers] = (m["passages"], m["articles"], m["sources"][0]["skipped"], ids, rows, hits)
+    assert built[1][0] > 4000 and built[1][1] == 96
+    assert built[1] == built[2]
+    assert all(len(h) == 20 for h in built[1][5].values())
+    assert any(pid.startswith("Alaska#") for pid, _ in built[1][5]["Alaska purchase from Russia"][:5])
+
+
+def _lucene(folder, docs):
+    """A Lucene index written by pyserini itself, as pyserini's prebuilt wikipedia-dpr-100w is: DPR passage
+    numbers as ids, contents '"title"\\ntext'."""
+    from veracity.indexes.java import ensure_jvm
+
+    ensure_jvm()
+    from pyserini.index.lucene import LuceneIndexer
+
+    indexer = LuceneIndexer(args=["-index", str(folder), "-storeRaw"], threads=1)
+    for docid, title, text in docs:
+        indexer.add_doc_dict({"id": docid, "contents": f'"{title}"\n{text}'})
+    indexer.close()
+    return folder
+
+
+def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
+    from tests.fixtures.index import missing
+    from veracity.errors import JavaError
+
+    rows = [("1", "Aaron", "Aaron is a prophet, high priest, and the brother of Moses in the Hebrew Bible."),
+            ("2", "Aaron", "His rod turned into a snake before the Pharaoh of Egypt."),
+            ("3", "The Lost Sheep", "The Lost Sheep is a parable of Jesus about a shepherd who leaves ninety-nine."),
+            ("4", "Zanzibar", "Zanzibar is an archipelago off the coast of East Africa known for spices.")]
+    tsv = tmp_path / "psgs_w100.tsv"
+    tsv.write_text("id\ttext\ttitle\n" + "".join(f"{i}\t{text}\t{title}\n" for i, title, text in rows))
+    try:
+        prebuilt = _lucene(tmp_path / "wikipedia-dpr-100w", rows)
+    except JavaError as exc:
+        missing(str(exc))
+    m = build_index(resolve_sources([tsv]), tmp_path / "idx", BuildOptions(dense=False, bm25_prebuilt=prebuilt))
+    assert m["bm25"]["prebuilt"] is True and m["bm25"]["docids"] == "dpr-row"
+    assert m["bm25"]["dir"] == str(prebuilt.resolve()) and not (tmp_path / "idx" / "bm25").exists()
+    assert m["dump_date"] == "2018-12-20"
+    with Searcher(tmp_path / "idx") as s:
+        hits = s.search("shepherd parable ninety-nine", 2, "bm25")
+        assert hits[0].passage_id == "The Lost Sheep#0" and "ninety-nine" in hits[0].text
+        assert s.search("rod snake Pharaoh", 1, "bm25")[0].passage_id == "Aaron#1"
+        assert [h.passage_id for h in s.search("Aaron prophet parable", 3, "bm25", exclude_titles=["Aaron"])] \
+            == ["The Lost Sheep#0"]
+    fewer = _lucene(tmp_path / "fewer", rows[:3])
+    with pytest.raises(IndexDirError, match="holds 3 documents, the corpus 4 passages"):
+        build_index(resolve_sources([tsv]), tmp_path / "idx2", BuildOptions(dense=False, bm25_prebuilt=fewer))
+    swapped = _lucene(tmp_path / "swapped", [("1", "Aaron", rows[1][2]), ("2", "Aaron", rows[0][2]), *rows[2:]])
+    with pytest.raises(IndexDirError, match="does not match the corpus: document 1 is not passage 'Aaron#0'"):
+        build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False, bm25_prebuilt=swapped))
+    assert not (tmp_path / "idx2").exists() and not (tmp_path / "idx3").exists()

@@ -25,6 +25,8 @@ from tests.fixtures.server import missing
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+NDJSON = {"Content-Type": "application/x-ndjson"}  # a claims file upload declares its type
+JSON_BODY = {"Content-Type": "application/json"}
 CHROMIUM = os.environ.get("VERACITY_CHROMIUM", "/usr/bin/chromium")
 CLAIM = "The Eiffel Tower is in Berlin."
 BATCH = ["Marie Curie won two Nobel Prizes.", "Berlin is the capital of Germany.", "The Moon orbits Mars."]
@@ -128,7 +130,7 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         assert client.get("/v1/articles/Atlantis").status_code == 404
 
         lines = "".join(json.dumps({"id": f"api{i}", "claim": c}) + "\n" for i, c in enumerate(BATCH[:2]))
-        job = client.post("/v1/jobs?method=rag", content=lines).json()
+        job = client.post("/v1/jobs?method=rag", headers=NDJSON, content=lines).json()
         done = wait_job(client, job["id"])
         assert (done["state"], done["done"], done["failed"]) == ("done", 2, 0), done
         rows = [json.loads(x) for x in client.get(f"/v1/jobs/{job['id']}/results").text.splitlines()]

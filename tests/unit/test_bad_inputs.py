@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.fixtures.index import write_wiki_dump
 from veracity.cli import _register, cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -304,6 +305,16 @@ MODELS = [
     row("serve-timeout-0", "serve", "--timeout", "0", match="timeout"),
     row("serve-replicas-0", "serve", "--replicas", "0", match="--replicas must be at least 1"),
     row("serve-replicas-past-last-port", "serve", "--replicas", "3", "--port", "65534", match="past 65535"),
+    row("serve-engine-unknown", "serve", "--engine", "tgi", match="tgi"),
+    row("serve-engine-env-unknown", "serve", env={"VERACITY_ENGINE": "tgi"}, match="VERACITY_ENGINE='tgi'"),
+    row("serve-llamacpp-not-installed", "serve", "--engine", "llama.cpp",
+        env={"VERACITY_LLAMA_SERVER": "{tmp}/no-llama-server"}, match="llama-server is not installed"),
+    row("engines-install-unknown", "engines", "install", "ollama", match="unknown engine 'ollama'"),
+    row("engines-install-vllm", "engines", "install", "vllm", match="installed with pip"),
+    row("engines-install-jobs-0", "engines", "install", "llama.cpp", "--jobs", "0", match="--jobs must be"),
+    row("engines-default-unknown", "engines", "default", "tgi", match="tgi"),
+    row("models-default-unknown", "models", "default", "nope", match="unknown model 'nope'"),
+    row("models-default-not-prepared", "models", "default", "qwen2.5-7b-instruct", match="not prepared"),
 ]
 
 DATASETS = [
@@ -365,6 +376,16 @@ INDEX_SOURCES = [
         match="good.jsonl"),
     row("build-out-not-empty", "index", "build", "{tmp}/corpus/good.jsonl", "--out", "{tmp}/index/notindex",
         match="notindex"),
+    row("build-overwrite-foreign-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/foreign", "--overwrite", "--no-dense", match="foreign is not an index veracity built"),
+    row("build-overwrite-future-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/future", "--overwrite", "--no-dense", match="format_version 99"),
+    row("build-overwrite-not-an-index", "index", "build", "{tmp}/corpus/good.jsonl", "--out", "{tmp}/index/notindex",
+        "--overwrite", "--no-dense", match="notindex is not an index veracity built .no manifest.json"),
+    row("build-overwrite-bad-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/badmanifest", "--overwrite", "--no-dense", match="not readable JSON"),
+    row("build-stranger-building-folder", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/stranger", "--no-dense", match=r"\.stranger\.building exists and is not a partial build"),
     row("build-chunk-words-0", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-words", "0", *BUILD_OUT,
         match="chunk"),
     row("build-chunk-overlap-too-big", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-overlap", "100",
@@ -378,6 +399,19 @@ INDEX_SOURCES = [
         match="dump-date|last year"),
     row("build-nothing-to-build", "index", "build", "{tmp}/corpus/good.jsonl", "--no-bm25", "--no-dense",
         *BUILD_OUT, match="no-bm25|nothing"),
+    row("build-tsv-wrong-columns", "index", "build", "{tmp}/corpus/wrong.tsv", *BUILD_OUT,
+        match="not a DPR passages TSV"),
+    row("build-workers-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers", "0", *BUILD_OUT,
+        match="--workers must be"),
+    row("build-bm25-threads-0", "index", "build", "{tmp}/corpus/good.jsonl", "--bm25-threads", "0", *BUILD_OUT,
+        match="--bm25-threads must be"),
+    row("build-dump-truncated-bz2", "index", "build", "{tmp}/corpus/enwiki-20190301-pages-articles.xml.bz2",
+        *BUILD_OUT, match="truncated"),
+    row("build-multistream-index-mismatch", "index", "build",
+        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", *BUILD_OUT, match="does not match"),
+    row("build-multistream-index-missing", "index", "build",
+        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", "--multistream-index",
+        "{tmp}/corpus/missing-index.txt.bz2", *BUILD_OUT, match="missing-index"),
 ]
 
 LABELS_AND_COMMANDS = [
@@ -397,8 +431,79 @@ LABELS_AND_COMMANDS = [
     row("top-option-unknown", "--verbose", "verify", match="No such option"),
 ]
 
-ROWS = CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
-    + INDEX_SOURCES + LABELS_AND_COMMANDS
+CHECK = ("check", "--method", "direct", "--endpoint", "{fake}")
+CHECK_BATCH = (*CHECK, "-i", "{tmp}/texts/good.jsonl")
+TEXTS = [  # `veracity check`: the text, the texts file, its output, the report, the check-stage settings
+    row("check-text-empty", *CHECK, "{tmp}/texts/empty.txt", match="empty text"),
+    row("check-text-blank", *CHECK, "{tmp}/texts/blank.txt", match="empty text"),
+    row("check-stdin-empty", *CHECK, "-", match="stdin: empty text"),
+    row("check-text-binary", *CHECK, "{tmp}/texts/binary.bin", match="binary file"),
+    row("check-text-not-utf8", *CHECK, "{tmp}/texts/latin1.txt", match="not UTF-8"),
+    row("check-text-over-max-chars", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "10", match="over --max-chars 10"),
+    row("check-max-chars-zero", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "0", match="--max-chars must be"),
+    row("check-text-missing", *CHECK, "{tmp}/texts/missing.txt", match="does not exist"),
+    row("check-text-a-directory", *CHECK, "{tmp}/texts", match="is a directory"),
+    row("check-text-and-input", *CHECK_BATCH, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl",
+        match="either a TEXT_FILE"),
+    row("check-neither", *CHECK, match="either a TEXT_FILE"),
+    row("check-input-without-output", *CHECK_BATCH, match="-i needs -o"),
+    row("check-output-without-input", *CHECK, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl", match="-o goes with -i"),
+    row("check-docs-empty", *CHECK, "-i", "{tmp}/texts/empty.jsonl", "-o", "{tmp}/out/c.jsonl", match="no texts"),
+    row("check-docs-all-bad", *CHECK, "-i", "{tmp}/texts/notext.jsonl", "-o", "{tmp}/out/c.jsonl",
+        match="no texts.*no `text`"),
+    row("check-docs-duplicate-ids", *CHECK, "-i", "{tmp}/texts/dups.jsonl", "-o", "{tmp}/out/c.jsonl",
+        match="duplicate text id"),
+    row("check-output-is-the-input", *CHECK_BATCH, "-o", "{tmp}/texts/good.jsonl", match="texts file"),
+    row("check-output-a-directory", *CHECK_BATCH, "-o", "{tmp}/out", match="is a directory"),
+    row("check-output-of-another-method", *CHECK_BATCH, "-o", "{tmp}/out/checks.jsonl", match="method rag"),
+    row("check-report-folder-missing", *CHECK, "{tmp}/texts/good.txt", "--report", "{tmp}/nowhere/r.html",
+        match="does not exist"),
+    row("check-evidence-gold", *CHECK, "{tmp}/texts/good.txt", "--evidence", "gold", match="--evidence gold"),
+    row("check-param-out-of-range", *CHECK, "{tmp}/texts/good.txt", "--check-param", "gamma=-1", match="gamma"),
+    row("check-param-unknown-role", *CHECK, "{tmp}/texts/good.txt", "--check-param", "judge.max_tokens=5",
+        match="no role 'judge'"),
+    row("check-one-text-on-ray", *CHECK, "{tmp}/texts/good.txt", "--backend", "ray", match="--backend ray runs a texts"),
+    row("check-method-param", *CHECK, "{tmp}/texts/good.txt", "--param", "k=3", match="no parameter k"),
+]
+
+WEB = ("web", "--endpoint", "{dead}")
+FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before anything starts, for every command
+    row("web-port-too-large", *WEB, "--port", "99999", match="--port must be between 1 and 65535, got 99999"),
+    row("web-port-0", *WEB, "--port", "0", match="--port must be between 1 and 65535"),
+    row("web-max-checks-0", *WEB, "--max-checks", "0", match="--max-checks must be at least 1"),
+    row("web-max-jobs-0", *WEB, "--max-jobs", "0", match="--max-jobs must be at least 1"),
+    row("web-max-body-mb-0", *WEB, "--max-body-mb", "0", match="--max-body-mb must be positive"),
+    row("web-max-claim-chars-0", *WEB, "--max-claim-chars", "0", match="--max-claim-chars must be between"),
+    row("web-concurrency-0", *WEB, "--concurrency", "0", match="at least 1"),
+    row("web-token-whitespace", *WEB, "--token", "   ", match="token is empty or holds whitespace"),
+    row("web-token-short", *WEB, "--host", "0.0.0.0", "--token", "s3cret", match="fewer than 16"),
+    row("web-token-env-short", *WEB, env={"VERACITY_WEB_TOKEN": "abc"}, match="fewer than 16"),
+    row("web-token-file-missing", *WEB, "--token-file", "{tmp}/web/missing", match="cannot read the token file"),
+    row("web-token-file-blank", *WEB, "--token-file", "{tmp}/web/blank-token", match="empty or holds whitespace"),
+    row("web-token-and-file", *WEB, "--token", "0123456789abcdef0", "--token-file", "{tmp}/web/token",
+        match="not both"),
+    row("serve-pipeline-parallel-0", "serve", "--pipeline-parallel-size", "0", match="pipeline-parallel-size"),
+    row("serve-data-parallel-0", "serve", "--data-parallel-size", "0", match="data-parallel-size"),
+    row("index-search-k-0", "index", "search", "{tmp}/index/nostore", "Paris", "-k", "0", match="-k must be at least 1"),
+    row("index-search-width-0", "index", "search", "{tmp}/index/nostore", "Paris", "--width", "0",
+        match="--width must be at least 1"),
+    row("index-info-truncated-faiss", "index", "info", "{tmp}/index/shortfaiss",
+        match=r"shortfaiss/dense/index\.faiss is corrupt or unreadable \(.*read error in the file"),
+    row("bench-retrieval-limit-0", "bench", "retrieval", "--index", "{tmp}/index/nostore", "--limit", "0",
+        match="--limit must be at least 1"),
+    row("bench-run-limit-0", *RUN, "--method", "direct", "--limit", "0", match="limit must be a positive number"),
+    row("bench-run-ray-actors-0", *RUN, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
+        match="--ray-actors must be an integer of at least 1"),
+    row("verify-ray-actors-0", *ONE, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
+        match="--ray-actors must be an integer of at least 1"),
+    row("check-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--concurrency", "0", match="at least 1"),
+    row("check-llm-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--llm-concurrency", "0", match="at least 1"),
+    row("check-ray-actors-0", *CHECK_BATCH, "-o", "{tmp}/out/c.jsonl", "--backend", "ray", "--ray-actors", "0",
+        match="--ray-actors must be an integer of at least 1"),
+]
+
+ROWS = TEXTS + CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
+    + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES
 
 
 # -- the world every row runs in ------------------------------------------------------------------------
@@ -487,9 +592,24 @@ def make_world(tmp: Path) -> None:
     write("out/binary.jsonl.manifest.json", json.dumps({"method": "direct", "params": {"roles": {}},
                                                         "label_space": "binary"}))
     write("out/notes.txt", "my notes\n")
+    write("texts/good.txt", "Paris is the capital of France. It lies on the Seine.\n")
+    write("texts/empty.txt", "")
+    write("texts/blank.txt", "  \n\n")
+    write("texts/binary.bin", b"\x7fELF\x02\x01\x00\x00")
+    write("texts/latin1.txt", b"Caf\xe9 de Flore is in Paris.\n")
+    write("texts/good.jsonl", '{"id": "t1", "text": "Paris is the capital of France."}\n')
+    write("texts/empty.jsonl", "")
+    write("texts/notext.jsonl", '{"id": "t1", "claim": "Paris is the capital of France."}\n')
+    write("texts/dups.jsonl", '{"id": "t1", "text": "Paris is in France."}\n{"id": "t1", "text": "Rome is in Italy."}\n')
+    write("out/checks.jsonl.parts/claims.jsonl.manifest.json", json.dumps({"method": "rag", "params": {"k": 5}}))
     write("index/notindex/readme.txt", "not an index\n")
     (tmp / "index/empty").mkdir(parents=True)
     write("index/badmanifest/manifest.json", "{oops")
+    write("index/foreign/manifest.json", '{"foo": 1}\n')  # issue 29's recipe: --overwrite must keep keep.txt
+    write("index/foreign/keep.txt", "precious\n")
+    write("index/future/manifest.json", json.dumps({"kind": "veracity-index", "format_version": 99}))
+    write("index/future/keep.txt", "precious\n")
+    write("index/.stranger.building/notes.txt", "not ours\n")
     manifest = json.dumps({"kind": "veracity-index", "version": 1, "passages": 3})
     write("index/nostore/manifest.json", manifest)
     write("index/corruptstore/manifest.json", manifest)
@@ -505,7 +625,24 @@ def make_world(tmp: Path) -> None:
     write("corpus/good.jsonl", '{"title": "Paris", "text": "Paris is the capital of France."}\n')
     write("corpus/empty.jsonl", "")
     write("corpus/notjson.jsonl", "Paris is the capital of France.\n")
+    write("corpus/wrong.tsv", "id\ttitle\ttext\n1\tParis\tParis is the capital of France.\n")
+    dump = write_wiki_dump(tmp / "corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=True)
+    write("corpus/enwiki-20190301-pages-articles.xml.bz2", dump.read_bytes()[:-20])  # cut short
+    write("corpus/enwiki-20190301-pages-articles-multistream-index.txt", "0:10:Zorbland\n40:11:Ottilie Marsh\n")
     (tmp / "weights/empty").mkdir(parents=True)
+    write("web/token", "0123456789abcdef0123\n")
+    write("web/blank-token", "   \n")
+    import faiss
+    import numpy as np
+
+    flat = faiss.IndexFlatIP(8)
+    flat.add(np.ones((50, 8), dtype=np.float32))
+    (tmp / "index/shortfaiss/dense").mkdir(parents=True)
+    faiss.write_index(flat, str(tmp / "index/shortfaiss/dense/index.faiss"))
+    whole = (tmp / "index/shortfaiss/dense/index.faiss").read_bytes()
+    (tmp / "index/shortfaiss/dense/index.faiss").write_bytes(whole[:len(whole) // 2])  # a copy cut short
+    write("index/shortfaiss/manifest.json", json.dumps({"kind": "veracity-index", "format_version": 1, "passages": 50,
+                                                        "dense": {"faiss_file": "dense/index.faiss", "ntotal": 50}}))
     for folder in ("home", "data", "cwd", "runs"):
         (tmp / folder).mkdir(exist_ok=True)
 
@@ -614,7 +751,7 @@ def test_the_matrix_covers_every_kind_of_input():
     """Each family of the issue's list has rows (the count is reported in BENCHMARKS.md's Reliability)."""
     families = {"claims files": CLAIMS_FILES, "output paths": OUTPUT_PATHS, "params": PARAMS,
                 "concurrency": CONCURRENCY, "index dirs": INDEX_DIRS, "endpoints": ENDPOINTS, "models": MODELS,
-                "datasets": DATASETS, "configs": CONFIGS, "index sources": INDEX_SOURCES}
+                "datasets": DATASETS, "configs": CONFIGS, "index sources": INDEX_SOURCES, "texts": TEXTS}
     assert all(rows for rows in families.values())
     ids = [p.id for p in ROWS]
     assert len(ids) == len(set(ids))
@@ -623,6 +760,36 @@ def test_the_matrix_covers_every_kind_of_input():
     from veracity.pipeline.methods import METHODS
 
     assert set(METHODS) <= methods
+
+
+def test_every_number_flag_of_every_command_has_a_bad_value_row():
+    """Issue 29 point 5: each integer / float option of each command is given one bad value by some row (the row
+    names the command and the flag), so a new number flag without a range check shows up here."""
+    import click
+
+    _register()
+    missing_rows = []
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk(sub, path + [name])
+            return
+        for param in command.params:
+            if not isinstance(param, click.Option) or not isinstance(param.type, (click.types.IntParamType,
+                                                                                   click.types.FloatParamType)):
+                continue
+            if param.name in NOT_RANGED.get(" ".join(path), ()):
+                continue
+            if not any(c.values[0].args[:len(path)] == path and set(param.opts) & set(c.values[0].args) for c in ROWS):
+                missing_rows.append(f"veracity {' '.join(path)} {param.opts[-1]}")
+
+    walk(cli, [])
+    assert not missing_rows, "number flags without a bad-value row: " + ", ".join(missing_rows)
+
+
+# number flags every value of which is valid (no row needed), with the reason
+NOT_RANGED = {"bench run": ("seed",), "bench throughput": ("seed",)}  # seeds of a Python random sample: any integer
 
 
 def test_debug_shows_the_traceback_then_the_one_line_error(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 
 from tests.fixtures.index import shared_data_dir
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+import veracity.pipeline.engine as engine_module
 from veracity.bench.run import (RunConfig, bench_run, compare_markdown, compare_rows, finalize, load_config,
                                 read_predictions)
 from veracity.config import Settings
@@ -133,18 +134,16 @@ def test_leakage_guard_refuses_a_newer_index_unless_allowed(tmp_path):
 
 def bench_run_with_index(cfg, out, searcher, tmp_path):
     cfg.index = None
-    import veracity.pipeline.api as api
 
-    real_open = api.open_index
-    api.open_index = lambda index, settings=None: searcher
+    real_open = engine_module.open_index
+    engine_module.open_index = lambda index, settings=None: searcher
     try:
         return bench_run(cfg, out, settings=settings(tmp_path), llm=rag_llm())
     finally:
-        api.open_index = real_open
+        engine_module.open_index = real_open
 
 
 def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
-    import veracity.pipeline.api as api
     from veracity.pipeline.methods.mermaid import Decomposition, ReactStep
 
     def executor(messages):  # search once, then finish
@@ -154,7 +153,7 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
 
     llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
                        "mermaid.executor": executor})
-    monkeypatch.setattr(api, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
+    monkeypatch.setattr(engine_module, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
     out = tmp_path / "run"
     metrics = bench_run(RunConfig(dataset="hover", method="mermaid", limit=2), out, settings=settings(tmp_path), llm=llm)
     assert metrics["n_predicted"] == 2

@@ -14,13 +14,13 @@ import click
 import pytest
 
 from tests.unit.scripted_llm import ScriptedLLM
+from veracity.pipeline.engine import Engine
 from veracity.bench.prom import (Histogram, Metrics, metrics_url, parse_prometheus, server_figures)
 from veracity.bench.throughput import (ThroughputConfig, bench_throughput, client_rows, parse_nvidia_smi,
                                        plan_level_sizes, render_markdown, server_rows)
 from veracity.cli._common import run_main
 from veracity.config import Settings
 from veracity.errors import ConfigError, DataError, EndpointError
-from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods.direct import DirectJudgement
 
 SAMPLE = Path(__file__).parent / "data" / "vllm_metrics_sample.txt"
@@ -541,7 +541,7 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     async def client(self, concurrency):
         yield llm
 
-    monkeypatch.setattr(Verifier, "_client", client)
+    monkeypatch.setattr(Engine, "_client", client)
     monkeypatch.setattr(tp, "_resolve_endpoint", lambda settings: ("http://127.0.0.1:9/v1", "scripted-llm"))
     claims = write_claims(tmp_path / "claims.jsonl", 20)
     out = tmp_path / "o"

@@ -127,6 +127,25 @@ async def test_client_error_is_not_retried():
     assert len(srv.bodies) == 1
 
 
+@pytest.mark.parametrize("status", [400, 422, 500])
+async def test_an_endpoint_rejecting_the_json_schema_form_is_one_line_not_five_retries(status):
+    # llama-cpp-python's own server answers the OpenAI json_schema form with HTTP 500 naming response_format
+    srv = FakeServer([(status, "1 validation error: response_format -> type: unexpected value 'json_schema'")] * 9)
+    async with client(srv, max_retries=5) as llm:
+        with pytest.raises(EndpointError) as err:
+            await llm.generate(MSG, Out, role="r")
+    assert len(srv.bodies) == 1  # asked once: asking again cannot help
+    assert "does not accept response_format json_schema" in str(err.value)
+    assert "still running" not in str(err.value) + err.value.hint and "llama.cpp" in err.value.hint
+
+
+async def test_a_500_that_does_not_name_the_schema_form_is_still_retried():
+    srv = FakeServer([(500, "internal error"), (200, GOOD)])
+    async with client(srv, max_retries=3) as llm:
+        await llm.generate(MSG, Out, role="r")
+    assert len(srv.bodies) == 2
+
+
 async def test_a_prompt_over_the_context_is_its_own_error_not_an_endpoint_failure():
     from veracity.errors import PromptTooLongError
 

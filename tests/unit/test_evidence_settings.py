@@ -13,6 +13,7 @@ import pytest
 
 from tests.fixtures.index import shared_data_dir
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+import veracity.pipeline.engine as engine_module
 from veracity.errors import ConfigError, DataError
 from veracity.indexes import GoldRetriever, Hit, NoEvidenceRetriever, Retriever
 from veracity.pipeline.api import Verifier
@@ -140,9 +141,8 @@ def test_run_claims_records_the_setting_and_refuses_to_mix_settings(tmp_path):
 
 
 def test_closed_book_verifier_opens_no_index_and_traces_every_search(tmp_path, monkeypatch):
-    import veracity.pipeline.api as api
 
-    monkeypatch.setattr(api, "open_index", lambda *a, **k: pytest.fail("the index must not be opened"))
+    monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("the index must not be opened"))
     v = Verifier(method="rag", llm=rag_llm(), evidence="none", state_dir=tmp_path)
     assert v.searcher is None and v.evidence == "none"
     verdict = v.verify("The Eiffel Tower is in Paris.")
@@ -253,12 +253,11 @@ def rag_llm(shown=None):
 
 @needs_data
 def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_setting(tmp_path, monkeypatch):
-    import veracity.pipeline.api as api
     from veracity.bench.datasets import load_dataset
     from veracity.bench.run import RunConfig, bench_run, compare_rows, read_predictions
     from veracity.config import Settings
 
-    monkeypatch.setattr(api, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
+    monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
     settings = Settings(home=tmp_path / "home", data_dir=DATA)
     cfg = RunConfig(dataset="hover", method="rag", limit=5, seed=2, evidence="gold", concurrency=2)
     out = tmp_path / "gold"

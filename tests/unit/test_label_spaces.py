@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage
+from veracity.pipeline.engine import Engine
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, label_space
 from veracity.pipeline.methods import METHODS
@@ -303,13 +304,12 @@ def test_runner_records_the_space_refuses_to_mix_and_forces_a_stray_nei(tmp_path
 def verify_cli(args, monkeypatch, capsys, llm):
     from veracity.cli._common import run_main
     from veracity.cli.verify import verify
-    from veracity.pipeline.api import Verifier
 
     @contextlib.asynccontextmanager
     async def client(self, concurrency):
         yield llm
 
-    monkeypatch.setattr(Verifier, "_client", client)
+    monkeypatch.setattr(Engine, "_client", client)
     monkeypatch.setattr(sys, "argv", ["veracity", "verify", *args])
     code = 0
     try:

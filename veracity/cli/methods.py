@@ -18,10 +18,11 @@ def method_record(name: str, with_schema: bool = True) -> dict:
     """One method as JSON: summary, roles (schema, budget, temperature, fallback), parameters, ablations."""
     from dataclasses import asdict
 
+    from veracity.check import STAGE
     from veracity.pipeline.methods import get_method
     from veracity.pipeline.params import param_infos
 
-    spec = get_method(name)
+    spec = STAGE if name == STAGE.name else get_method(name)  # the check stage's roles are listed too
     roles = []
     for role in spec.roles:
         r = role.describe()

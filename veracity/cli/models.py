@@ -8,6 +8,7 @@ import click
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, print_json
 from veracity.config import load_settings
 from veracity.models.prepare import load_prepared, prepare_model
@@ -149,6 +150,8 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> Non
       veracity models prepare llama-3.1-8b-instruct --from ~/weights/Llama-3.1-8B-Instruct
     """
     settings = load_settings()
+    interrupt.keep(f"{name} is not registered; files downloaded so far are kept in "
+                   f"{settings.home / 'downloads'}; run the same command again to resume")
     with _PrepareDisplay() as display:
         display.message(f"preparing {name}")
         entry = prepare_model(settings, name, source, force=force, verify=not no_verify,
@@ -159,6 +162,29 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> Non
         console.print(f"verification generation: {entry.verified!r}")
     if entry.timings:
         console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in entry.timings.items()))
+
+
+@models.command("default")
+@click.argument("name", required=False)
+def default(name: str | None) -> None:
+    """Show the default model, or make prepared model NAME the default.
+
+    Commands without --model use the default (kept in $VERACITY_HOME/defaults.json; $VERACITY_MODEL
+    overrides it). The first model prepared becomes the default.
+
+    \b
+    Examples:
+      veracity models default
+      veracity models default qwen2.5-coder-1.5b-instruct
+    """
+    from veracity.models.defaults import default_model, set_default_model
+
+    settings = load_settings()
+    if name is None:
+        console.print(default_model(settings))
+        return
+    set_default_model(settings, name)
+    console.print(f"default model: {name}")
 
 
 COMMANDS = [models]

@@ -1,4 +1,4 @@
-"""`veracity serve`: start, inspect and stop the local vLLM server."""
+"""`veracity serve`: start, inspect and stop the local model server (vLLM or llama.cpp)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from rich.table import Table
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ConfigError
-from veracity.models.prepare import resolve_model_path
+from veracity.models.defaults import default_engine, default_model
 from veracity.serving.server import (
     DEFAULT_PORT,
     ServerSpec,
-    cuda_available,
-    default_model_for_hardware,
     orphans,
     pid_alive,
     check_replica_ports,
@@ -27,6 +25,10 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 
 
 @click.command("serve")
+@click.option("--engine", "engine_name", type=click.Choice(["vllm", "llama.cpp"]), default=None,
+              help="Serving engine (default: the one set with `veracity engines default`, else vLLM on a GPU and "
+              "the measured CPU default). llama.cpp serves the model's GGUF as it is; install it with "
+              "`veracity engines install llama.cpp`.")
 @click.option("--model", "model", default=None, help="Registry name of a prepared model (default: CPU "
               "smollm2-135m-instruct, GPU qwen2.5-7b-instruct).")
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="Port to listen on.")
@@ -55,7 +57,7 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 @click.option("--stop", "do_stop", is_flag=True, help="Stop the managed server and exit.")
 @click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for start-up.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utilization, tensor_parallel_size,
+def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu_memory_utilization, tensor_parallel_size,
           pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs, replicas,
           detach, show_status, do_stop, timeout, as_json) -> None:
     """Start vLLM's OpenAI-compatible server on a prepared model and print its endpoint.
@@ -83,8 +85,11 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
         return
 
     # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
+    from veracity.serving.engines import get_engine
+
+    engine = get_engine(engine_name or default_engine(settings))
     spec = ServerSpec(
-        model=model or "", port=port, host=host, structured_backend=structured_backend,
+        model=model or "", engine=engine.name, port=port, host=host, structured_backend=structured_backend,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
@@ -97,13 +102,16 @@ def serve(model, port, host, structured_backend, max_model_len, gpu_memory_utili
         check_replica_ports(spec, replicas)  # out of range or taken: before anything starts
     if not timeout > 0:
         raise ConfigError(f"--timeout must be more than 0 seconds, got {timeout:g}", hint="e.g. --timeout 600")
-    if model:
-        resolve_model_path(settings, model)  # unknown or not prepared: one line naming what to do
-    on_gpu = cuda_available()
+    engine.installed(settings)  # missing: one line naming the install command, before anything starts
+    spec.model = model or default_model(settings)
+    engine.model_path(settings, spec.model)  # unknown or not prepared: one line naming what to do
+    on_gpu = engine.on_gpu()
     if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
         err_console.print("[yellow]note:[/] no GPU found: --tensor-parallel-size / --gpu-memory-utilization ignored")
-    spec.model = model or default_model_for_hardware()
-    what = f"{replicas} vLLM servers" if replicas > 1 else "vLLM"
+    if engine.name != "vllm" and (quantization or dtype or structured_backend != "xgrammar" or kv_cache_gib != 4.0):
+        err_console.print(f"[yellow]note:[/] {engine.label} serves the GGUF as it is: --quantization / --dtype / "
+                          "--structured-backend / --kv-cache-gib are vLLM's and ignored")
+    what = f"{replicas} {engine.label} servers" if replicas > 1 else engine.label
     with console.status(f"starting {what} ({spec.model}) — takes a minute or two on CPU") as status:
         states = start_replicas(settings, spec, replicas, timeout_s=timeout,
                                 progress=lambda line: status.update(f"starting {what} ({spec.model}): {line}"))
@@ -154,7 +162,7 @@ def _show_status(settings, as_json: bool) -> None:
     for state, status, left in rows:
         table = Table(show_header=False, title=(f"replica {state.replica} of {len(rows)}" if len(rows) > 1 else None))
         for k, v in [("status", status), ("endpoint", state.endpoint), ("model", state.model),
-                     ("pid", state.pid), ("vLLM", state.variant), ("log", state.log_path),
+                     ("pid", state.pid), ("engine", state.variant), ("log", state.log_path),
                      ("up for", f"{time.time() - state.started_at:.0f}s")] + (
                          [("devices", state.devices)] if state.devices else []):
             table.add_row(k, str(v))

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
@@ -177,10 +178,11 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
 
     space = label_space(labels)  # a bad name is one line, before anything else
     setting = evidence_setting(evidence)
-    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
-    if backend == "ray" and claim is not None:
+    # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked for
+    if str(backend or "").strip().lower() == "ray" and claim is not None:
         raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
                           hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
+    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
@@ -287,6 +289,8 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         elif not quiet:
             console.print(verdict_line(record, want), highlight=False, soft_wrap=True)
 
+    interrupt.keep(lambda: f"{written[0]} results written this run, {_lines(output_path)} in {output_path} in all; "
+                   "run the same command again to resume")
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
                                      on_result=on_result)
@@ -295,10 +299,6 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
         fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc))
         return
-    except KeyboardInterrupt:  # Ctrl-C: what was written stays; say how much, exit 130
-        err_console.print(f"interrupted: {written[0]} results written this run, {_lines(output_path)} in "
-                          f"{escape(str(output_path))} in all; run the same command again to resume", highlight=False)
-        raise SystemExit(130) from None
     for cid, why in stats.failed:
         err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
     if agree[1]:

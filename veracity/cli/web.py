@@ -20,9 +20,15 @@ from veracity.errors import ConfigError
 @click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the "
               "managed local server, started if needed).")
 @click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
-@click.option("--token", default=None, envvar="VERACITY_WEB_TOKEN",
-              help="Bearer token required on every route but /healthz ($VERACITY_WEB_TOKEN). Required when "
-              "binding a non-loopback address.")
+@click.option("--token", default=None,
+              help="Bearer token required on every route but /healthz: at least 16 characters, no whitespace. "
+              "Required when binding a non-loopback address. Visible to other users in `ps`: prefer "
+              "--token-file or $VERACITY_WEB_TOKEN.")
+@click.option("--token-file", type=click.Path(path_type=Path), default=None,
+              help="Read the bearer token from this file (its first line).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="Also accept requests whose Host header names NAME (repeatable; e.g. a reverse proxy's name). "
+              "By default only the address bound (and localhost on loopback) is accepted.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="Allow cross-origin requests from ORIGIN (repeatable; CORS is off by default).")
 @click.option("--max-checks", type=int, default=4, show_default=True,
@@ -33,27 +39,35 @@ from veracity.errors import ConfigError
 @click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
 @click.option("--concurrency", type=int, default=None,
               help="Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16).")
-def web(host, port, index, endpoint, model, token, cors_origins, max_checks, max_jobs, max_body_mb,
-        max_claim_chars, concurrency) -> None:
+def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, cors_origins, max_checks, max_jobs,
+        max_body_mb, max_claim_chars, concurrency) -> None:
     """Serve the page at / and the API under /v1/ (docs at /v1/docs).
 
     \b
     Examples:
       veracity web                                  # http://127.0.0.1:8080/
       veracity web --index ~/.veracity/indexes/demo --port 9000
-      veracity web --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      openssl rand -hex 16 > ~/.veracity/web-token && veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
     """
     from veracity.config import load_settings
     from veracity.pipeline.api import check_concurrency, open_index
     from veracity.pipeline.types import MAX_CLAIM_CHARS
     from veracity.web.app import WebConfig, _loopback, asgi
 
+    import os
+
+    from veracity.web.common import check_token
+
+    token = _token(token, token_file, os.environ.get("VERACITY_WEB_TOKEN"))
+    if token is not None:
+        check_token(token)
     if not _loopback(host) and not token:
         raise ConfigError(f"binding {host} exposes the app beyond this machine and needs a token",
                           hint="pass --token SECRET (clients send `Authorization: Bearer SECRET`), or bind 127.0.0.1")
-    for name, value in (("--max-checks", max_checks), ("--max-jobs", max_jobs), ("--port", port)):
+    for name, value in (("--max-checks", max_checks), ("--max-jobs", max_jobs)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}", hint=f"e.g. {name} 4")
+    check_port(port)
     if max_body_mb <= 0:
         raise ConfigError(f"--max-body-mb must be positive, got {max_body_mb}", hint="e.g. --max-body-mb 8")
     claim_cap = max_claim_chars if max_claim_chars is not None else MAX_CLAIM_CHARS
@@ -74,7 +88,7 @@ def web(host, port, index, endpoint, model, token, cors_origins, max_checks, max
 
     url, served = ensure_endpoint(settings, model)  # the managed server, started if needed, like verify
     config = WebConfig(home=settings.home, searcher=searcher, endpoint=url, model=served, token=token,
-                       cors_origins=tuple(cors_origins), max_body_bytes=int(max_body_mb * 1024 * 1024),
+                       cors_origins=tuple(cors_origins), host=host, allowed_hosts=tuple(allowed_hosts), max_body_bytes=int(max_body_mb * 1024 * 1024),
                        max_claim_chars=claim_cap, max_checks=max_checks, max_jobs=max_jobs,
                        job_concurrency=jobs_n, llm_concurrency=settings.llm_concurrency, settings=settings,
                        index_dir=str(getattr(searcher, "index_dir", "")) or None)
@@ -87,11 +101,36 @@ def web(host, port, index, endpoint, model, token, cors_origins, max_checks, max
                           "(the page asks for the token once)", highlight=False)
     import uvicorn
 
+    from veracity.cli import interrupt
+
+    interrupt.keep(f"the app stopped; its checks and jobs are kept in {settings.home / 'web'} and unfinished jobs "
+                   "resume when `veracity web` starts again")
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:
         if searcher is not None:
             searcher.close()
+
+
+def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
+    """The token from --token, --token-file or $VERACITY_WEB_TOKEN (one of them), or None."""
+    if given is not None and path is not None:
+        raise ConfigError("pass --token or --token-file, not both", hint="--token-file keeps it out of `ps`")
+    if path is None:
+        return given if given is not None else (env if env else None)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"cannot read the token file {path} ({why})",
+                          hint="write the token on the file's first line, e.g. openssl rand -hex 16 > FILE") from None
+    return lines[0].strip() if lines else ""
+
+
+def check_port(port: int, flag: str = "--port") -> None:
+    """A TCP port: 1 to 65535 (one line otherwise, before anything starts)."""
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"{flag} must be between 1 and 65535, got {port}", hint=f"e.g. {flag} 8080")
 
 
 def _check_port(host: str, port: int) -> None:

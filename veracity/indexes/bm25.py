@@ -3,10 +3,18 @@ BM25 retriever over it.
 
 The Lucene index in ``bm25/`` is a plain Anserini index (Porter stemming, stopwords removed, raw JSON
 stored), readable by pyserini directly: ``LuceneSearcher("DIR/bm25")``.
+
+A prebuilt Lucene index can serve instead (``index build psgs_w100.tsv --bm25-prebuilt DIR``, e.g. pyserini's
+``wikipedia-dpr-100w``). Its document ids are either our passage ids (``title#n``) or DPR's passage numbers:
+DPR passage ``k`` is row ``k - 1`` of the passage store built from the same ``psgs_w100.tsv`` (the DPR
+reader keeps every row, in order), so a hit on document ``k`` is the store's passage at row ``k - 1``.
+:func:`check_prebuilt` verifies that mapping on sampled rows when the index is built.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from pathlib import Path
 
@@ -16,21 +24,35 @@ from veracity.indexes.passages import Passage, split_passage_id
 from veracity.indexes.retriever import StoredPassagesRetriever, TitleFilter, filtered_top
 
 BM25_DIR = "bm25"
+_WORD = re.compile(r"\w+")  # comparing corpus text with a prebuilt index's stored documents
 MAX_QUERY_WORDS = 512  # Lucene's BooleanQuery allows 1024 clauses; long inputs (news articles) are cut
 
 
 class BM25Writer:
-    def __init__(self, path: Path, threads: int = 1):
+    """Feeds Lucene in batches of ``batch`` documents: one JNI call per batch, indexed by Anserini's pool of
+    ``threads`` threads while this process goes on reading."""
+
+    def __init__(self, path: Path, threads: int = 1, batch: int = 1024):
         ensure_jvm()
         from pyserini.index.lucene import LuceneIndexer
 
         path.mkdir(parents=True, exist_ok=True)
         self._indexer = LuceneIndexer(args=["-index", str(path), "-storeRaw"], threads=threads)
+        self._batch = batch
+        self._pending: list[str] = []
 
     def add(self, passage: Passage) -> None:
-        self._indexer.add_doc_dict({"id": passage.id, "contents": passage.indexed_text()})
+        self._pending.append(json.dumps({"id": passage.id, "contents": passage.indexed_text()}))
+        if len(self._pending) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._indexer.add_batch_raw(self._pending)
+            self._pending = []
 
     def close(self) -> None:
+        self.flush()
         self._indexer.close()
 
 
@@ -40,6 +62,7 @@ class BM25Index:
     def __init__(self, path: Path, k1: float = 0.9, b: float = 0.4):
         if not path.is_dir():
             raise IndexDirError(f"BM25 index {path} is missing", hint="rebuild with --overwrite, or use --mode dense")
+        self.path = path
         ensure_jvm()
         from pyserini.search.lucene import LuceneSearcher
 
@@ -51,6 +74,17 @@ class BM25Index:
                                 hint="rebuild the index with --overwrite") from None
         self.num_docs = int(self._searcher.num_docs)
         self._lock = threading.Lock()
+        self.docids = "passage-id"  # or "dpr-row": DPR passage numbers (a prebuilt wikipedia-dpr-100w)
+        if self.num_docs:
+            first = self._searcher.doc(0)
+            if first is not None and str(first.docid()).isdigit():
+                self.docids = "dpr-row"
+
+    def raw(self, docid: str) -> str | None:
+        """The stored raw document of ``docid`` (None when there is none)."""
+        with self._lock:
+            doc = self._searcher.doc(docid)
+            return None if doc is None else doc.raw()
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         words = query.split()
@@ -81,5 +115,41 @@ class BM25Retriever(StoredPassagesRetriever):
 
     def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
         """The top ``k`` ``(passage id, BM25 score)`` pairs whose titles ``keep`` lets through."""
-        return filtered_top(lambda d: self.index.search(query, d), lambda it: split_passage_id(it[0])[0],
+        return filtered_top(lambda d: self._hits(query, d), lambda it: split_passage_id(it[0])[0],
                             k, keep, self.store.count)
+
+    def _hits(self, query: str, depth: int) -> list[tuple[str, float]]:
+        hits = self.index.search(query, depth)
+        if self.index.docids != "dpr-row":
+            return hits
+        rows = self.store.by_rows([int(d) - 1 for d, _ in hits])
+        return [(rows[int(d) - 1][0], score) for d, score in hits if int(d) - 1 in rows]
+
+
+def _contents(raw: str) -> str:
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return raw
+    return str(doc.get("contents", raw)) if isinstance(doc, dict) else raw
+
+
+def check_prebuilt(index: BM25Index, store, samples: int = 5) -> str:
+    """Check that a prebuilt Lucene index holds the store's passages under ids we can map (see the module
+    docstring); returns its id scheme. Raises IndexDirError in one line otherwise."""
+    path = index.path
+    if index.num_docs != store.count:
+        raise IndexDirError(f"the prebuilt BM25 index {path} holds {index.num_docs:,} documents, the corpus "
+                            f"{store.count:,} passages", hint="build from the corpus the prebuilt index was made of "
+                            "(wikipedia-dpr-100w: DPR's psgs_w100.tsv), or drop --bm25-prebuilt")
+    n = store.count
+    rows = sorted({0, n - 1, *(i * (n - 1) // max(1, samples - 1) for i in range(samples))})
+    for row, (pid, _title, text) in sorted(store.by_rows(rows).items()):
+        docid = str(row + 1) if index.docids == "dpr-row" else pid
+        raw = index.raw(docid)
+        words = " ".join(_WORD.findall(text)[:8])
+        if raw is None or words not in " ".join(_WORD.findall(_contents(raw))):
+            raise IndexDirError(f"the prebuilt BM25 index {path} does not match the corpus: document {docid} is not "
+                                f"passage {pid!r} ({words[:60]!r}...)",
+                                hint="build from the same psgs_w100.tsv the index was made of, or drop --bm25-prebuilt")
+    return index.docids

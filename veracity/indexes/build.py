@@ -15,6 +15,7 @@ then embedding in shards (resumed where it stopped: run the same command again),
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -32,7 +33,9 @@ from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_en
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
 from veracity.indexes.passages import Chunking, chunk_article
-from veracity.indexes.readers import FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles, sha256_file
+from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
+from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
+                                      sha256_file, source_mtime, source_size)
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
@@ -60,12 +63,25 @@ class BuildOptions:
     overwrite: bool = False
     shard_size: int = 4096
     batch_size: int = 64
-    bm25_threads: int = 1
+    bm25_threads: int = field(default_factory=default_workers)  # Lucene indexing threads
+    workers: int = field(default_factory=default_workers)       # dump parser processes (stage 1)
+    cleaner: str = "fast"                                       # wikitext -> plain: fast | mwparser
+    multistream_index: Path | None = None                       # else found beside a *-multistream dump
+    bm25_prebuilt: Path | None = None                           # a Lucene index to use instead of building one
 
     def check(self) -> None:
         """Refuse options no build can use (one-line ConfigError), before any source is read."""
+        check_workers(self.workers)
+        if self.bm25_prebuilt is not None and not Path(self.bm25_prebuilt).is_dir():
+            raise ConfigError(f"--bm25-prebuilt {self.bm25_prebuilt} is not a directory",
+                              hint="pass the folder of a Lucene index (e.g. pyserini's wikipedia-dpr-100w, unpacked)")
+        if self.bm25_prebuilt is not None and not self.bm25:
+            raise ConfigError("--bm25-prebuilt and --no-bm25 contradict each other", hint="drop one of them")
+        check_workers(self.bm25_threads, "--bm25-threads")
+        if self.cleaner not in CLEANERS:
+            raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
         for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
-                                     ("--limit", self.limit, 1000), ("bm25_threads", self.bm25_threads, 1)):
+                                     ("--limit", self.limit, 1000)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
                                   hint=f"e.g. {flag} {example}" if flag.startswith("--") else f"e.g. {example}")
@@ -81,7 +97,8 @@ class BuildOptions:
         return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
                 "faiss_factory": self.faiss_factory if self.dense else None, "chunking": self.chunking.to_dict(),
                 "limit": self.limit, "on_error": self.on_error, "dump_date": self.dump_date,
-                "shard_size": self.shard_size}
+                "shard_size": self.shard_size, "cleaner": self.cleaner,
+                "bm25_prebuilt": str(Path(self.bm25_prebuilt).resolve()) if self.bm25_prebuilt else None}
 
 
 def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Source]:
@@ -96,6 +113,9 @@ def resolve_sources(specs: Iterable[str | Path], fmt: str = "auto") -> list[Sour
             out.append(Source(demo_archive(), "demo"))
             continue
         path = Path(spec).expanduser()
+        if path.is_dir() and fmt in ("auto", "hotpot-abstracts"):
+            out.append(Source(path.resolve(), detect_format(path) if fmt == "auto" else fmt))
+            continue
         if not path.is_file():
             raise CorpusError(f"corpus source {path} does not exist or is not a file",
                               hint="pass a Wikipedia dump (*.xml.bz2), a JSONL file, or `demo`")
@@ -110,7 +130,7 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
     JSON, or an empty one, is one CorpusError naming file:line before anything is loaded or written.
     With ``on_error="skip"`` bad lines are the build's to skip and count, so only emptiness is checked."""
     for source in sources:
-        if source.format not in ("jsonl", "hover", "fever"):
+        if source.format not in ("jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts"):
             continue
         info = SourceInfo(str(source.path), source.format)
         articles = read_articles(source.path, source.format, info, on_error=on_error)
@@ -124,6 +144,16 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
                               hint="check the file and --format (JSONL: one {title, text} object per line)")
 
 
+def check_dumps(sources: list[Source], multistream_index: Path | None = None) -> dict[Path, DumpPlan]:
+    """Check every Wikipedia dump cheaply before anything slow (truncated bz2, not MediaWiki, a multistream
+    index that does not match): the plan to read each, by path."""
+    dumps = [s for s in sources if s.format == "wiki-xml"]
+    if multistream_index is not None and len(dumps) != 1:
+        raise ConfigError(f"--multistream-index needs exactly one Wikipedia dump among the sources, got {len(dumps)}",
+                          hint="build one dump at a time, or drop --multistream-index")
+    return {s.path: check_dump(s.path, multistream_index) for s in dumps}
+
+
 def _check_date(value: str | None) -> None:
     if value is None:
         return
@@ -134,22 +164,56 @@ def _check_date(value: str | None) -> None:
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
+    """Refuse an ``--out`` that a build may not replace, before anything is read or written.
+
+    ``--overwrite`` replaces only a folder this project wrote: an index whose ``manifest.json`` says
+    ``kind: veracity-index`` with a ``format_version`` we know, or a half-built folder of ours (it holds
+    our ``build-state.json``). Any other non-empty folder is refused and left as it is (issue 29 point 2)."""
     if out.exists() and not out.is_dir():
         raise IndexDirError(f"output {out} exists and is not a directory", hint="pick another --out")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise IndexDirError(f"output directory {out} already exists", hint="pass --overwrite to replace it, "
                                 "or pick another --out")
-        if not (out / MANIFEST_FILE).exists():
-            raise IndexDirError(f"{out} is not empty and not an index: refusing to overwrite it",
-                                hint="pick another --out (only index directories are replaced)")
+        why = _not_ours(out)
+        if why:
+            raise IndexDirError(f"{out} is not an index veracity built ({why}): refusing to overwrite it",
+                                hint="pick another --out (--overwrite replaces only an index veracity built)")
+    work = build_dir_for(out)
+    if work.is_dir() and any(work.iterdir()) and _not_ours(work):
+        raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+                            hint="move it away, or pick another --out")
+
+
+def _not_ours(folder: Path) -> str | None:
+    """Why ``folder`` is not an index or a half-built folder of ours (None: it is one)."""
+    state = folder / STATE_FILE
+    if state.is_file():
+        try:
+            if isinstance(json.loads(state.read_text(encoding="utf-8")).get("key"), str):
+                return None
+        except (ValueError, OSError, AttributeError):
+            pass
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        return f"no {MANIFEST_FILE}"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return f"its {MANIFEST_FILE} is not readable JSON"
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        return f"its {MANIFEST_FILE} is not a veracity index manifest"
+    version = manifest.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MANIFEST_VERSION:
+        return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"
+    return None
 
 
 def _source_fingerprint(sources: list[Source]) -> list[dict]:
     out = []
     for s in sources:
-        st = s.path.stat()
-        out.append({"path": str(s.path), "format": s.format, "bytes": st.st_size, "mtime": int(st.st_mtime)})
+        out.append({"path": str(s.path), "format": s.format, "bytes": source_size(s.path),
+                    "mtime": source_mtime(s.path)})
     return out
 
 
@@ -168,6 +232,11 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     options.check()
     _prepare_out(out, options.overwrite)
     check_first_records(sources, options.on_error)  # a bad JSONL file fails before the encoder loads
+    plans = check_dumps(sources, options.multistream_index)  # a truncated or mismatched dump, likewise
+    if options.bm25_prebuilt is not None:  # a folder that is no Lucene index fails here, not after stage 1
+        from veracity.indexes.bm25 import BM25Index
+
+        BM25Index(Path(options.bm25_prebuilt).resolve()).close()
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense:
         import faiss
@@ -195,6 +264,9 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         else:
             log(f"resuming the partial build in {work}")
     elif work.exists():
+        if any(work.iterdir()) and _not_ours(work):  # only a folder of ours is cleared (a stranger's stays)
+            raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+                                hint="move it away, or pick another --out")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     state.setdefault("key", key)
@@ -210,7 +282,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
 
     # -- hashes (once; kept across resumes)
     if "sources" not in state:
-        total = sum(s.path.stat().st_size for s in sources)
+        total = sum(source_size(s.path) for s in sources)
         done = 0
         infos = []
         for s in sources:
@@ -218,7 +290,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                 nonlocal done
                 done += n
                 progress("hash", done, total)
-            info = SourceInfo(str(s.path), s.format, bytes=s.path.stat().st_size)
+            info = SourceInfo(str(s.path), s.format, bytes=source_size(s.path))
             info.sha256 = sha256_file(s.path, step)
             infos.append(info.to_dict())
         state["sources"] = infos
@@ -231,7 +303,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         log("rough estimate from the source size: " + format_estimate(rough))
         t0 = time.perf_counter()
         try:
-            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log)
+            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log, plans)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # nothing in stage 1 is worth resuming
             raise
@@ -240,6 +312,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         state["timings"]["read_bm25_s"] = round(dt, 2)
         state["timings"]["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
         state["n_passages"] = store_count
+        if options.bm25_prebuilt is not None:
+            state["bm25_docids"] = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
         state["passages_done"] = True
         save_state()
     n = state["n_passages"]
@@ -287,7 +361,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         "limit": options.limit,
         "passage_store": STORE_FILE,
         "bm25": {"dir": "bm25", "engine": "Lucene (pyserini/Anserini)", "analyzer": "default English (Porter, stopwords)",
-                 "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4"} if options.bm25 else None,
+                 "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4",
+                 **_prebuilt_info(options, state)} if options.bm25 else None,
         "dense": dense_info,
         "build": {"started": state["started"], "finished": finished.isoformat(timespec="seconds"),
                   "seconds": round((finished - started).total_seconds(), 2), **state["timings"]},
@@ -304,6 +379,25 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     return manifest
 
 
+def _check_prebuilt(path: Path, work: Path) -> str:
+    from veracity.indexes.bm25 import BM25Index, check_prebuilt
+
+    index, store = BM25Index(path), PassageStore(work / STORE_FILE)
+    try:
+        return check_prebuilt(index, store)
+    finally:
+        index.close()
+        store.close()
+
+
+def _prebuilt_info(options: BuildOptions, state: dict) -> dict:
+    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""
+    if options.bm25_prebuilt is None:
+        return {}
+    return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state["bm25_docids"],
+            "stored": "the prebuilt index's documents"}
+
+
 def _move_into_place(work: Path, out: Path) -> None:
     old = None
     if out.exists():
@@ -315,8 +409,12 @@ def _move_into_place(work: Path, out: Path) -> None:
 
 
 def _read_into(work: Path, sources: list[Source], infos: list[dict], options: BuildOptions,
-               progress: Progress, log: Callable[[str], None]) -> list[dict]:
-    """Stage 1 from scratch: passages.sqlite + bm25/. Returns the source infos with counts filled."""
+               progress: Progress, log: Callable[[str], None], plans: dict[Path, DumpPlan] | None = None
+               ) -> list[dict]:
+    """Stage 1 from scratch: passages.sqlite + bm25/. Returns the source infos with counts filled. Dumps are
+    parsed by ``options.workers`` processes; this process is the one writer, so ids follow source order."""
+    if plans is None:
+        plans = check_dumps(sources, options.multistream_index)
     for stale in (work / STORE_FILE, work / "bm25"):
         if stale.is_dir():
             shutil.rmtree(stale)
@@ -325,7 +423,7 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
     t0 = time.perf_counter()
     writer = PassageWriter(work / STORE_FILE)
     bm25 = None
-    if options.bm25:
+    if options.bm25 and options.bm25_prebuilt is None:
         from veracity.indexes.bm25 import BM25Writer
 
         bm25 = BM25Writer(work / "bm25", threads=options.bm25_threads)
@@ -336,23 +434,26 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
         for source, raw in zip(sources, infos, strict=True):
             info = SourceInfo(**raw)
             info.articles, info.skipped = 0, {}
-            for article in read_articles(source.path, source.format, info, on_error=options.on_error):
-                if limit is not None and writer.count >= limit:
-                    break
-                if writer.has_title(article.title):
-                    duplicates += 1
-                    info.skip("duplicate title")
-                    continue
-                passages = chunk_article(article, options.chunking)
-                if limit is not None:
-                    passages = passages[:limit - writer.count]
-                writer.add(passages)
-                if bm25 is not None:
-                    for p in passages:
-                        bm25.add(p)
-                if writer.count % 2000 < len(passages):
-                    writer.commit()
-                progress("passages", writer.count, limit)
+            articles = read_articles(source.path, source.format, info, on_error=options.on_error,
+                                     cleaner=options.cleaner, workers=options.workers, plan=plans.get(source.path))
+            with contextlib.closing(articles):  # stops the parser processes when --limit ends the read early
+                for article in articles:
+                    if limit is not None and writer.count >= limit:
+                        break
+                    if writer.has_title(article.title):
+                        duplicates += 1
+                        info.skip("duplicate title")
+                        continue
+                    passages = chunk_article(article, options.chunking)
+                    if limit is not None:
+                        passages = passages[:limit - writer.count]
+                    writer.add(passages)
+                    if bm25 is not None:
+                        for p in passages:
+                            bm25.add(p)
+                    if writer.count % 2000 < len(passages):
+                        writer.commit()
+                    progress("passages", writer.count, limit)
             if info.dump_date is None and options.dump_date:
                 info.dump_date, info.dump_date_from = options.dump_date, "user"
             out_infos.append(info.to_dict())
@@ -377,7 +478,7 @@ def _rough_passages(sources: list[Source], options: BuildOptions) -> int:
     """Passage count guessed from file sizes (about 700 bytes of text per 100 words; bz2 ~ 1:5)."""
     total = 0
     for s in sources:
-        size = s.path.stat().st_size
+        size = source_size(s.path)
         ratio = 5 if s.path.suffix in (".bz2", ".gz") else 1
         if s.format == "wiki-xml":
             ratio *= 0.6  # markup

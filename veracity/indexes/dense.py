@@ -173,21 +173,42 @@ def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file:
     return {"ntotal": int(index.ntotal), "trained_on": trained_on, "built_on_gpu": on_gpu}
 
 
-def load_faiss(path: Path, expected: int | None = None, *, nprobe: int = 32, ef_search: int = 128):
-    """Read a FAISS index (to the GPU when there is one); IndexDirError when missing, corrupt or short."""
+def _faiss_failure(exc: Exception, path: Path) -> str:
+    """FAISS's own words for a file it cannot read, without its C++ signature and the path told already;
+    shortened at a word, never in the middle of a path (issue 29)."""
+    first = (str(exc).splitlines() or [""])[0]
+    why = first.rsplit("Error: ", 1)[-1].replace(str(path), "the file").strip() or type(exc).__name__
+    if len(why) > 160:
+        why = why[:160].rsplit(" ", 1)[0] + " …"
+    return why
+
+
+def read_faiss(path: Path, expected: int | None = None, *, mmap: bool = False):
+    """Read a FAISS index file; IndexDirError when missing, corrupt, truncated or not ``expected`` vectors long.
+
+    ``mmap``: map the vectors instead of reading them (``index info`` checks a large index this way in a
+    moment; a truncated file is still noticed)."""
     import faiss
 
     if not path.exists():
         raise IndexDirError(f"FAISS index {path} is missing",
                             hint="rebuild the dense part (`veracity index build ... --overwrite`) or search --mode bm25")
     try:
-        index = faiss.read_index(str(path))
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP) if mmap else faiss.read_index(str(path))
     except RuntimeError as exc:
-        raise IndexDirError(f"FAISS index {path} is corrupt or unreadable ({str(exc).splitlines()[0][:120]})",
+        raise IndexDirError(f"FAISS index {path} is corrupt or unreadable ({_faiss_failure(exc, path)})",
                             hint="rebuild the index with --overwrite, or search --mode bm25") from None
     if expected is not None and index.ntotal != expected:
         raise IndexDirError(f"FAISS index {path} holds {index.ntotal} vectors, the manifest says {expected}",
                             hint="rebuild the index with --overwrite")
+    return index
+
+
+def load_faiss(path: Path, expected: int | None = None, *, nprobe: int = 32, ef_search: int = 128):
+    """Read a FAISS index (to the GPU when there is one); IndexDirError when missing, corrupt or short."""
+    import faiss
+
+    index = read_faiss(path, expected)
     try:
         ivf = faiss.extract_index_ivf(index)
         ivf.nprobe = nprobe

@@ -90,7 +90,11 @@ def ensure_jvm(max_heap: str | None = None) -> None:
             os.environ["JAVA_HOME"] = str(home)
             jnius_config.add_classpath(anserini_jar())
             opts = [o for o in jnius_config.get_options() if "jdk.incubator.vector" not in o]
-            opts += ["--enable-native-access=ALL-UNNAMED"]
+            # -Xrs: the JVM installs no handlers for SIGINT / SIGTERM / SIGHUP / SIGQUIT. Without it a Ctrl-C
+            # reached Java's handler, which ran System.exit and tore down the process's C++ statics under
+            # torch while it was still embedding: "unknown parameter type", "Invalid (backend, op) pair",
+            # SIGSEGV with an hs_err file (issue 29 point 1). With it Python gets the signal: KeyboardInterrupt.
+            opts += ["-Xrs", "--enable-native-access=ALL-UNNAMED"]
             if (java_version(home) or 0) >= 24:
                 opts.append("--sun-misc-unsafe-memory-access=allow")
             heap = max_heap or os.environ.get("VERACITY_JAVA_HEAP")

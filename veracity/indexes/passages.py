@@ -9,10 +9,12 @@ from veracity.errors import ConfigError
 
 @dataclass(frozen=True)
 class Article:
-    """One document from a corpus reader, before chunking."""
+    """One document from a corpus reader, before chunking. ``chunks``: passages the corpus already cut
+    (DPR's 100-word passages), kept as they are instead of being cut again."""
 
     title: str
     text: str
+    chunks: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ def split_passage_id(pid: str) -> tuple[str, int]:
 
 def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Passage]:
     """Cut one article into passages; deterministic, so ids are stable across builds."""
+    if article.chunks is not None:
+        return [Passage(passage_id(article.title, i), article.title, " ".join(c.split()))
+                for i, c in enumerate(article.chunks)]
     words = article.text.split()
     if not words:
         return []

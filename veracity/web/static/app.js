@@ -213,6 +213,7 @@ async function verify(event) {
 async function showCheck(checkId) {
   try {
     const record = await (await api("/v1/checks/" + encodeURIComponent(checkId))).json();
+    if (record.kind === "text") { location.replace("#text/" + checkId); return; }  // a whole text: the Text tab (text.js)
     $("#claim").value = record.claim;
     $("#result").hidden = false;
     showVerdict(record, checkId);
@@ -311,12 +312,17 @@ async function showArticle(title, pid) {
 }
 
 // -- routing ------------------------------------------------------------------------------------------
+// a fragment typed or pasted by hand may hold a lone "%": shown as it is instead of stopping the page
+function decoded(text) {
+  try { return decodeURIComponent(text); } catch (e) { return text; }
+}
+
 function route() {
-  const hash = decodeURIComponent(location.hash.slice(1) || "check");
+  const hash = decoded(location.hash.slice(1) || "check");
   let view = hash.split("/")[0];
-  if (!["check", "batch", "history", "article"].includes(view)) view = "check";
-  for (const name of ["check", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
-  for (const name of ["check", "batch", "history"]) {
+  if (!["check", "text", "batch", "history", "article"].includes(view)) view = "check";
+  for (const name of ["check", "text", "batch", "history", "article"]) $("#view-" + name).hidden = name !== view;
+  for (const name of ["check", "text", "batch", "history"]) {
     const tab = $("#tab-" + name);
     tab.setAttribute("aria-selected", String(name === view));
   }
@@ -327,7 +333,7 @@ function route() {
     const raw = location.hash.slice("#article/".length);
     const [t, q] = raw.split("?");
     const pid = new URLSearchParams(q || "").get("p");
-    showArticle(decodeURIComponent(t), pid);
+    showArticle(decoded(t), pid);
   }
 }
 

@@ -23,9 +23,11 @@ if dropping it leaves a non-SEARCH root, validation still rejects the plan).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, create_model
+
+from veracity.pipeline.types import Evidence
 
 NodeType = Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
 NODE_TYPES: tuple[str, ...] = ("SEARCH", "REFINE", "THINK", "JUDGE")
@@ -386,3 +388,23 @@ def count_types(nodes: Iterable[NodeSpec]) -> dict[str, int]:
     for n in nodes:
         counts[n.type] = counts.get(n.type, 0) + 1
     return counts
+
+
+# the run record of one node while the graph executes (method.py's GraphRun keeps one per node; the
+# roles render from it)
+@dataclass
+class NodeRun:
+    spec: NodeSpec
+    status: str = "pending"  # pending | running | done | failed | skipped | error
+    input: str = ""  # the input it ran on (after refinement)
+    output: str = ""
+    evidence: list[Evidence] = field(default_factory=list)  # own + propagated
+    shown: list[Evidence] = field(default_factory=list)  # the passages its prompt showed (evidence budget)
+    queries: list[str] = field(default_factory=list)  # SEARCH only: the queries searched
+    synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
+    finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
+    label: str | None = None  # JUDGE only
+    quotes: list[Any] | None = None  # JUDGE only, quotes=show|check: its quotes, located
+    grounding: str | None = None  # JUDGE only, quotes=show|check: grounded / ungrounded
+    insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain
+    origin: str = "initial"  # "initial" or "modification N"

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from veracity.errors import ConfigError, LLMOutputError
@@ -74,6 +74,7 @@ from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, quoting, ungro
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification.graph import (
+    NodeRun,
     NODE_TYPES,
     NodeSpec,
     count_types,
@@ -227,24 +228,6 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
 def _judge_label(reply: Any) -> str:
     """A JUDGE's label as a verdict label, for the quote check (Uncertain settles nothing)."""
     return {"Supports": Label.SUPPORTED, "Refutes": Label.REFUTED}.get(reply.label, Label.NOT_ENOUGH_INFO).value
-
-
-@dataclass
-class NodeRun:
-    spec: NodeSpec
-    status: str = "pending"  # pending | running | done | failed | skipped | error
-    input: str = ""  # the input it ran on (after refinement)
-    output: str = ""
-    evidence: list[Evidence] = field(default_factory=list)  # own + propagated
-    shown: list[Evidence] = field(default_factory=list)  # the passages its prompt showed (evidence budget)
-    queries: list[str] = field(default_factory=list)  # SEARCH only: the queries searched
-    synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
-    finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
-    label: str | None = None  # JUDGE only
-    quotes: list[Any] | None = None  # JUDGE only, quotes=show|check: its quotes, located
-    grounding: str | None = None  # JUDGE only, quotes=show|check: grounded / ungrounded
-    insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain
-    origin: str = "initial"  # "initial" or "modification N"
 
 
 def merge_evidence(lists: list[list[Evidence]]) -> list[Evidence]:

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from veracity.pipeline.grounding import PassageQuote
-from veracity.pipeline.methods.trification.graph import NODE_TYPES, VerificationPlan
+from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeRun, VerificationPlan
 from veracity.pipeline.roles import Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from veracity.pipeline.methods.trification.method import NodeRun
 
 Message = dict[str, str]
 

@@ -1,0 +1,336 @@
+"""`veracity check` against human labels (issue 32 point 5): decomposition on Factcheck-GPT's annotated
+responses, response- and claim-level verdicts on Factbench.
+
+    # decomposition: claims per sentence, gold-claim coverage, check-worthiness accuracy
+    python benchmarks/check_eval.py decomposition --n 40 --seed 1 --endpoint http://127.0.0.1:8000/v1 \
+        --out runs/check-eval/decomposition.json
+    # response level (FacTool-QA, FELM-wk, Factcheck-GPT in Factbench.jsonl) and claim level with gold claims
+    python benchmarks/check_eval.py response --n 40 --seed 1 --method rag --index ~/.veracity/indexes/wiki \
+        --endpoint http://127.0.0.1:8000/v1 --out runs/check-eval/response.json
+
+Samples: ``--n`` items drawn with ``random.Random(seed).sample`` from the file's items in file order (for
+``response``: from the sources named by ``--sources``, responses whose label is true or false), drawn after
+the code is frozen; every figure carries its sample size and a seeded percentile-bootstrap 95 % interval
+(1,000 resamples of the items).
+
+decomposition (``factcheck_bench/factcheck-GPT-benchmark.jsonl``: each response's sentences with the
+annotators' decontextualised claims and their check-worthiness):
+
+- The extractor is given the *gold* sentences (with the whole response as context), so decomposition is
+  measured apart from sentence splitting; how many gold sentences the splitter reproduces exactly is
+  reported on its own (``splitter_exact``).
+- claims per sentence: extracted vs the annotators' (means over the sample's sentences).
+- coverage: the share of gold claims that some extracted claim of the same sentence matches. Matching
+  rule: cosine similarity of the two claims' all-MiniLM-L6-v2 embeddings >= ``--match-threshold`` (0.75),
+  each extracted claim matching at most one gold claim (greedy, most similar pair first). Precision (the
+  share of extracted claims matching a gold one) is reported beside it.
+- check-worthiness: ``check.worthiness`` on each *gold* claim, against the annotators' category
+  (factual / opinion / not_a_claim): accuracy and the confusion counts.
+
+response (``factcheck_bench/Factbench.jsonl``):
+
+- response level: ``veracity check`` on the response; predicted "contains a false claim" when any claim is
+  REFUTED; gold: ``response_label`` false. Macro-F1 of the two classes (and accuracy).
+- claim level with the gold claims given (the extraction left out, so verification errors are seen apart
+  from extraction errors): each gold claim verified with the method; SUPPORTED vs REFUTED against the
+  claim label (true / false; claims labelled otherwise are left out). NOT_ENOUGH_INFO counts as a wrong
+  answer; ``--labels binary`` makes the method decide. Macro-F1 and accuracy.
+
+The papers' own figures (named as theirs) go beside these in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "factcheck_bench"
+SOURCES = ("factool-qa", "felm-wk", "factcheckgpt")
+Matcher = Callable[[list[str], list[str]], list[list[float]]]  # similarities, gold x extracted
+
+
+# -- samples ---------------------------------------------------------------------------------------------
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def sample(items: list[Any], n: int | None, seed: int) -> list[Any]:
+    """``n`` items drawn with a seeded generator (all, in file order, when n is None or larger)."""
+    if n is None or n >= len(items):
+        return list(items)
+    idx = sorted(random.Random(seed).sample(range(len(items)), n))
+    return [items[i] for i in idx]
+
+
+def decomposition_items(path: Path, n: int | None, seed: int) -> list[dict[str, Any]]:
+    """Factcheck-GPT responses: ``{id, text, sentences: [{text, claims, categories}]}``."""
+    out = []
+    for i, row in enumerate(read_jsonl(path)):
+        sentences = [{"text": s["text"], "claims": list(s.get("claims") or []),
+                      "categories": list(s.get("claim_checkworthiness") or [])}
+                     for _, s in sorted(row["sentences"].items(), key=lambda kv: int(kv[0].removeprefix("sentence")))]
+        out.append({"id": f"fcgpt-{i}", "text": row["response"], "sentences": sentences})
+    return sample(out, n, seed)
+
+
+def response_items(path: Path, n: int | None, seed: int, sources: Sequence[str] = SOURCES) -> list[dict[str, Any]]:
+    """Factbench responses of ``sources`` with a true/false response label: ``{id, text, false, claims:
+    [{text, label}]}``."""
+    out = []
+    for i, row in enumerate(read_jsonl(path)):
+        if row.get("source") not in sources or not isinstance(row.get("response_label"), bool):
+            continue
+        claims = [{"text": c, "label": lab} for c, lab in zip(row.get("claims") or [], row.get("claim_labels") or [],
+                                                               strict=False)]
+        out.append({"id": f"{row['source']}-{i}", "source": row["source"], "text": row["response"],
+                    "false": row["response_label"] is False, "claims": claims})
+    return sample(out, n, seed)
+
+
+# -- statistics ------------------------------------------------------------------------------------------
+def bootstrap(items: list[Any], stat: Callable[[list[Any]], float | None], *, seed: int = 0,
+              resamples: int = 1000, level: float = 0.95) -> list[float] | None:
+    """Percentile bootstrap interval of ``stat`` over ``items`` (resampled with replacement, seeded)."""
+    if not items:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        v = stat([items[rng.randrange(len(items))] for _ in items])
+        if v is not None:
+            values.append(v)
+    if not values:
+        return None
+    values.sort()
+    lo = values[int((1 - level) / 2 * (len(values) - 1))]
+    hi = values[int((1 + level) / 2 * (len(values) - 1))]
+    return [lo, hi]
+
+
+def macro_f1(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Macro-F1 of two classes over (gold, predicted) pairs; None when there are none."""
+    if not pairs:
+        return None
+    f1s = []
+    for cls in (True, False):
+        tp = sum(1 for g, p in pairs if g == cls and p == cls)
+        fp = sum(1 for g, p in pairs if g != cls and p == cls)
+        fn = sum(1 for g, p in pairs if g == cls and p != cls)
+        f1s.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+    return sum(f1s) / 2
+
+
+def accuracy(pairs: list[tuple[Any, Any]]) -> float | None:
+    return sum(1 for g, p in pairs if g == p) / len(pairs) if pairs else None
+
+
+def greedy_matches(sim: list[list[float]], threshold: float) -> list[tuple[int, int]]:
+    """(gold, extracted) pairs, most similar first, each side used once, similarity >= threshold."""
+    cells = sorted(((s, g, e) for g, row in enumerate(sim) for e, s in enumerate(row) if s >= threshold), reverse=True)
+    used_g: set[int] = set()
+    used_e: set[int] = set()
+    out = []
+    for _, g, e in cells:
+        if g not in used_g and e not in used_e:
+            used_g.add(g)
+            used_e.add(e)
+            out.append((g, e))
+    return out
+
+
+def embedding_matcher() -> Matcher:
+    """Cosine similarities of all-MiniLM-L6-v2 embeddings (the matching rule of the module docstring)."""
+    from veracity.models.encoders import load_encoder
+
+    enc = load_encoder()
+
+    def sim(gold: list[str], extracted: list[str]) -> list[list[float]]:
+        if not gold or not extracted:
+            return [[] for _ in gold]
+        a, b = enc.encode(gold), enc.encode(extracted)
+        return (a @ b.T).tolist()
+
+    return sim
+
+
+# -- decomposition ---------------------------------------------------------------------------------------
+async def decompose_item(item: dict[str, Any], llm: Any, params: Any) -> dict[str, Any]:
+    """Extract claims from each gold sentence (the response as context) and classify each gold claim."""
+    from veracity.check.extract import sentences_of
+    from veracity.check.roles import EXTRACTOR, WORTHINESS
+    from veracity.pipeline.methods.base import MethodContext
+    from veracity.pipeline.types import Trace
+
+    trace = Trace()
+    ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params, seed=getattr(llm, "seed", None),  # type: ignore[arg-type]
+                        claim_id=item["id"])
+
+    async def one(s: dict[str, Any]) -> dict[str, Any]:
+        out = await EXTRACTOR(ctx, text=item["text"], sentence=s["text"])
+        cats = [(await WORTHINESS(ctx, claim=c)).category for c in s["claims"]]
+        return {"extracted": [c for c in out.claims if c.strip()], "predicted_categories": cats}
+
+    results = await asyncio.gather(*(one(s) for s in item["sentences"]))
+    split = {s.text for s in sentences_of(item["text"])}
+    return {"id": item["id"], "sentences": [{**s, **r} for s, r in zip(item["sentences"], results, strict=True)],
+            "splitter_exact": sum(1 for s in item["sentences"] if s["text"].strip() in split),
+            "fallbacks": sum(1 for e in trace.events if e["kind"].startswith("check."))}
+
+
+def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold: float, seed: int) -> dict[str, Any]:
+    per_item = []
+    for row in rows:
+        gold_n = ext_n = matched = 0
+        wpairs = []
+        for s in row["sentences"]:
+            sim = matcher(s["claims"], s["extracted"])
+            m = greedy_matches(sim, threshold)
+            gold_n += len(s["claims"])
+            ext_n += len(s["extracted"])
+            matched += len(m)
+            wpairs += list(zip(s["categories"], s["predicted_categories"], strict=False))
+        per_item.append({"sentences": len(row["sentences"]), "gold": gold_n, "extracted": ext_n, "matched": matched,
+                         "worthiness": wpairs, "splitter_exact": row["splitter_exact"], "fallbacks": row["fallbacks"]})
+
+    def ratio(num: str, den: str) -> Callable[[list[dict]], float | None]:
+        return lambda xs: (sum(x[num] for x in xs) / sum(x[den] for x in xs)) if sum(x[den] for x in xs) else None
+
+    def wacc(xs: list[dict]) -> float | None:
+        return accuracy([p for x in xs for p in x["worthiness"]])
+
+    stats = {"claims_per_sentence_extracted": ratio("extracted", "sentences"),
+             "claims_per_sentence_gold": ratio("gold", "sentences"),
+             "coverage": ratio("matched", "gold"), "precision": ratio("matched", "extracted"),
+             "worthiness_accuracy": wacc, "splitter_exact": ratio("splitter_exact", "sentences")}
+    out: dict[str, Any] = {"n_responses": len(per_item), "n_sentences": sum(x["sentences"] for x in per_item),
+                           "n_gold_claims": sum(x["gold"] for x in per_item),
+                           "n_extracted_claims": sum(x["extracted"] for x in per_item),
+                           "extraction_fallbacks": sum(x["fallbacks"] for x in per_item),
+                           "matching_rule": f"all-MiniLM-L6-v2 cosine >= {threshold}, greedy one-to-one per sentence"}
+    for name, fn in stats.items():
+        out[name] = {"value": fn(per_item), "ci95": bootstrap(per_item, fn, seed=seed)}
+    confusion: dict[str, dict[str, int]] = {}
+    for x in per_item:
+        for g, p in x["worthiness"]:
+            confusion.setdefault(g, {}).setdefault(p, 0)
+            confusion[g][p] += 1
+    out["worthiness_confusion"] = confusion
+    return out
+
+
+# -- response and claim level -----------------------------------------------------------------------------
+async def response_item(item: dict[str, Any], cv: Any, params: Any) -> dict[str, Any]:
+    from veracity.check.run import check_text
+    from veracity.pipeline.types import Claim
+
+    rec = await check_text(item["text"], cv, tid=item["id"], params=params)
+    predicted_false = rec["summary"]["counts"]["REFUTED"] > 0
+    gold_claims = [Claim(id=f"{item['id']}#g{j}", text=c["text"]) for j, c in enumerate(item["claims"], 1)
+                   if isinstance(c["label"], bool)]
+    async with cv.client() as llm:
+        verdicts = await cv.verify_claims(gold_claims, llm)
+    claim_pairs = []
+    for c, gold in zip(gold_claims, [c["label"] for c in item["claims"] if isinstance(c["label"], bool)], strict=True):
+        said = {"SUPPORTED": True, "REFUTED": False}.get(verdicts[c.id].get("label"))
+        claim_pairs.append((gold, (not gold) if said is None else said))  # undecided or failed: wrong
+    return {"id": item["id"], "source": item["source"], "gold_false": item["false"], "predicted_false": predicted_false,
+            "claim_pairs": claim_pairs, "summary": rec["summary"]}
+
+
+def score_response(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    def resp_f1(xs):
+        return macro_f1([(x["gold_false"], x["predicted_false"]) for x in xs])
+
+    def resp_acc(xs):
+        return accuracy([(x["gold_false"], x["predicted_false"]) for x in xs])
+
+    def claim_f1(xs):
+        return macro_f1([tuple(p) for x in xs for p in x["claim_pairs"]])
+
+    def claim_acc(xs):
+        return accuracy([tuple(p) for x in xs for p in x["claim_pairs"]])
+
+    out: dict[str, Any] = {"n_responses": len(rows), "n_gold_claims": sum(len(x["claim_pairs"]) for x in rows),
+                           "by_source": {s: sum(1 for x in rows if x["source"] == s) for s in SOURCES},
+                           "claim_rule": "NOT_ENOUGH_INFO or a failed claim counts as a wrong answer"}
+    for name, fn in (("response_macro_f1", resp_f1), ("response_accuracy", resp_acc),
+                     ("claim_macro_f1_gold_claims", claim_f1), ("claim_accuracy_gold_claims", claim_acc)):
+        out[name] = {"value": fn(rows), "ci95": bootstrap(rows, fn, seed=seed)}
+    return out
+
+
+# -- command line -----------------------------------------------------------------------------------------
+def _claim_verifier(args: argparse.Namespace, method: str) -> Any:
+    from veracity.check.engine import ClaimVerifier
+
+    return ClaimVerifier.build(method=method, index=args.index, endpoint=args.endpoint, model=args.model,
+                               labels=args.labels, evidence=args.evidence, concurrency=args.concurrency)
+
+
+async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None = None) -> dict[str, Any]:
+    from veracity.check import STAGE
+
+    params = STAGE.make_params({})
+    t0 = time.time()
+    if args.task == "decomposition":
+        items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n, args.seed)
+        cv = cv or _claim_verifier(args, "direct")  # only its client is used: no claim is verified here
+        rows = []
+        async with cv.client() as llm:
+            for item in items:
+                rows.append(await decompose_item(item, llm, params))
+                print(f"{item['id']}: {sum(len(s['extracted']) for s in rows[-1]['sentences'])} claims", file=sys.stderr)
+        result = score_decomposition(rows, matcher or embedding_matcher(), args.match_threshold, args.seed)
+    else:
+        items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed, args.sources.split(","))
+        cv = cv or _claim_verifier(args, args.method)
+        rows = []
+        for item in items:
+            rows.append(await response_item(item, cv, params))
+            print(f"{item['id']}: predicted false={rows[-1]['predicted_false']} gold false={item['false']}",
+                  file=sys.stderr)
+        result = score_response(rows, args.seed)
+    result.update(task=args.task, seed=args.seed, n_requested=args.n, elapsed_s=round(time.time() - t0, 1),
+                  items=[r["id"] for r in rows])
+    return result
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("task", choices=("decomposition", "response"))
+    p.add_argument("--n", type=int, default=None, help="items in the seeded sample (default: all)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", default=None, help="the dataset file (default: ../shared/data/factcheck_bench/...)")
+    p.add_argument("--sources", default=",".join(SOURCES), help="response: Factbench sources to sample from")
+    p.add_argument("--method", default="rag")
+    p.add_argument("--index", default=None)
+    p.add_argument("--endpoint", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--labels", default="3way")
+    p.add_argument("--evidence", default="open")
+    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--match-threshold", type=float, default=0.75)
+    p.add_argument("--out", default=None, help="write the result JSON here (else stdout)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    result = asyncio.run(run(args))
+    text = json.dumps(result, indent=1)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""benchmarks/check_eval.py on a tiny seeded sample of the real files, with the scripted LLM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.unit.scripted_llm import ScriptedLLM
+from veracity.check.engine import ClaimVerifier
+from veracity.pipeline.api import Verifier
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data" / "factcheck_bench"
+spec = importlib.util.spec_from_file_location("check_eval", ROOT / "benchmarks" / "check_eval.py")
+check_eval = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check_eval)
+
+
+def needs_data():
+    if not (DATA / "Factbench.jsonl").exists():
+        pytest.skip("../shared/data/factcheck_bench not here")
+
+
+def exact(gold, extracted):
+    return [[1.0 if g == e else 0.0 for e in extracted] for g in gold]
+
+
+def args(task, **kw):
+    ns = check_eval.parser().parse_args([task, "--n", "3", "--seed", "7"])
+    for k, v in kw.items():
+        setattr(ns, k, v)
+    return ns
+
+
+def test_samples_are_seeded_and_stable():
+    needs_data()
+    a = check_eval.decomposition_items(DATA / "factcheck-GPT-benchmark.jsonl", 5, seed=3)
+    b = check_eval.decomposition_items(DATA / "factcheck-GPT-benchmark.jsonl", 5, seed=3)
+    c = check_eval.decomposition_items(DATA / "factcheck-GPT-benchmark.jsonl", 5, seed=4)
+    assert [x["id"] for x in a] == [x["id"] for x in b] != [x["id"] for x in c]
+    r = check_eval.response_items(DATA / "Factbench.jsonl", None, seed=0)
+    assert {x["source"] for x in r} == set(check_eval.SOURCES)
+    assert len(r) == 50 + 184 + 92  # factcheckgpt's two NA responses are left out
+
+
+def test_decomposition_scores_coverage_and_worthiness(tmp_path):
+    needs_data()
+    items = check_eval.decomposition_items(DATA / "factcheck-GPT-benchmark.jsonl", 3, seed=7)
+    gold = {s["text"]: s["claims"] for it in items for s in it["sentences"]}
+    sentence = lambda m: m[-1]["content"].split("Sentence to split:\n", 1)[1]  # noqa: E731
+    # the extractor returns the gold claims of every sentence but drops the last one: coverage < 1
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": gold[sentence(m)][:-1] or ["x"]},
+                       "check.worthiness": lambda m: {"category": "factual"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    res = asyncio.run(check_eval.run(args("decomposition"), cv=cv, matcher=exact))
+    n_gold = sum(len(c) for c in gold.values())
+    dropped = sum(1 for c in gold.values() if c)
+    assert res["n_gold_claims"] == n_gold
+    assert res["coverage"]["value"] == pytest.approx((n_gold - dropped) / n_gold)
+    lo, hi = res["coverage"]["ci95"]
+    assert lo <= res["coverage"]["value"] <= hi
+    cats = [c for it in items for s in it["sentences"] for c in s["categories"]]
+    assert res["worthiness_accuracy"]["value"] == pytest.approx(cats.count("factual") / len(cats))
+    assert 0 < res["splitter_exact"]["value"] <= 1
+
+
+def test_response_and_claim_level_macro_f1(tmp_path):
+    needs_data()
+    items = check_eval.response_items(DATA / "Factbench.jsonl", 3, seed=7)
+    truth = {c["text"]: c["label"] for it in items for c in it["claims"]}
+    claim = lambda m: m[-1]["content"].split("Claim: ", 1)[1]  # noqa: E731
+    # a perfect judge on the gold claims; the extractor returns each sentence as its one claim
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[-1]["content"].split("Sentence to split:\n", 1)[1]]},
+                       "check.worthiness": lambda m: {"category": "factual"},
+                       "direct.judge": lambda m: {"explanation": "x",
+                                                  "label": "SUPPORTED" if truth.get(claim(m), True) else "REFUTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    res = asyncio.run(check_eval.run(args("response"), cv=cv))
+    assert res["claim_macro_f1_gold_claims"]["value"] == pytest.approx(
+        check_eval.macro_f1([(v, v) for v in truth.values() if isinstance(v, bool)]))
+    # the sentences are no gold claims, so the judge supports them: no response is predicted false
+    golds = [it["false"] for it in items]
+    assert res["response_accuracy"]["value"] == pytest.approx(golds.count(False) / len(golds))
+
+
+def test_greedy_matching_is_one_to_one():
+    assert check_eval.greedy_matches([[0.9, 0.8], [0.85, 0.1]], 0.5) == [(0, 0)]
+    assert check_eval.greedy_matches([[0.9, 0.8], [0.85, 0.6]], 0.5) == [(0, 0), (1, 1)]
+    assert check_eval.macro_f1([(True, True), (False, False)]) == 1.0
+    assert check_eval.bootstrap([], lambda xs: 1.0) is None
+
+
+def test_the_parser_names_both_tasks():
+    assert isinstance(check_eval.parser().parse_args(["response"]), argparse.Namespace)

@@ -1,0 +1,174 @@
+"""The llama.cpp engine without starting llama-server: argv from the hardware, the GGUF it serves, its
+install route's CPU-feature probe, and the defaults that follow the user."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from veracity.config import Settings
+from veracity.errors import ConfigError, ModelError, ServerError
+from veracity.models import defaults, prepare
+from veracity.models.registry import CPU_DEFAULT, MODELS
+from veracity.serving import hardware
+from veracity.serving.engines import ENGINES, get_engine
+from veracity.serving.engines import llamacpp_install as inst
+from veracity.serving.engines.llamacpp import BIND_VAR, LLAMA_CPP, slots_and_threads
+from veracity.serving.replicas import device_groups
+from veracity.serving.spec import ServerSpec
+
+
+def _flag(cmd: list[str], name: str) -> str:
+    return cmd[cmd.index(name) + 1]
+
+
+def test_both_engines_are_one_interface():
+    assert set(ENGINES) == {"vllm", "llama.cpp"}
+    for engine in ENGINES.values():
+        for method in ("installed", "on_gpu", "model_path", "command", "env", "bind_cpus"):
+            assert callable(getattr(engine, method))
+    with pytest.raises(ConfigError, match="unknown engine"):
+        get_engine("ollama")
+    with pytest.raises(ConfigError, match="unknown engine"):
+        ServerSpec(model="m", engine="tgi").validate()
+
+
+def test_slots_and_threads_follow_the_cores():
+    assert slots_and_threads(ServerSpec(model="m"), 2) == (4, 2)
+    assert slots_and_threads(ServerSpec(model="m"), 16) == (32, 16)
+    assert slots_and_threads(ServerSpec(model="m", max_num_seqs=3), 16) == (3, 16)
+
+
+def test_the_argv_serves_the_gguf_under_the_model_name(tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware, "usable_cpus", lambda: [0, 1])
+    settings = Settings(home=tmp_path)
+    spec = ServerSpec(model="qwen2.5-coder-1.5b-instruct", engine="llama.cpp", port=8123)
+    cmd = LLAMA_CPP.command(settings, spec, tmp_path / "m.gguf", on_gpu=False)
+    assert _flag(cmd, "--model") == str(tmp_path / "m.gguf")
+    assert _flag(cmd, "--alias") == spec.model  # /v1/models answers the registry name, as vLLM does
+    assert _flag(cmd, "--port") == "8123" and _flag(cmd, "--host") == "127.0.0.1"
+    assert _flag(cmd, "--threads") == "2" and _flag(cmd, "--parallel") == "4"
+    # every slot gets the registry's CPU context cap
+    assert int(_flag(cmd, "--ctx-size")) == 4 * MODELS[spec.model].cpu_max_model_len
+    one = device_groups(2, spec, on_gpu=False, cpus=[0, 1, 2, 3], engine=LLAMA_CPP)
+    assert one == [{BIND_VAR: "0,1"}, {BIND_VAR: "2,3"}]
+    bound = LLAMA_CPP.command(settings, spec, tmp_path / "m.gguf", on_gpu=False, bind=one[1])
+    assert _flag(bound, "--threads") == "2"
+
+
+def test_a_missing_binary_is_one_line_naming_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ServerError, match="not installed") as err:
+        LLAMA_CPP.installed(Settings(home=tmp_path))
+    assert "veracity engines install llama.cpp" in err.value.hint
+
+
+def test_a_binary_that_does_not_run_is_one_line(tmp_path, monkeypatch):
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho 'Illegal instruction' >&2\nexit 132\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(fake))
+    with pytest.raises(ServerError, match="--version failed: Illegal instruction") as err:
+        LLAMA_CPP.installed(Settings(home=tmp_path))
+    assert "--force" in err.value.hint
+    fake.write_text("#!/bin/sh\necho 'version: 7777 (build 1, commit abc)' >&2\n")
+    assert LLAMA_CPP.installed(Settings(home=tmp_path)) == "llama-server 7777 (build 1, commit abc)"
+
+
+def test_the_gguf_of_a_prepared_or_kept_model(tmp_path):
+    settings = Settings(home=tmp_path)
+    with pytest.raises(ModelError, match="not prepared") as err:
+        prepare.resolve_gguf(settings, CPU_DEFAULT)
+    assert f"models prepare {CPU_DEFAULT}" in err.value.hint
+    kept = prepare.kept_gguf(settings, MODELS[CPU_DEFAULT])
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"GGUF")
+    assert prepare.resolve_gguf(settings, CPU_DEFAULT) == kept
+    given = tmp_path / "own.gguf"
+    given.write_bytes(b"GGUF")
+    assert prepare.resolve_gguf(settings, str(given)) == given
+    with pytest.raises(ModelError, match="unknown model"):
+        prepare.resolve_gguf(settings, "no-such-model")
+    no_gguf = next(n for n, i in MODELS.items() if not i.cpu_default and i.gguf is None)
+    with pytest.raises(ModelError, match="not published as a GGUF") as err:
+        prepare.resolve_gguf(settings, no_gguf)
+    assert "--engine vllm" in err.value.hint
+
+
+def test_a_removed_split_gguf_is_joined_again_from_the_cached_wheels(tmp_path, monkeypatch):
+    from tests.unit.test_models_chunked import register, write_wheels  # the chunked tests' stand-in wheels
+
+    settings = Settings(home=tmp_path / "home")
+    blob = bytes(range(256)) * 400
+    info = register(monkeypatch, write_wheels(tmp_path / "index", blob, 3))
+    kept = prepare.kept_gguf(settings, info)
+    with pytest.raises(ModelError, match="not prepared"):
+        prepare.resolve_gguf(settings, info.name)  # no wheels cached either
+    kept.parent.mkdir(parents=True)
+    for part in info.gguf.parts:
+        (kept.parent / part.filename).write_bytes((tmp_path / "index" / part.filename).read_bytes())
+    said = []
+    path = prepare.resolve_gguf(settings, info.name, progress=said.append)
+    assert path == kept and path.read_bytes() == blob and "joining the 3 cached wheels" in said[0]
+
+
+def test_the_install_probe_leaves_off_what_does_not_run(tmp_path, monkeypatch):
+    monkeypatch.setitem(inst.FEATURES, "dies", ("", "r = 0; __builtin_trap();", ("GGML_DIES",)))
+    monkeypatch.setitem(inst.FEATURES, "unknown", ("-mno-such-flag", "r = 0;", ("GGML_UNKNOWN",)))
+    found = inst.runnable_features("gcc", tmp_path)
+    assert "dies" not in found and "unknown" not in found
+    opts = inst.cmake_options(found)
+    assert "-DGGML_DIES=OFF" in opts and "-DGGML_UNKNOWN=OFF" in opts
+    assert "-DGGML_NATIVE=OFF" in opts and "-DGGML_AMX_INT8=OFF" in opts and "-DLLAMA_CURL=OFF" in opts
+    assert all(f"-D{o}=ON" in opts for f in found for o in inst.FEATURES[f][2])
+
+
+def test_the_install_checks_its_tools_before_any_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(ServerError, match="needs cmake") as err:
+        inst.install_llamacpp(Settings(home=tmp_path))
+    assert "apt-get install cmake g++" in err.value.hint
+    assert not (tmp_path / "engines").exists()
+
+
+def test_defaults_follow_the_user(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERACITY_MODEL", raising=False)
+    monkeypatch.delenv("VERACITY_ENGINE", raising=False)
+    settings = Settings(home=tmp_path)
+    assert defaults.default_model(settings) == hardware.default_model_for_hardware()
+    assert defaults.default_engine(settings) == "vllm"
+    assert defaults.remember_first_model(settings, "qwen2.5-coder-1.5b-instruct")
+    assert not defaults.remember_first_model(settings, CPU_DEFAULT)  # only the first one prepared
+    assert defaults.default_model(settings) == "qwen2.5-coder-1.5b-instruct"
+    with pytest.raises(ModelError, match="not prepared") as err:
+        defaults.set_default_model(settings, CPU_DEFAULT)
+    assert "models prepare" in err.value.hint
+    with pytest.raises(ModelError, match="unknown model"):
+        defaults.set_default_model(settings, "no-such-model")
+    defaults.set_default_engine(settings, "llama.cpp")
+    assert defaults.default_engine(settings) == "llama.cpp"
+    assert json.loads((tmp_path / "defaults.json").read_text()) == {
+        "model": "qwen2.5-coder-1.5b-instruct", "engine": "llama.cpp"}
+    monkeypatch.setenv("VERACITY_ENGINE", "vllm")
+    assert defaults.default_engine(settings) == "vllm"
+    monkeypatch.setenv("VERACITY_ENGINE", "tgi")
+    with pytest.raises(ConfigError, match="names no engine"):
+        defaults.default_engine(settings)
+    assert defaults.default_model(Settings(home=tmp_path, model="x")) == "x"
+
+
+def test_models_prepared_before_defaults_were_kept_use_the_first_prepared(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERACITY_MODEL", raising=False)
+    settings = Settings(home=tmp_path)
+    settings.models_dir.mkdir(parents=True)
+    (settings.models_dir / "prepared.json").write_text(json.dumps({
+        "b": {"name": "b", "path": str(tmp_path), "prepared_at": 2.0},
+        "a": {"name": "a", "path": str(tmp_path), "prepared_at": 1.0}}))
+    assert defaults.default_model(settings) == "a"
+    assert Path(settings.home / "defaults.json").exists() is False

@@ -1,0 +1,110 @@
+"""The integration tests' server start-ups ahead of time (tests/fixtures/server.py): started one at a time in
+order, at most SPARES_AHEAD private servers waiting, every server no test took stopped at the end, and the
+collection order that lets the start-ups overlap tests. vLLM itself is replaced by a recorder here; the
+integration tests run the real thing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.fixtures import server as fx
+
+
+@pytest.fixture()
+def fake_vllm(monkeypatch):
+    log: list[tuple[str, str]] = []
+
+    def start(home, port, name, spec=None):
+        log.append(("start", name))
+        return fx.Endpoint(f"http://127.0.0.1:{port}/v1", "m", 1, None, home, name)
+
+    def stop(settings, name):
+        log.append(("stop", name))
+
+    monkeypatch.setattr(fx, "_start", start)
+    monkeypatch.setattr("veracity.serving.server.stop_server", stop)
+    monkeypatch.setattr(fx, "_stop", lambda ep: log.append(("stop", ep.name)))
+    return SimpleNamespace(log=log)
+
+
+def slots(tmp_path: Path, n: int, session: bool = True):
+    s = fx._Slot("test", tmp_path / "s", fx.SESSION_SPEC, fx.StartRecord("session server")) if session else None
+    return s, [fx._Slot(f"spare-{i}", tmp_path / f"p{i}", fx.SPARE_SPEC, fx.StartRecord(f"private server {i}"))
+               for i in range(1, n + 1)]
+
+
+def wait_until(cond, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.01)
+
+
+def test_session_first_then_spares_never_more_than_ahead_waiting(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setattr(fx, "SPARES_AHEAD", 2)
+    session, spares = slots(tmp_path, 4)
+    starts = fx.ServerStarts(session, spares)
+    starts.begin()
+    wait_until(lambda: len(fake_vllm.log) == 3)
+    time.sleep(0.2)  # nothing more starts while two spares wait untaken
+    assert fake_vllm.log == [("start", "test"), ("start", "spare-1"), ("start", "spare-2")]
+    assert starts.session_endpoint().name == "test"
+    assert starts.take_spare().name == "spare-1"
+    wait_until(lambda: ("start", "spare-3") in fake_vllm.log)
+    time.sleep(0.2)
+    assert ("start", "spare-4") not in fake_vllm.log
+    assert [starts.take_spare().name for _ in range(3)] == ["spare-2", "spare-3", "spare-4"]
+    assert starts.take_spare() is None  # more than were counted: the fixture starts one on the spot
+    starts.close()
+    assert [e for e in fake_vllm.log if e[0] == "stop"] == []  # every server was taken: its fixture stops it
+    assert all(r.seconds is not None and r.error is None for r in starts.records)
+
+
+def test_close_stops_what_no_test_took_and_starts_nothing_more(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setattr(fx, "SPARES_AHEAD", 1)
+    session, spares = slots(tmp_path, 3)
+    starts = fx.ServerStarts(session, spares)
+    starts.begin()
+    wait_until(lambda: len(fake_vllm.log) == 2)
+    starts.close()  # e.g. `-x` ended the session early
+    assert ("stop", "test") in fake_vllm.log and ("stop", "spare-1") in fake_vllm.log
+    assert ("start", "spare-2") not in fake_vllm.log and ("start", "spare-3") not in fake_vllm.log
+    with pytest.raises(RuntimeError, match="session ended"):
+        spares[2].done.result(timeout=5)
+
+
+def test_a_failed_start_up_reaches_the_test_that_takes_it(fake_vllm, tmp_path, monkeypatch):
+    def broken(home, port, name, spec=None):
+        raise OSError("port taken")
+
+    monkeypatch.setattr(fx, "_start", broken)
+    _, spares = slots(tmp_path, 1, session=False)
+    starts = fx.ServerStarts(None, spares)
+    starts.begin()
+    with pytest.raises(OSError, match="port taken"):
+        starts.take_spare()
+    starts.close()
+    assert spares[0].record.error == "OSError: port taken"
+
+
+def _item(nodeid: str, *fixtures: str):
+    return SimpleNamespace(nodeid=nodeid, fixturenames=list(fixtures))
+
+
+def test_collection_order_runs_serverless_modules_first_and_server_killers_last():
+    items = [_item("tests/integration/test_a.py::t1", "llm_endpoint"),
+             _item("tests/integration/test_faults.py::t1", "llm_endpoint"),
+             _item("tests/integration/test_faults.py::t2", "killable_llm_server", "llm_endpoint"),
+             _item("tests/integration/test_index.py::t1", "hover_index_dir"),
+             _item("tests/integration/test_web.py::t1", "web_url"),
+             _item("tests/unit/test_x.py::t1"), _item("tests/unit/test_x.py::t2")]
+    fx.pytest_collection_modifyitems(None, None, items)
+    assert [i.nodeid for i in items] == [
+        "tests/integration/test_index.py::t1", "tests/unit/test_x.py::t1", "tests/unit/test_x.py::t2",
+        "tests/integration/test_a.py::t1", "tests/integration/test_web.py::t1",
+        "tests/integration/test_faults.py::t1", "tests/integration/test_faults.py::t2"]
+    assert fx._demand(items) == (True, 1)

@@ -1,0 +1,143 @@
+"""How a person reads a check: the terminal view (rich) and one self-contained HTML report.
+
+The report opens offline: no CDN, no external file; the record is embedded as JSON (``<``, ``>`` and ``&``
+escaped so no text can close the script element) and the page's script inserts every piece of text with
+``textContent``, never as HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from rich.console import Group
+from rich.text import Text
+
+VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow",
+                 "unchecked": "dim", "failed": "bold magenta"}
+VERDICT_WORD = {"SUPPORTED": "SUPPORTED", "REFUTED": "REFUTED", "NOT_ENOUGH_INFO": "NOT ENOUGH INFO",
+                "unchecked": "no factual claim", "failed": "FAILED"}
+
+
+def _snippet(text: str, words: int = 40) -> str:
+    w = text.split()
+    return " ".join(w[:words]) + (" ..." if len(w) > words else "")
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    s = record["summary"]
+    c = s["counts"]
+    if s["no_factual_claim"]:
+        return (f"No factual claim in this text ({s['claims']} claims: {s['categories']['opinion']} opinions, "
+                f"{s['categories']['not_a_claim']} not claims); nothing to verify.")
+    fp = s["factual_precision"]
+    parts = [f"{s['categories']['factual']} factual claims in {s['sentences']} sentences: "
+             f"{c['SUPPORTED']} supported, {c['REFUTED']} refuted, {c['NOT_ENOUGH_INFO']} not enough info"
+             + (f", {c['failed']} failed" if c["failed"] else ""),
+             "factual precision " + (f"{fp:.2f}" if fp is not None else "n/a (nothing decided)")]
+    if "factscore" in s:
+        fs = s["factscore"]
+        parts.append(f"FActScore (gamma={s['factscore_gamma']}) " + (f"{fs:.2f}" if fs is not None else "n/a"))
+    fb = sum(s["fallbacks"].values())
+    if fb:
+        parts.append(f"{fb} extraction replies fell back ({', '.join(f'{k}: {v}' for k, v in s['fallbacks'].items() if v)})")
+    return "; ".join(parts)
+
+
+def render_text(record: dict[str, Any]) -> Group:
+    """The text, each sentence marked by its verdict, its numbered claims under it with the cited passages."""
+    parts: list[Any] = [Text(f"veracity check · {record['id']} · {record['method']}", style="bold")]
+    n = 0
+    for s in record["sentences"]:
+        v = s["verdict"]
+        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), s["text"]))
+        for c in s["claims"]:
+            n += 1
+            if c["category"] != "factual":
+                parts.append(Text(f"   {n}. {c['text']}  ({c['category'].replace('_', ' ')}: not verified)", style="dim"))
+                continue
+            label = c.get("label")
+            if label is None:
+                parts.append(Text.assemble(f"   {n}. {c['text']}  ", ("FAILED", VERDICT_STYLE["failed"]),
+                                           f" {c.get('error', '')}"))
+                continue
+            cited = ", ".join(e["passage_id"] for e in c["evidence"]) or "no passage cited"
+            parts.append(Text.assemble(f"   {n}. {c['text']}  ", (VERDICT_WORD[label], VERDICT_STYLE[label]),
+                                       (f"  [{cited}]", "cyan")))
+            for e in c["evidence"]:
+                parts.append(Text.assemble("      ", (f"[{e['passage_id']}] ", "cyan"), (e["title"], "bold"),
+                                           f": {_snippet(e['text'])}"))
+    parts.append(Text("\n" + summary_line(record), style="bold"))
+    return Group(*parts)
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>veracity check · __TITLE__</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:16px/1.6 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+.s{cursor:pointer;padding:.1rem .15rem;border-radius:.2rem}
+.SUPPORTED{background:#d8f3dc}.REFUTED{background:#ffd6d6}.NOT_ENOUGH_INFO{background:#fff3bf}
+.failed{background:#f0d9ff}.unchecked{background:none;color:#666}.s.sel{outline:2px solid #333}
+#text{border:1px solid #ddd;padding:1rem;border-radius:.4rem}
+#summary{margin:1rem 0;font-weight:600}.claim{border-top:1px solid #eee;padding:.5rem 0}
+.lab{font-weight:700;padding:0 .3rem;border-radius:.2rem}.ev{margin:.3rem 0 .3rem 1.5rem;font-size:.9rem}
+.ev b{color:#035}details{margin-left:1.5rem;font-size:.85rem}pre{white-space:pre-wrap}
+.legend span{margin-right:.6rem;padding:0 .3rem}
+</style></head><body>
+<h1>veracity check</h1>
+<p class="legend"><span class="SUPPORTED">supported</span><span class="REFUTED">refuted</span>
+<span class="NOT_ENOUGH_INFO">not enough info</span><span class="failed">failed</span>
+<span class="unchecked">no factual claim</span> · click a sentence for its claims and evidence</p>
+<div id="text"></div><div id="summary"></div><div id="claims"></div>
+<script type="application/json" id="data">__DATA__</script>
+<script>
+(function(){
+var rec=JSON.parse(document.getElementById('data').textContent);
+var words={SUPPORTED:'SUPPORTED',REFUTED:'REFUTED',NOT_ENOUGH_INFO:'NOT ENOUGH INFO',failed:'FAILED',unchecked:'no factual claim'};
+function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=text;return e;}
+var box=document.getElementById('text'),pos=0,spans=[];
+rec.sentences.forEach(function(s,i){
+  if(s.start>pos)box.appendChild(document.createTextNode(rec.text.slice(pos,s.start)));
+  var sp=el('span','s '+s.verdict,rec.text.slice(s.start,s.end));sp.title=words[s.verdict];
+  sp.addEventListener('click',function(){show(i);});box.appendChild(sp);spans.push(sp);pos=s.end;});
+if(pos<rec.text.length)box.appendChild(document.createTextNode(rec.text.slice(pos)));
+document.getElementById('summary').textContent=__SUMMARY__;
+function show(i){
+  spans.forEach(function(x,j){x.classList.toggle('sel',j===i);});
+  var s=rec.sentences[i],out=document.getElementById('claims');out.textContent='';
+  out.appendChild(el('h2',null,'Sentence '+s.index+': '+words[s.verdict]));
+  if(!s.claims.length)out.appendChild(el('p',null,'No claim was extracted from this sentence.'));
+  s.claims.forEach(function(c,k){
+    var d=el('div','claim');var head=el('div');head.appendChild(el('span',null,(k+1)+'. '+c.text+' '));
+    if(c.category!=='factual'){head.appendChild(el('i',null,'('+c.category.replace('_',' ')+': not verified)'));d.appendChild(head);out.appendChild(d);return;}
+    head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));d.appendChild(head);
+    if(c.error)d.appendChild(el('div',null,c.error));
+    if(c.explanation)d.appendChild(el('div',null,c.explanation));
+    (c.evidence||[]).forEach(function(e){var p=el('div','ev');p.appendChild(el('b',null,'['+e.passage_id+'] '+e.title+': '));
+      p.appendChild(document.createTextNode(e.text));d.appendChild(p);});
+    if(c.label&&!(c.evidence||[]).length)d.appendChild(el('div','ev','No passage cited.'));
+    if(c.trace){var t=el('details');t.appendChild(el('summary',null,'trace: '+c.trace.summary.llm_calls+' LLM calls, '+c.trace.summary.tool_calls+' tool calls'));
+      t.appendChild(el('pre',null,JSON.stringify(c.trace,null,1)));d.appendChild(t);}
+    out.appendChild(d);});
+}
+var first=rec.sentences.findIndex(function(s){return s.verdict==='REFUTED';});if(rec.sentences.length)show(first<0?0:first);
+})();
+</script></body></html>
+"""
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside a <script> element: no ``<``, ``>`` or ``&`` left to end it or open a comment."""
+    return (json.dumps(obj, ensure_ascii=False).replace("&", "\\u0026").replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def report_html(record: dict[str, Any]) -> str:
+    """One self-contained HTML page for a checked text (no network needed to open it)."""
+    values = {"__TITLE__": html.escape(str(record["id"])), "__SUMMARY__": _script_json(summary_line(record)),
+              "__DATA__": _script_json(record)}
+    # one pass over the template, so a placeholder's name inside the text is never substituted
+    return re.sub("__TITLE__|__SUMMARY__|__DATA__", lambda m: values[m.group(0)], _PAGE)

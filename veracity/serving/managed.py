@@ -1,0 +1,82 @@
+"""The managed server that commands use when no endpoint is configured: found, reused, or started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from veracity.config import Settings
+from veracity.errors import ServerError
+from veracity.models.registry import CPU_DEFAULT
+from veracity.models.defaults import default_engine, default_model
+from veracity.serving import launch
+from veracity.serving.engines import get_engine
+from veracity.serving.launch import Progress, orphans, say, server_status, stop_server, wait_ready
+from veracity.serving.process import free_port, port_in_use
+from veracity.serving.replicas import replica_statuses
+from veracity.serving.spec import DEFAULT_PORT, ServerSpec
+
+
+def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: Progress | None = None,
+                    timeout_s: float = 600.0, notify: Progress | None = None) -> tuple[str, str | None]:
+    """The endpoint to use: the configured one, else the managed server (started if needed).
+
+    Returns ``(endpoint_url, model_name_or_None)``. A configured endpoint is returned as is (the client
+    checks it); the managed server is reused across invocations until ``veracity serve --stop``.
+    """
+    if settings.endpoint:
+        return settings.endpoint, model or settings.model
+    wanted = model or settings.model
+    members = replica_statuses(settings)
+    if len(members) > 1:  # a managed set (serve --replicas N): every live replica, one comma list
+        live = [(s, st) for s, st in members if st in ("running", "starting")]
+        if live:
+            served = live[0][0].model
+            if wanted is not None and wanted != served:
+                raise ServerError(f"the managed servers serve {served}, not {wanted}",
+                                  hint="stop them with `veracity serve --stop`, or pass --model " + served)
+            dead = [s for s, st in members if st not in ("running", "starting")]
+            if dead:
+                (notify or say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
+                                 f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live one(s). "
+                                 "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")
+            for s, st in live:
+                if st == "starting":
+                    wait_ready(s, None, timeout_s=timeout_s, progress=progress)
+            return ",".join(s.endpoint for s, _ in live), served
+        for s, _ in members:  # all dead: clear the set, then start the managed default below
+            stop_server(settings, s.name)
+    state, status = server_status(settings)
+    if state is not None and status in ("running", "starting") and (wanted is None or wanted == state.model):
+        if status == "starting":
+            wait_ready(state, None, timeout_s=timeout_s, progress=progress)
+        return state.endpoint, state.model
+    if state is not None and status in ("running", "starting"):
+        raise ServerError(
+            f"the managed server serves {state.model}, not {wanted}",
+            hint="stop it with `veracity serve --stop`, or pass --model " + state.model,
+        )
+    if state is not None:  # dead: end what is left of it (engine core, workers hold memory and the port)
+        left = orphans(state)
+        stop_server(settings)
+        (notify or say)(f"the managed server ({state.model}, pid {state.pid}) had died"
+            + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
+    name = wanted or default_model(settings)
+    engine = get_engine(default_engine(settings))
+    if name == CPU_DEFAULT and engine.name == "vllm" and resolve_model_path_or_none(settings, name) is None:
+        from veracity.models.prepare import prepare_model
+
+        (notify or say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
+                         "prepares another)")
+        prepare_model(settings, name, progress=progress or (lambda s: None))
+    port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
+    if state is None:  # (a dead one's replacement was announced above)
+        (notify or say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
+    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port), timeout_s=timeout_s,
+                                progress=progress)
+    return state.endpoint, state.model
+
+
+def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:
+    from veracity.models.prepare import prepared_path
+
+    return prepared_path(settings, name)

@@ -1,0 +1,146 @@
+"""What the web app's routers share: the per-app context, the one-line JSON error, the checks-in-flight cap."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from fastapi.responses import JSONResponse
+
+from veracity.errors import DataError, EndpointError, IndexDirError, LLMOutputError, OutputError, VeracityError
+from veracity.pipeline.types import MAX_CLAIM_CHARS
+
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass
+class WebConfig:
+    """What ``veracity web`` configures. ``llm`` replaces the model client (tests: the scripted stand-in);
+    ``searcher`` is an open index (None: methods that need one answer 400)."""
+
+    home: Path
+    searcher: Any = None
+    endpoint: str | None = None
+    model: str | None = None
+    llm: Any = None
+    token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    host: str = "127.0.0.1"  # the address served: the Host header must name it (see guard.host_allowed)
+    allowed_hosts: tuple[str, ...] = ()  # more names a Host header may carry (a reverse proxy's)
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_claim_chars: int = MAX_CLAIM_CHARS
+    max_checks: int = 4
+    max_jobs: int = 8
+    job_concurrency: int = 4
+    llm_concurrency: int = 256
+    settings: Any = None
+    model_health: Callable[[], dict[str, Any]] | None = None
+    index_dir: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.token is not None:
+            check_token(self.token)
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def check_token(token: str) -> None:
+    """A bearer token: at least 16 characters, no whitespace (ConfigError otherwise, before anything starts)."""
+    from veracity.errors import ConfigError
+
+    hint = 'e.g. --token "$(openssl rand -hex 16)", or --token-file PATH'
+    if not token or any(c.isspace() for c in token):
+        raise ConfigError("the token is empty or holds whitespace", hint=hint)
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(f"the token has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}", hint=hint)
+
+
+class TooBusy(Exception):
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Checks:
+    """The cap on checks in flight (single claims, streamed or not)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.running = 0
+
+    def take(self) -> Callable[[], None]:
+        """Take a slot (TooBusy beyond the limit); returns its release, which acts once."""
+        if self.running >= self.limit:
+            raise TooBusy(f"{self.running} checks are running, the limit is {self.limit}", retry_after=5)
+        self.running += 1
+        done = [False]
+
+        def release() -> None:
+            if not done[0]:
+                done[0] = True
+                self.running -= 1
+
+        return release
+
+    @contextlib.contextmanager
+    def slot(self):
+        release = self.take()
+        try:
+            yield
+        finally:
+            release()
+
+
+@dataclass
+class WebContext:
+    """One app's shared pieces, handed to every router factory (``routes/*.py``: ``router(ctx) -> APIRouter``).
+
+    ``verifier_for(method, labels, params)`` gives the app's Verifier for a request; ``runner`` is the job
+    runner, set while the app is up (its lifespan)."""
+
+    config: WebConfig
+    settings: Any
+    store: Any
+    metrics: Any
+    checks: Checks
+    verifier_for: Callable[[str, str, dict[str, Any]], Any]
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runner(self) -> Any:
+        return self.shared["runner"]
+
+
+def status_of(exc: VeracityError) -> int:
+    if isinstance(exc, EndpointError):
+        return 503
+    if isinstance(exc, (OutputError, LLMOutputError)):
+        return 500
+    if isinstance(exc, IndexDirError):
+        return 400
+    if isinstance(exc, DataError):
+        return 422
+    return 400
+
+
+def error(status: int, message: str, hint: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The one error shape: ``{"error": one line, "hint": what to do}``."""
+    body: dict[str, Any] = {"error": " ".join(str(message).split())}
+    if hint:
+        body["hint"] = " ".join(str(hint).split())
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode("utf-8")
+
+
+def version() -> str:
+    from veracity import __version__
+
+    return __version__
