@@ -494,7 +494,7 @@ FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before an
     row("bench-run-limit-0", *RUN, "--method", "direct", "--limit", "0", match="limit must be a positive number"),
     row("bench-run-ray-actors-0", *RUN, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
         match="--ray-actors must be an integer of at least 1"),
-    row("verify-ray-actors-0", *ONE, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
+    row("verify-ray-actors-0", *BATCH, *OUT, "--backend", "ray", "--ray-actors", "0",
         match="--ray-actors must be an integer of at least 1"),
     row("check-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--concurrency", "0", match="at least 1"),
     row("check-llm-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--llm-concurrency", "0", match="at least 1"),

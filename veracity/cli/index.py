@@ -94,7 +94,8 @@ def index() -> None:
                    "wikipedia-dpr-100w with psgs_w100.tsv); checked against the passages, used in place.")
 @click.option("--cleaner", type=click.Choice(["fast", "mwparser"]), default="fast", show_default=True,
               help="Wikitext to plain text: the fast scanner, or mwparserfromhell (about 30x slower).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing index directory.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing index that veracity built (any other folder is "
+              "refused and left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 from pathlib import Path
 
@@ -106,10 +107,31 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
     interrupt.keep(f"the app stopped; its checks and jobs are kept in {settings.home / 'web'} and unfinished jobs "
                    "resume when `veracity web` starts again")
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        server = _uvicorn_server()(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        server.run()
+        if server.stopped_by == signal.SIGINT:
+            # uvicorn shut down gracefully on Ctrl-C and raises it again, but inside its event loop, where
+            # asyncio may take it for a cancellation of a task already done: exit 0. Ctrl-C is 130, one line.
+            raise KeyboardInterrupt
     finally:
         if searcher is not None:
             searcher.close()
+
+
+def _uvicorn_server():
+    """uvicorn.Server noting its stop signal (a class made on first use: `veracity --help` imports no uvicorn)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, remembering the signal that stopped it."""
+
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig: int, frame) -> None:
+            self.stopped_by = self.stopped_by or sig
+            super().handle_exit(sig, frame)
+
+    return Server
 
 
 def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
