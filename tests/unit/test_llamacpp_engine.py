@@ -254,3 +254,35 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     said = []
     inst.install_llamacpp(settings, progress=said.append)  # installed: nothing is built
     assert count.read_text().count("built") == 1 and "already installed" in said[0]
+
+
+def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path, monkeypatch):
+    from veracity.serving import launch, managed
+
+    monkeypatch.delenv("VERACITY_MODEL", raising=False)
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    settings = Settings(home=tmp_path)
+    fetched, started, said = [], [], []
+
+    def fake_fetch(settings, progress):
+        fetched.append(True)
+        path = prepare.kept_gguf(settings, MODELS[CPU_DEFAULT])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"GGUF")
+        return path
+
+    def fake_start(settings, spec, **kw):
+        started.append((spec.model, spec.engine))
+        from veracity.serving.state import ServerState
+
+        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v", engine=spec.engine)
+
+    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", fake_fetch)
+    monkeypatch.setattr(prepare, "prepare_model", lambda *a, **k: pytest.fail("no conversion for llama.cpp"))
+    monkeypatch.setattr(launch, "start_server", fake_start)
+    url, model = managed.ensure_endpoint(settings, notify=said.append)
+    assert fetched == [True] and started == [(CPU_DEFAULT, "llama.cpp")] and model == CPU_DEFAULT
+    assert "fetching the GGUF" in said[0] and "starting a managed llama.cpp server" in said[1]
+    fetched.clear()
+    managed.ensure_endpoint(settings, notify=said.append)  # the GGUF is there now: not fetched again
+    assert fetched == []
