@@ -132,6 +132,7 @@ def _usage() -> dict:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+            "cpu_self": me.ru_utime + me.ru_stime, "cpu_children": kids.ru_utime + kids.ru_stime,
             "rss_self_mb": me.ru_maxrss / 1024, "rss_children_mb": kids.ru_maxrss / 1024}
 
 
@@ -167,6 +168,9 @@ def _run_stage1(dump: Path, workers: int, cleaner: str, bm25: bool, limit: int |
     return {"what": "stage1", "dump": str(dump), "workers": workers, "cleaner": cleaner, "bm25": bm25,
             "bm25_threads": bm25_threads, "passages": n, "articles": infos[0]["articles"],
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "passages_per_s": round(n / wall, 1),
+            "cpu_writer_s": round(u1["cpu_self"] - u0["cpu_self"], 2),
+            "cpu_parsers_s": round(u1["cpu_children"] - u0["cpu_children"], 2),
+            "passages_per_cpu_s": round(n / cpu, 1) if cpu else None,
             "cpu_per_wall": round(cpu / wall, 2), "peak_rss_self_mb": round(u1["rss_self_mb"]),
             "peak_rss_largest_child_mb": round(u1["rss_children_mb"]), "disk_bytes": disk,
             "load_avg": os.getloadavg()}

@@ -59,6 +59,13 @@ def test_the_argv_serves_the_gguf_under_the_model_name(tmp_path, monkeypatch):
     assert _flag(bound, "--threads") == "2"
 
 
+def test_openmp_threads_sleep_instead_of_spinning_unless_the_user_says_otherwise(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert LLAMA_CPP.env(ServerSpec(model="m"), on_gpu=False)["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert LLAMA_CPP.env(ServerSpec(model="m"), on_gpu=False)["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 def test_a_missing_binary_is_one_line_naming_the_install_command(tmp_path, monkeypatch):
     monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
@@ -172,3 +179,110 @@ def test_models_prepared_before_defaults_were_kept_use_the_first_prepared(tmp_pa
         "a": {"name": "a", "path": str(tmp_path), "prepared_at": 1.0}}))
     assert defaults.default_model(settings) == "a"
     assert Path(settings.home / "defaults.json").exists() is False
+
+
+def _fake_sdist(dest: Path) -> tuple[str, str]:
+    """A tiny stand-in for the llama-cpp-python sdist: only vendor/llama.cpp/CMakeLists.txt. (file, sha256)"""
+    import hashlib
+    import io
+    import tarfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    name = "llama_cpp_python-0.0.1.tar.gz"
+    with tarfile.open(dest / name, "w:gz") as tar:
+        data = b"project(stand_in)\n"
+        info = tarfile.TarInfo("llama_cpp_python-0.0.1/vendor/llama.cpp/CMakeLists.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return name, hashlib.sha256((dest / name).read_bytes()).hexdigest()
+
+
+FAKE_CMAKE = """#!/bin/sh
+# configure: remember the options; build: fail while {fail} exists, else write the binary
+if [ "$1" = "--build" ]; then
+  echo "[1/2] Building CXX object stand-in.o"
+  if [ -e "{fail}" ]; then echo "stand-in.cpp:1: error: interrupted"; exit 1; fi
+  echo "[2/2] Linking CXX executable bin/llama-server"
+  mkdir -p "$2/bin"; printf '#!/bin/sh\\necho "version: 1 (build 1, commit stand-in)" >&2\\n' > "$2/bin/llama-server"
+  chmod +x "$2/bin/llama-server"; echo built >> "{count}"
+else
+  echo "$@" > "{opts}"
+fi
+"""
+
+
+def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)  # CI points it at its own build
+    home = tmp_path / "home"
+    downloads = home / "engines" / "llama.cpp" / "downloads"
+    name, digest = _fake_sdist(downloads)  # already downloaded: pip is never run
+    monkeypatch.setattr(inst, "SDIST_FILE", name)
+    monkeypatch.setattr(inst, "SDIST_VERSION", "0.0.1")
+    monkeypatch.setattr(inst, "SDIST_SHA256", digest)
+    monkeypatch.setattr(inst, "runnable_features", lambda cc, work: ["avx2"])
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fail, count, opts = tmp_path / "fail", tmp_path / "count", tmp_path / "opts"
+    (tools / "cmake").write_text(FAKE_CMAKE.format(fail=fail, count=count, opts=opts))
+    (tools / "cmake").chmod(0o755)
+    for tool in ("c++", "cc"):
+        (tools / tool).symlink_to("/bin/true")
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    settings = Settings(home=home)
+
+    fail.write_text("")
+    steps = []
+    with pytest.raises(ServerError, match="building llama-server failed: stand-in.cpp:1: error: interrupted") as err:
+        inst.install_llamacpp(settings, bar=lambda step, done, total: steps.append((step, done, total)))
+    assert "run the same command again" in err.value.hint and "build.log" in err.value.hint
+    assert ("building llama-server", 1, 2) in steps
+    assert inst.installed_info(settings) is None and not (home / "engines" / "llama.cpp" / "bin").exists()
+    assert "-DGGML_AVX2=ON" in opts.read_text() and "-DGGML_AVX512=OFF" in opts.read_text()
+
+    fail.unlink()  # run again: the sources are not unpacked again, the build goes on
+    marker = home / "engines" / "llama.cpp" / "src" / ".extracted"
+    before = marker.stat().st_mtime_ns
+    info = inst.install_llamacpp(settings)
+    assert marker.stat().st_mtime_ns == before
+    assert info["features"] == ["avx2"] and set(info["timings"]) == {"download", "unpack", "build", "total"}
+    assert LLAMA_CPP.installed(settings) == "llama-server 1 (build 1, commit stand-in)"
+    assert inst.installed_info(settings)["source"] == "llama-cpp-python 0.0.1"
+
+    said = []
+    inst.install_llamacpp(settings, progress=said.append)  # installed: nothing is built
+    assert count.read_text().count("built") == 1 and "already installed" in said[0]
+
+
+def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path, monkeypatch):
+    from veracity.serving import launch, managed
+
+    monkeypatch.delenv("VERACITY_MODEL", raising=False)
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    settings = Settings(home=tmp_path)
+    fetched, started, said = [], [], []
+
+    def fake_fetch(settings, progress):
+        fetched.append(True)
+        path = prepare.kept_gguf(settings, MODELS[CPU_DEFAULT])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"GGUF")
+        return path
+
+    def fake_start(settings, spec, **kw):
+        started.append((spec.model, spec.engine))
+        from veracity.serving.state import ServerState
+
+        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v", engine=spec.engine)
+
+    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", fake_fetch)
+    monkeypatch.setattr(prepare, "prepare_model", lambda *a, **k: pytest.fail("no conversion for llama.cpp"))
+    monkeypatch.setattr(launch, "start_server", fake_start)
+    url, model = managed.ensure_endpoint(settings, notify=said.append)
+    assert fetched == [True] and started == [(CPU_DEFAULT, "llama.cpp")] and model == CPU_DEFAULT
+    assert "fetching the GGUF" in said[0] and "starting a managed llama.cpp server" in said[1]
+    fetched.clear()
+    managed.ensure_endpoint(settings, notify=said.append)  # the GGUF is there now: not fetched again
+    assert fetched == []

@@ -46,6 +46,7 @@ def wait_until(cond, timeout: float = 10.0) -> None:
 
 def test_session_first_then_spares_never_more_than_ahead_waiting(fake_vllm, tmp_path, monkeypatch):
     monkeypatch.setattr(fx, "SPARES_AHEAD", 2)
+    monkeypatch.setattr(fx, "_memory_available", lambda: fx.SPARE_MEMORY)
     session, spares = slots(tmp_path, 4)
     starts = fx.ServerStarts(session, spares)
     starts.begin()
@@ -62,6 +63,21 @@ def test_session_first_then_spares_never_more_than_ahead_waiting(fake_vllm, tmp_
     starts.close()
     assert [e for e in fake_vllm.log if e[0] == "stop"] == []  # every server was taken: its fixture stops it
     assert all(r.seconds is not None and r.error is None for r in starts.records)
+
+
+def test_a_second_spare_waits_only_where_memory_allows(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setattr(fx, "SPARES_AHEAD", 2)
+    free = [fx.SPARE_MEMORY - 1]
+    monkeypatch.setattr(fx, "_memory_available", lambda: free[0])
+    _, spares = slots(tmp_path, 3, session=False)
+    starts = fx.ServerStarts(None, spares)
+    starts.begin()
+    wait_until(lambda: len(fake_vllm.log) == 1)
+    time.sleep(0.2)
+    assert fake_vllm.log == [("start", "spare-1")]  # one waits whatever the memory
+    free[0] = fx.SPARE_MEMORY
+    wait_until(lambda: ("start", "spare-2") in fake_vllm.log, timeout=15)  # re-checked every 5 s
+    starts.close()
 
 
 def test_close_stops_what_no_test_took_and_starts_nothing_more(fake_vllm, tmp_path, monkeypatch):

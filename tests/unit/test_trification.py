@@ -459,3 +459,47 @@ async def test_a_node_whose_reply_never_validates_falls_back_instead_of_blocking
     assert ctx.trace.tool_calls  # the SEARCH nodes searched their inputs
     judge_text = user_text(next(c for c in llm.calls if c.role == "trification.judge").messages)
     assert "[Eiffel Tower#0]" in judge_text or "[Gustave Eiffel#0]" in judge_text  # evidence still reached it
+
+
+# ----------------------------------------------------------------- JUDGE nodes with quotes (veracity's switch)
+TOWER = Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889.")
+
+
+def _quoting_judges(*replies):
+    h = handlers()
+    h["trification.judge"] = [dict(r) for r in replies]
+    return h
+
+
+async def test_a_judge_quoting_what_its_passages_do_not_say_becomes_uncertain_in_check_mode():
+    misread = {"explanation": "completed in 1887", "label": "Supports",
+               "quotes": [{"passage_id": "Eiffel Tower#0", "quote": "completed in 1887"}]}
+    llm = ScriptedLLM(_quoting_judges(misread, misread), repeat_last=True)
+    ctx = make_ctx(llm, quotes="check", static=True)
+    verdict = await verify_trification(TOWER, ctx)
+    judge_calls = [c for c in llm.calls if c.role == "trification.judge"]
+    assert len(judge_calls) == 2 and "answer Uncertain" in judge_calls[1].messages[-1]["content"]
+    assert "copied exactly from it" in user_text(judge_calls[0].messages)
+    assert verdict.label is Label.REFUTED  # Uncertain -> uncertain_label (REFUTED, the paper's binary setting)
+    assert verdict.grounding == "ungrounded" and not verdict.quotes[0].found
+
+
+async def test_a_grounded_judge_stands_with_its_quote_offsets():
+    right = {"explanation": "completed in 1889", "label": "Supports",
+             "quotes": [{"passage_id": "Eiffel Tower#0", "quote": "completed in 1889"}]}
+    llm = ScriptedLLM(_quoting_judges(right), repeat_last=True)
+    ctx = make_ctx(llm, quotes="check", static=True)
+    verdict = await verify_trification(TOWER, ctx)
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded"
+    text = SEARCHER_PAGES["Eiffel Tower"][0]
+    (q,) = verdict.quotes
+    assert text[q.start:q.end] == "completed in 1889"
+
+
+async def test_judges_quote_nothing_with_quotes_off():
+    llm = ScriptedLLM(handlers(), repeat_last=True)
+    ctx = make_ctx(llm, static=True)
+    verdict = await verify_trification(TOWER, ctx)
+    call = next(c for c in llm.calls if c.role == "trification.judge")
+    assert "copied exactly" not in user_text(call.messages) and "quotes" not in call.output_model.model_fields
+    assert verdict.quotes is None and verdict.label is Label.SUPPORTED

@@ -42,7 +42,6 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable
 
 from veracity.bench.datasets import Dataset, load_dataset
@@ -53,7 +52,8 @@ from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, endpoint_stop_hint
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, LabelSpace, label_space
 from veracity.pipeline.roles import SEED_RULE, role_settings_record
-from veracity.pipeline.runner import EVIDENCE_SETTINGS, evidence_setting
+from veracity.pipeline.evidence import EVIDENCE_SETTINGS, evidence_setting
+from veracity.pipeline.results import ServedModel
 from veracity.pipeline.types import Label
 
 RUN_FILE = "run.json"
@@ -649,7 +649,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "method_overrides": overrides,
             "method_params": dataclasses.asdict(verifier.params),
             "roles": role_settings_record(verifier.spec.roles, verifier.params, llm if llm is not None else
-                                          SimpleNamespace(temperature=settings.temperature, seed=settings.seed)),
+                                          ServedModel(temperature=settings.temperature, seed=settings.seed)),
             "seed": getattr(llm, "seed", None) if llm is not None else settings.seed,
             "seed_rule": SEED_RULE,
             "order": cfg.order,

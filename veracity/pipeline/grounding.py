@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from veracity.errors import LLMOutputError
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.quotes import QUOTE_MAX_CHARS, Quote, check_quotes, problems
 from veracity.pipeline.roles import Message, Role
@@ -93,7 +94,7 @@ def _located(reply: Any, shown: list[Evidence], space: LabelSpace,
     return quotes, problems(quotes, label_of(reply) != not_supported(space).value)
 
 
-async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[Evidence], *,
+async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[Evidence], /, *,
                       output: type[BaseModel], messages: list[Message] | None = None,
                       label_of: Callable[[Any], str] = _own_label, fallback: str | None = None,
                       **inputs: Any) -> Grounded | None:
@@ -122,7 +123,11 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
         again = [*sent, {"role": "assistant", "content": reply.model_dump_json()},
                  {"role": "user", "content": retry_prompt(found, ctx.label_space, fallback)}]
-        second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
+        try:
+            second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
+        except LLMOutputError as exc:  # a role without a fallback: the first reply's mismatch stands
+            ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=None, problems=[str(exc)])
+            second = None
         retried = True
         if second is not None:
             reply = second

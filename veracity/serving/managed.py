@@ -68,6 +68,13 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
         (notify or say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
                          "prepares another)")
         prepare_model(settings, name, progress=progress or (lambda s: None))
+    elif name == CPU_DEFAULT and engine.name == "llama.cpp":
+        from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf
+        from veracity.models.registry import MODELS
+
+        if not kept_gguf(settings, MODELS[name]).is_file():  # llama.cpp needs only the GGUF: no conversion
+            (notify or say)(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
+            fetch_smollm2_gguf(settings, progress or (lambda s: None))
     port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
     if state is None:  # (a dead one's replacement was announced above)
         (notify or say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")

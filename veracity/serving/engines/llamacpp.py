@@ -106,6 +106,11 @@ class LlamaCppEngine:
     def env(self, spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
         env = dict(os.environ)
         env.pop("VERACITY_LLAMA_SERVER", None)
+        # OpenMP's threads spin at every barrier by default; on a machine whose cores are shared (load 33
+        # on 2 cores here) a descheduled thread makes the other spin out its time slice at each of the
+        # hundreds of barriers per token: SmolLM2 decoded 0.35-0.38 tokens/s spinning and 31.9-37.8
+        # sleeping (DEVELOPERS.md). A user's own setting wins.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         return env
 
     def bind_cpus(self, cores: list[int]) -> dict[str, str]:

@@ -23,7 +23,7 @@ if dropping it leaves a non-SEARCH root, validation still rejects the plan).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, create_model
 
@@ -404,5 +404,7 @@ class NodeRun:
     synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
     finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
     label: str | None = None  # JUDGE only
+    quotes: list[Any] | None = None  # JUDGE only, quotes=show|check: its quotes, located
+    grounding: str | None = None  # JUDGE only, quotes=show|check: grounded / ungrounded
     insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain
     origin: str = "initial"  # "initial" or "modification N"

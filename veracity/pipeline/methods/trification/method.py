@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from veracity.errors import ConfigError, LLMOutputError
+from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, quoting, ungrounded_explanation
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.trification.graph import (
@@ -93,6 +94,7 @@ from veracity.pipeline.methods.trification.roles import (
     SEARCH,
     SYNTHESIZE,
     THINK,
+    QuotedJudgeResult,
     replan_feedback,
     select_evidence,
     shorten,
@@ -140,6 +142,11 @@ class TrificationParams(MethodParams):
                                         "Supports or Refutes wins, a tie -> uncertain_label), last (the JUDGE "
                                         "that finished last)",
                                    paper="not specified (Algorithm 1 outputs one label)")
+    quotes: str = param("off", choices=QUOTE_MODES,
+                        help="each JUDGE node quotes the words of each passage its label rests on (veracity's "
+                             "switch); show: located and shown; check: retried once when a quote is not in its "
+                             "passage, then the JUDGE is Uncertain (the node failed: modification may follow)",
+                        paper="not in the paper (issue 31): A.2's JUDGE quotes nothing")
     no_refine: bool = param(False, help="no REFINE nodes (ablation --no-refine)", paper="Table 1: w/o REFINE")
     no_refine_think: bool = param(False, help="no REFINE and no THINK nodes (ablation --no-refine-think)",
                                   paper="Table 1: w/o REFINE and THINK")
@@ -218,6 +225,11 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
 
 
 # ================================ 2.-3. execute, modify ================================
+def _judge_label(reply: Any) -> str:
+    """A JUDGE's label as a verdict label, for the quote check (Uncertain settles nothing)."""
+    return {"Supports": Label.SUPPORTED, "Refutes": Label.REFUTED}.get(reply.label, Label.NOT_ENOUGH_INFO).value
+
+
 def merge_evidence(lists: list[list[Evidence]]) -> list[Evidence]:
     """Round-robin over the parents' evidence lists, without repeats: every parent is represented early."""
     out: list[Evidence] = []
@@ -408,10 +420,25 @@ class GraphRun:
         r.insufficient = not out.evidence_sufficient
 
     async def _judge(self, r: NodeRun, parents: list[NodeRun]) -> None:
+        if self.p.quotes != "off":
+            return await self._judge_quoting(r, parents)
         out = await JUDGE(self.ctx, claim=self.claim, node=r, parents=parents, **self._shown(r))
         r.output = out.explanation
         r.label = out.label
         r.insufficient = out.label == "Uncertain"
+
+    async def _judge_quoting(self, r: NodeRun, parents: list[NodeRun]) -> None:
+        """A JUDGE with quotes=show|check: its label rests on quotes from the passages it was shown; in check
+        mode a mismatch is retried once, then the JUDGE is Uncertain (what A.2 says a JUDGE answers when it
+        is not certain), so the node fails as any Uncertain JUDGE does (§3.4)."""
+        g = await ask_quoting(self.ctx, JUDGE, self.p.quotes, r.shown, claim=self.claim, node=r, parents=parents,
+                              quoting=True, output=quoting(QuotedJudgeResult, [e.passage_id for e in r.shown]),
+                              label_of=_judge_label, fallback="Uncertain", **self._shown(r))
+        r.quotes, r.grounding = g.quotes, g.grounding
+        r.output, r.label = g.reply.explanation, g.reply.label
+        if g.grounding == "ungrounded" and self.p.quotes == "check":
+            r.output, r.label = ungrounded_explanation(g), "Uncertain"
+        r.insufficient = r.label == "Uncertain"
 
     # -- §3.4 graph modification -------------------------------------------------------------------
     async def _modify(self, failed: NodeRun) -> bool:
@@ -570,4 +597,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     label = label_from_judges(judges, p.uncertain_label, p.judge_aggregation)
     explanation = " ".join(f"[{j.spec.id}: {j.label}] {j.output}" for j in judges)
     evidence = merge_evidence([j.shown for j in judges])  # the passages the JUDGEs were shown
+    if p.quotes != "off":  # the standing JUDGEs' quotes; ungrounded when one of them is
+        quotes = [q for j in judges for q in (j.quotes or [])]
+        grounding = "ungrounded" if any(j.grounding != "grounded" for j in judges) else "grounded"
+        return Verdict(label, explanation, evidence, ctx.trace, "trification", quotes=quotes, grounding=grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "trification")
