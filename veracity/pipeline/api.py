@@ -178,7 +178,6 @@ class Verifier:
                 out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"
             else:
                 out_path = Path(out).expanduser()
-            out_path.parent.mkdir(parents=True, exist_ok=True)
             stats = RunStats(out_path=out_path, total=len(loaded.claims), rejected=list(loaded.rejected))
             done = read_done_ids(out_path)
             pending = [c for c in loaded.claims if c.id not in done]

@@ -313,7 +313,8 @@ class ResultSink:
     def __init__(self, path: Path | str, stats: RunStats, done_ids: Iterable[str] = (), *, bar: Any = None,
                  on_result: Callable[[dict[str, Any]], None] | None = None, manifest: RunManifest | None = None):
         self.manifest = manifest
-        self.writer = ResultWriter(path)
+        self.path = Path(path)
+        self.writer: ResultWriter | None = None  # opened with the run: a run that never starts writes nothing
         self.stats = stats
         self.ids: set[str] = {str(i) for i in done_ids}
         self.bar = bar
@@ -324,6 +325,7 @@ class ResultSink:
     def open(self, served: ServedModel) -> None:
         """Before the first result: the run manifest, with the model the backend runs on (none is written
         for a run without a results file of the caller's)."""
+        self.writer = ResultWriter(self.path)  # creates the folders of the results file (mkdir -p)
         if self.manifest is not None:
             self.manifest.write(served)
         self.opened = True
@@ -337,10 +339,12 @@ class ResultSink:
         cid = str(record["id"])
         if cid in self.ids:
             return False
+        if self.writer is None:
+            self.writer = ResultWriter(self.path)
         try:
             self.writer.append(record)
         except OSError as exc:
-            raise OutputError(f"cannot write results to {self.writer.path}: {exc.strerror or exc}",
+            raise OutputError(f"cannot write results to {self.path}: {exc.strerror or exc}",
                               hint="free space or fix the folder, then run the same command again to resume") from None
         self.ids.add(cid)
         summary = (record.get("trace") or {}).get("summary") or {}
@@ -361,6 +365,8 @@ class ResultSink:
             self.stats.failed.append((str(claim_id), reason))
 
     def close(self) -> None:
+        if self.writer is None:
+            return
         try:
             self.writer.close()
         except OSError:  # the failed write was already reported
