@@ -412,6 +412,16 @@ INDEX_SOURCES = [
     row("build-multistream-index-missing", "index", "build",
         "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", "--multistream-index",
         "{tmp}/corpus/missing-index.txt.bz2", *BUILD_OUT, match="missing-index"),
+    row("build-faiss-factory-rejected", "index", "build", "{tmp}/corpus/good.jsonl", "--faiss-factory", "IVF12,Bogus9",
+        *BUILD_OUT, match="FAISS rejects the factory string 'IVF12,Bogus9'"),
+    row("build-faiss-factory-sample-too-small", "index", "build", "{tmp}/corpus/good.jsonl", "--faiss-factory",
+        "IVF65536,SQ8", *BUILD_OUT, match="needs at least 1,966,080 training vectors"),
+    row("build-backend-unknown", "index", "build", "{tmp}/corpus/good.jsonl", "--backend", "spark", *BUILD_OUT,
+        match="Invalid value for '--backend'"),
+    row("index-search-nprobe-0", "index", "search", "{tmp}/index/missing", "Paris", "--nprobe", "0",
+        match="--nprobe must be an integer of at least 1"),
+    row("index-search-ef-search-0", "index", "search", "{tmp}/index/missing", "Paris", "--ef-search", "0",
+        match="--ef-search must be an integer of at least 1"),
 ]
 
 LABELS_AND_COMMANDS = [

@@ -148,7 +148,7 @@ def make_index(tmp_path, monkeypatch, *, bm25=True, dense=True, encoder=FakeEnco
     from veracity.indexes.passages import Passage
 
     monkeypatch.setattr(bm25_mod, "BM25Index", FakeBM25Index)
-    monkeypatch.setattr(dense_mod, "load_faiss", lambda path, expected=None: FakeFaiss())
+    monkeypatch.setattr(dense_mod, "load_faiss", lambda path, expected=None, **kw: FakeFaiss())
     loads = []
 
     def load(name=None):

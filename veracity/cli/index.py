@@ -15,7 +15,8 @@ from rich.text import Text
 from veracity.cli._common import console, fail, print_json
 from veracity.errors import VeracityError
 
-_STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index"}
+_STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index",
+           "recall": "recall vs exact"}
 
 
 def _one_line_errors(fn):
@@ -72,8 +73,9 @@ def index() -> None:
 @click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")
 @click.option("--encoder", default="all-MiniLM-L6-v2", show_default=True,
               help="Sentence-transformers encoder: the default, or a local model folder.")
-@click.option("--faiss-factory", default="Flat", show_default=True,
-              help="FAISS index factory string, e.g. Flat, HNSW32, IVF4096,PQ32 (large corpora).")
+@click.option("--faiss-factory", default="auto", show_default=True,
+              help="FAISS index factory: auto (Flat up to 100,000 passages, IVF with SQ8 above, nprobe tuned to "
+                   "recall@10 >= 0.95 of exact search), or a factory string, e.g. Flat, HNSW32, IVF4096,SQ8.")
 @click.option("--limit", type=int, default=None, help="Stop after N passages (quick trials).")
 @click.option("--chunk-words", type=int, default=100, show_default=True, help="Words per passage.")
 @click.option("--chunk-overlap", type=int, default=0, show_default=True, help="Words shared by consecutive passages.")
@@ -81,7 +83,12 @@ def index() -> None:
               help="Bad JSONL lines: stop with file:line, or skip and count them.")
 @click.option("--dump-date", default=None,
               help="YYYY-MM-DD of the text, for sources that do not carry one (JSONL, HoVer, FEVER).")
-@click.option("--batch-size", type=int, default=64, show_default=True, help="Encoder batch size.")
+@click.option("--batch-size", type=int, default=None,
+              help="Encoder batch size (default: 64 on CPU, sized to the device's memory on a GPU).")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Embedding: local (this machine: one worker per GPU, else the CPU), or ray (Ray Data actors, "
+                   "one per GPU of the cluster; the build folder must be on a file system every node sees).")
+@click.option("--ray-address", default=None, help="--backend ray: the cluster to join (default: a local instance).")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
 @click.option("--workers", type=int, default=None,
@@ -94,13 +101,15 @@ def index() -> None:
                    "wikipedia-dpr-100w with psgs_w100.tsv); checked against the passages, used in place.")
 @click.option("--cleaner", type=click.Choice(["fast", "mwparser"]), default="fast", show_default=True,
               help="Wikitext to plain text: the fast scanner, or mwparserfromhell (about 30x slower).")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print the plan (passages, disk, RAM, time per stage for this machine) and stop.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing index that veracity built (any other folder is "
               "refused and left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, shard_size, workers, multistream_index, bm25_threads, bm25_prebuilt,
-              cleaner, overwrite, as_json) -> None:
+              on_error, dump_date, batch_size, backend, ray_address, shard_size, workers, multistream_index,
+              bm25_threads, bm25_prebuilt, cleaner, plan_only, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
 
     A SOURCE is a Wikipedia XML dump (*-pages-articles*.xml.bz2, multistream too), a JSONL file
@@ -114,7 +123,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     Examples:
       veracity index build demo --out ~/.veracity/indexes/demo
       veracity index build enwiki-20240601-pages-articles-multistream.xml.bz2 --out idx/enwiki \\
-          --faiss-factory IVF65536,PQ64
+          --faiss-factory auto
       veracity index build ../shared/data/wiki_corpus_hover_gold/hover_dev_gold_paragraphs.jsonl demo \\
           --out ~/.veracity/indexes/hover-mix --dump-date 2017-10-01
     """
@@ -125,6 +134,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
                            chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
+                           backend=backend, ray_address=ray_address,
                            shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
                            bm25_prebuilt=bm25_prebuilt,
                            workers=default_workers() if workers is None else workers,
@@ -147,7 +157,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
         where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
             tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
-                                             unit="bytes" if stage == "hash" else "passages")
+                                             unit={"hash": "bytes", "recall": "settings"}.get(stage, "passages"))
         progress.update(tasks[stage], completed=done, total=total)
 
     def log(msg: str) -> None:
@@ -158,7 +168,11 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
 
     interrupt.keep(lambda: _build_kept(out, where["stage"]))
     with progress:
-        manifest = build_index(resolved, out, options, progress=on_progress, log=log)
+        manifest = build_index(resolved, out, options, progress=on_progress, log=log, plan_only=plan_only)
+    if plan_only:
+        if as_json:
+            print_json(manifest["plan"])
+        return
     if as_json:
         print_json(manifest)
         return
@@ -202,10 +216,16 @@ def _build_kept(out: Path, stage: str | None) -> str:
 @click.option("--exclude-pattern", "exclude_patterns", multiple=True,
               help="Hide articles whose title matches this regex (repeatable).")
 @click.option("--encoder", default=None, help="Query encoder (default: the index's; must match it).")
+@click.option("--nprobe", type=int, default=None,
+              help="IVF lists searched per query (default: the index's, tuned at build time; more: slower, closer "
+                   "to exact).")
+@click.option("--ef-search", "ef_search", type=int, default=None,
+              help="HNSW search depth (default: the index's; more: slower, closer to exact).")
 @click.option("--width", type=int, default=300, show_default=True, help="Characters of passage text shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @_one_line_errors
-def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, encoder, width, as_json) -> None:
+def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, encoder, nprobe, ef_search, width,
+               as_json) -> None:
     """Search INDEX_DIR for QUERY and print the top passages.
 
     \b
@@ -220,7 +240,7 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
         if value < 1:
             raise ConfigError(f"{flag} must be at least 1, got {value}", hint=f"e.g. {flag} {example}")
     with console.status("loading the index"):
-        searcher = Searcher(index_dir, encoder=encoder)
+        searcher = Searcher(index_dir, encoder=encoder, nprobe=nprobe, ef_search=ef_search)
     with console.status("searching"):
         hits = searcher.search(query, k=k, mode=mode, exclude_titles=exclude_titles,
                                exclude_patterns=exclude_patterns)
@@ -278,7 +298,7 @@ def info_cmd(index_dir, as_json) -> None:
     table.add_row("bm25", "yes — " + m["bm25"]["similarity"] if m.get("bm25") else "no")
     d = m.get("dense")
     table.add_row("dense", f"{d['encoder']} ({d['dimension']}-d), FAISS {d['faiss_factory']}, {d['ntotal']:,} vectors"
-                  if d else "no")
+                  + _search_line(d.get("search")) if d else "no")
     b = m["build"]
     rates = []
     if b.get("read_bm25_passages_per_s"):
@@ -288,6 +308,13 @@ def info_cmd(index_dir, as_json) -> None:
     table.add_row("build", f"{b['finished']} in {b['seconds']:.1f} s" + (f" ({'; '.join(rates)})" if rates else ""))
     table.add_row("versions", ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items()))
     console.print(table)
+
+
+def _search_line(search: dict | None) -> str:
+    if not search or not search.get("measured"):
+        return ""
+    setting = f"nprobe {search['nprobe']}" if "nprobe" in search else f"efSearch {search.get('ef_search')}"
+    return f"; {setting}: recall@10 {search['recall_at_10']:.3f} of exact search ({search['queries']:,} held-out queries)"
 
 
 COMMANDS = [index]

@@ -27,18 +27,25 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from veracity.errors import ConfigError, CorpusError, IndexDirError
-from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build_faiss, embed_shards,
-                                    estimate_resources, write_ids)
+from veracity.indexes.ann import AUTO, check_factory, resolve_factory
+from veracity.indexes.embedding import (acquire, claim_is_stale, claim_owner, embed_claimed_shards,
+                                        embed_on_devices, embed_with_ray, plan_workers, release)
+from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build_faiss, estimate_resources, write_ids)
 from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_encoder
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
 from veracity.indexes.passages import Chunking, chunk_article
+from veracity.indexes.plan import check_fits, detect_hardware, expected_passages, format_plan, make_plan
 from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
 from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
                                       sha256_file, source_mtime, source_size)
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"
+READING_CLAIM = "reading.claim"   # held by the one process running stage 1
+FAISS_CLAIM = "faiss.claim"       # held by the one process assembling the FAISS index
+BACKENDS = ("local", "ray")
+PARSE_DIM = 3840  # a dimension most PQ / SQ / OPQ sizes divide: checks a factory string before the encoder loads
 SHARDS_DIR = "dense-shards"
 
 Progress = Callable[[str, int, "int | None"], None]  # (stage, done, total)
@@ -62,7 +69,9 @@ class BuildOptions:
     dump_date: str | None = None      # for sources whose format carries no date (JSONL, HoVer, FEVER)
     overwrite: bool = False
     shard_size: int = 4096
-    batch_size: int = 64
+    batch_size: int | None = None     # None: 64 on CPU, sized to the device's memory on a GPU
+    backend: str = "local"            # embedding: local (processes on this machine) | ray (Ray Data actors)
+    ray_address: str | None = None    # --backend ray: a cluster's address (None: start a local instance)
     bm25_threads: int = field(default_factory=default_workers)  # Lucene indexing threads
     workers: int = field(default_factory=default_workers)       # dump parser processes (stage 1)
     cleaner: str = "fast"                                       # wikitext -> plain: fast | mwparser
@@ -82,15 +91,27 @@ class BuildOptions:
             raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
         for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
                                      ("--limit", self.limit, 1000)):
+            if flag == "--batch-size" and value is None:
+                continue
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
                                   hint=f"e.g. {flag} {example}" if flag.startswith("--") else f"e.g. {example}")
         if self.on_error not in ON_ERROR:
             raise ConfigError(f"--on-error must be one of {', '.join(ON_ERROR)}, got {self.on_error!r}",
                               hint="raise stops at a bad line (file:line), skip counts it")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"unknown --backend {self.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
+        if self.backend == "ray" and self.dense:
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise ConfigError("--backend ray needs Ray, which is not installed",
+                                  hint="pip install 'veracity[ray]', or drop --backend ray")
         if not self.bm25 and not self.dense:
             raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
         _check_date(self.dump_date)
+        if self.dense and self.faiss_factory.strip().lower() != AUTO:
+            check_factory(self.faiss_factory, PARSE_DIM, None)  # a string FAISS rejects, before anything loads
 
     def key(self) -> dict:
         """Options that change the result: a resumed build must have the same."""
@@ -223,8 +244,9 @@ def build_dir_for(out: Path) -> Path:
 
 def build_index(sources: list[Source], out: Path | str, options: BuildOptions | None = None, *,
                 progress: Progress | None = None, log: Callable[[str], None] | None = None,
-                on_shard: Callable[[int], None] | None = None) -> dict:
-    """Build the index; returns its manifest. Raises typed errors; an interrupted build resumes."""
+                on_shard: Callable[[int], None] | None = None, plan_only: bool = False) -> dict:
+    """Build the index; returns its manifest. Raises typed errors; an interrupted build resumes.
+    ``plan_only``: check everything, log the plan and return ``{"plan": ...}`` without writing anything."""
     options = options or BuildOptions()
     out = Path(out).expanduser().resolve()
     progress = progress or (lambda stage, done, total: None)
@@ -237,15 +259,20 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         from veracity.indexes.bm25 import BM25Index
 
         BM25Index(Path(options.bm25_prebuilt).resolve()).close()
+    expected, how = expected_passages(sources, options)  # the start of each source, read with the real reader
+    if options.dense and options.faiss_factory.strip().lower() != AUTO:
+        # a factory whose training sample cannot be had even from twice the expected passages: refused before
+        # the encoder loads (the exact count is checked again after reading)
+        check_factory(options.faiss_factory, PARSE_DIM, 2 * expected)
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
-    if options.dense:
-        import faiss
-
-        try:
-            faiss.index_factory(encoder.dimension, options.faiss_factory, faiss.METRIC_INNER_PRODUCT)
-        except RuntimeError:
-            raise ConfigError(f"bad FAISS factory string {options.faiss_factory!r}",
-                              hint="e.g. --faiss-factory Flat | HNSW32 | IVF4096,PQ32") from None
+    if options.dense and options.faiss_factory.strip().lower() != AUTO:
+        check_factory(options.faiss_factory, encoder.dimension, None)  # e.g. PQ64 on a dimension 64 does not divide
+    plan = make_plan(sources, options, encoder.dimension if encoder else 0, detect_hardware(out), expected, how)
+    for line in format_plan(plan):
+        log(line)
+    check_fits(plan)  # disk short, Flat larger than RAM: one line, before anything is written
+    if plan_only:
+        return {"plan": plan.to_dict()}
 
     work = build_dir_for(out)
     key = hashlib.sha256(json.dumps({"sources": _source_fingerprint(sources), "options": options.key()},
@@ -269,6 +296,13 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                                 hint="move it away, or pick another --out")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
+    reading = None
+    if not state.get("passages_done"):  # stage 1 is one process's; others may join the embedding after it
+        reading = acquire(work / READING_CLAIM)
+        if reading is None:
+            raise IndexDirError(f"another process ({claim_owner(work / READING_CLAIM) or 'unknown'}) is reading the "
+                                f"sources of this build in {work}",
+                                hint="wait until it starts embedding, then run the same command again to help embed")
     state.setdefault("key", key)
     state.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     state.setdefault("timings", {})
@@ -296,17 +330,15 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         state["sources"] = infos
         save_state()
 
-    # -- stage 1: read, chunk, store, BM25
+    # -- stage 1: read, chunk, store, BM25 (one process; others may join the embedding once it is done)
     if not state.get("passages_done"):
-        rough = estimate_resources(_rough_passages(sources, options), encoder.dimension if encoder else 0,
-                                   options.faiss_factory, bm25=options.bm25, dense=options.dense)
-        log("rough estimate from the source size: " + format_estimate(rough))
         t0 = time.perf_counter()
         try:
             state["sources"] = _read_into(work, sources, state["sources"], options, progress, log, plans)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # nothing in stage 1 is worth resuming
             raise
+        release(reading)
         store_count = PassageStore(work / STORE_FILE).count
         dt = time.perf_counter() - t0
         state["timings"]["read_bm25_s"] = round(dt, 2)
@@ -322,6 +354,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     state["estimate"] = est
     save_state()
     log(f"estimate for {n} passages: " + format_estimate(est))
+    if options.dense:  # the exact count is known: a factory its training sample cannot serve stops before embedding
+        check_factory(resolve_factory(options.faiss_factory, n), dim, n)
 
     # -- stage 2: dense
     dense_info = None
@@ -329,24 +363,27 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         store = PassageStore(work / STORE_FILE)
         shards = work / SHARDS_DIR
         t0 = time.perf_counter()
-        embedded = embed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
-                                batch_size=options.batch_size, progress=lambda d, t: progress("embed", d, t),
-                                on_shard=on_shard)
+        embedded = _embed(work, store, n, encoder, options, progress, log, on_shard)
         dt = time.perf_counter() - t0
         if embedded:
             state["timings"]["embed_passages_per_s"] = round(embedded / dt, 2) if dt > 0 else None
             state["timings"]["embed_s"] = round(state["timings"].get("embed_s", 0) + dt, 2)
         save_state()
+        faiss_claim = acquire(work / FAISS_CLAIM)
+        if faiss_claim is None:  # another process of this build assembles the index: wait for it
+            store.close()
+            return _wait_for_index(out, work / FAISS_CLAIM, log)
         t0 = time.perf_counter()
         facts = build_faiss(shards, n, dim, options.faiss_factory, work / "dense" / FAISS_FILE,
-                            shard_size=options.shard_size, progress=lambda d, t: progress("faiss", d, t))
+                            shard_size=options.shard_size, progress=lambda d, t: progress("faiss", d, t),
+                            recall_progress=lambda d, t: progress("recall", d, t))
         state["timings"]["faiss_s"] = round(time.perf_counter() - t0, 2)
         write_ids(store.iter_ids(), work / "dense" / IDS_FILE)
         store.close()
         dense_info = {"dir": "dense", "faiss_file": f"dense/{FAISS_FILE}", "ids_file": f"dense/{IDS_FILE}",
                       "encoder": encoder.name, "dimension": dim, "max_seq_length": encoder.max_seq_length,
                       "normalized": True, "similarity": "inner product of L2-normalized vectors (cosine)",
-                      "faiss_factory": options.faiss_factory, "shard_size": options.shard_size, **facts}
+                      "shard_size": options.shard_size, **facts}
 
     finished = _dt.datetime.now(_dt.timezone.utc)
     started = _dt.datetime.fromisoformat(state["started"])
@@ -369,11 +406,16 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         "estimate": est,
         "versions": package_versions(),
     }
+    manifest["plan"] = {"passages": plan.passages, "how": plan.how, "faiss_factory": plan.factory,
+                        "seconds": {st.name: round(st.seconds, 1) for st in plan.stages},
+                        "disk_peak": plan.disk_peak, "hardware": plan.hardware.describe()}
     d = index_dump_date(manifest)
     manifest["dump_date"] = d.isoformat() if d else None
     if dense_info is not None:
         shutil.rmtree(work / SHARDS_DIR, ignore_errors=True)
     state_path.unlink(missing_ok=True)
+    for claim in (work / FAISS_CLAIM, work / READING_CLAIM):
+        claim.unlink(missing_ok=True)
     write_manifest(work, manifest)
     _move_into_place(work, out)
     return manifest
@@ -396,6 +438,60 @@ def _prebuilt_info(options: BuildOptions, state: dict) -> dict:
         return {}
     return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state["bm25_docids"],
             "stored": "the prebuilt index's documents"}
+def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptions, progress: Progress,
+           log: Callable[[str], None], on_shard: Callable[[int], None] | None) -> int:
+    """Stage 2: the shards, by this process (CPU, one GPU), one process per GPU, or Ray Data actors; then any
+    shard other workers still hold is waited for, so on return every shard exists."""
+    shards = work / SHARDS_DIR
+    report = lambda d, t: progress("embed", d, t)  # noqa: E731
+    embedded = 0
+    if options.backend == "ray":
+        import ray
+
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=options.ray_address, include_dashboard=False, log_to_driver=False)
+        try:
+            res = ray.cluster_resources()
+            log(f"embedding with Ray Data: {int(res.get('GPU', 0))} GPU(s), {int(res.get('CPU', 0))} CPU(s)")
+            embedded = embed_with_ray(work / STORE_FILE, n, shards, encoder.name, shard_size=options.shard_size,
+                                      batch_size=options.batch_size, progress=report)
+        finally:
+            if started:
+                ray.shutdown()
+    else:
+        plans = plan_workers(options.batch_size)
+        if len(plans) > 1:
+            log(f"embedding on {len(plans)} GPUs: " + ", ".join(f"{p.device} (fp16, batch {p.batch_size})"
+                                                               for p in plans))
+            embedded = embed_on_devices(work / STORE_FILE, n, shards, encoder.name, plans,
+                                        shard_size=options.shard_size, progress=report)
+        else:
+            plan = plans[0]
+            embedded = embed_claimed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
+                                            batch_size=plan.batch_size, progress=report, on_shard=on_shard,
+                                            device=plan.device)
+    return embedded + embed_claimed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
+                                           batch_size=options.batch_size or 64, progress=report, on_shard=on_shard)
+
+
+def _wait_for_index(out: Path, claim: Path, log: Callable[[str], None], poll: float = 2.0) -> dict:
+    """This process helped embed; another one assembles the FAISS index. Wait for the finished index (or take
+    over if that process dies: IndexDirError asking to run again)."""
+    from veracity.indexes.manifest import read_manifest
+
+    log(f"embedding done; {claim_owner(claim) or 'another process'} builds the FAISS index, waiting for it")
+    while not (out / MANIFEST_FILE).exists():
+        if claim.exists() and claim_is_stale(claim):
+            raise IndexDirError("the process building the FAISS index stopped",
+                                hint="run the same command again: it builds the index from the embedded shards")
+        if not claim.parent.exists():  # renamed into place (or given up): the manifest tells which
+            time.sleep(poll)
+            if not (out / MANIFEST_FILE).exists():
+                raise IndexDirError(f"the build folder {claim.parent} went away without an index at {out}",
+                                    hint="run the same command again")
+        time.sleep(poll)
+    return read_manifest(out)
 
 
 def _move_into_place(work: Path, out: Path) -> None:
@@ -472,20 +568,6 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
     log(f"read {writer.count} passages from {sum(i['articles'] for i in out_infos)} articles in {dt:.1f} s"
         + (f" ({duplicates} duplicate titles skipped)" if duplicates else ""))
     return out_infos
-
-
-def _rough_passages(sources: list[Source], options: BuildOptions) -> int:
-    """Passage count guessed from file sizes (about 700 bytes of text per 100 words; bz2 ~ 1:5)."""
-    total = 0
-    for s in sources:
-        size = source_size(s.path)
-        ratio = 5 if s.path.suffix in (".bz2", ".gz") else 1
-        if s.format == "wiki-xml":
-            ratio *= 0.6  # markup
-        if s.format == "demo":
-            ratio = 2.5
-        total += int(size * ratio / (7 * options.chunking.words))
-    return min(total, options.limit) if options.limit else total
 
 
 def format_estimate(est: dict) -> str:

@@ -9,7 +9,6 @@ Similarity is the inner product of L2-normalized vectors (= cosine).
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Callable, Iterable
@@ -17,10 +16,13 @@ from typing import Callable, Iterable
 import numpy as np
 
 from veracity.errors import ConfigError, IndexDirError
+from veracity.indexes.ann import (AUTO, DEFAULT_EF_SEARCH, DEFAULT_NPROBE, RECALL_QUERIES, check_factory,
+                                  resolve_factory, search_kind, set_search_params, train_index, tune_search)
+from veracity.indexes.embedding import embed_claimed_shards, shard_path
 from veracity.indexes.retriever import StoredPassagesRetriever, TitleFilter, filtered_top
 from veracity.models.encoders import SentenceEncoder, load_encoder
 
-DEFAULT_FACTORY = "Flat"
+DEFAULT_FACTORY = AUTO
 FAISS_FILE = "index.faiss"
 IDS_FILE = "ids.txt"
 
@@ -47,7 +49,9 @@ def _factory_bytes_per_vector(factory: str, dim: int) -> float:
 
 def estimate_resources(n_passages: int, dim: int, factory: str = DEFAULT_FACTORY, *,
                        avg_text_bytes: int = 700, bm25: bool = True, dense: bool = True) -> dict:
-    """Rough RAM and disk needs of an index (bytes). The embedding shards live on disk during the build."""
+    """Rough RAM and disk needs of an index (bytes). The embedding shards live on disk during the build.
+    ``factory`` ``auto`` is the factory :func:`~veracity.indexes.ann.auto_factory` picks for ``n_passages``."""
+    factory = resolve_factory(factory, n_passages)
     out = {"passages": n_passages, "dimension": dim, "faiss_factory": factory}
     text = n_passages * avg_text_bytes
     out["store_disk"] = int(text * 1.3)
@@ -73,50 +77,20 @@ def human_bytes(n: float) -> str:
 
 # ----------------------------------------------------------------------------------- shards + FAISS
 
-def shard_path(folder: Path, i: int) -> Path:
-    return folder / f"shard-{i:05d}.npy"
-
-
 def embed_shards(rows: Callable[[int, int], list[tuple[int, str, str]]], n_passages: int, folder: Path,
                  encoder: SentenceEncoder, *, shard_size: int = 4096, batch_size: int = 64,
                  progress: Callable[[int, int], None] | None = None,
                  on_shard: Callable[[int], None] | None = None) -> int:
-    """Embed rows [0, n) into shard files; existing shards are kept (resume). Returns passages embedded now."""
-    folder.mkdir(parents=True, exist_ok=True)
-    n_shards = (n_passages + shard_size - 1) // shard_size
-    done = sum(min(shard_size, n_passages - i * shard_size) for i in range(n_shards) if shard_path(folder, i).exists())
-    if progress:
-        progress(done, n_passages)
-    embedded = 0
-    for i in range(n_shards):
-        path = shard_path(folder, i)
-        if path.exists():
-            continue
-        start, stop = i * shard_size, min(n_passages, (i + 1) * shard_size)
-        batch = rows(start, stop)
-        if len(batch) != stop - start:
-            raise IndexDirError(f"passage store returned {len(batch)} rows for [{start}, {stop})",
-                                hint="delete the partial build and start again")
-        vecs = []
-        for j in range(0, len(batch), batch_size * 8):  # several encoder calls per shard for a live progress bar
-            part = batch[j:j + batch_size * 8]
-            vecs.append(encoder.encode([f"{t}\n{x}" for _, t, x in part], batch_size=batch_size))
-            done += len(part)
-            embedded += len(part)
-            if progress:
-                progress(done, n_passages)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, np.concatenate(vecs).astype(np.float32))
-        os.replace(tmp, path)
-        if on_shard:
-            on_shard(i)
-    return embedded
+    """Embed rows [0, n) into shard files, in this process; existing shards are kept (resume), shards other
+    workers hold are waited for (:func:`veracity.indexes.embedding.embed_claimed_shards`)."""
+    return embed_claimed_shards(rows, n_passages, folder, encoder, shard_size=shard_size, batch_size=batch_size,
+                                progress=progress, on_shard=on_shard)
 
 
 def _to_gpu(index):
     import faiss
 
-    if faiss.get_num_gpus() > 0 and hasattr(faiss, "index_cpu_to_all_gpus"):
+    if hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0 and hasattr(faiss, "index_cpu_to_all_gpus"):
         try:
             return faiss.index_cpu_to_all_gpus(index), True
         except Exception:  # index type without a GPU implementation (e.g. HNSW)
@@ -124,43 +98,55 @@ def _to_gpu(index):
     return index, False
 
 
+def shard_paths(folder: Path, n_passages: int, shard_size: int) -> list[Path]:
+    return [shard_path(folder, i) for i in range((n_passages + shard_size - 1) // shard_size)]
+
+
+def read_rows(folder: Path, rows: np.ndarray, shard_size: int) -> np.ndarray:
+    """The vectors of the global ``rows`` (sorted), read shard by shard through a memory map."""
+    out = []
+    shard_of = rows // shard_size
+    for i in np.unique(shard_of):
+        vecs = np.load(shard_path(folder, int(i)), mmap_mode="r")
+        out.append(np.asarray(vecs[rows[shard_of == i] - int(i) * shard_size], dtype=np.float32))
+    return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+
 def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file: Path, *, shard_size: int,
-                train_size: int = 200_000, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> dict:
-    """Assemble the FAISS index from the shards and write it; returns facts for the manifest."""
+                seed: int = 0, recall_queries: int = RECALL_QUERIES, progress: Callable[[int, int], None] | None = None,
+                recall_progress: Callable[[int, int], None] | None = None) -> dict:
+    """Assemble the FAISS index from the shards, measure its recall against exact search and write it.
+
+    ``factory`` ``auto`` picks by size (:func:`veracity.indexes.ann.auto_factory`). A trained factory samples
+    :data:`~veracity.indexes.ann.TRAIN_PER_LIST` vectors per list; the recall queries are passages outside
+    that sample. Returns facts for the manifest (the factory used, training, the search setting chosen and
+    its measured recall@10)."""
     import faiss
 
-    try:
-        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ConfigError(f"bad FAISS factory string {factory!r}: {str(exc).splitlines()[-1]}",
-                          hint="e.g. --faiss-factory Flat | HNSW32 | IVF4096,PQ32") from None
-    n_shards = (n_passages + shard_size - 1) // shard_size
-    trained_on = 0
-    if not index.is_trained:
-        rng = np.random.default_rng(seed)
-        per = max(1, train_size // max(1, n_shards))
-        sample = []
-        for i in range(n_shards):
-            vecs = np.load(shard_path(folder, i), mmap_mode="r")
-            take = np.sort(rng.choice(len(vecs), size=min(per, len(vecs)), replace=False))
-            sample.append(np.asarray(vecs[take]))
-        sample = np.concatenate(sample)
-        trained_on = len(sample)
-        gpu_index, _ = _to_gpu(index)
+    used = resolve_factory(factory, n_passages)
+    facts = check_factory(used, dim, n_passages)
+    index = faiss.index_factory(dim, used, faiss.METRIC_INNER_PRODUCT)
+    shards = shard_paths(folder, n_passages, shard_size)
+    rng = np.random.default_rng(seed)
+    train_rows = np.zeros(0, dtype=np.int64)
+    trained_on_gpu = False
+    if facts.needs_training:
+        take = min(n_passages, facts.train_size)
+        train_rows = np.sort(rng.choice(n_passages, size=take, replace=False))
+        sample = read_rows(folder, train_rows, shard_size)
         try:
-            gpu_index.train(sample)
+            trained_on_gpu = train_index(index, sample, seed=seed)
         except RuntimeError as exc:
-            raise ConfigError(f"FAISS factory {factory!r} cannot be trained on {len(sample)} vectors: "
-                              f"{str(exc).splitlines()[-1]}",
-                              hint="use --faiss-factory Flat for small corpora, or fewer IVF lists") from None
-        if gpu_index is not index:
-            index = faiss.index_gpu_to_cpu(gpu_index)
+            raise ConfigError(f"FAISS factory {used!r} cannot be trained on {len(sample):,} vectors: "
+                              f"{str(exc).strip().splitlines()[-1][:160]}",
+                              hint="use --faiss-factory auto, or fewer IVF lists") from None
+        del sample
     work, on_gpu = _to_gpu(index)
     added = 0
-    for i in range(n_shards):
-        vecs = np.load(shard_path(folder, i))
-        if vecs.shape[1] != dim:
-            raise IndexDirError(f"shard {i} has dimension {vecs.shape[1]}, expected {dim}",
+    for i, path in enumerate(shards):
+        vecs = np.load(path)
+        if vecs.ndim != 2 or vecs.shape[1] != dim:
+            raise IndexDirError(f"shard {i} has shape {vecs.shape}, expected (*, {dim})",
                                 hint="delete the partial build and start again")
         work.add(vecs)
         added += len(vecs)
@@ -168,9 +154,19 @@ def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file:
             progress(added, n_passages)
     if on_gpu:
         index = faiss.index_gpu_to_cpu(work)
+    search = {"kind": "exact", "recall_at_10": 1.0, "queries": 0, "measured": False}
+    if search_kind(index) != "exact":
+        held_out = np.setdiff1d(np.arange(n_passages), train_rows, assume_unique=True)
+        pool = held_out if len(held_out) else np.arange(n_passages)
+        query_rows = np.sort(rng.choice(pool, size=min(recall_queries, len(pool)), replace=False))
+        queries = read_rows(folder, query_rows, shard_size)
+        search = tune_search(index, shards, query_rows, queries, progress=recall_progress)
+        search["held_out"] = bool(len(held_out))
     out_file.parent.mkdir(parents=True, exist_ok=True)
     faiss.write_index(index, str(out_file))
-    return {"ntotal": int(index.ntotal), "trained_on": trained_on, "built_on_gpu": on_gpu}
+    return {"faiss_factory": used, "faiss_factory_requested": factory, "ntotal": int(index.ntotal),
+            "trained_on": int(len(train_rows)), "trained_on_gpu": trained_on_gpu, "built_on_gpu": on_gpu,
+            "search": search}
 
 
 def _faiss_failure(exc: Exception, path: Path) -> str:
@@ -183,40 +179,59 @@ def _faiss_failure(exc: Exception, path: Path) -> str:
     return why
 
 
-def read_faiss(path: Path, expected: int | None = None, *, mmap: bool = False):
+MMAP_FROM_BYTES = 256 * 2**20  # index files from this size on are memory-mapped when opened
+
+
+def read_faiss(path: Path, expected: int | None = None, *, mmap: bool | None = None):
     """Read a FAISS index file; IndexDirError when missing, corrupt, truncated or not ``expected`` vectors long.
 
-    ``mmap``: map the vectors instead of reading them (``index info`` checks a large index this way in a
-    moment; a truncated file is still noticed)."""
+    ``mmap`` (None: files of at least :data:`MMAP_FROM_BYTES`) maps the vectors from the file instead of
+    reading them into memory (the IVF inverted lists, or a flat index's codes), so an index larger than RAM
+    opens, the page cache is shared between processes, and ``index info`` checks a large index in a moment;
+    a truncated file is still noticed."""
     import faiss
 
     if not path.exists():
         raise IndexDirError(f"FAISS index {path} is missing",
                             hint="rebuild the dense part (`veracity index build ... --overwrite`) or search --mode bm25")
-    try:
-        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP) if mmap else faiss.read_index(str(path))
-    except RuntimeError as exc:
-        raise IndexDirError(f"FAISS index {path} is corrupt or unreadable ({_faiss_failure(exc, path)})",
-                            hint="rebuild the index with --overwrite, or search --mode bm25") from None
+    if mmap is None:
+        mmap = path.stat().st_size >= MMAP_FROM_BYTES
+    index = None
+    if mmap:
+        # IO_FLAG_MMAP maps IVF inverted lists; IO_FLAG_MMAP_IFC maps the codes of flat-code indexes (Flat,
+        # SQ, HNSW's storage). FAISS refuses the two together on IVF, so the IVF form is tried first.
+        for flags in (faiss.IO_FLAG_MMAP, faiss.IO_FLAG_MMAP_IFC):
+            try:
+                index = faiss.read_index(str(path), flags | faiss.IO_FLAG_READ_ONLY)
+            except RuntimeError:
+                continue
+            if flags == faiss.IO_FLAG_MMAP and search_kind(index) != "ivf":
+                index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
+            break
+    if index is None:
+        try:
+            index = faiss.read_index(str(path))
+        except RuntimeError as exc:
+            raise IndexDirError(f"FAISS index {path} is corrupt or unreadable ({_faiss_failure(exc, path)})",
+                                hint="rebuild the index with --overwrite, or search --mode bm25") from None
     if expected is not None and index.ntotal != expected:
         raise IndexDirError(f"FAISS index {path} holds {index.ntotal} vectors, the manifest says {expected}",
                             hint="rebuild the index with --overwrite")
     return index
 
 
-def load_faiss(path: Path, expected: int | None = None, *, nprobe: int = 32, ef_search: int = 128):
-    """Read a FAISS index (to the GPU when there is one); IndexDirError when missing, corrupt or short."""
-    import faiss
-
-    index = read_faiss(path, expected)
-    try:
-        ivf = faiss.extract_index_ivf(index)
-        ivf.nprobe = nprobe
-    except RuntimeError:
-        pass
-    if hasattr(index, "hnsw"):
-        index.hnsw.efSearch = ef_search
-    index, _ = _to_gpu(index)
+def load_faiss(path: Path, expected: int | None = None, *, nprobe: int | None = None, ef_search: int | None = None,
+               mmap: bool | None = None):
+    """Read a FAISS index (:func:`read_faiss`) set up for search. ``nprobe`` / ``ef_search`` default to those
+    recorded at build time by the caller, else :data:`~veracity.indexes.ann.DEFAULT_NPROBE` /
+    ``DEFAULT_EF_SEARCH``. Goes to the GPU when there is one (unless memory-mapped)."""
+    if mmap is None:
+        mmap = path.exists() and path.stat().st_size >= MMAP_FROM_BYTES
+    index = read_faiss(path, expected, mmap=mmap)
+    set_search_params(index, nprobe=DEFAULT_NPROBE if nprobe is None else nprobe,
+                      ef_search=DEFAULT_EF_SEARCH if ef_search is None else ef_search)
+    if not mmap:
+        index, _ = _to_gpu(index)
     return index
 
 

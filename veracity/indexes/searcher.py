@@ -27,12 +27,24 @@ MODES = ("bm25", "dense", "hybrid")
 __all__ = ["MODES", "Searcher"]
 
 
+def _kind_of(factory: str) -> str:
+    """ivf / hnsw / exact from a factory string (indexes built before the manifest recorded the kind)."""
+    head = factory.replace(" ", "").split(",")[0].upper()
+    if head.startswith(("IVF", "IMI")) or ",IVF" in factory.upper().replace(" ", ""):
+        return "ivf"
+    return "hnsw" if "HNSW" in head else "exact"
+
+
 class Searcher:
     """Loads an index directory once and builds its retrievers; ``search`` is safe to call from many
     threads at once."""
 
     def __init__(self, index_dir: str | Path, *, encoder: str | None = None, rrf_k: int = RRF_K,
-                 rrf_depth: int = 50):
+                 rrf_depth: int = 50, nprobe: int | None = None, ef_search: int | None = None,
+                 mmap: bool | None = None):
+        for flag, value in (("--nprobe", nprobe), ("--ef-search", ef_search)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}", hint=f"e.g. {flag} 32")
         self.index_dir = Path(index_dir).expanduser()
         self.manifest: dict = read_manifest(self.index_dir)
         self.rrf_k = rrf_k
@@ -55,6 +67,8 @@ class Searcher:
         self._faiss = None
         dense = self.manifest.get("dense")
         self.encoder_name = None
+        self.nprobe: int | None = None
+        self.ef_search: int | None = None
         if dense:
             from veracity.indexes.dense import DenseRetriever, load_faiss
             from veracity.models.encoders import canonical_encoder, same_encoder
@@ -64,9 +78,24 @@ class Searcher:
                                     f"{dense['encoder']} ({dense['dimension']}-d)",
                                     hint="drop --encoder, or pass the encoder the index was built with")
             self.encoder_name = encoder or dense["encoder"]
-            self._faiss = load_faiss(self.index_dir / dense.get("faiss_file", "dense/index.faiss"), expected=n)
+            search = dense.get("search") or {}
+            kind = search.get("kind") or _kind_of(dense.get("faiss_factory", "Flat"))
+            if nprobe is not None and kind != "ivf":
+                raise ConfigError(f"--nprobe applies to IVF indexes; {self.index_dir} is {dense.get('faiss_factory')}",
+                                  hint="drop --nprobe" + (" (use --ef-search)" if kind == "hnsw" else ""))
+            if ef_search is not None and kind != "hnsw":
+                raise ConfigError(f"--ef-search applies to HNSW indexes; {self.index_dir} is "
+                                  f"{dense.get('faiss_factory')}",
+                                  hint="drop --ef-search" + (" (use --nprobe)" if kind == "ivf" else ""))
+            self.nprobe = nprobe if nprobe is not None else search.get("nprobe")
+            self.ef_search = ef_search if ef_search is not None else search.get("ef_search")
+            self._faiss = load_faiss(self.index_dir / dense.get("faiss_file", "dense/index.faiss"), expected=n,
+                                     nprobe=self.nprobe, ef_search=self.ef_search, mmap=mmap)
             self._retrievers["dense"] = DenseRetriever(self.store, self._faiss, encoder_name=self.encoder_name,
                                                        dimension=int(dense["dimension"]))
+        elif nprobe is not None or ef_search is not None:
+            raise ConfigError(f"{self.index_dir} has no dense part, so --nprobe / --ef-search do not apply",
+                              hint="drop them, or build with dense vectors")
         elif encoder is not None:
             raise IndexDirError("this index has no dense part, so --encoder does not apply",
                                 hint="drop --encoder, or build with dense vectors")

@@ -1,0 +1,226 @@
+"""Embedding shards by several workers: atomic claims, stale claims taken over, one worker per GPU (device
+enumeration faked: no GPU here), batch sized to device memory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from veracity.indexes import embedding as emb
+
+DIM = 8
+
+
+class HashEncoder:
+    """Deterministic vectors from the text (a stand-in for the sentence encoder); ``delay`` per call."""
+
+    name = "hash"
+    dimension = DIM
+
+    def __init__(self, delay: float = 0.0):
+        self.delay = delay
+        self.calls = 0
+
+    def encode(self, texts, batch_size=64):
+        self.calls += 1
+        time.sleep(self.delay)
+        out = np.array([np.frombuffer(hashlib.sha256(t.encode()).digest()[:DIM * 4], dtype=np.uint32) for t in texts],
+                       dtype=np.float64)
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out.astype(np.float32)
+
+
+def rows_of(n):
+    texts = [(i, f"T{i // 3}", f"passage number {i}") for i in range(n)]
+    return lambda a, b: texts[a:b]
+
+
+def expected(n):
+    return HashEncoder().encode([f"{t}\n{x}" for _, t, x in rows_of(n)(0, n)])
+
+
+def all_vectors(folder, n, shard_size):
+    return np.concatenate([np.load(emb.shard_path(folder, i)) for i in range(emb.n_shards(n, shard_size))])
+
+
+def _worker(folder, n, shard_size, delay, out):
+    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(delay), shard_size=shard_size, batch_size=4,
+                                   poll=0.05)
+    out.put((os.getpid(), got))
+
+
+def test_two_processes_share_one_build_without_doing_a_shard_twice(tmp_path):
+    n, shard = 90, 10
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(tmp_path, n, shard, 0.02, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    assert sum(got for _, got in results) == n  # every passage embedded exactly once between them
+    assert all(got > 0 for _, got in results)   # both worked
+    np.testing.assert_array_equal(all_vectors(tmp_path, n, shard), expected(n))
+    assert not list(tmp_path.glob("*.claim")) and not list(tmp_path.glob(".*.tmp.npy"))
+
+
+def test_a_live_claim_is_left_alone_and_a_dead_ones_taken_over(tmp_path):
+    live = emb.try_claim(tmp_path, 0)
+    assert live is not None and emb.try_claim(tmp_path, 0) is None  # held by this (live) process
+    owner = json.loads(emb.claim_path(tmp_path, 0).read_text())
+    assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    emb.claim_path(tmp_path, 1).write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid, "token": "x"}))
+    taken = emb.try_claim(tmp_path, 1)
+    assert taken is not None and json.loads(taken.path.read_text())["pid"] == os.getpid()
+    emb.release(live)
+    assert not emb.claim_path(tmp_path, 0).exists()
+
+
+def test_another_hosts_claim_goes_stale_without_heartbeat(tmp_path):
+    path = emb.claim_path(tmp_path, 3)
+    path.write_text(json.dumps({"host": "elsewhere.example", "pid": 1, "token": "x"}))
+    assert not emb.claim_is_stale(path, 600)
+    old = time.time() - 601
+    os.utime(path, (old, old))
+    assert emb.claim_is_stale(path, 600)
+    assert emb.try_claim(tmp_path, 3, stale_after=600) is not None
+
+
+def test_release_keeps_a_claim_someone_took_over(tmp_path):
+    mine = emb.try_claim(tmp_path, 0)
+    emb.claim_path(tmp_path, 0).write_text(json.dumps({"host": "h", "pid": 2, "token": "theirs"}))
+    emb.release(mine)
+    assert emb.claim_path(tmp_path, 0).exists()
+
+
+def test_a_killed_worker_loses_at_most_its_shard(tmp_path):
+    """SIGKILL a worker mid-shard; its claim is stale (pid gone), another worker finishes the build with the
+    same vectors; only the killed shard was redone."""
+    n, shard = 60, 10
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    p = ctx.Process(target=_worker, args=(tmp_path, n, shard, 0.3, out))
+    p.start()
+    deadline = time.time() + 60
+    while not list(tmp_path.glob("shard-*.npy")) and time.time() < deadline:
+        time.sleep(0.02)
+    while not list(tmp_path.glob("*.claim")) and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(p.pid, 9)
+    p.join()
+    done_before = len(list(tmp_path.glob("shard-*[0-9].npy")))
+    assert list(tmp_path.glob("*.claim"))  # the killed worker's claim is left behind
+    enc = HashEncoder()
+    got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, enc, shard_size=shard, batch_size=4)
+    assert got == n - done_before * shard  # nothing already written was redone
+    np.testing.assert_array_equal(all_vectors(tmp_path, n, shard), expected(n))
+
+
+def test_waits_for_shards_held_by_a_live_worker(tmp_path):
+    n, shard = 20, 10
+    held = emb.try_claim(tmp_path, 1)  # "another worker" (this process, alive) holds shard 1
+
+    def finish_later():
+        time.sleep(0.5)
+        emb.embed_one_shard(rows_of(n), 1, n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4)
+        emb.release(held)
+
+    t = threading.Thread(target=finish_later)
+    t.start()
+    got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4, poll=0.05)
+    t.join()
+    assert got == 10 and emb.done_passages(tmp_path, n, shard) == n
+    assert emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, wait=False) == 0
+
+
+GiB = 2**30
+
+
+def test_one_fp16_worker_per_visible_gpu_batch_by_memory():
+    plans = emb.plan_workers(None, [(0, 80 * GiB), (1, 80 * GiB), (2, 16 * GiB)])
+    assert [p.device for p in plans] == ["cuda:0", "cuda:1", "cuda:2"]
+    assert all(p.fp16 for p in plans)
+    assert [p.batch_size for p in plans] == [4096, 4096, 2048]
+    assert emb.plan_workers(256, [(0, 80 * GiB)])[0].batch_size == 256  # --batch-size wins
+    assert emb.plan_workers(None, []) == [emb.WorkerPlan("cpu", 64, False)]
+    assert emb.gpu_batch_size(int(0.25 * GiB)) == 64
+
+
+def test_cuda_devices_enumerates_torch_devices(monkeypatch):
+    import torch
+
+    class Props:
+        total_memory = 24 * GiB
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props())
+    assert emb.cuda_devices() == [(0, 24 * GiB), (1, 24 * GiB)]
+
+
+class ThreadProc:
+    def __init__(self, fn):
+        self.exitcode = None
+        self._t = threading.Thread(target=self._run, args=(fn,))
+        self._t.start()
+
+    def _run(self, fn):
+        try:
+            fn()
+            self.exitcode = 0
+        except BaseException:
+            self.exitcode = 1
+
+    def is_alive(self):
+        return self._t.is_alive()
+
+    def terminate(self):
+        pass
+
+    def join(self):
+        self._t.join()
+
+
+def test_embed_on_devices_starts_one_worker_per_device(tmp_path):
+    n, shard = 50, 10
+    started = []
+
+    def start(target, args):
+        store_path, n_passages, folder, encoder_name, plan, shard_size, stale_after = args
+        assert target is emb._device_worker and encoder_name == "hash"
+        started.append(plan.device)
+        return ThreadProc(lambda: emb.embed_claimed_shards(rows_of(n_passages), n_passages, tmp_path / "s",
+                                                           HashEncoder(0.01), shard_size=shard_size, poll=0.02,
+                                                           batch_size=plan.batch_size, device=plan.device))
+
+    plans = emb.plan_workers(None, [(0, 40 * GiB), (1, 40 * GiB)])
+    seen = []
+    got = emb.embed_on_devices(tmp_path / "store", n, tmp_path / "s", "hash", plans, shard_size=shard,
+                               progress=lambda d, t: seen.append(d), poll=0.01, start=start)
+    assert started == ["cuda:0", "cuda:1"] and got == n and seen[-1] == n
+    np.testing.assert_array_equal(all_vectors(tmp_path / "s", n, shard), expected(n))
+
+
+def test_embed_on_devices_reports_failed_workers(tmp_path):
+    from veracity.errors import IndexDirError
+
+    def start(target, args):
+        return ThreadProc(lambda: (_ for _ in ()).throw(RuntimeError("CUDA out of memory")))
+
+    with pytest.raises(IndexDirError, match="2 of 2 embedding workers failed") as err:
+        emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB), (1, GiB)]),
+                             shard_size=10, poll=0.01, start=start)
+    assert "run the same command again" in err.value.hint

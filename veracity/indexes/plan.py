@@ -1,0 +1,261 @@
+"""The plan printed before a build: expected passages, disk, RAM and time per stage for the hardware seen,
+and the refusal of a build that cannot fit.
+
+Passages are estimated by *reading the start of each source with the build's own reader and chunker* (up to
+:data:`SAMPLE_BYTES` of decompressed text, cut at a page / line boundary) and scaling the passages found by
+the share of the file that start is (compressed bytes for bz2, so no fixed compression ratio is assumed). A
+source smaller than the sample is counted exactly. Times come from per-core rates measured on this project's
+machines (:data:`RATES`, with where each was measured); GPU embedding rates are projections until measured.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from veracity.errors import ConfigError
+from veracity.indexes.ann import resolve_factory
+
+SAMPLE_BYTES = 8 * 2**20
+
+# passages/s, measured (benchmarks/BENCHMARKS.md, "The index at full scale — embedding and ANN"):
+RATES = {
+    # stage 1 (read + clean + chunk + store + BM25) per parser core, from `index build --no-dense` on the dump
+    # sample (wiki-xml) and the HoVer paragraphs (JSONL family), 2-core machine, 2026-11-25, loaded
+    "read_per_core": {"wiki-xml": 400.0, "jsonl": 1200.0},
+    # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 cores (the demo build, issue 28)
+    "embed_cpu_per_core": 13.7,
+    # PROJECTION, not measured here: sentence-transformers lists 14,200 sentences/s for all-MiniLM-L6-v2 on one
+    # V100 (short sentences); 100-word passages carry ~4x the tokens, so ~3,500/s is assumed per GPU
+    "embed_per_gpu": 3500.0,
+    # FAISS add (IVF SQ8 assignment + encoding) per core, benchmarks/ann_bench.py speed at 1M vectors
+    "faiss_add_per_core": 20000.0,
+}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    cores: int
+    gpus: list[tuple[int, int]]   # (index, memory bytes)
+    ram_available: int
+    disk_free: int
+
+    def describe(self) -> str:
+        gpus = f"{len(self.gpus)} GPU(s)" if self.gpus else "no GPU"
+        return (f"{self.cores} core(s), {gpus}, {self.ram_available / 2**30:.1f} GiB RAM available, "
+                f"{self.disk_free / 2**30:.1f} GiB disk free")
+
+
+def _ram_available() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def detect_hardware(out: Path) -> Hardware:
+    from veracity.indexes.embedding import cuda_devices
+
+    folder = Path(out).expanduser().resolve()
+    while not folder.exists():
+        folder = folder.parent
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return Hardware(cores, cuda_devices(), _ram_available(), shutil.disk_usage(folder).free)
+
+
+# ------------------------------------------------------------------------------------------ passages
+
+def _count(path: Path, fmt: str, chunking) -> int:
+    from veracity.indexes.passages import chunk_article
+    from veracity.indexes.readers import SourceInfo, read_articles
+
+    n = 0
+    articles = read_articles(path, fmt, SourceInfo(str(path), fmt), on_error="skip", workers=1)
+    try:
+        for art in articles:
+            n += len(chunk_article(art, chunking))
+    finally:
+        articles.close()
+    return n
+
+
+def _bz2_prefix(path: Path, limit: int) -> tuple[bytes, int, bool]:
+    """(decompressed start of ``path`` up to ``limit`` bytes, compressed bytes it came from, whole file read);
+    multistream files are followed across streams."""
+    out, used, chunk = bytearray(), 0, 1 << 18
+    dec = bz2.BZ2Decompressor()
+    with open(path, "rb") as f:
+        while len(out) < limit:
+            raw = f.read(chunk)
+            if not raw:
+                return bytes(out), used, True
+            used += len(raw)
+            while raw:
+                out += dec.decompress(raw)
+                raw = dec.unused_data if dec.eof else b""
+                if dec.eof:
+                    dec = bz2.BZ2Decompressor()
+        # the decompressor holds undecoded input: credit only what the output came from, proportionally
+        return bytes(out), used, False
+
+
+def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
+    """(expected passages of one source, how it was estimated)."""
+    if fmt == "demo":
+        return 10_987, "the demo's known count"
+    if path.is_dir():
+        return 0, "a folder: not estimated"
+    size = path.stat().st_size
+    if fmt == "wiki-xml" and path.suffix == ".bz2":
+        text, used, whole = _bz2_prefix(path, SAMPLE_BYTES)
+        if whole:
+            return _count(path, fmt, chunking), "counted (whole file read)"
+        cut = text.rfind(b"</page>")
+        if cut < 0:
+            return 0, "no complete page in the sample"
+        head = text[:cut + len(b"</page>")] + b"\n</mediawiki>\n"
+        share = used * (cut / len(text))
+        return _scaled(head, ".xml", fmt, chunking, size / max(1.0, share)), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"
+    if size <= SAMPLE_BYTES or path.suffix in (".bz2", ".gz"):
+        return _count(path, fmt, chunking), "counted (whole file read)"
+    with open(path, "rb") as f:
+        head = f.read(SAMPLE_BYTES)
+    head = head[:head.rfind(b"\n") + 1]
+    return _scaled(head, path.suffix or ".txt", fmt, chunking, size / max(1, len(head))), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"
+
+
+def _scaled(head: bytes, suffix: str, fmt: str, chunking, factor: float) -> int:
+    with tempfile.TemporaryDirectory(prefix="veracity-plan-") as tmp:
+        path = Path(tmp) / f"head{suffix}"
+        path.write_bytes(head)
+        return int(_count(path, fmt, chunking) * factor)
+
+
+# ------------------------------------------------------------------------------------------ the plan
+
+@dataclass
+class Stage:
+    name: str
+    seconds: float
+    ram: int
+    disk: int
+    note: str = ""
+
+
+@dataclass
+class Plan:
+    passages: int
+    how: list[str]
+    factory: str
+    hardware: Hardware
+    stages: list[Stage] = field(default_factory=list)
+    disk_peak: int = 0
+    disk_final: int = 0
+    ram_peak: int = 0
+    search_ram: int = 0
+
+    def to_dict(self) -> dict:
+        return {"passages": self.passages, "how": self.how, "faiss_factory": self.factory,
+                "hardware": {"cores": self.hardware.cores, "gpus": len(self.hardware.gpus),
+                             "ram_available": self.hardware.ram_available, "disk_free": self.hardware.disk_free},
+                "stages": [s.__dict__ for s in self.stages], "disk_peak": self.disk_peak,
+                "disk_final": self.disk_final, "ram_peak": self.ram_peak}
+
+
+def expected_passages(sources, options) -> tuple[int, list[str]]:
+    """(expected passages of all ``sources``, how each was estimated), ``--limit`` applied."""
+    total, how = 0, []
+    for s in sources:
+        n, why = estimate_passages(s.path, s.format, options.chunking)
+        total += n
+        how.append(f"{s.path.name}: {n:,} ({why})")
+    if options.limit:
+        total = min(total, options.limit)
+    return total, how
+
+
+def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | None = None,
+              how: list[str] | None = None) -> Plan:
+    """The plan for ``sources`` built with ``options`` (``passages`` given: already estimated or counted)."""
+    from veracity.indexes.dense import estimate_resources
+
+    if passages is None:
+        passages, how = expected_passages(sources, options)
+    how = how or ["counted"]
+    factory = resolve_factory(options.faiss_factory, passages) if options.dense else ""
+    est = estimate_resources(passages, dim, factory or "Flat", bm25=options.bm25, dense=options.dense)
+    plan = Plan(passages, how, factory, hardware)
+    workers = max(1, min(options.workers, hardware.cores))
+    fmts = {s.format for s in sources}
+    per_core = min(RATES["read_per_core"]["wiki-xml" if "wiki-xml" in fmts else "jsonl"], 10**9)
+    plan.stages.append(Stage("read + BM25", passages / (per_core * workers), 2**30,
+                             est["store_disk"] + est["bm25_disk"], f"{workers} parser(s)"))
+    if options.dense:
+        if hardware.gpus:
+            rate, note = RATES["embed_per_gpu"] * len(hardware.gpus), f"{len(hardware.gpus)} GPU(s), projected rate"
+        else:
+            rate, note = RATES["embed_cpu_per_core"] * hardware.cores, f"{hardware.cores} core(s)"
+        plan.stages.append(Stage("embedding", passages / rate, 2 * 2**30, est["shards_disk_during_build"], note))
+        plan.stages.append(Stage("FAISS", passages / (RATES["faiss_add_per_core"] * hardware.cores),
+                                 est["build_ram_peak"], est["dense_disk"], factory))
+    plan.disk_final = est["disk_total"]
+    plan.disk_peak = est["disk_peak_during_build"]
+    plan.ram_peak = max(s.ram for s in plan.stages)
+    plan.search_ram = est["dense_ram"]
+    return plan
+
+
+def check_fits(plan: Plan) -> None:
+    """Refuse, in one line, a build this machine cannot hold: disk short for its peak, or a FAISS index that
+    must sit in RAM (not memory-mapped: Flat is, but searching it reads every vector per query) larger than
+    the RAM available."""
+    from veracity.indexes.dense import human_bytes
+
+    hw = plan.hardware
+    if plan.disk_peak > hw.disk_free:
+        raise ConfigError(f"the build needs about {human_bytes(plan.disk_peak)} of disk at its peak "
+                          f"({plan.passages:,} passages), {human_bytes(hw.disk_free)} are free",
+                          hint="free disk, pick an --out on a larger disk, or --limit the passages")
+    if plan.factory == "Flat" and plan.search_ram > hw.ram_available:
+        raise ConfigError(f"a Flat FAISS index of {plan.passages:,} passages takes {human_bytes(plan.search_ram)} "
+                          f"of RAM, {human_bytes(hw.ram_available)} are available",
+                          hint="use --faiss-factory auto (IVF with SQ8 at this size), or --no-dense")
+    faiss_stage = next((s for s in plan.stages if s.name == "FAISS"), None)
+    if faiss_stage is not None and faiss_stage.ram > hw.ram_available:
+        raise ConfigError(f"assembling the FAISS index ({plan.factory}) needs about {human_bytes(faiss_stage.ram)} "
+                          f"of RAM, {human_bytes(hw.ram_available)} are available",
+                          hint="use --faiss-factory auto, or a more compact factory (e.g. IVF...,PQ32)")
+
+
+def _duration(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    if s < 86400 * 2:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"
+
+
+def format_plan(plan: Plan) -> list[str]:
+    from veracity.indexes.dense import human_bytes
+
+    lines = [f"plan: {plan.passages:,} passages ({'; '.join(plan.how)}) on {plan.hardware.describe()}"]
+    for s in plan.stages:
+        lines.append(f"  {s.name:<12} ~{_duration(s.seconds):>9}  RAM ~{human_bytes(s.ram):>9}  disk "
+                     f"~{human_bytes(s.disk):>9}  {s.note}")
+    lines.append(f"  total        ~{_duration(sum(s.seconds for s in plan.stages)):>9}  disk at the peak "
+                 f"{human_bytes(plan.disk_peak)}, after {human_bytes(plan.disk_final)}")
+    return lines
+
+
+def plan_json(plan: Plan) -> str:
+    return json.dumps(plan.to_dict())
