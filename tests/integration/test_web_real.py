@@ -179,7 +179,9 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
     page.on("request", lambda req: external.append(req.url) if not req.url.startswith((web_url, "data:")) else None)
     page.goto(web_url + "/")
     page.wait_for_selector("#method option[value=rag]", state="attached")
-    page.wait_for_function("document.querySelector('#health').textContent.includes('index')", timeout=15_000)
+    # waits are selectors, not wait_for_function: its predicate is evaluated from a string, which the app's
+    # Content-Security-Policy (no 'unsafe-eval') refuses, and the page runs under that CSP here
+    page.wait_for_selector("#health:has-text('index')", timeout=15_000)
     assert page.locator("#health").inner_text() == "model ✓ · index ✓ (10 passages)"
     page.select_option("#method", "rag")
     # keyboard only: focus the claim box, type, submit with Ctrl+Enter
@@ -219,8 +221,7 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
         page.fill("#claim", extra)
         page.focus("#claim")
         page.keyboard.press("Control+Enter")
-        page.wait_for_function("(old) => { const a = document.querySelector('#permalink'); "
-                               "return a !== null && a.getAttribute('href') !== old; }", arg=before, timeout=300_000)
+        page.wait_for_selector(f"#permalink:not([href={json.dumps(before or '')}])", timeout=300_000)
         tried.append(extra)
     assert cards.count() >= 1, f"the model cited no passage for any of {tried}, so there is no evidence card to open"
     title = cards.first.inner_text()
@@ -243,8 +244,7 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
     page.select_option("#batch-method", "rag")
     page.set_input_files("#batch-file", str(claims))
     page.click("#batch-btn")
-    page.wait_for_function("document.querySelector('#job-state') && document.querySelector('#job-state')"
-                           ".textContent === 'done'", timeout=400_000, polling=1000)
+    page.wait_for_selector("#job-state:text-is('done')", timeout=400_000)
     assert page.locator("#job-figures").inner_text().startswith("3 / 3 done · 0 failed")
     assert page.evaluate("document.querySelector('#job-progress').value") == 3
     page.screenshot(path=str(shots / "batch-1280x800.png"), full_page=True)

@@ -191,7 +191,8 @@ async function openTextCheck(checkId) {
 }
 
 function textRoute() {
-  const hash = decodeURIComponent(location.hash.slice(1));
+  let hash = location.hash.slice(1);
+  try { hash = decodeURIComponent(hash); } catch (e) { /* a malformed fragment: kept as it is */ }
   if (hash.startsWith("text/")) openTextCheck(hash.slice(5));
 }
 
