@@ -124,3 +124,22 @@ def test_collection_order_runs_serverless_modules_first_and_server_killers_last(
         "tests/integration/test_a.py::t1", "tests/integration/test_web.py::t1",
         "tests/integration/test_faults.py::t1", "tests/integration/test_faults.py::t2"]
     assert fx._demand(items) == (True, 1)
+
+
+def test_a_modules_own_fixture_of_the_same_name_is_not_a_vllm_server():
+    def ours():
+        pass
+
+    def theirs():  # e.g. the llama.cpp module's own llm_endpoint / killable_llm_server
+        pass
+
+    ours.__module__, theirs.__module__ = fx.__name__, "tests.integration.test_llamacpp_engine"
+
+    def item(nodeid, func):
+        defs = {n: [SimpleNamespace(func=func)] for n in ("llm_endpoint", "killable_llm_server")}
+        return SimpleNamespace(nodeid=nodeid, fixturenames=list(defs),
+                               _fixtureinfo=SimpleNamespace(name2fixturedefs=defs))
+
+    items = [item("tests/integration/test_llamacpp_engine.py::t", theirs), item("tests/integration/test_faults.py::t", ours)]
+    assert fx._demand(items) == (True, 1)
+    assert fx._server_fixtures(items[0]) == set()
