@@ -15,6 +15,7 @@ from veracity.cli import interrupt
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
+from veracity.pipeline.methods import DEFAULT_METHOD
 
 LABEL_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow"}
 
@@ -117,7 +118,7 @@ def _ablation_options(fn):
               help="JSONL file of claims: one {\"claim\": ..., \"id\": ...} per line.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results JSONL (with -i): appended one line per claim; ids already there are skipped.")
-@click.option("--method", "method", type=_MethodChoice(), default="mermaid", show_default=True,
+@click.option("--method", "method", type=_MethodChoice(), default=DEFAULT_METHOD, show_default=True,
               help="Verification method (see the METHODS registry).")
 @click.option("--index", "index", type=click.Path(path_type=Path), default=None,
               help="Index directory (default: $VERACITY_INDEX or ~/.veracity/indexes/demo).")

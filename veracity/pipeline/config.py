@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError
+from veracity.pipeline.methods import DEFAULT_METHOD
 
 BACKENDS = ("local", "ray")
 DEFAULT_RAY_ACTORS = 2
@@ -115,7 +116,7 @@ class VerifierConfig:
     """Every setting of a run (see the module's docstring). ``concurrency`` / ``llm_concurrency`` left as
     None take the settings' (``$VERACITY_CONCURRENCY`` / ``$VERACITY_LLM_CONCURRENCY``)."""
 
-    method: str = _opt("mermaid", Option("--method", "Verification method: {methods}.", show_default=True))
+    method: str = _opt(DEFAULT_METHOD, Option("--method", "Verification method: {methods}.", show_default=True))
     params: Mapping[str, Any] = field(default_factory=dict, metadata={"cli": Option(
         "--param", "Method parameter, repeatable, e.g. --param t_max=3 --param executor.max_tokens=512.",
         metavar="KEY=VALUE", multiple=True)})
