@@ -28,7 +28,7 @@ def test_every_config_option_is_on_the_command_as_the_config_declares_it(cmd):
         assert p.opts == [opt.flag] and p.help == opt.help, name
         default = fields[name].default
         if opt.type is bool:
-            assert p.is_flag and not p.default, name
+            assert p.is_flag and p.flag_value is True, name  # off unless given (checked below)
         elif default is not dataclasses.MISSING:
             assert p.default == default, name
 
@@ -53,6 +53,7 @@ def test_a_help_override_changes_only_the_text_and_an_unknown_name_is_refused():
 def test_the_values_make_the_config():
     ctx = verify.make_context("verify", ["x", "--method", "direct", "--labels", "binary", "--evidence", "none",
                                          "--concurrency", "3", "--param", "judge.max_tokens=64"])
+    assert ctx.params["cache"] is False and ctx.params["backend"] == "local"
     names = {name for name, _ in VerifierConfig.options()} - {"params"}
     config = VerifierConfig.from_options({k: v for k, v in ctx.params.items() if k in names})
     assert (config.method, config.labels, config.evidence, config.concurrency) == ("direct", "binary", "none", 3)
