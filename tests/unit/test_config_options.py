@@ -57,3 +57,18 @@ def test_the_values_make_the_config():
     names = {name for name, _ in VerifierConfig.options()} - {"params"}
     config = VerifierConfig.from_options({k: v for k, v in ctx.params.items() if k in names})
     assert (config.method, config.labels, config.evidence, config.concurrency) == ("direct", "binary", "none", 3)
+
+
+def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
+    from click.testing import CliRunner
+
+    from veracity.bench.datasets.registry import DATASETS
+    from veracity.cli.bench_run import run_cmd
+    from veracity.cli.bench_throughput import throughput_cmd
+
+    monkeypatch.setitem(METHODS, "newmethod", METHODS["direct"])
+    monkeypatch.setitem(DATASETS, "newset", DATASETS["hover"])
+    run_help = " ".join(CliRunner().invoke(run_cmd, ["--help"], terminal_width=1000).output.split())
+    assert "zofia or newmethod." in run_help and "liar, newset, or jsonl:PATH." in run_help
+    tp_help = " ".join(CliRunner().invoke(throughput_cmd, ["--help"], terminal_width=1000).output.split())
+    assert "Verification method: direct, rag, mermaid, emulate, trification, zofia or newmethod." in tp_help

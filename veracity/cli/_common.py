@@ -226,3 +226,35 @@ def config_options(*names: str, help: dict[str, str] | None = None) -> Any:
         return fn
 
     return decorate
+
+
+class RegistryHelp(click.Option):
+    """An option whose help text is built when help is shown (``help_from()``), e.g. from the METHODS or
+    DATASETS registry, so the list follows the registry without importing it when the CLI starts."""
+
+    def __init__(self, *args: Any, help_from: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> Any:
+        if self._help_from is not None:
+            self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+
+def _listed(names: list[str], last: str = "or") -> str:
+    return ", ".join(names[:-1]) + f" {last} {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def methods_listed() -> str:
+    """``direct, rag, ... or zofia``: the METHODS registry, in its order."""
+    from veracity.pipeline.methods import METHODS
+
+    return _listed(list(METHODS))
+
+
+def datasets_listed() -> str:
+    """``hover, feverous-s, ..., liar``: the DATASETS registry, in its order."""
+    from veracity.bench.datasets.registry import DATASETS
+
+    return ", ".join(DATASETS)
