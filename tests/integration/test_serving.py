@@ -60,9 +60,10 @@ async def _server_token_counters(url: str) -> tuple[float, float]:
 async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoint):
     before = await _server_token_counters(llm_endpoint.url)
     async with LLMClient(llm_endpoint.url, llm_endpoint.model, concurrency=32, max_tokens=128) as llm:
+        own: list[list] = [[] for _ in range(32)]  # each call's usage_sink (what a Role passes)
         with usage_scope() as sink:
             results = await asyncio.gather(
-                *(llm.generate(messages(i), Judgement, role="test.judge") for i in range(32))
+                *(llm.generate(messages(i), Judgement, role="test.judge", usage_sink=own[i]) for i in range(32))
             )
     after = await _server_token_counters(llm_endpoint.url)
 
@@ -72,6 +73,9 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
     assert all(isinstance(r.subject, Entity) and len(r.keywords) <= 3 for r in results)
     # one record per server call (retries after truncation add records; none expected here)
     assert len(sink) >= 32 and all(u.role == "test.judge" for u in sink)
+    # each call's records went to its own sink and to the scope, once each
+    assert all(len(mine) >= 1 for mine in own)
+    assert sorted(map(id, sink)) == sorted(id(u) for mine in own for u in mine)
     assert all(u.prompt_tokens > 0 and u.completion_tokens > 0 and u.latency_s > 0 for u in sink)
     # the client's usage records add up to what the server counted for these requests
     assert sum(u.prompt_tokens for u in sink) == pytest.approx(after[0] - before[0])

@@ -32,7 +32,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from veracity.errors import LLMOutputError
-from veracity.serving.client import UsageRecord, _current_sink
+from veracity.serving.client import UsageRecord, record_usage
 
 
 @dataclass
@@ -96,7 +96,8 @@ class ScriptedLLM:
             return reply
         return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
 
-    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None, seed=None):
+    async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None, seed=None,
+                       usage_sink=None):
         call = Call(role, list(messages), output_model, None, max_tokens, temperature, seed, self._next())
         self.calls.append(call)
         index = self._per_role.get(role, 0)
@@ -121,25 +122,23 @@ class ScriptedLLM:
                     # reply must validate against the narrowed schema
                     reply = output_model.model_validate(reply.model_dump())
             except ValidationError as exc:
-                self._record(role, messages, "{}")
+                self._record(role, messages, "{}", usage_sink)
                 raise LLMOutputError(f"{role}: the reply did not validate against {output_model.__name__}: {exc}",
                                      role=role) from exc
             if not isinstance(reply, output_model):
                 raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
             call.reply = reply
-            self._record(role, messages, reply.model_dump_json())
+            self._record(role, messages, reply.model_dump_json(), usage_sink)
             return reply
         finally:
             call.end_seq = self._next()
 
-    def _record(self, role: str, messages: list, content: str) -> None:
+    def _record(self, role: str, messages: list, content: str, sink: list | None = None) -> None:
         rec = UsageRecord(role=role, model=self.model,
                           prompt_tokens=sum(len(m["content"].split()) for m in messages),
                           completion_tokens=len(content.split()), latency_s=0.0)
         self.usage.append(rec)
-        sink = _current_sink.get()
-        if sink is not None:
-            sink.append(rec)
+        record_usage(rec, sink)
 
     # -- inspection ------------------------------------------------------------------------------------
     def roles(self) -> list[str]:

@@ -175,3 +175,16 @@ def test_the_cycle_finder_finds_every_cycle_and_nothing_else():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert import_cycles(graph) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_only_the_client_touches_its_usage_context_variable():
+    """Token usage reaches a role's step through the ``usage_sink`` it passes to ``generate`` (Role is the only
+    caller), not through the client's private context variable (issue 30)."""
+    users = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path == PKG / "serving" / "client.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "_current_sink" for a in node.names):
+                users.append(str(path.relative_to(ROOT)))
+    assert users == []

@@ -168,3 +168,93 @@ def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     for row in rows:
         table.add_row(*[str(c) for c in row])
     console.print(table)
+
+
+class MethodChoice(click.Choice):
+    """Choices read from the METHODS registry at run time (methods added later show up)."""
+
+    def __init__(self) -> None:
+        super().__init__([], case_sensitive=False)
+
+    @property
+    def choices(self):  # type: ignore[override]
+        from veracity.pipeline.methods import METHODS
+
+        return list(METHODS)
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass
+
+
+def config_options(*names: str, help: dict[str, str] | None = None) -> Any:
+    """The click options of the :class:`~veracity.pipeline.config.VerifierConfig` fields ``names``, in that
+    order on ``--help``: flag, metavar, type and default come from each field's ``Option`` (one source for
+    every command); ``help`` replaces a field's help text where a command says it its own way. The values
+    arrive under the field names, ready for ``VerifierConfig.from_options``."""
+    import dataclasses
+    from pathlib import Path
+
+    from veracity.pipeline.config import VerifierConfig
+
+    fields = {f.name: f for f in dataclasses.fields(VerifierConfig)}
+    opts = dict(VerifierConfig.options(*names))
+    unknown = [n for n in names if n not in opts]
+    if unknown:
+        raise ValueError(f"config_options: no option for {unknown}")
+
+    def decorate(fn: Any) -> Any:
+        for name in reversed(names):
+            opt, f = opts[name], fields[name]
+            kw: dict[str, Any] = {"help": (help or {}).get(name, opt.help)}
+            if opt.metavar:
+                kw["metavar"] = opt.metavar
+            if opt.type is bool:
+                kw["is_flag"] = True
+            else:
+                default = f.default if f.default is not dataclasses.MISSING else None
+                kw["default"] = opt.cli_default if opt.cli_default is not None else default
+                kw["show_default"] = opt.show_default
+                kw["multiple"] = opt.multiple
+                if opt.registry == "methods":
+                    kw["type"] = MethodChoice()
+                elif opt.type is Path:
+                    kw["type"] = click.Path(path_type=Path, file_okay=not opt.directory)
+                elif opt.type is not None:
+                    kw["type"] = opt.type
+            fn = click.option(opt.flag, name, **kw)(fn)
+        return fn
+
+    return decorate
+
+
+class RegistryHelp(click.Option):
+    """An option whose help text is built when help is shown (``help_from()``), e.g. from the METHODS or
+    DATASETS registry, so the list follows the registry without importing it when the CLI starts."""
+
+    def __init__(self, *args: Any, help_from: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> Any:
+        if self._help_from is not None:
+            self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+
+def _listed(names: list[str], last: str = "or") -> str:
+    return ", ".join(names[:-1]) + f" {last} {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def methods_listed() -> str:
+    """``direct, rag, ... or zofia``: the METHODS registry, in its order."""
+    from veracity.pipeline.methods import METHODS
+
+    return _listed(list(METHODS))
+
+
+def datasets_listed() -> str:
+    """``hover, feverous-s, ..., liar``: the DATASETS registry, in its order."""
+    from veracity.bench.datasets.registry import DATASETS
+
+    return ", ".join(DATASETS)

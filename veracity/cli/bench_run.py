@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from veracity.cli import interrupt
-from veracity.cli._common import console, err_console, fail, print_json
+from veracity.cli._common import RegistryHelp, console, datasets_listed, err_console, fail, methods_listed, print_json
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
 from veracity.errors import RESTART_HINT, EndpointError
@@ -18,9 +18,8 @@ from veracity.errors import RESTART_HINT, EndpointError
 @click.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML config (see benchmarks/configs/); flags given here override it.")
-@click.option("--dataset", default=None, help="hover, feverous-s, fever, factool-kbqa, bingcheck, factcheck-bench, "
-              "felm-wk, politifact, gossipcop, liar, or jsonl:PATH.")
-@click.option("--method", default=None, help="direct, rag, mermaid, emulate, trification or zofia.")
+@click.option("--dataset", default=None, cls=RegistryHelp, help_from=lambda: f"{datasets_listed()}, or jsonl:PATH.")
+@click.option("--method", default=None, cls=RegistryHelp, help_from=lambda: f"{methods_listed()}.")
 @click.option("--variant", default=None, help="Dataset variant (label convention / release), e.g. bingcheck's binary-fire.")
 @click.option("--hops", default=None, help="HoVer only: comma-separated hop counts to keep, e.g. 2 or 3,4.")
 @click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")

@@ -8,12 +8,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from veracity.cli._common import console, err_console, print_json
+from veracity.cli._common import RegistryHelp, console, err_console, methods_listed, print_json
 from veracity.config import load_settings
 
 
 @click.command("throughput")
-@click.option("--method", required=True, help="Verification method: direct, rag, mermaid, emulate, trification or zofia.")
+@click.option("--method", required=True, cls=RegistryHelp,
+              help_from=lambda: f"Verification method: {methods_listed()}.")
 @click.option("--concurrency", default="1,4,16,64", show_default=True, help="Comma-separated claims-in-flight levels "
               "(LLM requests in flight stay at $VERACITY_LLM_CONCURRENCY or 256).")
 @click.option("--dataset", default="hover", show_default=True, help="Where the claims come from: a benchmark "

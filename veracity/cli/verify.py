@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from veracity.cli import interrupt
-from veracity.cli._common import console, err_console, fail, print_json
+from veracity.cli._common import config_options, console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
 
@@ -72,33 +72,9 @@ def quote_line(q: dict) -> Text:
     return Text.assemble(("  “", "red"), (q["text"], "italic"), ("”", "red"), ("  ✗ not in this passage", "bold red"))
 
 
-class _MethodChoice(click.Choice):
-    """Choices read from the METHODS registry at run time (methods added later show up)."""
-
-    def __init__(self) -> None:
-        super().__init__([], case_sensitive=False)
-
-    @property
-    def choices(self):  # type: ignore[override]
-        return _method_names()
-
-    @choices.setter
-    def choices(self, value) -> None:
-        pass
-
-
 def backend_options(fn):
     """``--backend local|ray``, ``--ray-address``, ``--ray-actors`` (verify -i and bench run)."""
-    fn = click.option("--ray-actors", type=int, default=None, metavar="N",
-                      help="--backend ray: actors in the pool, each opening the index once and keeping "
-                      "--concurrency claims in flight (default 2).")(fn)
-    fn = click.option("--ray-address", default=None, metavar="auto|HOST:PORT",
-                      help="--backend ray: the Ray cluster to run on: auto (the one `ray start` runs here) or "
-                      "the head node's HOST:PORT (default: start a local Ray instance).")(fn)
-    fn = click.option("--backend", default="local", show_default=True, metavar="local|ray",
-                      help="Run the batch in this process (local) or as a Ray Data pipeline of actors (ray; "
-                      "needs pip install 'veracity[ray]').")(fn)
-    return fn
+    return config_options("backend", "ray_address", "ray_actors")(fn)
 
 
 def _ablation_options(fn):
@@ -117,31 +93,10 @@ def _ablation_options(fn):
               help="JSONL file of claims: one {\"claim\": ..., \"id\": ...} per line.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results JSONL (with -i): appended one line per claim; ids already there are skipped.")
-@click.option("--method", "method", type=_MethodChoice(), default="mermaid", show_default=True,
-              help="Verification method (see the METHODS registry).")
-@click.option("--index", "index", type=click.Path(path_type=Path), default=None,
-              help="Index directory (default: $VERACITY_INDEX or ~/.veracity/indexes/demo).")
-@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
-              "(default: $VERACITY_ENDPOINT or the managed local server).")
-@click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
-@click.option("--concurrency", type=int, default=None, help="Claims in flight at once (default: $VERACITY_CONCURRENCY or 16).")
-@click.option("--llm-concurrency", type=int, default=None, help="LLM requests in flight at once, for one claim or "
-              "many (default: $VERACITY_LLM_CONCURRENCY or 256, vLLM's default --max-num-seqs).")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Method parameter, repeatable, e.g. --param t_max=3 --param executor.max_tokens=512.")
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where a method keeps state across claims and runs, e.g. MERMAID's evidence memory in "
-              "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).")
+@config_options("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
-@click.option("--labels", "labels", default="3way", show_default=True, metavar="binary|3way",
-              help="Label space: 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) or binary (SUPPORTED / REFUTED: "
-              "the verdict is one of the two, and an unconfirmed claim is REFUTED).")
-@click.option("--evidence", "evidence", default="open", show_default=True, metavar="open|gold|none",
-              help="Evidence: open (search the index), none (closed book: the model's own knowledge, searches "
-              "return nothing) or gold (with -i: each line's own \"evidence\" list of {title, text} passages, "
-              "no index).")
-@click.option("--cache", is_flag=True, help="Reuse cached model replies (on-disk response cache).")
+@config_options("labels", "evidence", "cache")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="With -i: no line per claim, only the progress bar and the "

@@ -4,7 +4,7 @@ Example::
 
     from veracity.pipeline.api import Verifier
 
-    v = Verifier(method="mermaid", index="~/.veracity/indexes/demo", endpoint="http://127.0.0.1:8000/v1")
+    v = Verifier(method="rag", index="~/.veracity/indexes/demo", endpoint="http://127.0.0.1:8000/v1")
     verdict = v.verify("The Eiffel Tower is in Berlin.")
     print(verdict.label, verdict.explanation, [e.passage_id for e in verdict.evidence])
     stats = v.verify_many("claims.jsonl", out="results.jsonl", concurrency=8)
@@ -54,6 +54,7 @@ from veracity.pipeline.config import VerifierConfig, check_concurrency
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
 from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, gold_retriever
 from veracity.pipeline.labels import LabelSpace
+from veracity.pipeline.methods import DEFAULT_METHOD
 from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
 from veracity.pipeline.types import Claim, Verdict
 
@@ -62,7 +63,7 @@ class Verifier:
     """Verify claims with one method, one index and one model endpoint: a facade over an
     :class:`~veracity.pipeline.engine.Engine` built from a :class:`~veracity.pipeline.config.VerifierConfig`."""
 
-    def __init__(self, method: str = "mermaid", index: Any = None, endpoint: str | None = None,
+    def __init__(self, method: str = DEFAULT_METHOD, index: Any = None, endpoint: str | None = None,
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
                  concurrency: int | None = None, llm_concurrency: int | None = None, cache: bool = False,
                  exclude_titles: Iterable[str] = (), search_mode: str | None = None,

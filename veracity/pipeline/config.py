@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError
+from veracity.pipeline.methods import DEFAULT_METHOD
 
 BACKENDS = ("local", "ray")
 DEFAULT_RAY_ACTORS = 2
@@ -41,6 +42,8 @@ class Option:
     multiple: bool = False
     show_default: bool = False
     cli_default: Any = None  # what the flag's default shows (None: the field's own default)
+    directory: bool = False  # a Path that must be a directory (shown as DIRECTORY)
+    registry: str | None = None  # "methods": the choices are the METHODS registry's names, read at run time
 
 
 def _opt(default: Any, option: Option) -> Any:
@@ -115,7 +118,8 @@ class VerifierConfig:
     """Every setting of a run (see the module's docstring). ``concurrency`` / ``llm_concurrency`` left as
     None take the settings' (``$VERACITY_CONCURRENCY`` / ``$VERACITY_LLM_CONCURRENCY``)."""
 
-    method: str = _opt("mermaid", Option("--method", "Verification method: {methods}.", show_default=True))
+    method: str = _opt(DEFAULT_METHOD, Option("--method", "Verification method (see the METHODS registry).",
+                                                      show_default=True, registry="methods"))
     params: Mapping[str, Any] = field(default_factory=dict, metadata={"cli": Option(
         "--param", "Method parameter, repeatable, e.g. --param t_max=3 --param executor.max_tokens=512.",
         metavar="KEY=VALUE", multiple=True)})
@@ -149,7 +153,7 @@ class VerifierConfig:
         "claims in flight (default 2).", metavar="N", type=int))
     state_dir: Any = _opt(None, Option(
         "--state-dir", "Where a method keeps state across claims and runs, e.g. MERMAID's evidence memory in "
-        "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).", type=Path))
+        "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).", type=Path, directory=True))
     cache: bool = _opt(False, Option("--cache", "Reuse cached model replies (on-disk response cache).", type=bool))
     search_mode: str | None = None
     exclude_titles: tuple[str, ...] = ()

@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field, create_model
 
 from veracity.errors import LLMOutputError
 from veracity.pipeline.types import Claim, Evidence
-from veracity.serving.client import _current_sink, usage_scope
+from veracity.serving.client import UsageRecord
 
 
 
@@ -235,21 +235,19 @@ class Role(Generic[T]):
         step = trace.next_step()
         trace.notify("role.started", step=step, role=self.name, messages=msgs, max_tokens=s.max_tokens)
         t0 = time.perf_counter()
-        outer = _current_sink.get()  # the claim's trace collects these records too
-        with usage_scope() as mine:  # this call's usage records only (parallel agents run side by side)
-            try:
-                value = await ctx.llm.generate(msgs, output or self.output, role=self.name,
-                                               max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
-            except LLMOutputError as exc:
-                trace.notify("role.failed", step=step, role=self.name, error=str(exc), **_usage(mine, t0))
-                return self._fall_back(ctx, exc, trace_info, inputs)
-            except BaseException as exc:
-                trace.notify("role.failed", step=step, role=self.name, error=f"{type(exc).__name__}: {exc}",
-                             **_usage(mine, t0))
-                raise
-            finally:
-                if outer is not None:
-                    outer.extend(mine)
+        # this call's usage records only (parallel agents run side by side); the client also adds them to
+        # the claim's usage_scope(), which the trace reads
+        mine: list[UsageRecord] = []
+        try:
+            value = await ctx.llm.generate(msgs, output or self.output, role=self.name, max_tokens=s.max_tokens,
+                                           temperature=s.temperature, seed=seed, usage_sink=mine)
+        except LLMOutputError as exc:
+            trace.notify("role.failed", step=step, role=self.name, error=str(exc), **_usage(mine, t0))
+            return self._fall_back(ctx, exc, trace_info, inputs)
+        except BaseException as exc:
+            trace.notify("role.failed", step=step, role=self.name, error=f"{type(exc).__name__}: {exc}",
+                         **_usage(mine, t0))
+            raise
         trace.notify("role.finished", step=step, role=self.name, output=value.model_dump(mode="json"),
                      **_usage(mine, t0))
         return value

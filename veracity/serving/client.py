@@ -80,6 +80,16 @@ def usage_scope() -> Iterator[list[UsageRecord]]:
         _current_sink.reset(token)
 
 
+def record_usage(rec: UsageRecord, sink: list[UsageRecord] | None = None) -> None:
+    """Add one call's record to the current ``usage_scope()`` (the claim's) and to ``sink``, the list its
+    caller passed to ``generate`` (a role's own step)."""
+    scope = _current_sink.get()
+    if scope is not None:
+        scope.append(rec)
+    if sink is not None:
+        sink.append(rec)
+
+
 class ResponseCache:
     """On-disk cache of replies keyed on (model, messages, schema, sampling parameters). SQLite, one file."""
 
@@ -128,7 +138,7 @@ def normalize_endpoint(endpoint: str) -> str:
     return urls[0]
 
 
-__all__ = ["LLMClient", "UsageRecord", "ResponseCache", "usage_scope", "affinity_scope", "normalize_endpoint",
+__all__ = ["LLMClient", "UsageRecord", "ResponseCache", "record_usage", "usage_scope", "affinity_scope", "normalize_endpoint",
            "probe_endpoint"]
 
 
@@ -315,8 +325,11 @@ class LLMClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         seed: int | None = None,
+        usage_sink: list[UsageRecord] | None = None,
     ) -> T:
-        """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema."""
+        """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema.
+        Each request's :class:`UsageRecord` goes to ``self.usage``, the current ``usage_scope()`` and
+        ``usage_sink`` when given."""
         if not self._started:
             await self.start()
         assert self._sem is not None and self.model is not None
@@ -336,7 +349,7 @@ class LLMClient:
                 except ValidationError:
                     value = None  # a stale entry from an older schema: ask again
                 if value is not None:
-                    self._record(UsageRecord(role, self.model, pt, ct, 0.0, cache_hit=True, attempts=0))
+                    self._record(UsageRecord(role, self.model, pt, ct, 0.0, cache_hit=True, attempts=0), usage_sink)
                     return value
 
         last_error: ValidationError | None = None
@@ -369,7 +382,7 @@ class LLMClient:
                 attempts=attempts_total,
                 finish_reason=choice.get("finish_reason"),
             )
-            self._record(rec)
+            self._record(rec, usage_sink)
             try:
                 value = output_model.model_validate_json(raw)
             except ValidationError as exc:
@@ -387,11 +400,9 @@ class LLMClient:
             role=role,
         )
 
-    def _record(self, rec: UsageRecord) -> None:
+    def _record(self, rec: UsageRecord, sink: list[UsageRecord] | None = None) -> None:
         self.usage.append(rec)
-        sink = _current_sink.get()
-        if sink is not None:
-            sink.append(rec)
+        record_usage(rec, sink)
 
     def _timeout_for(self, body: dict[str, Any]) -> httpx.Timeout:
         """The read timeout of one completion: ``timeout_s``, or longer when the reply may be long."""

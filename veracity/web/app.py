@@ -68,6 +68,7 @@ def create_app(config: WebConfig) -> FastAPI:
     def verifier_for(method: str, labels: str, params: dict[str, Any]) -> Any:
         """One Verifier per (method, labels, params), sharing the app's index and model client."""
         from veracity.pipeline.api import Verifier
+        from veracity.pipeline.config import VerifierConfig
 
         key = json.dumps([method, labels, params], sort_keys=True, default=str)
         if key not in verifiers:
@@ -77,10 +78,10 @@ def create_app(config: WebConfig) -> FastAPI:
                 if get_method(method).needs_index:
                     raise IndexDirError(f"method {method} needs an index and this server has none",
                                         hint="start `veracity web --index DIR`, or pick the method direct")
-            verifiers[key] = Verifier(method=method, index=config.searcher, endpoint=config.endpoint,
-                                      model=config.model, settings=settings, llm=shared["llm"], labels=labels,
-                                      params=params, concurrency=config.job_concurrency,
-                                      llm_concurrency=config.llm_concurrency)
+            run = VerifierConfig(method=method, params=params, labels=labels, index=config.searcher,
+                                 endpoint=config.endpoint, model=config.model, settings=settings,
+                                 concurrency=config.job_concurrency, llm_concurrency=config.llm_concurrency)
+            verifiers[key] = Verifier.from_config(run, llm=shared["llm"])
         return verifiers[key]
 
     def on_claim(record: dict[str, Any] | None, seconds: float) -> None:

@@ -40,7 +40,7 @@ class LLMLike(Protocol):
 
     async def generate(self, messages: list[dict[str, str]], output_model: type[T], *, role: str,
                        temperature: float | None = None, max_tokens: int | None = None,
-                       seed: int | None = None) -> T: ...
+                       seed: int | None = None, usage_sink: list[Any] | None = None) -> T: ...
 
 
 @runtime_checkable

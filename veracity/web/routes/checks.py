@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from veracity.errors import DataError, VeracityError
+from veracity.pipeline.methods import DEFAULT_METHOD
 from veracity.web.common import WebContext, error, sse, status_of
 
 
@@ -18,7 +19,7 @@ class VerifyRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt field is a 422 naming it, never silently ignored
 
     claim: str = Field(description="The claim to verify.")
-    method: str = Field("mermaid", description="A method of `veracity methods list`.")
+    method: str = Field(DEFAULT_METHOD, description="A method of `veracity methods list`.")
     params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")
     labels: str = Field("3way", description="Label space: 3way or binary.")
 

@@ -11,6 +11,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from veracity.errors import ConfigError, DataError
+from veracity.pipeline.methods import DEFAULT_METHOD
 from veracity.web.common import TooBusy, WebContext, error
 from veracity.web.jobs import job_view
 
@@ -23,7 +24,7 @@ def router(ctx: WebContext) -> APIRouter:
             status_code=201,
             openapi_extra={"requestBody": {"required": True,
                                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
-    async def create_job(request: Request, method: str = "mermaid", labels: str = "3way",
+    async def create_job(request: Request, method: str = DEFAULT_METHOD, labels: str = "3way",
                          params: str = Query("{}", description="method parameters as a JSON object")) -> JSONResponse:
         from veracity.pipeline.labels import label_space
         from veracity.pipeline.methods import get_method

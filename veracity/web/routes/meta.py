@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from veracity.web.common import WebConfig, WebContext, version
+from veracity.pipeline.methods import DEFAULT_METHOD
 
 
 def router(ctx: WebContext) -> APIRouter:
@@ -24,7 +25,7 @@ def router(ctx: WebContext) -> APIRouter:
                              "available": s.needs_index is False or config.searcher is not None}
                             for s in METHODS.values()],
                 "labels": [{"name": n, "labels": list(sp.values())} for n, sp in LABEL_SPACES.items()],
-                "default_method": "mermaid" if config.searcher is not None else "direct"}
+                "default_method": DEFAULT_METHOD if config.searcher is not None else "direct"}
 
     @r.get("/healthz", tags=["meta"], summary="App, model server and index (with a token set: only `ok` unless "
            "the request carries the token)")

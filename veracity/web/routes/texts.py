@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from veracity.check.inputs import DEFAULT_MAX_CHARS
 from veracity.errors import VeracityError
+from veracity.pipeline.methods import DEFAULT_METHOD
 
 if TYPE_CHECKING:
     from veracity.web.common import WebContext
@@ -36,7 +37,7 @@ SEVERITY = ("REFUTED", "NOT_ENOUGH_INFO", "SUPPORTED")
 
 class CheckTextRequest(BaseModel):
     text: str = Field(description="The text to check (a paragraph, an article, an LLM's answer).")
-    method: str = Field("mermaid", description="The method that verifies each factual claim.")
+    method: str = Field(DEFAULT_METHOD, description="The method that verifies each factual claim.")
     params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")
     labels: str = Field("3way", description="Label space: 3way or binary.")
     factscore: bool = Field(False, description="Also score the text FActScore-style (length penalty gamma=10).")
