@@ -131,7 +131,9 @@ def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file:
     train_rows = np.zeros(0, dtype=np.int64)
     trained_on_gpu = False
     if facts.needs_training:
-        take = min(n_passages, facts.train_size)
+        # leave the recall queries out of the sample where the corpus allows it (held-out passages)
+        take = max(facts.min_train, min(facts.train_size, n_passages - min(recall_queries, n_passages // 10)))
+        take = min(take, n_passages)
         train_rows = np.sort(rng.choice(n_passages, size=take, replace=False))
         sample = read_rows(folder, train_rows, shard_size)
         try:
