@@ -241,14 +241,38 @@ def speed(args) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def project(args) -> None:
+    """The plan's model (veracity/indexes/plan.py RATES) for 21,015,324 passages of a Wikipedia dump on idle
+    machines: 2 cores, 16 cores, 16 cores + 1 GPU, 16 cores + 8 GPUs (GPU rates are projections)."""
+    from veracity.indexes.build import BuildOptions, Source
+    from veracity.indexes.plan import Hardware, make_plan
+
+    gib = 2**30
+    src = [Source(Path("enwiki-pages-articles-multistream.xml.bz2"), "wiki-xml")]
+    rows = []
+    for label, hw in (("2 cores", Hardware(2, [], 24 * gib, 10**13)), ("16 cores", Hardware(16, [], 128 * gib, 10**13)),
+                      ("16 cores + 1 GPU", Hardware(16, [(0, 80 * gib)], 128 * gib, 10**13)),
+                      ("16 cores + 8 GPUs", Hardware(16, [(i, 80 * gib) for i in range(8)], 128 * gib, 10**13))):
+        plan = make_plan(src, BuildOptions(workers=hw.cores), 384, hw, passages=args.passages)
+        rows.append({"hardware": label, "factory": plan.factory,
+                     **{st.name: round(st.seconds / 3600, 2) for st in plan.stages},
+                     "total_h": round(sum(st.seconds for st in plan.stages) / 3600, 2),
+                     "disk_peak_gib": round(plan.disk_peak / gib, 1), "disk_final_gib": round(plan.disk_final / gib, 1),
+                     "faiss_ram_gib": round(plan.search_ram / gib, 1)})
+    work = Path(args.work).expanduser()
+    work.mkdir(parents=True, exist_ok=True)
+    _write(work / "project.json", {"passages": args.passages, "rows": rows})
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["corpus", "recall", "speed"])
+    ap.add_argument("step", choices=["corpus", "recall", "speed", "project"])
+    ap.add_argument("--passages", type=int, default=21_015_324, help="project: passages")
     ap.add_argument("--work", default="~/.veracity/bench/ann")
     ap.add_argument("--n", type=int, default=1_000_000, help="speed: vectors")
     ap.add_argument("--queries", type=int, default=1000, help="recall queries / timed queries")
     args = ap.parse_args(argv)
-    {"corpus": corpus, "recall": recall, "speed": speed}[args.step](args)
+    {"corpus": corpus, "recall": recall, "speed": speed, "project": project}[args.step](args)
 
 
 if __name__ == "__main__":

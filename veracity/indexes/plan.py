@@ -36,9 +36,27 @@ RATES = {
     # PROJECTION, not measured here: sentence-transformers lists 14,200 sentences/s for all-MiniLM-L6-v2 on one
     # V100 (short sentences); 100-word passages carry ~4x the tokens, so ~3,500/s is assumed per GPU
     "embed_per_gpu": 3500.0,
-    # FAISS (training, adding, the recall check) per core, benchmarks/ann_bench.py speed at 1M vectors
-    "faiss_per_core": 20000.0,
+    # FAISS work (k-means training, assigning every vector to a list, the exact search of the recall check)
+    # in multiply-adds per second per core: benchmarks/ann_bench.py speed (1M vectors), from its CPU time
+    "faiss_flops_per_core": 20e9,
+    "gpu_speedup_training": 50.0,  # PROJECTION: k-means on a GPU against one CPU core
 }
+
+
+def faiss_flops(n: int, dim: int, factory: str, recall_queries: int = 1000) -> tuple[float, float]:
+    """Multiply-adds of the FAISS stage: 10 k-means iterations over the training sample (IVF), one
+    assignment per vector (a flat coarse quantizer: every list; an HNSW one: ~1,000 distances), the recall
+    check's exact search over every vector."""
+    from veracity.indexes.ann import factory_facts
+
+    if factory == "Flat" or not factory:
+        return 0.0, 0.0
+    facts = factory_facts(factory, dim)
+    nlist = facts.nlist or 0
+    train = min(n, facts.train_size) * nlist * dim * 10
+    assign = n * dim * (1000 if "HNSW" in factory.split(",")[0] else max(nlist, 1))
+    check = recall_queries * n * dim
+    return float(train), float(assign + check)
 
 
 @dataclass(frozen=True)
@@ -220,8 +238,12 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
             note = f"{hardware.cores} core(s)"
         embed_s += RATES["embed_fixed_cpu_s"] / share
         plan.stages.append(Stage("embedding", embed_s, 2 * 2**30, est["shards_disk_during_build"], note))
-        plan.stages.append(Stage("FAISS", passages / (RATES["faiss_per_core"] * hardware.cores * share),
-                                 est["build_ram_peak"], est["dense_disk"], factory))
+        train, rest = faiss_flops(passages, dim or 384, factory)
+        cpu = RATES["faiss_flops_per_core"] * hardware.cores * share
+        if hardware.gpus:
+            train /= RATES["gpu_speedup_training"] * len(hardware.gpus) / hardware.cores
+        plan.stages.append(Stage("FAISS", (train + rest) / cpu, est["build_ram_peak"], est["dense_disk"],
+                                 factory + (" (k-means on GPU: projected)" if hardware.gpus and train else "")))
     plan.disk_final = est["disk_total"]
     plan.disk_peak = est["disk_peak_during_build"]
     plan.ram_peak = max(s.ram for s in plan.stages)
