@@ -41,7 +41,7 @@ def _factory_bytes_per_vector(factory: str, dim: int) -> float:
         per = dim + 8
     elif last.startswith("SQfp16"):
         per = 2 * dim + 8
-    if "HNSW" in f:
+    if f.split(",")[0].startswith("HNSW"):  # an HNSW index links every vector (an HNSW coarse quantizer: only lists)
         links = int("".join(ch for ch in f.split("HNSW", 1)[1].split(",")[0].split("_")[0] if ch.isdigit()) or 32)
         per += links * 2 * 4 * 1.1
     return per
