@@ -166,7 +166,7 @@ def test_ivf_index_records_recall_and_takes_nprobe(corpus, reference, tmp_path):
                     BuildOptions(bm25=False, shard_size=8, faiss_factory="IVF2,SQ8"))
     s = m["dense"]["search"]
     assert m["dense"]["faiss_factory"] == "IVF2,SQ8" and s["kind"] == "ivf" and s["measured"]
-    assert 0 < s["queries"] <= n and 0.0 <= s["recall_at_10"] <= 1.0 and s["nprobe"] in (1, 2)
+    assert 0 < s["queries"] <= n and 0.0 <= s["recall_at_10"] <= 1.0 and s["nprobe"] == 2
     with Searcher(tmp_path / "ivf") as searcher:
         assert faiss.extract_index_ivf(searcher._faiss).nprobe == s["nprobe"]
         hits = searcher.search("a film directed by", 5, mode="dense")
@@ -174,8 +174,9 @@ def test_ivf_index_records_recall_and_takes_nprobe(corpus, reference, tmp_path):
     with Searcher(tmp_path / "ivf", nprobe=2) as searcher:  # nprobe = nlist: exact
         exact = Searcher(reference)
         q = "a film directed by"
-        assert [h.passage_id for h in searcher.search(q, 5, mode="dense")] == \
-               [h.passage_id for h in exact.search(q, 5, mode="dense")]
+        got = {h.passage_id for h in searcher.search(q, 5, mode="dense")}
+        # every list probed: only SQ8's rounding can reorder against exact search
+        assert len(got & {h.passage_id for h in exact.search(q, 5, mode="dense")}) >= 4
         exact.close()
     with pytest.raises(ConfigError, match="--nprobe applies to IVF indexes"):
         Searcher(reference, nprobe=8)

@@ -73,7 +73,7 @@ def test_ivf_build_measures_recall_on_held_out_passages_and_picks_nprobe(tmp_pat
                         recall_queries=200)
     s = facts["search"]
     assert facts["faiss_factory"] == "IVF32,SQ8" and facts["ntotal"] == 3000
-    assert facts["trained_on"] == ann.PQ_TRAIN_MIN if ann.PQ_TRAIN_MIN < 3000 else facts["trained_on"] == 3000
+    assert facts["trained_on"] == 2800 and s["held_out"]  # the 200 recall queries were left out of training
     assert s["kind"] == "ivf" and s["measured"] and s["queries"] == 200
     chosen = s["nprobe"]
     by = {int(k): v for k, v in s["recall_by_nprobe"].items()}
@@ -161,3 +161,11 @@ def test_gpu_training_runs_the_coarse_kmeans_on_the_devices(monkeypatch):
     assert index.search(vecs[:3], 1)[1][:, 0].tolist() == [0, 1, 2]
     cpu = faiss.index_factory(32, "IVF16,SQ8", faiss.METRIC_INNER_PRODUCT)
     assert ann.train_index(cpu, vecs, gpus=0) is False and asked == [2]
+
+
+def test_few_lists_still_get_a_measured_nprobe(tmp_path):
+    vecs = clustered(400)
+    write_shards(tmp_path / "shards", vecs, 100)
+    facts = build_faiss(tmp_path / "shards", 400, 32, "IVF2,SQ8", tmp_path / "i.faiss", shard_size=100,
+                        recall_queries=40)
+    assert facts["search"]["nprobe"] == 2 and list(facts["search"]["recall_by_nprobe"]) == ["2"]

@@ -202,7 +202,8 @@ def tune_search(index, shards: list[Path], query_rows: np.ndarray, queries: np.n
     if kind == "ivf":
         import faiss
 
-        values = tuple(v for v in values if v <= faiss.extract_index_ivf(index).nlist)
+        nlist = int(faiss.extract_index_ivf(index).nlist)  # probing every list is the last candidate, if in range
+        values = tuple(v for v in values if v < nlist) + ((nlist,) if nlist <= NPROBES[-1] else ())
     by = {}
     chosen = None
     for j, v in enumerate(values):

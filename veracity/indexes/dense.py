@@ -41,7 +41,7 @@ def _factory_bytes_per_vector(factory: str, dim: int) -> float:
         per = dim + 8
     elif last.startswith("SQfp16"):
         per = 2 * dim + 8
-    if "HNSW" in f:
+    if f.split(",")[0].startswith("HNSW"):  # an HNSW index links every vector (an HNSW coarse quantizer: only lists)
         links = int("".join(ch for ch in f.split("HNSW", 1)[1].split(",")[0].split("_")[0] if ch.isdigit()) or 32)
         per += links * 2 * 4 * 1.1
     return per
@@ -131,7 +131,9 @@ def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file:
     train_rows = np.zeros(0, dtype=np.int64)
     trained_on_gpu = False
     if facts.needs_training:
-        take = min(n_passages, facts.train_size)
+        # leave the recall queries out of the sample where the corpus allows it (held-out passages)
+        take = max(facts.min_train, min(facts.train_size, n_passages - min(recall_queries, n_passages // 10)))
+        take = min(take, n_passages)
         train_rows = np.sort(rng.choice(n_passages, size=take, replace=False))
         sample = read_rows(folder, train_rows, shard_size)
         try:

@@ -23,19 +23,40 @@ from veracity.indexes.ann import resolve_factory
 
 SAMPLE_BYTES = 8 * 2**20
 
-# passages/s, measured (benchmarks/BENCHMARKS.md, "The index at full scale — embedding and ANN"):
+# passages per CPU-second (one core, nothing else running), measured (benchmarks/BENCHMARKS.md, "The index at
+# full scale — embedding and ANN"); a busy machine is accounted for by the share of a core this build can expect
 RATES = {
-    # stage 1 (read + clean + chunk + store + BM25) per parser core, from `index build --no-dense` on the dump
-    # sample (wiki-xml) and the HoVer paragraphs (JSONL family), 2-core machine, 2026-11-25, loaded
-    "read_per_core": {"wiki-xml": 400.0, "jsonl": 1200.0},
-    # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 cores (the demo build, issue 28)
+    # stage 1 (read + clean + chunk + store + BM25), from the user+sys CPU time of `index build --no-dense
+    # --workers 1` on the dump sample (4,361 passages) and the HoVer paragraphs (3,908), less the fixed cost
+    "read_per_core": {"wiki-xml": 1000.0, "jsonl": 1000.0},
+    "read_fixed_cpu_s": 4.0,      # imports, the JVM and Lucene's commit
+    # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 idle cores (the demo build, issue 28)
     "embed_cpu_per_core": 13.7,
+    "embed_fixed_cpu_s": 6.0,     # loading torch and the encoder
     # PROJECTION, not measured here: sentence-transformers lists 14,200 sentences/s for all-MiniLM-L6-v2 on one
     # V100 (short sentences); 100-word passages carry ~4x the tokens, so ~3,500/s is assumed per GPU
     "embed_per_gpu": 3500.0,
-    # FAISS add (IVF SQ8 assignment + encoding) per core, benchmarks/ann_bench.py speed at 1M vectors
-    "faiss_add_per_core": 20000.0,
+    # FAISS work (k-means training, assigning every vector to a list, the exact search of the recall check)
+    # in multiply-adds per second per core: benchmarks/ann_bench.py speed (1M vectors), from its CPU time
+    "faiss_flops_per_core": 20e9,
+    "gpu_speedup_training": 50.0,  # PROJECTION: k-means on a GPU against one CPU core
 }
+
+
+def faiss_flops(n: int, dim: int, factory: str, recall_queries: int = 1000) -> tuple[float, float]:
+    """Multiply-adds of the FAISS stage: 10 k-means iterations over the training sample (IVF), one
+    assignment per vector (a flat coarse quantizer: every list; an HNSW one: ~1,000 distances), the recall
+    check's exact search over every vector."""
+    from veracity.indexes.ann import factory_facts
+
+    if factory == "Flat" or not factory:
+        return 0.0, 0.0
+    facts = factory_facts(factory, dim)
+    nlist = facts.nlist or 0
+    train = min(n, facts.train_size) * nlist * dim * 10
+    assign = n * dim * (1000 if "HNSW" in factory.split(",")[0] else max(nlist, 1))
+    check = recall_queries * n * dim
+    return float(train), float(assign + check)
 
 
 @dataclass(frozen=True)
@@ -44,11 +65,18 @@ class Hardware:
     gpus: list[tuple[int, int]]   # (index, memory bytes)
     ram_available: int
     disk_free: int
+    load: float = 0.0             # 1-minute load average when the plan was made
+
+    @property
+    def share(self) -> float:
+        """The share of each core this build can expect: 1 on an idle machine, cores / load on a busy one."""
+        return 1.0 if self.load <= self.cores else self.cores / self.load
 
     def describe(self) -> str:
         gpus = f"{len(self.gpus)} GPU(s)" if self.gpus else "no GPU"
+        busy = f", busy: load {self.load:.0f}, times scaled by {1 / self.share:.1f}" if self.share < 1 else ""
         return (f"{self.cores} core(s), {gpus}, {self.ram_available / 2**30:.1f} GiB RAM available, "
-                f"{self.disk_free / 2**30:.1f} GiB disk free")
+                f"{self.disk_free / 2**30:.1f} GiB disk free{busy}")
 
 
 def _ram_available() -> int:
@@ -68,7 +96,8 @@ def detect_hardware(out: Path) -> Hardware:
     while not folder.exists():
         folder = folder.parent
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return Hardware(cores, cuda_devices(), _ram_available(), shutil.disk_usage(folder).free)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return Hardware(cores, cuda_devices(), _ram_available(), shutil.disk_usage(folder).free, load)
 
 
 # ------------------------------------------------------------------------------------------ passages
@@ -194,18 +223,27 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
     est = estimate_resources(passages, dim, factory or "Flat", bm25=options.bm25, dense=options.dense)
     plan = Plan(passages, how, factory, hardware)
     workers = max(1, min(options.workers, hardware.cores))
+    share = hardware.share
     fmts = {s.format for s in sources}
-    per_core = min(RATES["read_per_core"]["wiki-xml" if "wiki-xml" in fmts else "jsonl"], 10**9)
-    plan.stages.append(Stage("read + BM25", passages / (per_core * workers), 2**30,
-                             est["store_disk"] + est["bm25_disk"], f"{workers} parser(s)"))
+    per_core = RATES["read_per_core"]["wiki-xml" if "wiki-xml" in fmts else "jsonl"]
+    read_s = (RATES["read_fixed_cpu_s"] + passages / (per_core * workers)) / share
+    plan.stages.append(Stage("read + BM25", read_s, 2**30, est["store_disk"] + est["bm25_disk"],
+                             f"{workers} parser(s)"))
     if options.dense:
         if hardware.gpus:
-            rate, note = RATES["embed_per_gpu"] * len(hardware.gpus), f"{len(hardware.gpus)} GPU(s), projected rate"
+            embed_s = passages / (RATES["embed_per_gpu"] * len(hardware.gpus))
+            note = f"{len(hardware.gpus)} GPU(s), fp16: projected rate"
         else:
-            rate, note = RATES["embed_cpu_per_core"] * hardware.cores, f"{hardware.cores} core(s)"
-        plan.stages.append(Stage("embedding", passages / rate, 2 * 2**30, est["shards_disk_during_build"], note))
-        plan.stages.append(Stage("FAISS", passages / (RATES["faiss_add_per_core"] * hardware.cores),
-                                 est["build_ram_peak"], est["dense_disk"], factory))
+            embed_s = passages / (RATES["embed_cpu_per_core"] * hardware.cores * share)
+            note = f"{hardware.cores} core(s)"
+        embed_s += RATES["embed_fixed_cpu_s"] / share
+        plan.stages.append(Stage("embedding", embed_s, 2 * 2**30, est["shards_disk_during_build"], note))
+        train, rest = faiss_flops(passages, dim or 384, factory)
+        cpu = RATES["faiss_flops_per_core"] * hardware.cores * share
+        if hardware.gpus:
+            train /= RATES["gpu_speedup_training"] * len(hardware.gpus) / hardware.cores
+        plan.stages.append(Stage("FAISS", (train + rest) / cpu, est["build_ram_peak"], est["dense_disk"],
+                                 factory + (" (k-means on GPU: projected)" if hardware.gpus and train else "")))
     plan.disk_final = est["disk_total"]
     plan.disk_peak = est["disk_peak_during_build"]
     plan.ram_peak = max(s.ram for s in plan.stages)
