@@ -43,7 +43,8 @@ if not DATA.is_dir():
 def _passages(texts_out: list[tuple[str, str]]) -> None:
     from veracity.indexes.demo import demo_archive
     from veracity.indexes.passages import Chunking, chunk_article
-    from veracity.indexes.readers import SourceInfo, read_articles
+    from veracity.indexes.readers import SourceInfo
+    from veracity.indexes.sources import read_articles
 
     sources = [(demo_archive(), "demo"), (DATA / "wiki_corpus_hover_gold" / "hover_dev_gold_paragraphs.jsonl", "hover")]
     sources += [(p, "wiki-xml") for p in sorted((DATA / "wiki_dump_sample").glob("*.bz2"))]

@@ -139,7 +139,8 @@ def _usage() -> dict:
 def _run_stage1(dump: Path, workers: int, cleaner: str, bm25: bool, limit: int | None, bm25_threads: int,
                 progress_file: Path | None) -> dict:
     from veracity.indexes.build import BuildOptions, Source, _read_into
-    from veracity.indexes.readers import SourceInfo, detect_format
+    from veracity.indexes.readers import SourceInfo
+    from veracity.indexes.sources import detect_format
     from veracity.indexes.store import PassageStore, STORE_FILE
 
     fmt = detect_format(dump)

@@ -10,7 +10,8 @@ import pytest
 from veracity.errors import CorpusError
 from veracity.indexes.build import BuildOptions, _read_into, resolve_sources
 from veracity.indexes.passages import chunk_article
-from veracity.indexes.readers import SourceInfo, detect_format, read_articles
+from veracity.indexes.readers import SourceInfo
+from veracity.indexes.sources import detect_format, read_articles
 from veracity.indexes.store import STORE_FILE
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from tests.fixtures.index import write_wiki_dump
 from veracity.errors import CorpusError
-from veracity.indexes.readers import SourceInfo, detect_format, dump_date_from_name, read_articles, wikitext_to_plain
+from veracity.indexes.readers import SourceInfo, dump_date_from_name, wikitext_to_plain
+from veracity.indexes.sources import detect_format, read_articles
 
 
 def read(path, fmt, **kw):

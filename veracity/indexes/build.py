@@ -37,8 +37,8 @@ from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VE
 from veracity.indexes.passages import Chunking, chunk_article
 from veracity.indexes.plan import check_fits, detect_hardware, expected_passages, format_plan, make_plan
 from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
-from veracity.indexes.readers import (CLEANERS, FORMATS, ON_ERROR, SourceInfo, detect_format, read_articles,
-                                      sha256_file, source_mtime, source_size)
+from veracity.indexes.readers import CLEANERS, FORMATS, ON_ERROR, SourceInfo
+from veracity.indexes.sources import detect_format, read_articles, sha256_file, source_mtime, source_size
 from veracity.indexes.store import STORE_FILE, PassageStore, PassageWriter
 
 STATE_FILE = "build-state.json"

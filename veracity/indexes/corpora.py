@@ -32,7 +32,6 @@ from veracity.indexes.wikitext import SKIP_SECTIONS
 
 DPR_DATE = "2018-12-20"
 KILT_DATE = "2019-08-01"
-FEVER_DATE = "2017-06-01"  # "the June 2017 Wikipedia dump"; the day is not given
 HOTPOT_DATE = "2017-10-01"
 DPR_COLUMNS = ["id", "text", "title"]
 _ANCHOR = re.compile(r"</?a\b[^>]*>")

@@ -104,7 +104,8 @@ def detect_hardware(out: Path) -> Hardware:
 
 def _count(path: Path, fmt: str, chunking) -> int:
     from veracity.indexes.passages import chunk_article
-    from veracity.indexes.readers import SourceInfo, read_articles
+    from veracity.indexes.readers import SourceInfo
+    from veracity.indexes.sources import read_articles
 
     n = 0
     articles = read_articles(path, fmt, SourceInfo(str(path), fmt), on_error="skip", workers=1)
