@@ -294,7 +294,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     state.setdefault("timings", {})
 
     def save_state() -> None:
-        tmp = state_path.with_suffix(".tmp")
+        tmp = state_path.with_suffix(f".{os.getpid()}.tmp")  # several processes may share one build
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(state_path)
 
