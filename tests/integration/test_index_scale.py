@@ -210,3 +210,21 @@ def test_plan_estimate_within_2x_of_built_count(tmp_path, monkeypatch):
         monkeypatch.undo()
         assert "scaled" in how
         assert built / 2 <= scaled <= built * 2, (source.name, scaled, built)
+
+
+def test_an_index_from_before_this_change_opens_and_searches_the_same(reference, tmp_path):
+    """A manifest without the new fields (no measured search settings, no requested factory) is an index built
+    before auto / nprobe: it opens, and dense search gives the same hits."""
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(reference, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    for key in ("search", "faiss_factory_requested", "trained_on_gpu"):
+        manifest["dense"].pop(key, None)
+    manifest.pop("plan", None)
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    q = "an American film director"
+    with Searcher(reference) as new, Searcher(old) as before:
+        assert [(h.passage_id, round(h.score, 5)) for h in new.search(q, 8, mode="dense")] == \
+               [(h.passage_id, round(h.score, 5)) for h in before.search(q, 8, mode="dense")]

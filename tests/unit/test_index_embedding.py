@@ -224,3 +224,24 @@ def test_embed_on_devices_reports_failed_workers(tmp_path):
         emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB), (1, GiB)]),
                              shard_size=10, poll=0.01, start=start)
     assert "run the same command again" in err.value.hint
+
+
+def test_a_build_finished_by_another_process_ends_the_wait(tmp_path):
+    """The other process embedded the last shard, built the index and moved the folder away while this one
+    waited: the wait ends without error, and claiming in a vanished folder is no claim."""
+    n, shard = 20, 10
+    folder = tmp_path / "shards"
+    held = emb.try_claim(folder if folder.mkdir() is None else folder, 1)
+
+    def finish_and_move():
+        time.sleep(0.3)
+        emb.embed_one_shard(rows_of(n), 1, n, folder, HashEncoder(), shard_size=shard, batch_size=4)
+        emb.release(held)
+        folder.rename(tmp_path / "moved")
+
+    t = threading.Thread(target=finish_and_move)
+    t.start()
+    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(), shard_size=shard, batch_size=4, poll=0.5)
+    t.join()
+    assert got == 10 and not folder.exists()
+    assert emb.try_claim(folder, 0) is None

@@ -308,7 +308,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     state.setdefault("timings", {})
 
     def save_state() -> None:
-        tmp = state_path.with_suffix(".tmp")
+        tmp = state_path.with_suffix(f".{os.getpid()}.tmp")  # several processes may share one build
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(state_path)
 
@@ -365,6 +365,9 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         t0 = time.perf_counter()
         embedded = _embed(work, store, n, encoder, options, progress, log, on_shard)
         dt = time.perf_counter() - t0
+        if not state_path.exists():  # another process of this build finished it while this one waited
+            store.close()
+            return _wait_for_index(out, work / FAISS_CLAIM, log)
         if embedded:
             state["timings"]["embed_passages_per_s"] = round(embedded / dt, 2) if dt > 0 else None
             state["timings"]["embed_s"] = round(state["timings"].get("embed_s", 0) + dt, 2)

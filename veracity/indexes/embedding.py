@@ -102,6 +102,8 @@ def acquire(path: Path, *, stale_after: float = STALE_AFTER_S, device: str = "cp
             return None
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileNotFoundError:  # the folder is gone: another process finished the build meanwhile
+            return None
         except FileExistsError:
             if claim_is_stale(path, stale_after):
                 path.unlink(missing_ok=True)  # its owner is gone: take it over
@@ -185,8 +187,9 @@ def embed_claimed_shards(rows: Rows, n_passages: int, folder: Path, encoder, *, 
                          device: str = "cpu", wait: bool = True, poll: float = POLL_S) -> int:
     """Claim and embed shards until none is left; returns the passages this worker embedded. With ``wait``,
     shards held by other live workers are waited for (and taken over when their owner dies), so on return
-    every shard exists."""
-    folder.mkdir(parents=True, exist_ok=True)
+    every shard exists (or the build folder is gone: another process finished the build)."""
+    if folder.parent.is_dir():  # never re-create a build folder another process has moved into place
+        folder.mkdir(exist_ok=True)
     total = n_shards(n_passages, shard_size)
     embedded = 0
     done = done_passages(folder, n_passages, shard_size)
@@ -200,6 +203,8 @@ def embed_claimed_shards(rows: Rows, n_passages: int, folder: Path, encoder, *, 
             progress(done, n_passages)
 
     while True:
+        if not folder.is_dir():  # another process of this build embedded the rest and moved on
+            return embedded
         pending = [i for i in range(total) if not shard_path(folder, i).exists()]
         if not pending:
             return embedded

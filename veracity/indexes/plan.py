@@ -139,8 +139,6 @@ def _bz2_prefix(path: Path, limit: int) -> tuple[bytes, int, bool]:
 
 def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
     """(expected passages of one source, how it was estimated)."""
-    if fmt == "demo":
-        return 10_987, "the demo's known count"
     if path.is_dir():
         return 0, "a folder: not estimated"
     size = path.stat().st_size
@@ -154,7 +152,7 @@ def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
         head = text[:cut + len(b"</page>")] + b"\n</mediawiki>\n"
         share = used * (cut / len(text))
         return _scaled(head, ".xml", fmt, chunking, size / max(1.0, share)), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"
-    if size <= SAMPLE_BYTES or path.suffix in (".bz2", ".gz"):
+    if fmt == "demo" or size <= SAMPLE_BYTES or path.suffix in (".bz2", ".gz"):
         return _count(path, fmt, chunking), "counted (whole file read)"
     with open(path, "rb") as f:
         head = f.read(SAMPLE_BYTES)
