@@ -253,13 +253,13 @@ def test_the_command_prints_sentences_claims_and_writes_the_report(tmp_path, mon
     llm = ScriptedLLM(script(), repeat_last=True)
     import veracity.pipeline.api as api
 
-    real = api.Verifier.__init__
+    real = api.Verifier._build  # what Verifier(**kw) and Verifier.from_config both go through
 
     def with_llm(self, *a, **kw):
         kw["llm"] = llm
         real(self, *a, **kw)
 
-    monkeypatch.setattr(api.Verifier, "__init__", with_llm)
+    monkeypatch.setattr(api.Verifier, "_build", with_llm)
     f = tmp_path / "t.txt"
     f.write_text(TEXT)
     report = tmp_path / "r.html"

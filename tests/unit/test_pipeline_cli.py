@@ -277,13 +277,13 @@ def test_concurrency_below_one_is_one_line_before_any_server(monkeypatch, capsys
 
 def test_state_dir_option_reaches_the_verifier(scripted, monkeypatch, capsys, tmp_path):
     seen = {}
-    real_init = Verifier.__init__
+    real_build = Verifier._build  # what Verifier(**kw) and Verifier.from_config both go through
 
-    def init(self, *args, **kwargs):
-        real_init(self, *args, **kwargs)
+    def build(self, *args, **kwargs):
+        real_build(self, *args, **kwargs)
         seen["state_dir"] = self.state_dir
 
-    monkeypatch.setattr(Verifier, "__init__", init)
+    monkeypatch.setattr(Verifier, "_build", build)
     code, _, err = run_cli(["x", "--method", "direct", "--endpoint", "http://x/v1", "--state-dir", str(tmp_path / "s"),
                             "--json"], monkeypatch, capsys)
     assert code == 0, err

@@ -28,28 +28,14 @@ def _verify_options() -> list[click.Parameter]:
 def build_claim_verifier(opts: dict):
     """A ClaimVerifier from verify's options, validated as `veracity verify` validates them."""
     from veracity.check.engine import ClaimVerifier
-    from veracity.cli.verify import parse_params
-    from veracity.config import load_settings
-    from veracity.pipeline.labels import label_space
-    from veracity.pipeline.methods import ablation_params
-    from veracity.pipeline.runner import evidence_setting
+    from veracity.cli.verify import run_config
+    from veracity.pipeline.api import Verifier
 
-    space = label_space(opts["labels"])
-    setting = evidence_setting(opts["evidence"])
-    if setting == "gold":
+    config = run_config(opts, opts["semantic_memory"])  # verify's checks, once
+    if config.evidence == "gold":
         raise ConfigError("--evidence gold needs claims that carry their gold evidence: extracted claims have none",
                           hint="use --evidence open (the index) or --evidence none (closed book)")
-    overrides = parse_params(opts["params"])
-    chosen = [k.removeprefix("ablation_").replace("_", "-") for k, on in opts.items() if k.startswith("ablation_") and on]
-    overrides.update(ablation_params(opts["method"], chosen))
-    if opts["semantic_memory"]:
-        overrides["semantic_memory"] = True
-    settings = load_settings(endpoint=opts["endpoint"], model=opts["model"])
-    return ClaimVerifier.build(
-        method=opts["method"], index=opts["index"], endpoint=opts["endpoint"], model=opts["model"], settings=settings,
-        concurrency=opts["concurrency"], llm_concurrency=opts["llm_concurrency"], cache=opts["cache"],
-        state_dir=opts["state_dir"], labels=space, evidence=setting, params=overrides, backend=opts["backend"],
-        ray_address=opts["ray_address"], ray_actors=opts["ray_actors"])
+    return ClaimVerifier(Verifier.from_config(config))
 
 
 @click.command("check", context_settings={"show_default": False})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Group
@@ -74,7 +75,30 @@ def quote_line(q: dict) -> Text:
 
 def backend_options(fn):
     """``--backend local|ray``, ``--ray-address``, ``--ray-actors`` (verify -i and bench run)."""
-    return config_options("backend", "ray_address", "ray_actors")(fn)
+    return config_options(*RUN_OPTIONS[11:])(fn)
+
+
+# verify's (and check's) run settings: the VerifierConfig fields they offer, in --help order
+RUN_OPTIONS = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir",
+               "labels", "evidence", "cache", "backend", "ray_address", "ray_actors")
+
+
+def run_config(opts: dict, semantic_memory: bool = False) -> Any:
+    """The :class:`VerifierConfig` of verify's options (``--param`` and the ablation flags folded into the
+    method's parameters, settings read with ``--endpoint`` / ``--model``): each bad value is one line here,
+    before any index or server is touched."""
+    from veracity.pipeline.config import VerifierConfig
+    from veracity.pipeline.methods import ablation_params
+
+    overrides = parse_params(opts["params"])
+    chosen = [k.removeprefix("ablation_").replace("_", "-") for k, on in opts.items() if k.startswith("ablation_") and on]
+    if chosen:
+        overrides.update(ablation_params(opts["method"], chosen))
+    if semantic_memory:
+        overrides["semantic_memory"] = True
+    settings = load_settings(endpoint=opts["endpoint"], model=opts["model"])
+    return VerifierConfig.from_options({k: opts[k] for k in RUN_OPTIONS if k != "params"}, params=overrides,
+                                       settings=settings)
 
 
 def _ablation_options(fn):
@@ -93,19 +117,17 @@ def _ablation_options(fn):
               help="JSONL file of claims: one {\"claim\": ..., \"id\": ...} per line.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results JSONL (with -i): appended one line per claim; ids already there are skipped.")
-@config_options("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
+@config_options(*RUN_OPTIONS[:8])
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
-@config_options("labels", "evidence", "cache")
+@config_options(*RUN_OPTIONS[8:11])
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="With -i: no line per claim, only the progress bar and the "
               "summary (the results file is written the same).")
 @backend_options
 @_ablation_options
-def verify(claim, input_path, output_path, method, index, endpoint, model, concurrency, llm_concurrency, params,
-           state_dir, semantic_memory, labels, evidence, cache, as_json, quiet, backend, ray_address, ray_actors,
-           **ablations) -> None:
+def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **opts) -> None:
     """Verify CLAIM, or every claim of a JSONL file, against the local index and model.
 
     \b
@@ -127,17 +149,12 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
     its own evidence, e.g. {"claim": "...", "evidence": [{"title": "Paris", "text": "Paris is ..."}]}.
     """
     from veracity.pipeline.api import Verifier
-    from veracity.pipeline.labels import label_space
-    from veracity.pipeline.ray_backend import ray_options
-    from veracity.pipeline.runner import evidence_setting
 
-    space = label_space(labels)  # a bad name is one line, before anything else
-    setting = evidence_setting(evidence)
     # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked for
-    if str(backend or "").strip().lower() == "ray" and claim is not None:
+    if str(opts["backend"] or "").strip().lower() == "ray" and claim is not None:
         raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
                           hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
-    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
+    config = run_config(opts, semantic_memory)  # every run setting checked once, each bad one a line
     if (claim is None) == (input_path is None):
         raise click.UsageError("give either a CLAIM or -i FILE (not both)")
     if input_path is not None and output_path is None:
@@ -145,29 +162,19 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
     if input_path is not None and _same_file(input_path, output_path):
         raise ConfigError(f"-o {output_path} is the claims file given with -i: results would be appended to it",
                           hint="pass another -o, e.g. -o results.jsonl")
-    if setting == "gold" and claim is not None:
+    if config.evidence == "gold" and claim is not None:
         raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has none",
                           hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} passages, "
                                "or use --evidence open (an index) or --evidence none (closed book)")
-    from veracity.pipeline.methods import ablation_params
-
-    overrides = parse_params(params)
-    chosen = [name.removeprefix("ablation_").replace("_", "-") for name, on in ablations.items() if on]
-    overrides.update(ablation_params(method, chosen))
-    if semantic_memory:
-        overrides["semantic_memory"] = True
     single = None
     if claim is not None:
         from veracity.pipeline.runner import make_claim
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
-    settings = load_settings(endpoint=endpoint, model=model)
-    if index is not None and setting != "open":
-        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {setting}", highlight=False)
-    verifier = Verifier(method=method, index=index, endpoint=endpoint, model=model, settings=settings,
-                        concurrency=concurrency, llm_concurrency=llm_concurrency, cache=cache, state_dir=state_dir,
-                        labels=space, evidence=setting, params=overrides, backend=backend, ray_address=ray_address,
-                        ray_actors=ray_actors)
+    if opts["index"] is not None and config.evidence != "open":
+        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence}",
+                          highlight=False)
+    verifier = Verifier.from_config(config)
     try:
         if single is not None:
             record = verifier.verify(single).to_dict(single)
@@ -176,7 +183,7 @@ def verify(claim, input_path, output_path, method, index, endpoint, model, concu
             else:
                 console.print(render_verdict(record))
             return
-        _run_batch(verifier, input_path, output_path, concurrency, as_json, quiet)
+        _run_batch(verifier, input_path, output_path, opts["concurrency"], as_json, quiet)
     finally:
         verifier.close()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from veracity.cli._common import err_console
+from veracity.cli._common import config_options, err_console
 from veracity.errors import ConfigError
 
 
@@ -16,11 +16,9 @@ from veracity.errors import ConfigError
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Any address other than loopback needs --token.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port to bind.")
-@click.option("--index", "index", type=click.Path(path_type=Path), default=None,
-              help="Index directory (default: $VERACITY_INDEX or ~/.veracity/indexes/demo).")
-@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the "
-              "managed local server, started if needed).")
-@click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
+@config_options("index", "endpoint", "model", help={
+    "endpoint": "OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the managed local server, started if "
+                "needed)."})
 @click.option("--token", default=None,
               help="Bearer token required on every route but /healthz: at least 16 characters, no whitespace. "
               "Required when binding a non-loopback address. Visible to other users in `ps`: prefer "
@@ -38,8 +36,8 @@ from veracity.errors import ConfigError
               help="Batch jobs queued or running at once; more are answered 429 with Retry-After.")
 @click.option("--max-body-mb", type=float, default=8.0, show_default=True, help="Largest request body (MiB).")
 @click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
-@click.option("--concurrency", type=int, default=None,
-              help="Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16).")
+@config_options("concurrency", help={
+    "concurrency": "Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16)."})
 def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, cors_origins, max_checks, max_jobs,
         max_body_mb, max_claim_chars, concurrency) -> None:
     """Serve the page at / and the API under /v1/ (docs at /v1/docs).
