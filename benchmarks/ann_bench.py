@@ -242,6 +242,28 @@ def speed(args) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def sweep(args) -> None:
+    """The 1M index of ``speed`` searched at larger nprobe (real data needs more lists probed than the derived
+    vectors did: 32 of 128 lists on the 8,192 real vectors): per-query latency on one thread for each."""
+    import faiss
+
+    from veracity.indexes.dense import load_faiss
+
+    work = Path(args.work).expanduser()
+    base = _load_real(work)
+    rng = np.random.default_rng(1)
+    q = base[rng.integers(0, len(base), args.queries)] + rng.normal(scale=0.6 / np.sqrt(base.shape[1]),
+                                                                     size=(args.queries, base.shape[1]))
+    q = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+    faiss.omp_set_num_threads(1)
+    out = {"index": "speed.faiss (1M, IVF4096,SQ8)", "load_1min": os.getloadavg()[0], "by_nprobe": {}}
+    for mmap in (True, False):
+        for nprobe in (8, 32, 64, 128, 256):
+            index = load_faiss(work / "speed.faiss", nprobe=nprobe, mmap=mmap)
+            out["by_nprobe"][f"{nprobe}{' mmap' if mmap else ''}"] = _timed(index, q)
+            _write(work / "sweep.json", out)
+
+
 def project(args) -> None:
     """The plan's model (veracity/indexes/plan.py RATES) for 21,015,324 passages of a Wikipedia dump on idle
     machines: 2 cores, 16 cores, 16 cores + 1 GPU, 16 cores + 8 GPUs (GPU rates are projections)."""
@@ -267,13 +289,13 @@ def project(args) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("step", choices=["corpus", "recall", "speed", "project"])
+    ap.add_argument("step", choices=["corpus", "recall", "speed", "sweep", "project"])
     ap.add_argument("--passages", type=int, default=21_015_324, help="project: passages")
     ap.add_argument("--work", default="~/.veracity/bench/ann")
     ap.add_argument("--n", type=int, default=1_000_000, help="speed: vectors")
     ap.add_argument("--queries", type=int, default=1000, help="recall queries / timed queries")
     args = ap.parse_args(argv)
-    {"corpus": corpus, "recall": recall, "speed": speed, "project": project}[args.step](args)
+    {"corpus": corpus, "recall": recall, "speed": speed, "sweep": sweep, "project": project}[args.step](args)
 
 
 if __name__ == "__main__":
