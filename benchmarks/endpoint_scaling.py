@@ -48,13 +48,14 @@ async def run_config(endpoints: list[str], claims: list[dict[str, str]], method:
                      concurrency: int, out: Path, max_tokens: int | None = None) -> dict[str, Any]:
     """One run of ``claims`` through ``endpoints`` (one client); returns its figures."""
     from veracity.pipeline.api import Verifier
+    from veracity.pipeline.config import VerifierConfig
     from veracity.serving.client import LLMClient
 
     notes: list[str] = []
     kw = {"max_tokens": max_tokens} if max_tokens else {}
     llm = LLMClient(",".join(endpoints), None, concurrency=256, notify=notes.append, **kw)
     async with llm:
-        verifier = Verifier(method=method, index=index, llm=llm)
+        verifier = Verifier.from_config(VerifierConfig(method=method, index=index), llm=llm)
         t0 = time.perf_counter()
         stats = await verifier.averify_many(claims, out=out, concurrency=concurrency)
         wall = time.perf_counter() - t0

@@ -341,39 +341,17 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
 
 
 def method_statistics(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-claim statistics a method records in its trace events (means over the claims that have them).
-
-    Trification: graph modifications and node counts by type before -> after modification (the
-    paper's Table 2). MERMAID: executor steps, claims that recalled memory, claims forced to a verdict
-    at T_max. Other methods: {}.
-    """
-    def events(r: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-        return [e for e in (r.get("trace") or {}).get("events", []) if e.get("kind") == kind]
+    """Per-claim statistics a method records in its trace events, by method name: each method's
+    ``MethodSpec.run_statistics`` hook (Trification: the paper's Table 2; MERMAID: executor steps, memory
+    recalls, forced verdicts), for the methods whose events the results hold."""
+    from veracity.pipeline.methods import METHODS
 
     out: dict[str, Any] = {}
-    tri = [ev[-1] for ev in (events(r, "trification.stats") for r in results) if ev]
-    if tri:
-        n = len(tri)
-        types = ("SEARCH", "REFINE", "THINK", "JUDGE")
-        out["trification"] = {
-            "claims": n,
-            "graph_modifications_per_claim": sum(t.get("graph_modifications", 0) for t in tri) / n,
-            "claims_modified": sum(1 for t in tri if t.get("graph_modifications", 0)) / n,
-            "nodes_initial": {k: sum((t.get("initial_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
-            "nodes_final": {k: sum((t.get("final_nodes") or {}).get(k, 0) for t in tri) / n for k in types},
-            "no_plan": sum(1 for r in results if events(r, "trification.no_plan")),
-            # §4.3: claims still unresolved after the modification cap, decided in static mode
-            "static_fallbacks": sum(1 for r in results if events(r, "trification.static_fallback")),
-        }
-    mer = [r for r in results if events(r, "mermaid.step") or events(r, "mermaid.recall")]
-    if mer:
-        n = len(mer)
-        out["mermaid"] = {
-            "claims": n,
-            "executor_steps_per_claim": sum(len(events(r, "mermaid.step")) for r in mer) / n,
-            "claims_with_memory_hits": sum(1 for r in mer if (r.get("trace") or {}).get("memory_hits")) / n,
-            "forced_verdicts": sum(1 for r in mer if events(r, "mermaid.final")) / n,
-        }
+    for name in sorted(METHODS, key=lambda n: n != "trification"):  # the order metrics.json had
+        hook = METHODS[name].run_statistics
+        stats = hook(results) if hook is not None else None
+        if stats:
+            out[name] = stats
     return out
 
 

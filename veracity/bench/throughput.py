@@ -413,8 +413,12 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
         # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
         # dir; verdicts in the dataset's label space, as `bench run` gives them
-        return Verifier(method=spec.name, index=searcher, endpoint=url, model=model, settings=settings, llm=llm,
-                        concurrency=concurrency, state_dir=level_dir, labels=dataset.label_space, params=cfg.params)
+        from veracity.pipeline.config import VerifierConfig
+
+        config = VerifierConfig(method=spec.name, params=cfg.params, labels=dataset.label_space.name, index=searcher,
+                                endpoint=url, model=model, concurrency=concurrency, state_dir=level_dir,
+                                settings=settings)
+        return Verifier.from_config(config, llm=llm)
 
     stopped: EndpointError | None = None
     warned: set[str] = set()

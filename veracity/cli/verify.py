@@ -75,12 +75,15 @@ def quote_line(q: dict) -> Text:
 
 def backend_options(fn):
     """``--backend local|ray``, ``--ray-address``, ``--ray-actors`` (verify -i and bench run)."""
-    return config_options(*RUN_OPTIONS[11:])(fn)
+    return config_options(*RUN_OPTIONS_BACKEND)(fn)
 
 
 # verify's (and check's) run settings: the VerifierConfig fields they offer, in --help order
-RUN_OPTIONS = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir",
-               "labels", "evidence", "cache", "backend", "ray_address", "ray_actors")
+# (three groups, as they sit among verify's own flags; a new setting goes into one of them)
+RUN_OPTIONS_MODEL = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
+RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache")
+RUN_OPTIONS_BACKEND = ("backend", "ray_address", "ray_actors")
+RUN_OPTIONS = RUN_OPTIONS_MODEL + RUN_OPTIONS_EVIDENCE + RUN_OPTIONS_BACKEND
 
 
 def run_config(opts: dict, semantic_memory: bool = False) -> Any:
@@ -117,10 +120,10 @@ def _ablation_options(fn):
               help="JSONL file of claims: one {\"claim\": ..., \"id\": ...} per line.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Results JSONL (with -i): appended one line per claim; ids already there are skipped.")
-@config_options(*RUN_OPTIONS[:8])
+@config_options(*RUN_OPTIONS_MODEL)
 @click.option("--semantic-memory", is_flag=True, help="MERMAID: also recall stored evidence by embedding "
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
-@config_options(*RUN_OPTIONS[8:11])
+@config_options(*RUN_OPTIONS_EVIDENCE)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
               "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="With -i: no line per claim, only the progress bar and the "

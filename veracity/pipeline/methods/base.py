@@ -90,6 +90,9 @@ class MethodSpec:
     needs_index: bool = True
     paper: str | None = None  # the paper's file under shared/papers, for `methods show`
     extra: dict[str, Any] = field(default_factory=dict)
+    # bench run's per-method statistics: results (dicts with their traces) -> a summary of the method's own
+    # trace events, or None when no claim has them (Trification's Table 2, MERMAID's steps)
+    run_statistics: Callable[[list[dict[str, Any]]], dict[str, Any] | None] | None = None
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> Any:
         """Validated params with ``overrides`` applied (names, ``ROLE.max_tokens`` / ``ROLE.temperature``);

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from veracity.pipeline.methods.base import MethodSpec
+from veracity.pipeline.methods.mermaid.stats import run_statistics
 from veracity.pipeline.methods.mermaid.memory import EvidenceMemory, MermaidState
 from veracity.pipeline.methods.mermaid.method import MermaidParams, entity_keys, verify_mermaid
 from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, ROLES, Decomposition,
@@ -20,6 +21,7 @@ SPEC = MethodSpec(
     roles=ROLES,
     state_cls=MermaidState,
     paper="mermaid.txt",
+    run_statistics=run_statistics,
 )
 
 __all__ = ["DECOMPOSER", "EXECUTOR", "FINAL", "SPEC", "Decomposition", "EvidenceMemory", "FinalVerdict",

@@ -9,6 +9,7 @@ rules and the repairs.
 from __future__ import annotations
 
 from veracity.pipeline.methods.base import MethodSpec
+from veracity.pipeline.methods.trification.stats import run_statistics
 from veracity.pipeline.methods.trification.graph import (
     NODE_TYPES,
     NodeSpec,
@@ -66,6 +67,7 @@ SPEC = MethodSpec(
     summary="Trification: a planned SEARCH/REFINE/THINK/JUDGE graph run concurrently, modified when evidence is missing.",
     roles=ROLES,
     paper="trification.txt",
+    run_statistics=run_statistics,
 )
 
 __all__ = ["JUDGE", "JUDGE_AGGREGATIONS", "MODIFY", "NODE_TYPES", "PLANNER", "REFINE", "SEARCH", "SPEC",
