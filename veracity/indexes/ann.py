@@ -110,13 +110,18 @@ def train_index(index, sample: np.ndarray, *, gpus: int | None = None, seed: int
 
     gpus = faiss.get_num_gpus() if gpus is None and hasattr(faiss, "get_num_gpus") else (gpus or 0)
     on_gpu = False
+    try:  # our floor is MIN_PER_LIST (checked before): FAISS's own warning below 39 would only be noise on stderr
+        faiss.extract_index_ivf(index).cp.min_points_per_centroid = MIN_PER_LIST
+    except RuntimeError:
+        pass
     if gpus > 0:
         try:
             ivf = faiss.extract_index_ivf(index)
         except RuntimeError:
             ivf = None
         if ivf is not None and ivf.quantizer.ntotal == 0:
-            km = faiss.Kmeans(index.d, int(ivf.nlist), niter=20, seed=seed, gpu=gpus, max_points_per_centroid=256)
+            km = faiss.Kmeans(index.d, int(ivf.nlist), niter=20, seed=seed, gpu=gpus, max_points_per_centroid=256,
+                              min_points_per_centroid=MIN_PER_LIST)
             km.train(sample)
             ivf.quantizer.add(km.centroids)  # IndexIVF.train skips a quantizer that already holds nlist centroids
             on_gpu = True
