@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "factcheck_bench"
+DATA = Path(os.environ.get("VERACITY_DATA_DIR") or ROOT.parent / "shared" / "data") / "factcheck_bench"
 SOURCES = ("factool-qa", "felm-wk", "factcheckgpt")
 Matcher = Callable[[list[str], list[str]], list[list[float]]]  # similarities, gold x extracted
 
