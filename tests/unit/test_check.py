@@ -46,7 +46,7 @@ def claim_of(messages) -> str:
 def script(extractor=None, judge=None) -> dict:
     return {
         "check.extractor": extractor or (lambda m: {"claims": CLAIMS[sentence_of(m)]}),
-        "check.worthiness": lambda m: {"category": "opinion" if "lovely" in claim_of(m) else "factual"},
+        "check.worthiness": lambda m: {"kind": "opinion" if "lovely" in claim_of(m) else "checkable_statement"},
         "direct.judge": judge or (lambda m: {"explanation": "known",
                                              "label": "REFUTED" if claim_of(m) in FALSE else "SUPPORTED"}),
     }
@@ -120,7 +120,7 @@ def test_a_claim_that_fails_leaves_the_others_standing(tmp_path):
 
 def test_a_text_without_factual_claims_says_so(tmp_path):
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": ["Paris is lovely."]},
-                       "check.worthiness": lambda m: {"category": "opinion"}})
+                       "check.worthiness": lambda m: {"kind": "opinion"}})
     rec = asyncio.run(check_text("I think Paris is lovely.", verifier(llm, tmp_path)))
     assert rec["summary"]["no_factual_claim"] is True
     assert rec["summary"]["factual_precision"] is None
@@ -149,7 +149,7 @@ def test_the_stage_params_are_validated():
 def test_the_report_is_self_contained_and_inserts_text_as_text(tmp_path):
     evil = "The tag </script><img src=x onerror=alert(1)> is __DATA__ here."
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [evil]},
-                       "check.worthiness": lambda m: {"category": "factual"},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "x", "label": "REFUTED"}})
     rec = asyncio.run(check_text(evil, verifier(llm, tmp_path)))
     page = report_html(rec)

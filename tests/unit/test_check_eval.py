@@ -56,7 +56,7 @@ def test_decomposition_scores_coverage_and_worthiness(tmp_path):
     sentence = lambda m: m[-1]["content"].split("Sentence to split:\n", 1)[1]  # noqa: E731
     # the extractor returns the gold claims of every sentence but drops the last one: coverage < 1
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": gold[sentence(m)][:-1] or ["x"]},
-                       "check.worthiness": lambda m: {"category": "factual"}})
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     res = asyncio.run(check_eval.run(args("decomposition"), cv=cv, matcher=exact))
     n_gold = sum(len(c) for c in gold.values())
@@ -77,7 +77,7 @@ def test_response_and_claim_level_macro_f1(tmp_path):
     claim = lambda m: m[-1]["content"].split("Claim: ", 1)[1]  # noqa: E731
     # a perfect judge on the gold claims; the extractor returns each sentence as its one claim
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[-1]["content"].split("Sentence to split:\n", 1)[1]]},
-                       "check.worthiness": lambda m: {"category": "factual"},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "x",
                                                   "label": "SUPPORTED" if truth.get(claim(m), True) else "REFUTED"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))

@@ -27,7 +27,6 @@ from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import Fallback, Role
 
 Message = dict[str, str]
-Worthiness = Literal["factual", "opinion", "not_a_claim"]
 CATEGORIES: tuple[str, ...] = ("factual", "opinion", "not_a_claim")
 MAX_CLAIM_CHARS = 300  # one atomic claim: a short sentence
 MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
@@ -77,17 +76,35 @@ EXTRACTOR = Role(
 
 
 # -- role: check.worthiness ---------------------------------------------------------------------------
+# The reply names a kind, and the kind maps to Factcheck-Bench's category. The names the model chooses
+# between are not the annotation file's: with ``factual`` / ``opinion`` / ``not_a_claim`` as the enum, the
+# reference model (qwen2.5-coder-1.5b) answered ``not_a_claim`` for false statements ("The Nile empties into
+# the Red Sea", "Paris is the capital of Germany") and so dropped from verification the claims a checker
+# exists to catch: it read "not a claim" as "not right" (BENCHMARKS.md, issue 32: 96 of 170 gold factual
+# claims sorted out on seed 7). The kinds say what is asked — does the text assert something checkable —
+# without a word that can be read as a verdict.
+Kind = Literal["checkable_statement", "opinion", "no_statement"]
+CATEGORY_OF: dict[str, str] = {"checkable_statement": "factual", "opinion": "opinion", "no_statement": "not_a_claim"}
+
+
 class CheckWorthiness(BaseModel):
-    category: Worthiness = Field(description="factual: states something about the world that evidence can "
-                                 "confirm or refute; opinion: a judgement, preference or prediction; "
-                                 "not_a_claim: no statement (a question, greeting, instruction)")
+    kind: Kind = Field(description="checkable_statement: asserts something about the world that evidence can "
+                       "confirm or refute, true or false; opinion: a judgement, preference or prediction; "
+                       "no_statement: asserts nothing (a question, greeting, instruction)")
+
+    @property
+    def category(self) -> str:
+        """Factcheck-Bench's category: factual, opinion or not_a_claim."""
+        return CATEGORY_OF[self.kind]
 
 
 WORTHINESS_SYSTEM = (
-    "You sort claims for a fact-checker. Answer factual when the claim states something about the world "
-    "that evidence could confirm or refute (names, dates, numbers, events, properties), even if it may be "
-    "false; opinion when it is a judgement, a preference, a feeling or a prediction; not_a_claim when it "
-    "states nothing (a question, a greeting, an instruction). Reply in JSON."
+    "You sort claims for a fact-checker by what kind of sentence they are, not by whether they are true. "
+    "Answer checkable_statement when the claim asserts something about the world that evidence could "
+    "confirm or refute (names, dates, numbers, places, events, properties), whether it is true or false: "
+    "a wrong statement is still a checkable statement; opinion when it is a judgement, a preference, a "
+    "feeling or a prediction; no_statement when it asserts nothing at all (a question, a greeting, an "
+    "instruction). Reply in JSON."
 )
 
 
@@ -100,7 +117,7 @@ WORTHINESS = Role(
     max_tokens=32,
     summary="factual claim / opinion / not a claim (Factcheck-Bench); only factual claims are verified",
     extra={"paper": "Factcheck-Bench §3 (check-worthiness)"},
-    fallback=Fallback(CheckWorthiness.model_construct(category="factual"),
+    fallback=Fallback(CheckWorthiness.model_construct(kind="checkable_statement"),
                       "factual: the claim is verified anyway", event="check.worthiness_failed"),
 )
 
