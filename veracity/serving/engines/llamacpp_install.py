@@ -187,9 +187,13 @@ def _install_lock(root: Path):
     """Hold the engine folder's install lock (the pid inside says who holds it) or stop with one line."""
     fh = open(root / LOCK_FILE, "a+")
     try:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        for attempt in range(5):  # a waiter's shared lock lasts a moment (install_running); an install, minutes
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.1 * (attempt + 1))
+        else:
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             raise ServerError(f"llama-server is being installed already (pid {holder})",
