@@ -27,7 +27,7 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from tests.fixtures.server import Endpoint, missing
+from tests.fixtures.server import LLAMA_MARK, Endpoint, missing, wait_for_llama_server_build
 from tests.integration.test_faults import (  # noqa: F401  (collected here, against llama.cpp)
     _kill_mid_batch_then_resume,
     _members,
@@ -52,7 +52,7 @@ from tests.integration.test_serving import (  # noqa: F401
 from veracity.config import Settings
 from veracity.models.registry import CPU_DEFAULT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, getattr(pytest.mark, LLAMA_MARK)]
 
 
 def _home_with_the_gguf(tmp: Path) -> Settings:
@@ -63,6 +63,7 @@ def _home_with_the_gguf(tmp: Path) -> Settings:
     from veracity.serving.engines.llamacpp import LLAMA_CPP
 
     user = Settings()
+    wait_for_llama_server_build()  # the README's test block may still be building it in the background
     try:
         LLAMA_CPP.installed(user)
     except VeracityError as exc:

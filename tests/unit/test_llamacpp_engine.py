@@ -286,3 +286,49 @@ def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path,
     fetched.clear()
     managed.ensure_endpoint(settings, notify=said.append)  # the GGUF is there now: not fetched again
     assert fetched == []
+
+
+HOLD_LOCK = """
+import sys
+from pathlib import Path
+from veracity.serving.engines import llamacpp_install as inst
+with inst._install_lock(Path(sys.argv[1])):
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_one_install_at_a_time_and_a_background_build_is_waited_for(tmp_path, monkeypatch):
+    """An install holds the engine folder's lock: a second install stops with one line naming the first one's
+    pid, wait_for_install waits while it runs (the llama.cpp tests wait so for the README's background
+    build), and the lock goes with the process however it ends (here SIGKILL)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
+    monkeypatch.setattr(inst, "_tools", lambda: ("cmake", "cc"))
+    settings = Settings(home=tmp_path / "home")
+    root = inst.engine_dir(settings)
+    root.mkdir(parents=True)
+    assert not inst.install_running(settings) and inst.wait_for_install(settings, timeout_s=5) < 5
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(root)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        assert inst.install_running(settings)
+        with pytest.raises(ServerError) as err:
+            inst.install_llamacpp(settings)
+        assert str(err.value) == f"llama-server is being installed already (pid {holder.pid})"
+        assert "build.log" in err.value.hint and "\n" not in str(err.value)
+        with pytest.raises(TimeoutError, match="still runs after 0 s"):
+            inst.wait_for_install(settings, timeout_s=0.2, poll_s=0.05)
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=30)
+        assert inst.wait_for_install(settings, timeout_s=30, poll_s=0.05) >= 0
+        assert not inst.install_running(settings)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait()

@@ -107,12 +107,17 @@ def test_a_failed_start_up_reaches_the_test_that_takes_it(fake_vllm, tmp_path, m
     assert spares[0].record.error == "OSError: port taken"
 
 
-def _item(nodeid: str, *fixtures: str):
-    return SimpleNamespace(nodeid=nodeid, fixturenames=list(fixtures))
+def _item(nodeid: str, *fixtures: str, marks: tuple[str, ...] = ()):
+    return SimpleNamespace(nodeid=nodeid, fixturenames=list(fixtures),
+                           get_closest_marker=lambda name: SimpleNamespace(name=name) if name in marks else None)
 
 
 def test_collection_order_runs_serverless_modules_first_and_server_killers_last():
-    items = [_item("tests/integration/test_a.py::t1", "llm_endpoint"),
+    """... and the llama.cpp modules after them: a llama-server build started behind the session (the
+    README's test block) has the whole session to finish."""
+    items = [_item("tests/integration/test_llama.py::t1", "llm_endpoint", marks=(fx.LLAMA_MARK,)),
+             _item("tests/integration/test_llama.py::t2", marks=(fx.LLAMA_MARK,)),
+             _item("tests/integration/test_a.py::t1", "llm_endpoint"),
              _item("tests/integration/test_faults.py::t1", "llm_endpoint"),
              _item("tests/integration/test_faults.py::t2", "killable_llm_server", "llm_endpoint"),
              _item("tests/integration/test_index.py::t1", "hover_index_dir"),
@@ -122,7 +127,8 @@ def test_collection_order_runs_serverless_modules_first_and_server_killers_last(
     assert [i.nodeid for i in items] == [
         "tests/integration/test_index.py::t1", "tests/unit/test_x.py::t1", "tests/unit/test_x.py::t2",
         "tests/integration/test_a.py::t1", "tests/integration/test_web.py::t1",
-        "tests/integration/test_faults.py::t1", "tests/integration/test_faults.py::t2"]
+        "tests/integration/test_faults.py::t1", "tests/integration/test_faults.py::t2",
+        "tests/integration/test_llama.py::t1", "tests/integration/test_llama.py::t2"]
     assert fx._demand(items) == (True, 1)
 
 

@@ -16,7 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_page_test(chromium: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, float]:
     pytest.importorskip("playwright.sync_api")
-    env = {**os.environ, "CI": "true", "VERACITY_CHROMIUM": chromium, "VERACITY_ARTIFACTS": str(tmp_path)}
+    # an endpoint that cannot answer: the child session starts no vLLM server in the background (one that
+    # the failing browser would have it kill again: CPU taken from the tests around it); the page test
+    # must fail on chromium before it asks for the model server, else it fails naming the endpoint instead
+    env = {**os.environ, "CI": "true", "VERACITY_CHROMIUM": chromium, "VERACITY_ARTIFACTS": str(tmp_path),
+           "VERACITY_TEST_ENDPOINT": "http://127.0.0.1:9/v1"}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rf",
                            "tests/integration/test_web_real.py", "-k", "page"],

@@ -12,10 +12,16 @@ cmake and the system's C++ compiler, into ``<home>/engines/llama.cpp/``:
   off: a virtual machine may advertise AMX and then fault in ``ggml_backend_amx_mul_mat``.
 - Resumable: the sdist is reused when its hash matches, the sources are extracted once, and the build
   folder is kept until the binary is in place, so a second run continues an interrupted build.
+- One at a time: an install holds ``install.lock`` (an advisory lock the system drops when the process
+  ends, however it ends) in the engine's folder; a second install meanwhile stops with one line, and
+  :func:`wait_for_install` waits for a build running in the background (the README's test block starts
+  the build behind the test session; the llama.cpp tests wait for it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -165,6 +171,70 @@ def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | Non
         progress(f"llama-server is already installed at {root / 'bin' / BINARY}")
         return done
     root.mkdir(parents=True, exist_ok=True)
+    with _install_lock(root):
+        done = installed_info(settings)  # another install may have finished while this one was starting
+        if done and done.get("source") == f"{SDIST_PACKAGE} {SDIST_VERSION}" and not force:
+            progress(f"llama-server is already installed at {root / 'bin' / BINARY}")
+            return done
+        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress)
+
+
+LOCK_FILE = "install.lock"
+
+
+@contextlib.contextmanager
+def _install_lock(root: Path):
+    """Hold the engine folder's install lock (the pid inside says who holds it) or stop with one line."""
+    fh = open(root / LOCK_FILE, "a+")
+    try:
+        for attempt in range(5):  # a waiter's shared lock lasts a moment (install_running); an install, minutes
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.1 * (attempt + 1))
+        else:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise ServerError(f"llama-server is being installed already (pid {holder})",
+                              hint=f"wait for that install to end (its log: {root / 'build.log'}), then run the "
+                                   "command again if it failed")
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()  # drops the lock
+
+
+def install_running(settings: Settings) -> bool:
+    """Whether an install of llama-server holds the engine folder's lock now."""
+    path = engine_dir(settings) / LOCK_FILE
+    if not path.exists():
+        return False
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
+def wait_for_install(settings: Settings, timeout_s: float, poll_s: float = 1.0) -> float:
+    """Wait while an install holds the lock (a build started in the background); returns the seconds waited.
+
+    Raises TimeoutError when it still runs after ``timeout_s``."""
+    began = time.monotonic()
+    while install_running(settings):
+        if time.monotonic() - began > timeout_s:
+            raise TimeoutError(f"the llama-server install still runs after {timeout_s:.0f} s")
+        time.sleep(poll_s)
+    return time.monotonic() - began
+
+
+def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool, jobs: int | None, bar: Bar,
+             progress) -> dict:
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     sdist = _fetch_sdist(root / "downloads", bar)
