@@ -101,3 +101,18 @@ def test_plan_only_writes_nothing(tmp_path):
     got = build_index(resolve_sources([src]), out, BuildOptions(dense=False), plan_only=True, log=logs.append)
     assert got["plan"]["passages"] == 30 and logs[0].startswith("plan: 30 passages")
     assert not out.exists() and not build_dir_for(out.resolve()).exists()
+
+
+def test_stage_one_is_named_by_what_runs(tmp_path):
+    """`--plan --no-bm25` must not promise a BM25 index: stage 1 is named by what it runs."""
+    src = [Source(jsonl(tmp_path / "c.jsonl", 10), "jsonl")]
+    prebuilt = tmp_path / "lucene"
+    prebuilt.mkdir()
+    names = {}
+    for key, opts in (("default", BuildOptions()), ("no_bm25", BuildOptions(bm25=False)),
+                      ("prebuilt", BuildOptions(bm25_prebuilt=prebuilt))):
+        plan = P.make_plan(src, opts, 384, ROOMY, passages=1000)
+        names[key] = plan.stages[0].name
+        assert any(line.strip().startswith(names[key]) for line in P.format_plan(plan))
+    assert names == {"default": "read + store + BM25", "no_bm25": "read + store",
+                     "prebuilt": "read + store (BM25 prebuilt)"}

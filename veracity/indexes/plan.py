@@ -210,6 +210,16 @@ def expected_passages(sources, options) -> tuple[int, list[str]]:
     return total, how
 
 
+def stage1_name(options) -> str:
+    """Stage 1 named by what it runs: reading (parse, clean, chunk), the passage store, and BM25 unless it is
+    off (``--no-bm25``) or another index serves it (``--bm25-prebuilt``)."""
+    if not options.bm25:
+        return "read + store"
+    if options.bm25_prebuilt is not None:
+        return "read + store (BM25 prebuilt)"
+    return "read + store + BM25"
+
+
 def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | None = None,
               how: list[str] | None = None) -> Plan:
     """The plan for ``sources`` built with ``options`` (``passages`` given: already estimated or counted)."""
@@ -226,7 +236,7 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
     fmts = {s.format for s in sources}
     per_core = RATES["read_per_core"]["wiki-xml" if "wiki-xml" in fmts else "jsonl"]
     read_s = (RATES["read_fixed_cpu_s"] + passages / (per_core * workers)) / share
-    plan.stages.append(Stage("read + BM25", read_s, 2**30, est["store_disk"] + est["bm25_disk"],
+    plan.stages.append(Stage(stage1_name(options), read_s, 2**30, est["store_disk"] + est["bm25_disk"],
                              f"{workers} parser(s)"))
     if options.dense:
         if hardware.gpus:
@@ -287,9 +297,9 @@ def format_plan(plan: Plan) -> list[str]:
 
     lines = [f"plan: {plan.passages:,} passages ({'; '.join(plan.how)}) on {plan.hardware.describe()}"]
     for s in plan.stages:
-        lines.append(f"  {s.name:<12} ~{_duration(s.seconds):>9}  RAM ~{human_bytes(s.ram):>9}  disk "
+        lines.append(f"  {s.name:<20} ~{_duration(s.seconds):>9}  RAM ~{human_bytes(s.ram):>9}  disk "
                      f"~{human_bytes(s.disk):>9}  {s.note}")
-    lines.append(f"  total        ~{_duration(sum(s.seconds for s in plan.stages)):>9}  disk at the peak "
+    lines.append(f"  {'total':<20} ~{_duration(sum(s.seconds for s in plan.stages)):>9}  disk at the peak "
                  f"{human_bytes(plan.disk_peak)}, after {human_bytes(plan.disk_final)}")
     return lines
 
