@@ -116,3 +116,22 @@ def test_stage_one_is_named_by_what_runs(tmp_path):
         assert any(line.strip().startswith(names[key]) for line in P.format_plan(plan))
     assert names == {"default": "read + store + BM25", "no_bm25": "read + store",
                      "prebuilt": "read + store (BM25 prebuilt)"}
+
+
+def test_stage_one_time_follows_the_busiest_thread():
+    """Stage 1's model: parsers split over workers, but a one-stream dump is decompressed by one reader thread and
+    Lucene's work by --bm25-threads, and nothing beats all the CPU over the cores."""
+    n, us = 1_000_000, P.STAGE1_US
+
+    def t(**kw):
+        args = {"fmt": "wiki-xml", "workers": 1, "cores": 2, "bm25": False, "bm25_threads": 2, "multistream": True}
+        return P.stage1_seconds(n, **(args | kw)) - P.RATES["read_fixed_cpu_s_no_bm25" if not args.get("bm25") and
+                                                              not kw.get("bm25") else "read_fixed_cpu_s"]
+    assert t() == pytest.approx(n * (us["store"] + us["parse"]["wiki-xml"] + us["decompress"]) / 1e6)
+    assert t(workers=2) == pytest.approx(t() / 2, rel=0.1)  # multistream: the parsers decompress their streams
+    assert t(workers=2, multistream=False) >= n * us["decompress"] / 1e6  # one reader thread decompresses
+    assert t(workers=16, cores=16, bm25=True, bm25_threads=16) < t(workers=2, bm25=True) / 4
+    plan = P.make_plan([Source(P.Path("enwiki-x-pages-articles-multistream.xml.bz2"), "wiki-xml")],
+                       BuildOptions(workers=2, dense=False), 0, ROOMY, passages=n)
+    assert plan.stages[0].seconds == pytest.approx(P.stage1_seconds(n, fmt="wiki-xml", workers=2, cores=2, bm25=True,
+                                                                    bm25_threads=2, multistream=False))
