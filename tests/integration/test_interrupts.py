@@ -182,3 +182,71 @@ def test_web_interrupted_exits_130_with_one_line(llm_endpoint, tmp_path):
     assert code == 130, lines
     line = _one_interrupted_line([ln for ln in lines if not ln.startswith(("veracity web on", "warning:"))], tmp_path)
     assert "kept in" in line and "web" in line
+
+
+def _kill_when(proc: subprocess.Popen, ready) -> list[str]:
+    """Wait until ``ready(line)`` is true for a stderr line, then SIGKILL the process (no handler runs, nothing
+    is flushed or released: a power cut, the OOM killer, `kill -9`). Returns the stderr lines."""
+    lines: list[str] = []
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        if ready(line):
+            proc.kill()
+            break
+    else:
+        proc.wait()
+        pytest.fail("the process ended before it reached the point to kill:\n" + "\n".join(lines))
+    proc.wait(timeout=120)
+    return lines
+
+
+@pytest.mark.timeout(1800)
+def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
+    """SIGKILL while FAISS trains, then while it adds the vectors (issue 28 must-hold): the half-built folder never
+    opens as an index, no embedding shard is lost (the FAISS stage only reads them), the dead process's claim on
+    the FAISS stage is taken over, and the same command finishes with the ids of an uninterrupted build."""
+    from veracity.errors import JavaError
+    from veracity.indexes.java import ensure_jvm
+
+    try:
+        ensure_jvm()
+    except JavaError as exc:
+        missing(str(exc))
+    corpus = _corpus(tmp_path / "small.jsonl", 300)
+    out, ref = tmp_path / "idx", tmp_path / "ref"
+    work = tmp_path / ".idx.building"
+    common = [str(corpus), "--shard-size", "64", "--faiss-factory", "IVF4,Flat"]  # trained: k-means runs
+    env = _env(tmp_path / "home")
+    for stage in ("faiss-train", "faiss-add"):
+        proc = _popen([sys.executable, "-m", "tests.fixtures.interrupt_at", stage, "index", "build", *common,
+                       "--out", str(out)], cwd=tmp_path, env=env)
+        lines = _kill_when(proc, lambda line, s=stage: line.startswith(f"STAGE-REACHED {s}"))
+        assert proc.returncode == -signal.SIGKILL, (stage, lines)
+        assert not out.exists(), stage
+        state = json.loads((work / "build-state.json").read_text())
+        n_shards = -(-state["n_passages"] // 64)
+        assert len(list((work / "dense-shards").glob("shard-*[0-9].npy"))) == n_shards, stage  # none lost
+        assert (work / "faiss.claim").exists(), stage  # held by the killed process, never released
+        for folder in (work, out):  # neither the half-built folder nor the missing index opens
+            opened = subprocess.run([sys.executable, "-m", "veracity", "index", "search", str(folder), "river"],
+                                    cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            assert opened.returncode != 0, (folder, opened.stdout)
+            assert "Traceback" not in opened.stderr and "manifest" in opened.stderr, opened.stderr
+    embed_s = state["timings"]["embed_s"]
+    done = subprocess.run([sys.executable, "-m", "veracity", "index", "build", *common, "--out", str(out)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "resuming the partial build" in done.stdout
+    reference = subprocess.run([sys.executable, "-m", "veracity", "index", "build", *common, "--out", str(ref)],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert reference.returncode == 0, reference.stderr
+
+    import faiss
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["build"]["embed_s"] == embed_s  # the resumed run embedded nothing again
+    ids = (out / "dense" / "ids.txt").read_text().split()
+    assert ids == (ref / "dense" / "ids.txt").read_text().split() and len(set(ids)) == len(ids)
+    index = faiss.read_index(str(out / "dense" / "index.faiss"))
+    assert index.ntotal == len(ids) == manifest["passages"] and manifest["dense"]["faiss_factory"] == "IVF4,Flat"
+    assert not work.exists() and not list(tmp_path.glob("hs_err_pid*.log"))

@@ -101,3 +101,38 @@ def test_plan_only_writes_nothing(tmp_path):
     got = build_index(resolve_sources([src]), out, BuildOptions(dense=False), plan_only=True, log=logs.append)
     assert got["plan"]["passages"] == 30 and logs[0].startswith("plan: 30 passages")
     assert not out.exists() and not build_dir_for(out.resolve()).exists()
+
+
+def test_stage_one_is_named_by_what_runs(tmp_path):
+    """`--plan --no-bm25` must not promise a BM25 index: stage 1 is named by what it runs."""
+    src = [Source(jsonl(tmp_path / "c.jsonl", 10), "jsonl")]
+    prebuilt = tmp_path / "lucene"
+    prebuilt.mkdir()
+    names = {}
+    for key, opts in (("default", BuildOptions()), ("no_bm25", BuildOptions(bm25=False)),
+                      ("prebuilt", BuildOptions(bm25_prebuilt=prebuilt))):
+        plan = P.make_plan(src, opts, 384, ROOMY, passages=1000)
+        names[key] = plan.stages[0].name
+        assert any(line.strip().startswith(names[key]) for line in P.format_plan(plan))
+    assert names == {"default": "read + store + BM25", "no_bm25": "read + store",
+                     "prebuilt": "read + store (BM25 prebuilt)"}
+
+
+def test_stage_one_time_follows_the_busiest_thread():
+    """Stage 1's model: parsers split over workers, but a one-stream dump is decompressed by one reader thread and
+    Lucene's work by --bm25-threads, and nothing beats all the CPU over the cores."""
+    n, us = 1_000_000, P.STAGE1_US
+
+    def t(**kw):
+        args = {"fmt": "wiki-xml", "workers": 1, "cores": 2, "bm25": False, "bm25_threads": 2, "multistream": True}
+        fixed = P.RATES["read_fixed_cpu_s" if kw.get("bm25") else "read_fixed_cpu_s_no_bm25"]
+        return P.stage1_seconds(n, **(args | kw)) - fixed
+
+    assert t() == pytest.approx(n * (us["store"] + us["parse"]["wiki-xml"] + us["decompress"]) / 1e6)
+    assert t(workers=2) == pytest.approx(t() / 2, rel=0.1)  # multistream: the parsers decompress their streams
+    assert t(workers=2, multistream=False) >= n * us["decompress"] / 1e6  # one reader thread decompresses
+    assert t(workers=16, cores=16, bm25=True, bm25_threads=16) < t(workers=2, bm25=True) / 4
+    plan = P.make_plan([Source(P.Path("enwiki-x-pages-articles-multistream.xml.bz2"), "wiki-xml")],
+                       BuildOptions(workers=2, dense=False), 0, ROOMY, passages=n)
+    assert plan.stages[0].seconds == pytest.approx(P.stage1_seconds(n, fmt="wiki-xml", workers=2, cores=2, bm25=True,
+                                                                    bm25_threads=2, multistream=False))

@@ -15,7 +15,7 @@ from rich.text import Text
 from veracity.cli._common import console, fail, print_json
 from veracity.errors import VeracityError
 
-_STAGES = {"hash": "hashing sources", "passages": "reading + BM25", "embed": "embedding", "faiss": "FAISS index",
+_STAGES = {"hash": "hashing sources", "embed": "embedding", "faiss": "FAISS index",
            "recall": "recall vs exact"}
 
 
@@ -138,6 +138,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     from veracity.indexes.build import BuildOptions, format_estimate, resolve_sources
     from veracity.indexes.parallel import default_workers
     from veracity.indexes.passages import Chunking
+    from veracity.indexes.plan import stage1_name
 
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
                            chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
@@ -164,7 +165,8 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     def on_progress(stage: str, done: int, total: int | None) -> None:
         where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
-            tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total,
+            label = stage1_name(options) if stage == "passages" else _STAGES.get(stage, stage)
+            tasks[stage] = progress.add_task(label, total=total,
                                              unit={"hash": "bytes", "recall": "settings"}.get(stage, "passages"))
         progress.update(tasks[stage], completed=done, total=total)
 

@@ -14,13 +14,14 @@ reader keeps every row, in order), so a hit on document ``k`` is the store's pas
 from __future__ import annotations
 
 import json
+import queue
 import re
 import threading
 from pathlib import Path
 
 from veracity.errors import IndexDirError
 from veracity.indexes.java import ensure_jvm
-from veracity.indexes.passages import Passage, split_passage_id
+from veracity.indexes.passages import Passage, bm25_document, split_passage_id
 from veracity.indexes.retriever import StoredPassagesRetriever, TitleFilter, filtered_top
 
 BM25_DIR = "bm25"
@@ -29,10 +30,15 @@ MAX_QUERY_WORDS = 512  # Lucene's BooleanQuery allows 1024 clauses; long inputs 
 
 
 class BM25Writer:
-    """Feeds Lucene in batches of ``batch`` documents: one JNI call per batch, indexed by Anserini's pool of
-    ``threads`` threads while this process goes on reading."""
+    """Feeds Lucene in batches of ``batch`` JSON documents from a feeder thread, so the build's writer goes on
+    storing passages while Lucene indexes. Anserini's ``addRawDocuments`` returns only when its pool of
+    ``threads`` threads has indexed the whole batch; called from the writer's own thread it stopped the
+    writer for that long on every batch (issue 28: the writer, not the parsers, bounded stage 1). pyjnius
+    releases the GIL during the Java call, so the writer, the dump reader thread and Lucene's threads run
+    side by side. At most ``ahead`` batches wait for the feeder; a Lucene error is raised by the next
+    :meth:`add` or by :meth:`close`."""
 
-    def __init__(self, path: Path, threads: int = 1, batch: int = 1024):
+    def __init__(self, path: Path, threads: int = 1, batch: int = 1024, ahead: int = 2):
         ensure_jvm()
         from pyserini.index.lucene import LuceneIndexer
 
@@ -40,20 +46,67 @@ class BM25Writer:
         self._indexer = LuceneIndexer(args=["-index", str(path), "-storeRaw"], threads=threads)
         self._batch = batch
         self._pending: list[str] = []
+        self._queue: queue.Queue = queue.Queue(maxsize=ahead)
+        self._error: BaseException | None = None
+        self._feeder = threading.Thread(target=self._feed, name="bm25-feeder", daemon=True)
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        try:
+            while (docs := self._queue.get()) is not None:
+                if self._error is None:  # after an error the rest is drained, not indexed
+                    try:
+                        self._indexer.add_batch_raw(docs)
+                    except BaseException as exc:  # noqa: BLE001 - re-raised in the writer's thread
+                        self._error = exc
+        finally:
+            _detach_jvm_thread()
 
     def add(self, passage: Passage) -> None:
-        self._pending.append(json.dumps({"id": passage.id, "contents": passage.indexed_text()}))
+        self.add_documents((bm25_document(passage),))
+
+    def add_documents(self, documents) -> None:
+        """Documents already serialised with :func:`~veracity.indexes.passages.bm25_document`."""
+        self._raise_error()
+        self._pending.extend(documents)
         if len(self._pending) >= self._batch:
             self.flush()
 
     def flush(self) -> None:
         if self._pending:
-            self._indexer.add_batch_raw(self._pending)
+            self._queue.put(self._pending)
             self._pending = []
 
-    def close(self) -> None:
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise IndexDirError(f"Lucene failed while indexing BM25 documents ({str(exc).splitlines()[0][:160]})",
+                                hint="run the build again; if it repeats, build with --no-bm25") from exc
+
+    def close(self, discard: bool = False) -> None:
+        """Index what is pending (``discard``: drop it, the build is being abandoned), wait for the feeder,
+        then commit Lucene's index to disk."""
+        if discard:
+            self._pending = []
+            self._error = self._error or RuntimeError("discarded")  # the feeder drains what is queued
         self.flush()
+        self._queue.put(None)
+        self._feeder.join()
+        if discard:
+            self._error = None
+        else:
+            self._raise_error()
         self._indexer.close()
+
+
+def _detach_jvm_thread() -> None:
+    """A thread that called into the JVM must detach before it ends (pyjnius)."""
+    try:
+        from jnius import detach
+
+        detach()
+    except Exception:  # noqa: BLE001 - nothing to detach, or no pyjnius
+        pass
 
 
 class BM25Index:

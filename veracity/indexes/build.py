@@ -34,7 +34,7 @@ from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build
 from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_encoder
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
-from veracity.indexes.passages import Chunking, chunk_article
+from veracity.indexes.passages import Chunking, bm25_document, chunk_article
 from veracity.indexes.plan import check_fits, detect_hardware, expected_passages, format_plan, make_plan
 from veracity.indexes.parallel import DumpPlan, check_dump, check_workers, default_workers
 from veracity.indexes.readers import CLEANERS, FORMATS, ON_ERROR, SourceInfo
@@ -533,8 +533,10 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
         for source, raw in zip(sources, infos, strict=True):
             info = SourceInfo(**raw)
             info.articles, info.skipped = 0, {}
+            # dump parsers cut the passages and serialise their BM25 documents; this process stores them
             articles = read_articles(source.path, source.format, info, on_error=options.on_error,
-                                     cleaner=options.cleaner, workers=options.workers, plan=plans.get(source.path))
+                                     cleaner=options.cleaner, workers=options.workers, plan=plans.get(source.path),
+                                     chunking=options.chunking, documents=bm25 is not None)
             with contextlib.closing(articles):  # stops the parser processes when --limit ends the read early
                 for article in articles:
                     if limit is not None and writer.count >= limit:
@@ -548,18 +550,24 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
                         passages = passages[:limit - writer.count]
                     writer.add(passages)
                     if bm25 is not None:
-                        for p in passages:
-                            bm25.add(p)
+                        if article.documents is not None:
+                            bm25.add_documents(article.documents[:len(passages)])
+                        else:
+                            bm25.add_documents([bm25_document(p) for p in passages])
                     if writer.count % 2000 < len(passages):
                         writer.commit()
                     progress("passages", writer.count, limit)
             if info.dump_date is None and options.dump_date:
                 info.dump_date, info.dump_date_from = options.dump_date, "user"
             out_infos.append(info.to_dict())
-    finally:
+    except BaseException:
         writer.close()
         if bm25 is not None:
-            bm25.close()
+            bm25.close(discard=True)  # the build folder is removed: no need to index what is queued
+        raise
+    writer.close()
+    if bm25 is not None:
+        bm25.close()
     if writer.count == 0:
         raise CorpusError("the corpus is empty: no passages were read from "
                           + ", ".join(str(s.path) for s in sources),

@@ -215,20 +215,36 @@ def _check_head(path: Path, head: bytes) -> None:
 # ------------------------------------------------------------------------------------ the parsers
 
 _clean = None  # the cleaner of this parser process
+_chunking = None  # the build's Chunking: articles are cut into passages here, not in the writer
+_documents = False  # ... and their BM25 JSON documents serialised here too
 
 
-def _init_parser(cleaner: str, in_process: bool = False) -> None:
-    global _clean
+def _init_parser(cleaner: str, in_process: bool = False, chunking=None, documents: bool = False) -> None:
+    global _clean, _chunking, _documents
     if not in_process:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle
     from veracity.indexes.readers import cleaner_function
 
     _clean = cleaner_function(cleaner)
+    _chunking = chunking
+    _documents = documents and chunking is not None
+
+
+def _prepared(title: str, text: str) -> tuple:
+    """What a parser sends the writer for one article: ``(title, text, None)``, or with the build's chunking
+    ``(title, "", (passage texts, BM25 documents or None))``: the writer then only stores and appends."""
+    if _chunking is None:
+        return (title, text, None)
+    from veracity.indexes.passages import Article, bm25_document, chunk_article
+
+    passages = chunk_article(Article(title, text), _chunking)
+    docs = tuple(bm25_document(p) for p in passages) if _documents else None
+    return (title, "", (tuple(p.text for p in passages), docs))
 
 
 @dataclass
 class ChunkResult:
-    articles: list[tuple[str, str]]
+    articles: list[tuple[str, str, tuple | None]]
     skipped: dict[str, int]
     newest: str
     error: tuple[str, str] | None = None  # (message, hint): typed errors do not cross processes intact
@@ -251,7 +267,7 @@ def parse_chunk(task: tuple) -> ChunkResult:
             data = task[1]
         start, end = data.find(b"<page>"), data.rfind(b"</page>")
         info = SourceInfo("", "wiki-xml")
-        out: list[tuple[str, str]] = []
+        out: list[tuple[str, str, tuple | None]] = []
         newest = ""
         if start < 0 or end < 0:
             return ChunkResult(out, {}, newest)
@@ -261,7 +277,7 @@ def parse_chunk(task: tuple) -> ChunkResult:
             if stamp and stamp > newest:
                 newest = stamp
             if article is not None:
-                out.append((article.title, article.text))
+                out.append(_prepared(article.title, article.text))
         return ChunkResult(out, info.skipped, newest)
     except (EOFError, OSError, ValueError) as exc:
         return ChunkResult([], {}, "", (f"cannot decompress {where}: {exc}", _TRUNCATED_HINT))
@@ -335,8 +351,12 @@ def _threaded(tasks: Iterator[tuple], depth: int) -> Iterator[tuple]:
 
 
 def read_wiki_dump(path: Path, info, *, cleaner: str = "fast", workers: int = 1,
-                   plan: DumpPlan | None = None) -> Iterator[Article]:
-    """Articles of a MediaWiki dump in file order, parsed by ``workers`` processes (1: in this process)."""
+                   plan: DumpPlan | None = None, chunking=None, documents: bool = False) -> Iterator[Article]:
+    """Articles of a MediaWiki dump in file order, parsed by ``workers`` processes (1: in this process).
+    With ``chunking`` (the build's :class:`~veracity.indexes.passages.Chunking`) the parsers also cut each
+    article into passages (``Article.cut``) and, with ``documents``, serialise their BM25 documents
+    (``Article.documents``), so the one writer only assigns ids, stores and appends: the ids are those
+    :func:`~veracity.indexes.passages.chunk_article` gives in the writer, for any number of workers."""
     from veracity.indexes.readers import dump_date_from_name
 
     check_workers(workers)
@@ -345,17 +365,18 @@ def read_wiki_dump(path: Path, info, *, cleaner: str = "fast", workers: int = 1,
     info.dump_date_from = "file name" if info.dump_date else None
     tasks = _stream_tasks(plan) if plan.index is not None else _byte_tasks(path)
     tasks = _threaded(tasks, depth=2 * workers + 2)
+    init = (cleaner, workers == 1, chunking, documents)
     newest = ""
     pool = None
     try:
         if workers == 1:
-            _init_parser(cleaner, in_process=True)
+            _init_parser(*init)
             results: Iterator[ChunkResult] = (parse_chunk(t) for t in tasks)
         else:
             import multiprocessing
 
             pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_init_parser, initargs=(cleaner,))
+                                       initializer=_init_parser, initargs=init)
             results = _ordered(pool, tasks, ahead=2 * workers)
         for res in results:
             if res.error is not None:
@@ -364,9 +385,9 @@ def read_wiki_dump(path: Path, info, *, cleaner: str = "fast", workers: int = 1,
                 info.skipped[reason] = info.skipped.get(reason, 0) + count
             if res.newest > newest:
                 newest = res.newest
-            for title, text in res.articles:
+            for title, text, cut in res.articles:
                 info.articles += 1
-                yield Article(title, text)
+                yield Article(title, text) if cut is None else Article(title, text, cut=cut[0], documents=cut[1])
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

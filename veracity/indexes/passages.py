@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
 from veracity.errors import ConfigError
@@ -10,11 +11,16 @@ from veracity.errors import ConfigError
 @dataclass(frozen=True)
 class Article:
     """One document from a corpus reader, before chunking. ``chunks``: passages the corpus already cut
-    (DPR's 100-word passages), kept as they are instead of being cut again."""
+    (DPR's 100-word passages), kept as they are instead of being cut again. ``cut``: the passage texts a
+    dump parser process already cut with the build's chunking (``text`` is then empty: it is not sent
+    between processes twice), and ``documents``: their BM25 JSON documents (:func:`bm25_document`),
+    serialised there too, so the one writer process only stores and appends them."""
 
     title: str
     text: str
     chunks: tuple[str, ...] | None = None
+    cut: tuple[str, ...] | None = None
+    documents: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,16 @@ def split_passage_id(pid: str) -> tuple[str, int]:
     return title, int(n)
 
 
+def bm25_document(passage: Passage) -> str:
+    """The JSON document Lucene indexes and stores for a passage (``bm25/``, raw JSON ``{id, contents}``)."""
+    return json.dumps({"id": passage.id, "contents": passage.indexed_text()})
+
+
 def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Passage]:
-    """Cut one article into passages; deterministic, so ids are stable across builds."""
+    """Cut one article into passages; deterministic, so ids are stable across builds (and the same whether
+    a parser process cut them, ``article.cut``, or this call does)."""
+    if article.cut is not None:
+        return [Passage(passage_id(article.title, i), article.title, t) for i, t in enumerate(article.cut)]
     if article.chunks is not None:
         return [Passage(passage_id(article.title, i), article.title, " ".join(c.split()))
                 for i, c in enumerate(article.chunks)]

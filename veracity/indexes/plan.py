@@ -5,7 +5,7 @@ Passages are estimated by *reading the start of each source with the build's own
 :data:`SAMPLE_BYTES` of decompressed text, cut at a page / line boundary) and scaling the passages found by
 the share of the file that start is (compressed bytes for bz2, so no fixed compression ratio is assumed). A
 source smaller than the sample is counted exactly. Times come from per-core rates measured on this project's
-machines (:data:`RATES`, with where each was measured); GPU embedding rates are projections until measured.
+machines (:data:`STAGE1_US`, :data:`RATES`, with where each was measured); GPU embedding rates are projections until measured.
 """
 
 from __future__ import annotations
@@ -20,16 +20,34 @@ from pathlib import Path
 
 from veracity.errors import ConfigError
 from veracity.indexes.ann import resolve_factory
+from veracity.indexes.parallel import multistream_index_for
 
 SAMPLE_BYTES = 8 * 2**20
+
+# Stage 1 in CPU-microseconds per passage, by the thread that spends them (a thread cannot go faster than its own
+# CPU time; all of them together share the cores). From the per-thread CPU accounting of
+# `benchmarks/index_build.py stage1` (benchmarks/BENCHMARKS.md, "1 vs 2 workers", 2026-11-26: the 10x copy
+# of the dump sample, 43,610 passages, with 1 and 2 workers): the reader thread's bz2 decompression 3.1-3.3
+# CPU-s, the parser processes 4.32 CPU-s (clean, chunk, serialise the BM25 documents), the writer's main
+# thread 0.58 CPU-s with 2 workers (SQLite), the rest of the writer process 5.6-7.0 CPU-s (Lucene's indexing
+# threads in the JVM).
+STAGE1_US = {
+    "decompress": 73.0,    # bz2: in the reader thread (one stream) or in the parsers (multistream with its index)
+    "parse": {"wiki-xml": 99.0,
+              # JSONL-family readers run in the writer's thread: the HoVer paragraphs' 7.43 CPU-s for 3,908
+              # passages (`index build --no-dense --workers 1`, 2026-11-25) less the fixed cost, store and Lucene
+              "jsonl": 467.0},
+    "store": 13.0,         # the writer's main thread: SQLite rows
+    "lucene": 140.0,       # Lucene's analysis and indexing, spread over --bm25-threads
+}
 
 # passages per CPU-second (one core, nothing else running), measured (benchmarks/BENCHMARKS.md, "The index at
 # full scale — embedding and ANN"); a busy machine is accounted for by the share of a core this build can expect
 RATES = {
-    # stage 1 (read + clean + chunk + store + BM25), from the user+sys CPU time of `index build --no-dense
-    # --workers 1` on the dump sample (4,361 passages) and the HoVer paragraphs (3,908), less the fixed cost
-    "read_per_core": {"wiki-xml": 1000.0, "jsonl": 1000.0},
-    "read_fixed_cpu_s": 4.0,      # imports, the JVM and Lucene's commit
+    # fixed CPU of stage 1: imports, starting the JVM, Lucene's commit (the dump sample's 6.55 CPU-s for 4,361
+    # passages less 4,361 x the per-passage costs above, 2026-11-25); without BM25 no JVM starts
+    "read_fixed_cpu_s": 5.0,
+    "read_fixed_cpu_s_no_bm25": 1.0,
     # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 idle cores (the demo build, issue 28)
     "embed_cpu_per_core": 13.7,
     "embed_fixed_cpu_s": 6.0,     # loading torch and the encoder
@@ -41,6 +59,26 @@ RATES = {
     "faiss_flops_per_core": 20e9,
     "gpu_speedup_training": 50.0,  # PROJECTION: k-means on a GPU against one CPU core
 }
+
+
+def stage1_seconds(passages: int, *, fmt: str, workers: int, cores: int, bm25: bool, bm25_threads: int,
+                   multistream: bool = False) -> float:
+    """Stage 1's wall time on idle cores: the fixed cost, then per passage the largest of the busiest thread's
+    CPU time (the writer's main thread, the reader thread, each parser, each Lucene thread) and all the CPU
+    over the cores (:data:`STAGE1_US`)."""
+    us = STAGE1_US
+    dump = fmt == "wiki-xml"
+    parse = us["parse"]["wiki-xml" if dump else "jsonl"]
+    decompress = us["decompress"] if dump else 0.0
+    lucene = us["lucene"] if bm25 else 0.0
+    in_parsers = parse + (decompress if multistream else 0.0)
+    reader = 0.0 if multistream else decompress
+    parallel = dump and workers > 1
+    main = us["store"] + (0.0 if parallel else in_parsers)
+    busiest = max(main, reader, in_parsers / workers if parallel else 0.0, lucene / max(1, bm25_threads))
+    total = us["store"] + in_parsers + reader + lucene
+    fixed = RATES["read_fixed_cpu_s"] if bm25 else RATES["read_fixed_cpu_s_no_bm25"]
+    return fixed + passages * max(busiest, total / max(1, cores)) / 1e6
 
 
 def faiss_flops(n: int, dim: int, factory: str, recall_queries: int = 1000) -> tuple[float, float]:
@@ -210,6 +248,16 @@ def expected_passages(sources, options) -> tuple[int, list[str]]:
     return total, how
 
 
+def stage1_name(options) -> str:
+    """Stage 1 named by what it runs: reading (parse, clean, chunk), the passage store, and BM25 unless it is
+    off (``--no-bm25``) or another index serves it (``--bm25-prebuilt``)."""
+    if not options.bm25:
+        return "read + store"
+    if options.bm25_prebuilt is not None:
+        return "read + store (BM25 prebuilt)"
+    return "read + store + BM25"
+
+
 def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | None = None,
               how: list[str] | None = None) -> Plan:
     """The plan for ``sources`` built with ``options`` (``passages`` given: already estimated or counted)."""
@@ -224,9 +272,12 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
     workers = max(1, min(options.workers, hardware.cores))
     share = hardware.share
     fmts = {s.format for s in sources}
-    per_core = RATES["read_per_core"]["wiki-xml" if "wiki-xml" in fmts else "jsonl"]
-    read_s = (RATES["read_fixed_cpu_s"] + passages / (per_core * workers)) / share
-    plan.stages.append(Stage("read + BM25", read_s, 2**30, est["store_disk"] + est["bm25_disk"],
+    multistream = any(s.format == "wiki-xml" and (options.multistream_index is not None
+                                                  or multistream_index_for(s.path) is not None) for s in sources)
+    read_s = stage1_seconds(passages, fmt="wiki-xml" if "wiki-xml" in fmts else "jsonl", workers=workers,
+                            cores=hardware.cores, bm25=options.bm25 and options.bm25_prebuilt is None,
+                            bm25_threads=min(options.bm25_threads, hardware.cores), multistream=multistream) / share
+    plan.stages.append(Stage(stage1_name(options), read_s, 2**30, est["store_disk"] + est["bm25_disk"],
                              f"{workers} parser(s)"))
     if options.dense:
         if hardware.gpus:
@@ -287,9 +338,9 @@ def format_plan(plan: Plan) -> list[str]:
 
     lines = [f"plan: {plan.passages:,} passages ({'; '.join(plan.how)}) on {plan.hardware.describe()}"]
     for s in plan.stages:
-        lines.append(f"  {s.name:<12} ~{_duration(s.seconds):>9}  RAM ~{human_bytes(s.ram):>9}  disk "
+        lines.append(f"  {s.name:<20} ~{_duration(s.seconds):>9}  RAM ~{human_bytes(s.ram):>9}  disk "
                      f"~{human_bytes(s.disk):>9}  {s.note}")
-    lines.append(f"  total        ~{_duration(sum(s.seconds for s in plan.stages)):>9}  disk at the peak "
+    lines.append(f"  {'total':<20} ~{_duration(sum(s.seconds for s in plan.stages)):>9}  disk at the peak "
                  f"{human_bytes(plan.disk_peak)}, after {human_bytes(plan.disk_final)}")
     return lines
 

@@ -98,16 +98,18 @@ def detect_format(path: Path) -> str:
 # --------------------------------------------------------------------------------------------- dispatch
 
 def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise", cleaner: str = "fast",
-                  workers: int = 1, plan=None) -> Iterator[Article]:
+                  workers: int = 1, plan=None, chunking=None, documents: bool = False) -> Iterator[Article]:
     """Stream the articles of one source, counting reads and skips into ``info``. A Wikipedia dump is parsed
     by ``workers`` processes (``plan``: its :class:`~veracity.indexes.parallel.DumpPlan`, checked already),
-    articles still in file order."""
+    articles still in file order; given the build's ``chunking`` they come cut into passages already (and
+    with their BM25 documents when ``documents``: see :func:`~veracity.indexes.parallel.read_wiki_dump`)."""
     if on_error not in ON_ERROR:
         raise ConfigError(f"--on-error must be one of {ON_ERROR}, got {on_error!r}")
     if fmt == "wiki-xml":
         from veracity.indexes.parallel import read_wiki_dump
 
-        yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan)
+        yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan, chunking=chunking,
+                                  documents=documents)
     elif fmt in ("jsonl", "hover", "fever"):
         yield from read_jsonl(path, fmt, info, on_error=on_error)
     elif fmt in ("dpr-tsv", "kilt", "hotpot-abstracts"):
