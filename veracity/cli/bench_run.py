@@ -67,9 +67,8 @@ def _run_options(*names: str):
 @_run_options("endpoint", "model")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
 @backend_options
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, labels, evidence, index,
-            data_dir, out_dir, ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json,
-            backend, ray_address, ray_actors) -> None:
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, data_dir, out_dir,
+            ablations, allow_leakage, endpoint, model, as_json, backend, ray_address, ray_actors, **run) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -100,11 +99,11 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
             hop_list = [int(h) for h in hops.split(",") if h.strip()]
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
+    # the run settings (``run``: the generated options, RUN_KEYS of veracity.bench.config) as they came;
+    # --param as a table, added to a config file's
     given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
-             "sample": sample, "order": order, "label_map": label_map, "labels": labels, "evidence": evidence,
-             "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
-             "allow_leakage": allow_leakage, "ablations": list(ablations) or None,
-             "params": parse_params(params) or None}
+             "sample": sample, "order": order, "label_map": label_map, "allow_leakage": allow_leakage,
+             "ablations": list(ablations) or None, **run, "params": parse_params(run["params"]) or None}
     if config_path is None and (not dataset or not method):
         raise click.UsageError("give --dataset and --method (or --config FILE)")
     # the run settings are checked once, by the VerifierConfig the RunConfig holds (backend first)
