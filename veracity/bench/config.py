@@ -161,9 +161,9 @@ class RunConfig:
     def record(self) -> dict[str, Any]:
         """The flat form ``run.json`` keeps under ``config`` (the keys a config file has)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "verifier"}
-        for key in RUN_KEYS:
+        for key in RUN_KEYS:  # the run settings, from the verifier config (the label space: as asked)
             if key != "labels":
-                out[key] = getattr(self, key)
+                out[key] = getattr(self.verifier, key)
         out["index"] = str(out["index"]) if out["index"] is not None else None
         return json.loads(json.dumps(out, default=str))
 
