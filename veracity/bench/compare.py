@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from veracity.bench.manifest import METRICS_FILE, read_run, run_evidence
 from veracity.bench.report import finalize
@@ -17,14 +17,19 @@ COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "acc 95% CI", "macro-
                    "claims/min", "leakage")
 
 
+def _runs(run_dirs: list[Path | str]) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+    """(directory, run.json, metrics) of each run directory (metrics recomputed from its files if metrics.json
+    is missing)."""
+    for d in map(Path, run_dirs):
+        run = read_run(d)
+        mpath = d / METRICS_FILE
+        yield d, run, json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
+
+
 def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
     """One row per run directory (metrics recomputed from its files if metrics.json is missing)."""
     rows = []
-    for d in run_dirs:
-        d = Path(d)
-        run = read_run(d)
-        mpath = d / METRICS_FILE
-        metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
+    for d, run, metrics in _runs(run_dirs):
         s = metrics.get("scores") or {}
         e = metrics.get("efficiency") or {}
         ls = metrics.get("label_space") or {}  # absent in runs from before label spaces: 3way
@@ -61,11 +66,7 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
 def compare_records(run_dirs: list[Path | str]) -> list[dict[str, Any]]:
     """What ``bench compare --json`` prints: per run, its settings and the unformatted metrics."""
     out = []
-    for d in run_dirs:
-        d = Path(d)
-        run = read_run(d)
-        mpath = d / METRICS_FILE
-        metrics = json.loads(mpath.read_text(encoding="utf-8")) if mpath.exists() else finalize(d)
+    for d, run, metrics in _runs(run_dirs):
         cfg = run["config"]
         out.append({
             "run": cfg.get("name") or d.name, "dir": str(d), "dataset": run["dataset"]["name"],
