@@ -17,7 +17,8 @@
 set -euo pipefail
 index=${1:?index dir}; out=${2:?output dir}; shift 2
 methods=("$@")
-[ ${#methods[@]} -gt 0 ] || methods=(direct rag mermaid emulate trification zofia)
+# default: every method of the registry (each has its benchmarks/configs/hover-50-<method>.toml)
+[ ${#methods[@]} -gt 0 ] || read -ra methods <<< "$(python -c 'from veracity.pipeline.methods import METHODS; print(*METHODS)')"
 limit_c1=${LIMIT_C1:-50}
 common=(--dataset hover --seed 0 --index "$index" --allow-leakage)
 cold() { if [ -n "${RESTART_SERVER:-}" ]; then bash -c "$RESTART_SERVER"; fi; }

@@ -140,32 +140,13 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-# Cycles in code other work is rewriting now, each with the module that owns the fix. The list only shrinks:
-# a cycle not listed fails test_no_import_cycles, and a listed one that is gone fails
-# test_known_cycles_are_still_there (delete its line then).
-KNOWN_CYCLES: dict[tuple[str, ...], str] = {
-    ("veracity.models.defaults", "veracity.models.prepare"):
-        "prepare calls defaults.remember_first_model, defaults calls prepare.load_prepared (new with the "
-        "user's default model)",
-    ("veracity.serving.engines", "veracity.serving.engines.base", "veracity.serving.engines.llamacpp",
-     "veracity.serving.engines.vllm", "veracity.serving.spec"):
-        "ServerSpec.validate looks the engine up in the engines registry, whose engines import ServerSpec",
-}
-
-
 def _graph() -> dict[str, set[str]]:
     return {name: module_imports(path) for name, path in MODULES.items()}
 
 
 def test_no_import_cycles():
-    cycles = [c for c in import_cycles(_graph()) if tuple(c) not in KNOWN_CYCLES]
+    cycles = import_cycles(_graph())  # none is allowed: a shared piece goes to a lower module
     assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
-
-
-def test_known_cycles_are_still_there():
-    cycles = {tuple(c) for c in import_cycles(_graph())}
-    gone = [k for k in KNOWN_CYCLES if k not in cycles]
-    assert not gone, f"fixed, so delete from KNOWN_CYCLES: {gone}"
 
 
 def test_the_cycle_finder_finds_every_cycle_and_nothing_else():

@@ -25,7 +25,7 @@ CONFIG_DIR = REPO / "benchmarks" / "configs"
 PAPERS_MD = REPO / "benchmarks" / "PAPERS.md"
 CONFIGS = sorted(CONFIG_DIR.glob("*.toml"))
 IDS = [p.stem for p in CONFIGS]
-HOVER50 = [f"hover-50-{m}" for m in ("direct", "rag", "mermaid", "emulate", "trification", "zofia")]
+HOVER50 = [f"hover-50-{m}" for m in METHODS]  # one per method: a new method adds its own
 
 # the settings the papers report (file stems); each must exist
 REQUIRED = (

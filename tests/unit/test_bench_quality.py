@@ -58,7 +58,7 @@ def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
         return DirectJudgement(explanation="looks right", label="SUPPORTED")
 
     root = tmp_path / "m-s3"
-    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, sample="balanced",
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, sample="balanced",
                     evidence="none")
     bench_run(cfg, root / "direct-hover-none", settings=Settings(home=tmp_path / "home", data_dir=DATA),
               llm=ScriptedLLM({"direct.judge": always_supported}))
@@ -153,7 +153,7 @@ def test_quotes_compares_off_and_check_and_writes_a_hand_read_sheet(tmp_path, ca
 
     settings = Settings(home=tmp_path / "home", data_dir=DATA)
     for root, params, judge in (("off", {}, cite_first), ("check", {"quotes": "check"}, _quoting_judge)):
-        cfg = RunConfig(dataset="hover", method="rag", limit=6, seed=3, concurrency=2, sample="balanced",
+        cfg = RunConfig.of(dataset="hover", method="rag", limit=6, seed=3, concurrency=2, sample="balanced",
                         evidence="gold", params=params)
         bench_run(cfg, tmp_path / root / "rag-hover-gold", settings=settings, llm=ScriptedLLM({"rag.judge": judge}))
     sheet = tmp_path / "sheet.md"

@@ -36,7 +36,7 @@ def settings(tmp_path):
 
 
 def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_path):
-    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, hops=[2, 3])
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=6, seed=3, concurrency=2, hops=[2, 3])
     out = tmp_path / "run"
     metrics = bench_run(cfg, out, settings=settings(tmp_path), llm=alternating_direct())
     for name in ("run.json", "predictions.jsonl", "metrics.json", "report.md", "confusion.png", "hops.png"):
@@ -67,7 +67,7 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
 
 
 def test_interrupted_run_resumes_without_losing_or_repeating_claims(tmp_path):
-    cfg = RunConfig(dataset="hover", method="direct", limit=8, seed=1, concurrency=1)
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=8, seed=1, concurrency=1)
     out = tmp_path / "run"
     calls = {"n": 0}
 
@@ -92,14 +92,14 @@ def test_interrupted_run_resumes_without_losing_or_repeating_claims(tmp_path):
 
 def test_resume_with_other_settings_is_refused(tmp_path):
     out = tmp_path / "run"
-    bench_run(RunConfig(dataset="hover", method="direct", limit=2), out, settings=settings(tmp_path), llm=alternating_direct())
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), out, settings=settings(tmp_path), llm=alternating_direct())
     with pytest.raises(ConfigError, match="holds a run with other settings"):
-        bench_run(RunConfig(dataset="hover", method="direct", limit=3), out, settings=settings(tmp_path),
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), out, settings=settings(tmp_path),
                   llm=alternating_direct())
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="not a benchmark run directory"):
-        bench_run(RunConfig(dataset="hover", method="direct", limit=2), tmp_path / "other", settings=settings(tmp_path),
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), tmp_path / "other", settings=settings(tmp_path),
                   llm=alternating_direct())
 
 
@@ -113,7 +113,7 @@ def dated_index(date):
 
 
 def test_leakage_guard_refuses_a_newer_index_unless_allowed(tmp_path):
-    cfg = RunConfig(dataset="hover", method="rag", limit=2, index=None)
+    cfg = RunConfig.of(dataset="hover", method="rag", limit=2, index=None)
     with pytest.raises(LeakageError, match="dump date 2024-01-01, newer than the hover dataset"):
         bench_run_with_index(cfg, tmp_path / "a", dated_index("2024-01-01"), tmp_path)
     assert not (tmp_path / "a" / "predictions.jsonl").exists()
@@ -123,7 +123,7 @@ def test_leakage_guard_refuses_a_newer_index_unless_allowed(tmp_path):
     assert run["leakage"]["index_newer"] is True and run["leakage"]["allowed"] is True
     assert "allowed by --allow-leakage" in (tmp_path / "b" / "report.md").read_text()
     # an index from the 2017 dump is older than HoVer (2020): no flag needed
-    ok = RunConfig(dataset="hover", method="rag", limit=2)
+    ok = RunConfig.of(dataset="hover", method="rag", limit=2)
     bench_run_with_index(ok, tmp_path / "c", dated_index("2017-10-01"), tmp_path)
     leak = json.loads((tmp_path / "c" / "run.json").read_text())["leakage"]
     assert leak["index_newer"] is False and leak["index_dump_date"] == "2017-10-01"
@@ -133,7 +133,7 @@ def test_leakage_guard_refuses_a_newer_index_unless_allowed(tmp_path):
 
 
 def bench_run_with_index(cfg, out, searcher, tmp_path):
-    cfg.index = None
+    cfg = cfg.replace(index=None)
 
     real_open = engine_module.open_index
     engine_module.open_index = lambda index, settings=None: searcher
@@ -155,7 +155,7 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
                        "mermaid.executor": executor})
     monkeypatch.setattr(engine_module, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
     out = tmp_path / "run"
-    metrics = bench_run(RunConfig(dataset="hover", method="mermaid", limit=2), out, settings=settings(tmp_path), llm=llm)
+    metrics = bench_run(RunConfig.of(dataset="hover", method="mermaid", limit=2), out, settings=settings(tmp_path), llm=llm)
     assert metrics["n_predicted"] == 2
     assert (out / "memory" / "evidence.sqlite").is_file()  # the run's evidence memory lives in its directory
     assert not (tmp_path / "home" / "memory").exists()
@@ -169,9 +169,9 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
 
 def test_compare_puts_runs_side_by_side(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    bench_run(RunConfig(dataset="hover", method="direct", limit=4, name="direct-4"), a, settings=settings(tmp_path),
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=4, name="direct-4"), a, settings=settings(tmp_path),
               llm=alternating_direct())
-    bench_run(RunConfig(dataset="hover", method="direct", limit=2), b, settings=settings(tmp_path), llm=alternating_direct())
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), b, settings=settings(tmp_path), llm=alternating_direct())
     (b / "metrics.json").unlink()  # recomputed from the run directory
     rows = compare_rows([a, b])
     assert [r["run"] for r in rows] == ["direct-4", "b"] and [r["n"] for r in rows] == ["4/4", "2/2"]
@@ -203,21 +203,21 @@ def test_configs_and_bad_input(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(p)
     with pytest.raises(ConfigError, match="unknown method 'magic'"):
-        bench_run(RunConfig(dataset="hover", method="magic"), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset="hover", method="magic"), tmp_path / "x", settings=settings(tmp_path))
     with pytest.raises(ConfigError, match="--no-debate is an ablation of zofia"):
-        bench_run(RunConfig(dataset="hover", method="mermaid", ablations=["no-debate"]), tmp_path / "x",
+        bench_run(RunConfig.of(dataset="hover", method="mermaid", ablations=["no-debate"]), tmp_path / "x",
                   settings=settings(tmp_path))
     with pytest.raises(DataError, match="unknown dataset 'hoverr'"):
-        bench_run(RunConfig(dataset="hoverr", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset="hoverr", method="direct"), tmp_path / "x", settings=settings(tmp_path))
     with pytest.raises(DataError, match="hops must be 2, 3 or 4"):
-        bench_run(RunConfig(dataset="hover", method="direct", hops=[7]), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset="hover", method="direct", hops=[7]), tmp_path / "x", settings=settings(tmp_path))
     with pytest.raises(DataError, match="no claims left"):  # an empty selection after filters
-        bench_run(RunConfig(dataset="hover", method="direct", label_map="SUPPORTED=drop,NOT_SUPPORTED=drop"),
+        bench_run(RunConfig.of(dataset="hover", method="direct", label_map="SUPPORTED=drop,NOT_SUPPORTED=drop"),
                   tmp_path / "x", settings=settings(tmp_path))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "claim": "A is B.", "label": "maybe"}\n')
     with pytest.raises(DataError, match="labels outside the mapping: 'maybe'"):
-        bench_run(RunConfig(dataset=f"jsonl:{bad}", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset=f"jsonl:{bad}", method="direct"), tmp_path / "x", settings=settings(tmp_path))
     assert not (tmp_path / "x").exists()  # nothing written for a run that could not start
 
 
@@ -275,14 +275,14 @@ def test_method_statistics_average_trification_graphs_and_mermaid_steps():
 
 
 def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
-    with pytest.raises(ConfigError, match="llm_concurrency must be at least 1, got 0"):
-        RunConfig(dataset="hover", method="direct", llm_concurrency=0)
+    with pytest.raises(ConfigError, match=r"--llm-concurrency.*must be an integer of at least 1, got 0"):
+        RunConfig.of(dataset="hover", method="direct", llm_concurrency=0)
     code, _, err = run_cli(["run", "--dataset", "hover", "--method", "direct", "--llm-concurrency", "0",
                             "--out", str(tmp_path / "r")], monkeypatch, capsys)
-    assert code == 2 and "llm_concurrency must be at least 1" in err and "Traceback" not in err
+    assert code == 2 and "--llm-concurrency, $VERACITY_LLM_CONCURRENCY) must be an integer of at least 1" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
     out = tmp_path / "ok"
-    bench_run(RunConfig(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
               settings=settings(tmp_path), llm=alternating_direct())
     run = json.loads((out / "run.json").read_text())
     assert run["concurrency"] == 1 and run["llm_concurrency"] == 8 and run["state_dir"] is None
@@ -292,15 +292,15 @@ def test_sample_mode_is_checked_and_part_of_the_run_identity():
     from veracity.bench.run import RunConfig
 
     with pytest.raises(ConfigError, match="unknown sample mode"):
-        RunConfig(dataset="hover", method="direct", sample="stratified")
-    assert "sample" not in RunConfig(dataset="hover", method="direct").identity()  # old runs resume as before
-    assert RunConfig(dataset="hover", method="direct", sample="balanced").identity()["sample"] == "balanced"
+        RunConfig.of(dataset="hover", method="direct", sample="stratified")
+    assert "sample" not in RunConfig.of(dataset="hover", method="direct").identity()  # old runs resume as before
+    assert RunConfig.of(dataset="hover", method="direct", sample="balanced").identity()["sample"] == "balanced"
 
 
 def test_dataset_order_runs_the_sample_in_file_order_and_is_recorded(tmp_path):
     from veracity.bench.datasets import load_dataset
 
-    cfg = RunConfig(dataset="hover", method="direct", limit=6, seed=3, order="dataset", concurrency=1)
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=6, seed=3, order="dataset", concurrency=1)
     out = tmp_path / "run"
     bench_run(cfg, out, settings=settings(tmp_path), llm=alternating_direct())
     file_order = [c.id for c, _ in load_dataset("hover", DATA).claims]
@@ -325,6 +325,6 @@ def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
     flaky = alternating_direct()
     flaky.fail = busy
     with pytest.raises(EndpointBusyError, match="0 of 4 claims are scored") as err:
-        bench_run(RunConfig(dataset="hover", method="direct", limit=4), tmp_path / "run", settings=settings(tmp_path),
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=4), tmp_path / "run", settings=settings(tmp_path),
                   llm=flaky)
     assert "--concurrency" in err.value.hint and "restart" not in err.value.hint

@@ -259,7 +259,7 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
 
     monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
     settings = Settings(home=tmp_path / "home", data_dir=DATA)
-    cfg = RunConfig(dataset="hover", method="rag", limit=5, seed=2, evidence="gold", concurrency=2)
+    cfg = RunConfig.of(dataset="hover", method="rag", limit=5, seed=2, evidence="gold", concurrency=2)
     out = tmp_path / "gold"
     shown: list[str] = []
     metrics = bench_run(cfg, out, settings=settings, llm=rag_llm(shown))
@@ -281,7 +281,7 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
     assert "- evidence: gold (" in report and "left out of the selection" in report
     # a closed-book run beside it; compare shows the setting as a column
     none = tmp_path / "none"
-    bench_run(RunConfig(dataset="hover", method="rag", limit=5, seed=2, evidence="none"), none, settings=settings,
+    bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2, evidence="none"), none, settings=settings,
               llm=rag_llm())
     traces = [p["trace"] for p in read_predictions(none)]
     assert all(t["tool_calls"][0]["hits"] == [] and t["events"][0]["kind"] == "evidence.none" for t in traces)
@@ -289,7 +289,7 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
     assert [r["evidence"] for r in rows] == ["gold", "none"]
     # resuming with another setting is refused
     with pytest.raises(ConfigError, match="holds a run with other settings"):
-        bench_run(RunConfig(dataset="hover", method="rag", limit=5, seed=2), out, settings=settings, llm=rag_llm())
+        bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2), out, settings=settings, llm=rag_llm())
 
 
 @needs_data
@@ -297,13 +297,13 @@ def test_bench_run_open_identity_is_unchanged_and_a_dataset_without_gold_refuses
     from veracity.bench.run import RunConfig, bench_run
     from veracity.config import Settings
 
-    cfg = RunConfig(dataset="hover", method="direct", limit=2)
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=2)
     assert cfg.evidence == "open" and "evidence" not in cfg.identity()  # old run directories still resume
     with pytest.raises(ConfigError, match="unknown evidence setting"):
-        RunConfig(dataset="hover", method="direct", evidence="oracle")
+        RunConfig.of(dataset="hover", method="direct", evidence="oracle")
     llm = ScriptedLLM({}, fail=lambda role, messages: pytest.fail("no model call for a refused run"))
     with pytest.raises(ConfigError, match="fever .paper_dev. has no gold evidence"):
-        bench_run(RunConfig(dataset="fever", method="rag", evidence="gold"), tmp_path / "x",
+        bench_run(RunConfig.of(dataset="fever", method="rag", evidence="gold"), tmp_path / "x",
                   settings=Settings(home=tmp_path / "home", data_dir=DATA), llm=llm)
     assert not (tmp_path / "x").exists()
 

@@ -252,6 +252,6 @@ def test_dataset_order_keeps_the_sampled_claims_in_file_order(tmp_path):
     assert sorted(sampled) == sorted(ordered) and sampled != ordered
     assert ordered == sorted(ordered, key=lambda cid: int(cid[1:]))
     with pytest.raises(ConfigError, match="unknown run order"):
-        RunConfig(dataset="hover", method="mermaid", order="shuffled")
-    assert "order" not in RunConfig(dataset="hover", method="mermaid").identity()  # old runs resume as before
-    assert RunConfig(dataset="hover", method="mermaid", order="dataset").identity()["order"] == "dataset"
+        RunConfig.of(dataset="hover", method="mermaid", order="shuffled")
+    assert "order" not in RunConfig.of(dataset="hover", method="mermaid").identity()  # old runs resume as before
+    assert RunConfig.of(dataset="hover", method="mermaid", order="dataset").identity()["order"] == "dataset"

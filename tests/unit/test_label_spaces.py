@@ -356,7 +356,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
     llm = direct_llm()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning: the dataset's own space
-        metrics = bench_run(RunConfig(dataset="hover", method="direct", limit=3), tmp_path / "a", settings=settings,
+        metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "a", settings=settings,
                             llm=llm)
     assert all(label_enum(c.output_model) == ["SUPPORTED", "REFUTED"] for c in llm.calls)
     run = json.loads((tmp_path / "a" / "run.json").read_text())
@@ -370,7 +370,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
     # --labels 3way overrides, with a warning; the report then shows the NEI rate
     seen = []
     llm = direct_llm("NOT_ENOUGH_INFO")
-    metrics = bench_run(RunConfig(dataset="hover", method="direct", limit=3, labels="3way"), tmp_path / "b",
+    metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3, labels="3way"), tmp_path / "b",
                         settings=settings, llm=llm, on_warning=seen.append)
     assert seen == ["label space 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) differs from the hover dataset's "
                     "binary (SUPPORTED / REFUTED)"]
@@ -384,9 +384,9 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
 
     # a run is resumed in its own space only
     with pytest.raises(ConfigError, match="holds a run in the 3way label space; this one would be binary"):
-        bench_run(RunConfig(dataset="hover", method="direct", limit=3), tmp_path / "b", settings=settings, llm=llm)
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "b", settings=settings, llm=llm)
     with pytest.raises(ConfigError, match="unknown label space 'two'"):
-        RunConfig(dataset="hover", method="direct", labels="two")
+        RunConfig.of(dataset="hover", method="direct", labels="two")
 
 
 def test_bench_run_on_a_jsonl_with_nei_is_3way_and_configs_may_set_labels(tmp_path):

@@ -14,7 +14,7 @@ from veracity.errors import ConfigError, ModelError, ServerError
 from veracity.models import defaults, prepare
 from veracity.models.registry import CPU_DEFAULT, MODELS
 from veracity.serving import hardware
-from veracity.serving.engines import ENGINES, get_engine
+from veracity.serving.engines import ENGINES, check_spec, get_engine
 from veracity.serving.engines import llamacpp_install as inst
 from veracity.serving.engines.llamacpp import BIND_VAR, LLAMA_CPP, slots_and_threads
 from veracity.serving.replicas import device_groups
@@ -33,7 +33,7 @@ def test_both_engines_are_one_interface():
     with pytest.raises(ConfigError, match="unknown engine"):
         get_engine("ollama")
     with pytest.raises(ConfigError, match="unknown engine"):
-        ServerSpec(model="m", engine="tgi").validate()
+        check_spec(ServerSpec(model="m", engine="tgi"))  # the engine registry checks the name
 
 
 def test_slots_and_threads_follow_the_cores():

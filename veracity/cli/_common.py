@@ -187,11 +187,14 @@ class MethodChoice(click.Choice):
         pass
 
 
-def config_options(*names: str, help: dict[str, str] | None = None) -> Any:
+def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bool = True) -> Any:
     """The click options of the :class:`~veracity.pipeline.config.VerifierConfig` fields ``names``, in that
     order on ``--help``: flag, metavar, type and default come from each field's ``Option`` (one source for
-    every command); ``help`` replaces a field's help text where a command says it its own way. The values
-    arrive under the field names, ready for ``VerifierConfig.from_options``."""
+    every command); ``help`` replaces a field's help text where a command says it its own way (a callable:
+    built when help is shown, e.g. from a registry). ``defaults=False`` (``bench run``, whose config file
+    and dataset supply what a flag leaves out): every option defaults to None, and a registry option takes
+    any name (the config names a bad one in one line). The values arrive under the field names, ready for
+    ``VerifierConfig.from_options``."""
     import dataclasses
     from pathlib import Path
 
@@ -206,17 +209,20 @@ def config_options(*names: str, help: dict[str, str] | None = None) -> Any:
     def decorate(fn: Any) -> Any:
         for name in reversed(names):
             opt, f = opts[name], fields[name]
-            kw: dict[str, Any] = {"help": (help or {}).get(name, opt.help)}
+            text = (help or {}).get(name, opt.help)
+            kw: dict[str, Any] = {"cls": RegistryHelp, "help_from": text} if callable(text) else {"help": text}
             if opt.metavar:
                 kw["metavar"] = opt.metavar
             if opt.type is bool:
                 kw["is_flag"] = True
+                if not defaults:
+                    kw["default"] = None
             else:
                 default = f.default if f.default is not dataclasses.MISSING else None
-                kw["default"] = opt.cli_default if opt.cli_default is not None else default
-                kw["show_default"] = opt.show_default
+                kw["default"] = (opt.cli_default if opt.cli_default is not None else default) if defaults else None
+                kw["show_default"] = opt.show_default and defaults
                 kw["multiple"] = opt.multiple
-                if opt.registry == "methods":
+                if opt.registry == "methods" and defaults:
                     kw["type"] = MethodChoice()
                 elif opt.type is Path:
                     kw["type"] = click.Path(path_type=Path, file_okay=not opt.directory)

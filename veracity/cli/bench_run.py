@@ -9,17 +9,41 @@ import click
 from rich.table import Table
 
 from veracity.cli import interrupt
-from veracity.cli._common import RegistryHelp, console, datasets_listed, err_console, fail, methods_listed, print_json
+from veracity.cli._common import (RegistryHelp, config_options, console, datasets_listed, err_console, fail,
+                                  methods_listed, print_json)
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
 from veracity.errors import RESTART_HINT, EndpointError
+
+
+# bench run's run settings: VerifierConfig fields (generated options, no defaults: a --config file and the
+# dataset supply what a flag leaves out), with bench's wording, in four groups among its own flags
+_RUN_HELP = {
+    "method": lambda: f"{methods_listed()}.",
+    "labels": "Label space of the verdicts (default: the dataset's, see `veracity bench datasets`; another one is "
+              "run with a warning).",
+    "evidence": "Evidence setting: open (the index, default), gold (each claim's own gold passages only; no index "
+                "needed: hover, feverous-s, or a jsonl:PATH file with an \"evidence\" list per line) or none "
+                "(closed book: searches return nothing).",
+    "index": "Index directory (default: $VERACITY_INDEX or the demo index); read with --evidence open only.",
+    "params": "Method parameter, repeatable.",
+    "concurrency": "Claims in flight (default: $VERACITY_CONCURRENCY or 16).",
+    "llm_concurrency": "LLM requests in flight (default: $VERACITY_LLM_CONCURRENCY or 256, vLLM's default "
+                       "--max-num-seqs).",
+    "endpoint": "OpenAI-compatible endpoint (default: the managed local server).",
+    "model": "Model name on the endpoint.",
+}
+
+
+def _run_options(*names: str):
+    return config_options(*names, help={n: _RUN_HELP[n] for n in names if n in _RUN_HELP}, defaults=False)
 
 
 @click.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML config (see benchmarks/configs/); flags given here override it.")
 @click.option("--dataset", default=None, cls=RegistryHelp, help_from=lambda: f"{datasets_listed()}, or jsonl:PATH.")
-@click.option("--method", default=None, cls=RegistryHelp, help_from=lambda: f"{methods_listed()}.")
+@_run_options("method")
 @click.option("--variant", default=None, help="Dataset variant (label convention / release), e.g. bingcheck's binary-fire.")
 @click.option("--hops", default=None, help="HoVer only: comma-separated hop counts to keep, e.g. 2 or 3,4.")
 @click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")
@@ -30,32 +54,21 @@ from veracity.errors import RESTART_HINT, EndpointError
               "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run state, "
               "MERMAID's memory, carries each claim's evidence to the next, as in MERMAID's memory setting).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
-@click.option("--labels", default=None, metavar="binary|3way", help="Label space of the verdicts (default: the "
-              "dataset's, see `veracity bench datasets`; another one is run with a warning).")
-@click.option("--evidence", default=None, metavar="open|gold|none", help="Evidence setting: open (the index, "
-              "default), gold (each claim's own gold passages only; no index needed: hover, feverous-s, or a "
-              "jsonl:PATH file with an \"evidence\" list per line) or none (closed book: searches return nothing).")
-@click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index); "
-              "read with --evidence open only.")
+@_run_options("labels", "evidence", "index")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory (default: bench-results/<dataset>-<method>-<time>); an existing run resumes.")
 @click.option("--ablation", "ablations", multiple=True, help="Ablation flag of the method, repeatable, e.g. "
               "--ablation no-memory, --ablation static.")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Method parameter, repeatable.")
-@click.option("--concurrency", type=int, default=None, help="Claims in flight (default: $VERACITY_CONCURRENCY or 16).")
-@click.option("--llm-concurrency", type=int, default=None, help="LLM requests in flight (default: "
-              "$VERACITY_LLM_CONCURRENCY or 256, vLLM's default --max-num-seqs).")
+@_run_options("params", "concurrency", "llm_concurrency")
 @click.option("--allow-leakage", is_flag=True, default=None, help="Run even if the index may be newer than the dataset "
               "(the report says so).")
-@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
-@click.option("--model", default=None, help="Model name on the endpoint.")
+@_run_options("endpoint", "model")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
 @backend_options
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, labels, evidence, index,
-            data_dir, out_dir, ablations, params, concurrency, llm_concurrency, allow_leakage, endpoint, model, as_json,
-            backend, ray_address, ray_actors) -> None:
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, data_dir, out_dir,
+            ablations, allow_leakage, endpoint, model, as_json, backend, ray_address, ray_actors, **run) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -79,9 +92,6 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     """
     from veracity.bench.run import RunConfig, bench_run, load_config
     from veracity.cli.verify import parse_params
-    from veracity.pipeline.ray_backend import ray_options
-
-    backend, _ = ray_options(backend, ray_address, ray_actors)  # bad options, or no Ray installed: one line
 
     hop_list = None
     if hops:
@@ -89,21 +99,20 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
             hop_list = [int(h) for h in hops.split(",") if h.strip()]
         except ValueError:
             raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
-    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed, "sample": sample,
-             "order": order,
-             "label_map": label_map, "labels": labels, "evidence": evidence, "index": index, "concurrency": concurrency, "llm_concurrency": llm_concurrency,
-             "allow_leakage": allow_leakage,
-             "ablations": list(ablations) or None}
-    if config_path is not None:
-        cfg = load_config(config_path, **given)
-        if params:
-            cfg.params.update(parse_params(params))
-    else:
-        if not dataset or not method:
-            raise click.UsageError("give --dataset and --method (or --config FILE)")
-        cfg = RunConfig(**{k: v for k, v in given.items() if v is not None}, params=parse_params(params))
-    cfg.method_overrides()  # unknown method / ablation / parameter: fail before anything starts
+    # the run settings (``run``: the generated options, RUN_KEYS of veracity.bench.config) as they came;
+    # --param as a table, added to a config file's
+    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
+             "sample": sample, "order": order, "label_map": label_map, "allow_leakage": allow_leakage,
+             "ablations": list(ablations) or None, **run, "params": parse_params(run["params"]) or None}
+    if config_path is None and (not dataset or not method):
+        raise click.UsageError("give --dataset and --method (or --config FILE)")
+    # the run settings are checked once, by the VerifierConfig the RunConfig holds (backend first)
     settings = load_settings(endpoint=endpoint, model=model)
+    backend_given = {"backend": backend, "ray_address": ray_address, "ray_actors": ray_actors}
+    if config_path is not None:
+        cfg = load_config(config_path, settings=settings, **backend_given, **given)
+    else:
+        cfg = RunConfig.of(settings=settings, **backend_given, **given)
     given_out = out_dir is not None
     out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
     err_console.print(f"run directory: {out_dir}", highlight=False)
@@ -111,8 +120,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     try:
         metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
                             on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {msg}", highlight=False,
-                                                                     soft_wrap=True),
-                            backend=backend, ray_address=ray_address, ray_actors=ray_actors)
+                                                                     soft_wrap=True))
     except EndpointError as exc:
         fail(str(exc), exc.hint or RESTART_HINT)
         return

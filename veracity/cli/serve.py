@@ -87,7 +87,7 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
         return
 
     # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
-    from veracity.serving.engines import get_engine
+    from veracity.serving.engines import check_spec, get_engine
 
     engine = get_engine(engine_name or default_engine(settings))
     spec = ServerSpec(
@@ -97,7 +97,7 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
         cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
     )
-    spec.validate()
+    check_spec(spec)
     if replicas < 1:
         raise ConfigError(f"--replicas must be at least 1, got {replicas}", hint="e.g. --replicas 2")
     if replicas > 1:

@@ -49,7 +49,8 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
       openssl rand -hex 16 > ~/.veracity/web-token && veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
     """
     from veracity.config import load_settings
-    from veracity.pipeline.api import check_concurrency, open_index
+    from veracity.pipeline.api import open_index
+    from veracity.pipeline.config import check_concurrency
     from veracity.pipeline.types import MAX_CLAIM_CHARS
     from veracity.web.app import WebConfig, _loopback, asgi
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import sys
 from pathlib import Path
@@ -144,36 +143,11 @@ def hotpot_record(obj) -> Article | None:
     return Article(str(obj["title"]).strip(), " ".join(_ANCHOR.sub("", str(text)).split()))
 
 
-def _json_lines(path: Path, info, record, fmt: str, on_error: str) -> Iterator[Article]:
-    from veracity.indexes.readers import open_maybe_compressed
-
-    hint = "fix the line, or pass --on-error skip to skip and count bad lines"
-    with open_maybe_compressed(path) as f:
-        lineno = 0
-        try:
-            for raw in f:
-                lineno += 1
-                if not raw.strip():
-                    continue
-                try:
-                    article = record(json.loads(raw))
-                except (ValueError, TypeError, UnicodeDecodeError) as exc:
-                    what = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    _bad(info, path, lineno, f"bad {fmt} record: {what}", on_error, hint)
-                    continue
-                if article is None or not article.title or not article.text:
-                    info.skip("empty")
-                    continue
-                info.articles += 1
-                yield article
-        except (EOFError, OSError) as exc:
-            raise CorpusError(f"{path} is truncated or unreadable after line {lineno} ({exc})",
-                              hint="re-download the file") from exc
-
-
 def read_kilt(path: Path, info, *, on_error: str = "raise") -> Iterator[Article]:
     _dated(info, KILT_DATE, "KILT knowledge source (2019-08-01 dump)")
-    yield from _json_lines(path, info, kilt_record, "kilt", on_error)
+    from veracity.indexes.readers import json_articles
+
+    yield from json_articles(path, info, kilt_record, "kilt", on_error=on_error)
 
 
 def hotpot_files(folder: Path) -> list[Path]:
@@ -182,7 +156,7 @@ def hotpot_files(folder: Path) -> list[Path]:
 
 
 def read_hotpot_abstracts(path: Path, info, *, on_error: str = "raise") -> Iterator[Article]:
-    from veracity.indexes.readers import dump_date_from_name
+    from veracity.indexes.readers import dump_date_from_name, json_articles
 
     named = dump_date_from_name(path.name)
     _dated(info, named or HOTPOT_DATE, "folder name" if named else "HotpotQA abstracts (2017-10-01 dump)")
@@ -191,7 +165,7 @@ def read_hotpot_abstracts(path: Path, info, *, on_error: str = "raise") -> Itera
         raise CorpusError(f"{path} holds no HotpotQA abstract files (*/wiki_*.bz2)",
                           hint="pass the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts folder")
     for file in files:
-        yield from _json_lines(file, info, hotpot_record, "hotpot-abstracts", on_error)
+        yield from json_articles(file, info, hotpot_record, "hotpot-abstracts", on_error=on_error)
 
 
 def looks_like_hotpot_folder(path: Path) -> bool:

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from veracity.errors import IndexDirError
+from veracity.processes import pid_alive
 
 STALE_AFTER_S = 600.0   # a claim of another host without a heartbeat for this long is taken over
 POLL_S = 2.0            # while the remaining shards are all claimed by live workers
@@ -58,16 +59,6 @@ def done_passages(folder: Path, n_passages: int, shard_size: int) -> int:
 
 # ------------------------------------------------------------------------------------------------ claims
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @dataclass(frozen=True)
 class Claim:
     path: Path
@@ -86,7 +77,7 @@ def claim_is_stale(path: Path, stale_after: float = STALE_AFTER_S, *, now: float
         owner = {}
     age = (time.time() if now is None else now) - st.st_mtime
     if owner.get("host") == socket.gethostname() and isinstance(owner.get("pid"), int):
-        return not _pid_alive(owner["pid"])
+        return not pid_alive(owner["pid"])
     return age > stale_after
 
 

@@ -244,6 +244,15 @@ def record_to_article(obj, fmt: str) -> Article | None:
 def read_jsonl(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise") -> Iterator[Article]:
     if fmt == "fever" and not info.dump_date:
         info.dump_date, info.dump_date_from = FEVER_DATE, "FEVER wiki-pages (June 2017 dump)"
+    yield from json_articles(path, info, lambda obj: record_to_article(obj, fmt), fmt, on_error=on_error)
+
+
+def json_articles(path: Path, info: SourceInfo, record: Callable[[object], Article | None], fmt: str, *,
+                  on_error: str = "raise") -> Iterator[Article]:
+    """The articles of a JSON-lines file (plain, .gz or .bz2), ``record`` turning each line's object into one
+    (None, or no title or text: counted as empty). A line that is not JSON or not a ``fmt`` record is one
+    CorpusError naming the file and line, or with ``on_error="skip"`` skipped and counted; every corpus
+    format stored as JSON lines (``--format jsonl`` / ``fever``, KILT, HotpotQA's abstracts) is read here."""
     try:
         stream = open_maybe_compressed(path)
     except OSError as exc:
@@ -256,7 +265,7 @@ def read_jsonl(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "raise
                 if not raw.strip():
                     continue
                 try:
-                    article = record_to_article(json.loads(raw), fmt)
+                    article = record(json.loads(raw))
                 except (ValueError, TypeError, UnicodeDecodeError) as exc:
                     if on_error == "skip":
                         info.skip("bad line")

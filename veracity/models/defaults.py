@@ -43,7 +43,7 @@ def _save(settings: Settings, data: dict[str, str]) -> None:
 
 def set_default_model(settings: Settings, name: str) -> None:
     """Make ``name`` (a prepared model) the default; a ModelError naming the prepare command otherwise."""
-    from veracity.models.prepare import load_prepared
+    from veracity.models.prepared import load_prepared
     from veracity.models.registry import get_model
     from veracity.models.registry import MODELS
 
@@ -75,7 +75,7 @@ def default_model(settings: Settings) -> str:
     chosen = load_defaults(settings).get("model")
     if chosen:
         return chosen
-    from veracity.models.prepare import load_prepared
+    from veracity.models.prepared import load_prepared
 
     prepared = sorted(load_prepared(settings).values(), key=lambda p: p.prepared_at)
     if prepared:  # prepared before defaults were kept: the first one, as if it had been recorded

@@ -41,21 +41,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from veracity.config import Settings
-from veracity.pipeline.backends import get_backend
+from veracity.pipeline.batch import prepare, run_batch
 from veracity.pipeline.claims import ClaimsFile, load_claims, make_claim
-from veracity.pipeline.config import VerifierConfig, check_concurrency
+from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
 from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, gold_retriever
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import DEFAULT_METHOD
-from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
+from veracity.pipeline.results import RunStats
 from veracity.pipeline.types import Claim, Verdict
 
 
@@ -157,60 +154,19 @@ class Verifier:
 
     def prepare_many(self, claims: Any, out: Path | str | None, concurrency: int | None) -> tuple[int, ClaimsFile]:
         """(claims in flight, the loaded claims): every check of a batch that needs no server (limits, claims,
-        gold evidence, the results file), made once for every backend."""
+        gold evidence, the results file), made once for every backend (:func:`veracity.pipeline.batch.prepare`)."""
         n = concurrency if concurrency is not None else self.concurrency
-        check_concurrency(n, self.llm_concurrency)
-        loaded = self.load_claims(claims)
-        if self.retriever_for is gold_retriever:
-            check_gold_evidence(loaded.claims)  # before any server is contacted
-        if out is not None:  # a results file that cannot be written or resumed: before any server is contacted
-            check_output(Path(out).expanduser(), self.spec, self.params, self.label_space, self.evidence)
-        return n, loaded
+        return n, prepare(self.engine, claims, out, n, self.llm_concurrency)
 
     async def arun_batch(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                          progress: bool = False, on_result: Any = None,
                          backend_options: dict[str, Any] | None = None) -> RunStats:
-        """A batch on the config's backend: the checks, the results file and its resume, the manifest, the
-        progress bar and the statistics are the same for both. The local backend runs on this event loop;
-        the Ray driver blocks, so it runs off it."""
-        n, loaded = self.prepare_many(claims, out, concurrency)
-        with contextlib.ExitStack() as stack:
-            if out is None:
-                out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"
-            else:
-                out_path = Path(out).expanduser()
-            stats = RunStats(out_path=out_path, total=len(loaded.claims), rejected=list(loaded.rejected))
-            done = read_done_ids(out_path)
-            pending = [c for c in loaded.claims if c.id not in done]
-            stats.skipped = len(loaded.claims) - len(pending)
-            manifest = (RunManifest(out_path, self.spec, self.params, self.searcher, self.state_dir, self.label_space,
-                                    self.evidence) if out is not None else None)
-            bar = _Progress(len(pending), self.spec.name, stats) if progress and pending else None
-            sink = ResultSink(out_path, stats, done, bar=bar, on_result=on_result, manifest=manifest)
-            stack.callback(sink.close)
-            try:
-                if self.backend == "local":
-                    from veracity.pipeline.backends import local
-
-                    self.engine.state()  # opened before the client, as a single claim opens it
-                    await local.arun(self.engine, pending, sink, n)
-                else:
-                    await asyncio.to_thread(get_backend(self.backend).run, self.engine, pending, sink, n,
-                                            **(backend_options or {}))
-            except Exception as exc:
-                if hasattr(exc, "hint") and sink.opened:  # the run stopped under way: what was written stays
-                    stats.stopped = str(exc)
-                    exc.stats = stats  # type: ignore[attr-defined]
-                raise
-            finally:
-                stats.elapsed_s = time.perf_counter() - sink.t0
-                if bar is not None and sink.opened:
-                    bar.stop()
-            if out is None:
-                order = {c.id: i for i, c in enumerate(loaded.claims)}
-                rows = [json.loads(line) for line in out_path.read_text(encoding="utf-8").splitlines() if line.strip()]
-                stats.results = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
-        return stats
+        """A batch on the config's backend (:func:`veracity.pipeline.batch.run_batch`): the checks, the results
+        file and its resume, the manifest, the progress bar and the statistics are the same for both."""
+        n = concurrency if concurrency is not None else self.concurrency
+        return await run_batch(self.engine, claims, out, concurrency=n, llm_concurrency=self.llm_concurrency,
+                               backend=self.backend, progress=progress, on_result=on_result,
+                               backend_options=backend_options)
 
     def run_batch(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                   progress: bool = False, on_result: Any = None,

@@ -175,10 +175,11 @@ class Engine:
     """What a run is built from its config: method, parameters, label space, evidence (the per-claim retriever
     factory), index, run state and LLM client. ``llm`` replaces the client (tests, benchmarks: an object with
     the LLMClient contract); ``retriever_for`` gives each claim a retriever of the caller's (recorded as the
-    config's evidence, ``custom`` unless named)."""
+    config's evidence, ``custom`` unless named). :meth:`of` builds one from parts the caller holds already
+    (:func:`~veracity.pipeline.runner.run_claims`: a method object, an open index, a client)."""
 
     def __init__(self, config: VerifierConfig, *, llm: Any = None, retriever_for: ClaimRetrievers | None = None):
-        self.config = config
+        self.config: VerifierConfig | None = config
         self.settings: Settings = config.settings
         self.spec: MethodSpec = config.spec
         self.params = config.method_params()
@@ -191,14 +192,51 @@ class Engine:
         wants_index = self.retriever_for is None and (self.spec.needs_index or config.index is not None)
         self.searcher = open_index(config.index, self.settings) if wants_index else None
         self.state_dir = config.run_state_dir
+        self.exclude_titles: tuple[str, ...] = config.exclude_titles
+        self.search_mode: str | None = config.search_mode
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
         self._state: Any = None  # the method's run state, opened on first use (None: keeps none / not yet)
+        self._own_state = True  # closed by close() (False: the caller's)
+
+    @classmethod
+    def of(cls, spec: MethodSpec, *, llm: Any, searcher: Any = None, params: Any = None, state: Any = None,
+           state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
+           retriever_for: ClaimRetrievers | None = None, evidence: str | None = None,
+           exclude_titles: Iterable[str] = (), search_mode: str | None = None,
+           settings: Settings | None = None) -> "Engine":
+        """An engine from parts: ``spec`` (any method, registered or not), its ``params`` (an object or
+        overrides), an open index ``searcher`` (or None), the LLM client ``llm`` (no endpoint is resolved),
+        the caller's open run ``state`` (closed by the caller) or a ``state_dir`` to open one from (closed
+        by :meth:`close`). ``evidence`` names the setting (default: ``open``, or ``custom`` with a
+        ``retriever_for``). Checked here: parameters, label space, an index for a method that needs one."""
+        self = cls.__new__(cls)
+        self.config = None
+        self.settings = settings or Settings()
+        self.spec = spec
+        self.params = resolve_params(spec, params)
+        self.label_space = resolve_label_space(label_space)
+        spec.check_label_space(self.params, self.label_space)
+        self.evidence = evidence or ("open" if retriever_for is None else "custom")
+        self.retriever_for = retriever_for
+        if spec.needs_index and searcher is None and retriever_for is None:
+            raise ConfigError(f"method {spec.name} needs an index",
+                              hint="pass --index DIR (build one: veracity index build demo)")
+        self.searcher = searcher
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self.exclude_titles = tuple(exclude_titles)
+        self.search_mode = search_mode
+        self._llm = llm
+        self._resolved = None
+        self._state = state
+        self._own_state = state is None
+        return self
 
     # -- run state -------------------------------------------------------------------------------------
     def state(self) -> Any:
         """The method's run state (e.g. MERMAID's evidence memory), opened once from the state directory."""
         if self._state is None and self.spec.state_cls is not None:
+            self._own_state = True
             self._state = open_run_state(self.spec, self.params, self.searcher, self.state_dir, self.evidence)
         return self._state
 
@@ -223,7 +261,9 @@ class Engine:
     def client(self, llm_concurrency: int | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
         """``async with engine.client() as llm``: the LLM client (started: the endpoint answered and serves the
         model), with at most ``llm_concurrency`` requests in flight (default: the config's)."""
-        return self._client(self.config.llm_concurrency if llm_concurrency is None else llm_concurrency)
+        if llm_concurrency is None and self.config is not None:
+            llm_concurrency = self.config.llm_concurrency
+        return self._client(llm_concurrency or 1)  # a client of the caller's (``of``) is used as it is
 
     @contextlib.asynccontextmanager
     async def _client(self, llm_concurrency: int) -> AsyncIterator[Any]:
@@ -246,11 +286,11 @@ class Engine:
     async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
         """Run the method on ``claim`` with the open client ``llm``."""
         return await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
-                                exclude_titles=self.config.exclude_titles, search_mode=self.config.search_mode,
+                                exclude_titles=self.exclude_titles, search_mode=self.search_mode,
                                 label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
 
     def close(self) -> None:
         """Close the run state this engine opened (the index stays open: it may be the caller's)."""
-        if self._state is not None:
+        if self._state is not None and self._own_state:
             self._state.close()
-            self._state = None
+        self._state = None

@@ -1,4 +1,7 @@
-"""Run a method over many claims without a Verifier (:func:`run_claims`); the pieces live by job and are
+"""Run a method over many claims without a Verifier (:func:`run_claims`: the run's parts given as they are,
+:meth:`Engine.of <veracity.pipeline.engine.Engine.of>`, on the same batch path as a Verifier's,
+:func:`veracity.pipeline.batch.run_batch`, whose local backend holds the one worker loop, the one results
+writer and the one manifest writer); the pieces live by job and are
 importable from here as before: claims input (:mod:`veracity.pipeline.claims`), results and resume
 (:mod:`veracity.pipeline.results`), evidence settings (:mod:`veracity.pipeline.evidence`), the per-claim
 engine (:mod:`veracity.pipeline.engine`). A :class:`~veracity.pipeline.api.Verifier` runs its batches on a
@@ -43,17 +46,14 @@ run's statistics attached as ``err.stats``; rerunning the same command resumes.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from veracity.errors import ConfigError, EndpointError, OutputError
+from veracity.pipeline.batch import run_batch
 from veracity.pipeline.claims import (ClaimsFile, RejectedLine, claim_problem, default_claim_id, load_claims,  # noqa: F401
                                       make_claim, read_claims_jsonl)
-from veracity.pipeline.engine import (_NoIndex, index_namespace, open_run_state, resolve_label_space,  # noqa: F401
-                                      resolve_params, retriever_of, verify_one)
+from veracity.pipeline.engine import (Engine, _NoIndex, index_namespace, open_run_state,  # noqa: F401
+                                      resolve_label_space, resolve_params, retriever_of, verify_one)
 from veracity.pipeline.evidence import (_NO_EVIDENCE, EVIDENCE_SETTINGS, GOLD_HINT, ClaimRetrievers,  # noqa: F401
                                         check_gold_evidence, claim_retrievers, evidence_setting, gold_retriever)
 from veracity.pipeline.labels import LabelSpace
@@ -62,6 +62,8 @@ from veracity.pipeline.results import (ResultWriter, RunStats, ServedModel, _che
                                        _params_dict, _Progress, check_output, claim_failure, read_done_ids,
                                        write_run_manifest)
 from veracity.pipeline.types import Claim
+
+
 async def run_claims(
     claims: Iterable[Claim],
     method: str | MethodSpec,
@@ -95,103 +97,11 @@ async def run_claims(
     ``custom`` with one).
     """
     spec = get_method(method) if isinstance(method, str) else method
-    params = resolve_params(spec, params)
-    space = resolve_label_space(label_space)
-    spec.check_label_space(params, space)
-    setting = evidence or ("open" if retriever_for is None else "custom")
-    claims = list(claims)
-    if retriever_for is gold_retriever:  # every claim has its gold passages, before anything is written
-        check_gold_evidence(claims)
-    if spec.needs_index and searcher is None and retriever_for is None:
-        raise ConfigError(f"method {spec.name} needs an index", hint="pass --index DIR (build one: veracity index build demo)")
-    if concurrency < 1:
-        raise ConfigError("concurrency must be at least 1")
-    out_path = Path(out_path)
-    check_output(out_path, spec, params, space, setting)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    stats = RunStats(out_path=out_path, total=len(claims), rejected=list(rejected))
-    done_ids = read_done_ids(out_path)
-    pending = deque(c for c in claims if c.id not in done_ids)
-    stats.skipped = len(claims) - len(pending)
-    if write_manifest:
-        write_run_manifest(out_path, spec, params, llm, searcher, state_dir, space, setting)
-    writer = ResultWriter(out_path)
-    own_state = state is None and spec.state_cls is not None and bool(pending)
-    if own_state:
-        try:
-            state = open_run_state(spec, params, searcher, state_dir, setting)
-        except BaseException:
-            writer.close()
-            raise
-    stop: list[EndpointError | OutputError] = []  # what ends the whole run (the others stop at their claim)
-    tasks: list[asyncio.Task] = []
-    outcomes: list = []
-    t0 = time.perf_counter()
-    bar = _Progress(len(pending), spec.name, stats) if progress and pending else None
-
-    def halt(exc: EndpointError | OutputError) -> None:
-        if not stop:
-            stop.append(exc)
-            me = asyncio.current_task()
-            for t in tasks:
-                if t is not me:
-                    t.cancel()
-
-    async def worker() -> None:
-        while pending and not stop:
-            claim = pending.popleft()
-            try:
-                verdict = await verify_one(claim, spec, llm, searcher, params, state,
-                                           exclude_titles=exclude_titles, search_mode=search_mode,
-                                           label_space=space, retriever_for=retriever_for)
-            except EndpointError as exc:
-                halt(exc)
-                return
-            except Exception as exc:  # a bug in one claim's run must not sink the batch
-                stats.failed.append((claim.id, claim_failure(exc)))
-                continue
-            record = verdict.to_dict(claim)
-            try:
-                writer.append(record)
-            except OSError as exc:  # disk full, file size limit, ...: stop; a torn line is cut on resume
-                halt(OutputError(f"cannot write results to {out_path}: {exc.strerror or exc}",
-                                 hint="free space or fix the folder, then run the same command again to resume"))
-                return
-            summary = verdict.trace.summary()
-            stats.done += 1
-            stats.prompt_tokens += summary["prompt_tokens"]
-            stats.completion_tokens += summary["completion_tokens"]
-            stats.elapsed_s = time.perf_counter() - t0
-            if bar is not None:
-                bar.advance()
-            if on_result is not None:
-                on_result(record)
-
-    try:
-        if bar is not None:
-            bar.start()
-        tasks.extend(asyncio.create_task(worker()) for _ in range(min(concurrency, len(pending))))
-        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    engine = Engine.of(spec, llm=llm, searcher=searcher, params=params, state=state, state_dir=state_dir,
+                       label_space=label_space, retriever_for=retriever_for, evidence=evidence,
+                       exclude_titles=exclude_titles, search_mode=search_mode)
+    try:  # the one batch path: checks, resume, manifest, results writer, the local backend's worker loop
+        return await run_batch(engine, list(claims), out_path, concurrency=concurrency, progress=progress,
+                               on_result=on_result, rejected=rejected, write_manifest=write_manifest)
     finally:
-        for t in tasks:
-            t.cancel()
-        try:
-            writer.close()
-        except OSError:  # the failed write was already reported (stop)
-            pass
-        if own_state:  # the run state this call opened (e.g. the evidence memory's SQLite connection)
-            state.close()
-        stats.elapsed_s = time.perf_counter() - t0
-        if bar is not None:
-            bar.stop()
-    if stop:
-        err = stop[0]
-        stats.stopped = str(err)
-        err.stats = stats  # type: ignore[attr-defined]
-        raise err
-    for outcome in outcomes:  # e.g. an on_result callback that raised: surface it, results stay written
-        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
-            raise outcome
-    return stats
-
-
+        engine.close()  # the run state this call opened (the caller's ``state`` stays open)

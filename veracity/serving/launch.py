@@ -16,7 +16,7 @@ import httpx
 from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.serving import process
-from veracity.serving.engines import get_engine
+from veracity.serving.engines import check_spec, get_engine
 from veracity.serving.engines.base import Engine
 from veracity.serving.process import free_port, pid_alive, port_in_use, tail
 from veracity.serving.spec import ServerSpec
@@ -68,8 +68,7 @@ def say(message: str) -> None:
 def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NAME, timeout_s: float = 600.0,
                  progress: Progress | None = None) -> ServerState:
     """Launch the engine in the background, wait until it serves the model, write the state file."""
-    spec.validate()
-    engine = get_engine(spec.engine)
+    engine = check_spec(spec)
     variant = engine.installed(settings)
     on_gpu = engine.on_gpu()
     state, proc = launch(settings, spec, name, engine, variant, on_gpu, progress)

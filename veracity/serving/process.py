@@ -13,23 +13,9 @@ import time
 from pathlib import Path
 
 from veracity.errors import ServerError
+from veracity.processes import pid_alive  # noqa: F401 (part of this module's API)
 
 STOP_GRACE_S = 20.0  # seconds a server gets to shut down after SIGTERM before SIGKILL
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child counts as dead
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def group_members(pgid: int) -> list[int]:

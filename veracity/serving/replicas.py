@@ -13,7 +13,7 @@ from dataclasses import asdict
 from veracity.config import Settings
 from veracity.errors import ConfigError, ServerError
 from veracity.serving import hardware, process
-from veracity.serving.engines import get_engine
+from veracity.serving.engines import check_spec, get_engine
 from veracity.serving.engines.base import Engine
 from veracity.serving.launch import Progress, launch, server_status, start_server, stop_server, wait_ready
 from veracity.serving.process import port_in_use
@@ -91,7 +91,7 @@ def start_replicas(settings: Settings, spec: ServerSpec, n: int, *, timeout_s: f
         raise ConfigError(f"--replicas must be at least 1, got {n}", hint="e.g. --replicas 2")
     if n == 1:
         return [start_server(settings, spec, timeout_s=timeout_s, progress=progress)]
-    spec.validate()
+    check_spec(spec)
     running = [(s, st) for s, st in replica_statuses(settings) if st in ("running", "starting")]
     if running:
         s = running[0][0]

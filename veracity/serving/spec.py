@@ -1,4 +1,6 @@
-"""What to serve and how: :class:`ServerSpec`, checked before anything starts."""
+"""What to serve and how: :class:`ServerSpec`, checked before anything starts. The engine's name is
+checked against the engines registry by :func:`veracity.serving.engines.check_spec` (the engines build
+their commands from a ServerSpec, so this module does not import them)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ DEFAULT_PORT = 8000
 @dataclass
 class ServerSpec:
     model: str  # registry name (or a path) -- also the served model name
-    engine: str = "vllm"  # a name in veracity.serving.engines.ENGINES
+    engine: str = "vllm"  # a name in veracity.serving.engines.ENGINES (checked by engines.check_spec)
     port: int = DEFAULT_PORT
     host: str = "127.0.0.1"
     structured_backend: str = "xgrammar"
@@ -29,9 +31,7 @@ class ServerSpec:
     extra_args: list[str] = field(default_factory=list)
 
     def validate(self) -> None:
-        from veracity.serving.engines import get_engine
-
-        get_engine(self.engine)  # an unknown name is one line
+        """Every setting but the engine's name (:func:`veracity.serving.engines.check_spec` checks all)."""
         if self.structured_backend not in STRUCTURED_BACKENDS:
             raise ConfigError(
                 f"unknown structured-output backend {self.structured_backend!r}",

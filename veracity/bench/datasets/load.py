@@ -28,6 +28,7 @@ from veracity.bench.datasets.jsonl import read_generic_jsonl
 from veracity.bench.datasets.records import norm_label_key
 from veracity.bench.datasets.registry import DATASETS, DatasetSpec, describe_datasets, get_spec
 from veracity.errors import ConfigError, DataError
+from veracity.pipeline.evidence import evidence_setting
 from veracity.pipeline.labels import THREE_WAY, LabelSpace, space_of
 from veracity.pipeline.types import Claim, Label
 
@@ -243,10 +244,7 @@ def load_dataset(
     if order not in ORDER_MODES:
         raise ConfigError(f"unknown run order {order!r}",
                           hint="use --order sample (the sample's order) or dataset (the dataset file's order)")
-    if evidence not in ("open", "gold", "none"):
-        raise ConfigError(f"unknown evidence setting {evidence!r}",
-                          hint="use --evidence open (the index), gold (each claim's gold evidence only) "
-                               "or none (closed book)")
+    evidence = evidence_setting(evidence)  # the settings' one check (veracity.pipeline.evidence)
     gold_spec = None
     if name.startswith("jsonl:"):
         path = Path(name[len("jsonl:"):]).expanduser()

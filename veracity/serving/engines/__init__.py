@@ -10,6 +10,7 @@ from veracity.errors import ConfigError
 from veracity.serving.engines.base import Engine
 from veracity.serving.engines.llamacpp import LLAMA_CPP
 from veracity.serving.engines.vllm import VLLM
+from veracity.serving.spec import ServerSpec
 
 ENGINES: dict[str, Engine] = {VLLM.name: VLLM, LLAMA_CPP.name: LLAMA_CPP}
 
@@ -19,3 +20,10 @@ def get_engine(name: str) -> Engine:
         return ENGINES[name]
     except KeyError:
         raise ConfigError(f"unknown engine {name!r}", hint=f"choose one of {', '.join(ENGINES)}") from None
+
+
+def check_spec(spec: ServerSpec) -> Engine:
+    """The engine ``spec`` names, after every check of the spec (an unknown engine first): one line each."""
+    engine = get_engine(spec.engine)
+    spec.validate()
+    return engine

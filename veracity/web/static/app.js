@@ -113,17 +113,24 @@ function showVerdict(record, checkId) {
     v.insertBefore(el("p", {class: "ungrounded", id: "ungrounded",
       text: "Ungrounded: a quote the verdict rests on is not in its passage."}), actions);
   }
+  $("#evidence").replaceChildren(...evidenceCards(record));
+}
+
+function evidenceCards(record) {
+  // the cited passages as cards (the Check tab and each claim of the Text tab): the title opens the article,
+  // the passage with the quotes found in it marked, the quotes not in it, its id and retrieval score
   const quotes = record.quotes || [];
-  const evs = $("#evidence");
-  evs.replaceChildren(...(record.evidence.length ? record.evidence.map((e) => {
+  if (!record.evidence.length) return [el("p", {class: "dim", text: "No evidence passages cited."})];
+  return record.evidence.map((e) => {
     const mine = quotes.filter((q) => q.passage_id === e.passage_id);
+    const score = typeof e.score === "number" ? " · retrieval score " + e.score.toFixed(3) : "";
     return el("div", {class: "card ev"},
       el("h3", {}, el("a", {href: articleHref(e.title, e.passage_id), class: "ev-link", text: e.title})),
       passageWithQuotes(e.text, mine.filter((q) => q.found)),
       ...mine.filter((q) => !q.found).map((q) =>
         el("p", {class: "quote-missing", text: "“" + q.text + "” is not in this passage"})),
-      el("p", {class: "meta", text: e.passage_id + " · retrieval score " + Number(e.score).toFixed(3)}));
-  }) : [el("p", {class: "dim", text: "No evidence passages cited."})]));
+      el("p", {class: "meta", text: e.passage_id + score}));
+  });
 }
 
 function passageWithQuotes(text, found) {
@@ -158,6 +165,30 @@ function showRecordTrace(record) {
   $("#trace-status").textContent = "(stored)";
 }
 
+async function readEvents(resp, onEvent) {
+  // a server-sent event stream (the Check and Text tabs): onEvent(name, payload) for each event as it
+  // arrives; what onEvent throws ends the stream
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, {stream: true});
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let name = "message", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      onEvent(name, data ? JSON.parse(data) : {});
+    }
+  }
+}
+
 async function verify(event) {
   event.preventDefault();
   const btn = $("#verify-btn");
@@ -174,33 +205,16 @@ async function verify(event) {
   try {
     const resp = await api("/v1/verify/stream", {method: "POST", headers: {"Content-Type": "application/json"},
       body: JSON.stringify({claim, method: $("#method").value, labels: $("#labels").value, params: {}})});
-    const reader = resp.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const {value, done} = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, {stream: true});
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        let name = "message", data = "";
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event: ")) name = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        const payload = data ? JSON.parse(data) : {};
-        if (name === "trace") addTraceEvent(payload);
-        else if (name === "verdict") {
-          showVerdict(payload.record, payload.check_id);
-          $("#trace-status").textContent = "(done)";
-          history.replaceState(null, "", "#check/" + payload.check_id);
-        } else if (name === "error") {
-          throw new Error(payload.error + (payload.hint ? " (" + payload.hint + ")" : ""));
-        }
+    await readEvents(resp, (name, payload) => {
+      if (name === "trace") addTraceEvent(payload);
+      else if (name === "verdict") {
+        showVerdict(payload.record, payload.check_id);
+        $("#trace-status").textContent = "(done)";
+        history.replaceState(null, "", "#check/" + payload.check_id);
+      } else if (name === "error") {
+        throw new Error(payload.error + (payload.hint ? " (" + payload.hint + ")" : ""));
       }
-    }
+    });
   } catch (e) {
     showError($("#check-error"), e.message);
     $("#verdict").replaceChildren(el("span", {class: "error", text: "No verdict."}));

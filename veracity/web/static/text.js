@@ -73,10 +73,7 @@ function claimItem(id, n) {
   if (st.record && st.record.error) body.append(el("p", {class: "error", text: st.record.error}));
   if (st.record && st.record.label) {
     body.append(el("p", {text: st.record.explanation || "(no explanation)"}));
-    body.append(...(st.record.evidence.length ? st.record.evidence.map((e) => el("div", {class: "card ev"},
-      el("h3", {}, el("a", {href: articleHref(e.title, e.passage_id), class: "ev-link", text: e.title})),
-      el("p", {text: e.text}), el("p", {class: "meta", text: e.passage_id}))) :
-      [el("p", {class: "dim", text: "No evidence passages cited."})]));
+    body.append(...evidenceCards(st.record));  // app.js: the Check tab's cards
     const s = st.record.trace.summary;
     body.append(el("details", {class: "trace"}, el("summary", {text: "trace: " + s.llm_calls + " LLM calls, " + s.tool_calls + " tool calls"}),
       el("pre", {text: pretty(st.record.trace)})));
@@ -143,37 +140,20 @@ async function checkText(event) {
   try {
     const resp = await api("/v1/check/stream", {method: "POST", headers: {"Content-Type": "application/json"},
       body: JSON.stringify({text, method: $("#text-method").value, labels: $("#text-labels").value, params: {}})});
-    const reader = resp.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const {value, done} = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, {stream: true});
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        let name = "message", data = "";
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event: ")) name = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        const p = data ? JSON.parse(data) : {};
-        if (name === "sentences") { textState.sentences = p.sentences; renderTextView(text); renderClaims(); }
-        else if (name === "claims") setClaims(p.sentence, p.claims);
-        else if (name === "extracted") { p.sentences.forEach((s) => setClaims(s.index, s.claims)); }
-        else if (name === "trace") { const st = textState.claims.get(p.claim_id); if (st) { st.trace.push(p.event); } }
-        else if (name === "claim") {
-          const st = textState.claims.get(p.claim_id);
-          if (st) { st.record = p.record; renderClaims(); paintSentence(Number(p.claim_id.split("#s").pop().split("c")[0])); }
-        } else if (name === "done") {
-          showTextRecord(p.record, p.check_id);
-          $("#text-status").textContent = "(done)";
-          history.replaceState(null, "", "#text/" + p.check_id);
-        } else if (name === "error") throw new Error(p.error + (p.hint ? " (" + p.hint + ")" : ""));
-      }
-    }
+    await readEvents(resp, (name, p) => {
+      if (name === "sentences") { textState.sentences = p.sentences; renderTextView(text); renderClaims(); }
+      else if (name === "claims") setClaims(p.sentence, p.claims);
+      else if (name === "extracted") { p.sentences.forEach((s) => setClaims(s.index, s.claims)); }
+      else if (name === "trace") { const st = textState.claims.get(p.claim_id); if (st) { st.trace.push(p.event); } }
+      else if (name === "claim") {
+        const st = textState.claims.get(p.claim_id);
+        if (st) { st.record = p.record; renderClaims(); paintSentence(Number(p.claim_id.split("#s").pop().split("c")[0])); }
+      } else if (name === "done") {
+        showTextRecord(p.record, p.check_id);
+        $("#text-status").textContent = "(done)";
+        history.replaceState(null, "", "#text/" + p.check_id);
+      } else if (name === "error") throw new Error(p.error + (p.hint ? " (" + p.hint + ")" : ""));
+    });
   } catch (e) {
     showError($("#text-error"), e.message);
     $("#text-status").textContent = "(stopped)";
