@@ -29,15 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from index_build import _emit  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 BATCH = 64
-
-
-def _emit(record: dict, out: Path | None) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if out is not None:
-        with open(out, "a") as f:
-            f.write(line + "\n")
 
 
 def _model():
