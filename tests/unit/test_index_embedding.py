@@ -89,6 +89,25 @@ def test_a_live_claim_is_left_alone_and_a_dead_ones_taken_over(tmp_path):
     assert not emb.claim_path(tmp_path, 0).exists()
 
 
+def test_a_claim_interrupted_while_it_is_made_leaves_no_ownerless_claim(tmp_path, monkeypatch):
+    """Ctrl-C at any point of making a claim leaves either no claim or one naming its owner: an empty claim
+    (created, then interrupted before its owner was written — seen in CI) has no pid to check and blocked
+    the next build for STALE_AFTER_S."""
+    real_link = os.link
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(emb.os, "link", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        emb.try_claim(tmp_path, 0)
+    assert not emb.claim_path(tmp_path, 0).exists() and not list(tmp_path.iterdir())  # nothing left behind
+    monkeypatch.setattr(emb.os, "link", real_link)
+    claim = emb.try_claim(tmp_path, 0)  # the next build claims it at once
+    assert claim is not None and json.loads(claim.path.read_text())["pid"] == os.getpid()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [claim.path.name]  # no private file left
+
+
 def test_another_hosts_claim_goes_stale_without_heartbeat(tmp_path):
     path = emb.claim_path(tmp_path, 3)
     path.write_text(json.dumps({"host": "elsewhere.example", "pid": 1, "token": "x"}))

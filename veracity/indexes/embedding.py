@@ -91,19 +91,26 @@ def acquire(path: Path, *, stale_after: float = STALE_AFTER_S, device: str = "cp
     for _ in range(2):
         if done():
             return None
+        # The claim appears with its owner already written in it: the body goes to a private file first,
+        # which is then hard-linked to the claim's name (atomic, and refused when the name exists). A claim
+        # created empty and written after — as before — stayed empty when Ctrl-C landed between the two
+        # steps, and an empty claim has no owner to check, so every later build waited STALE_AFTER_S for it.
+        tmp = path.with_name(f".{path.name}.{token}.tmp")
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            tmp.write_bytes(body)
         except FileNotFoundError:  # the folder is gone: another process finished the build meanwhile
+            return None
+        try:
+            os.link(tmp, path)
+        except FileNotFoundError:
             return None
         except FileExistsError:
             if claim_is_stale(path, stale_after):
                 path.unlink(missing_ok=True)  # its owner is gone: take it over
                 continue
             return None
-        try:
-            os.write(fd, body)
         finally:
-            os.close(fd)
+            tmp.unlink(missing_ok=True)
         if done():  # finished by its previous owner between our checks
             release(Claim(path, token))
             return None
