@@ -102,6 +102,7 @@ class BM25Writer:
 def _detach_jvm_thread() -> None:
     """A thread that called into the JVM must detach before it ends (pyjnius)."""
     try:
+        ensure_jvm()  # started already by this thread's calls; every way into jnius goes through it
         from jnius import detach
 
         detach()
