@@ -27,7 +27,6 @@ from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import Fallback, Role
 
 Message = dict[str, str]
-CATEGORIES: tuple[str, ...] = ("factual", "opinion", "not_a_claim")
 MAX_CLAIM_CHARS = 300  # one atomic claim: a short sentence
 MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
 
