@@ -266,7 +266,8 @@ def sweep(args) -> None:
 
 def project(args) -> None:
     """The plan's model (veracity/indexes/plan.py RATES) for 21,015,324 passages of a Wikipedia dump on idle
-    machines: 2 cores, 16 cores, 16 cores + 1 GPU, 16 cores + 8 GPUs (GPU rates are projections)."""
+    machines: 2 cores, 16 cores, 16 cores + 1 GPU, 16 cores + 8 GPUs (GPU embedding at the rates measured on
+    one H200, benchmarks/gpu_embed.py; k-means on GPU a projection)."""
     from veracity.indexes.build import BuildOptions, Source
     from veracity.indexes.plan import Hardware, make_plan
 

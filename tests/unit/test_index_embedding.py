@@ -169,13 +169,27 @@ GiB = 2**30
 
 
 def test_one_fp16_worker_per_visible_gpu_batch_by_memory():
-    plans = emb.plan_workers(None, [(0, 80 * GiB), (1, 80 * GiB), (2, 16 * GiB)])
+    plans = emb.plan_workers(None, [(0, 80 * GiB), (1, 80 * GiB), (2, 16 * GiB)], per_device=1)
     assert [p.device for p in plans] == ["cuda:0", "cuda:1", "cuda:2"]
     assert all(p.fp16 for p in plans)
     assert [p.batch_size for p in plans] == [4096, 4096, 2048]
-    assert emb.plan_workers(256, [(0, 80 * GiB)])[0].batch_size == 256  # --batch-size wins
+    assert emb.plan_workers(256, [(0, 80 * GiB)], per_device=1)[0].batch_size == 256  # --batch-size wins
     assert emb.plan_workers(None, []) == [emb.WorkerPlan("cpu", 64, False)]
     assert emb.gpu_batch_size(int(0.25 * GiB)) == 64
+
+
+def test_workers_share_each_gpu_as_far_as_the_cores_go():
+    """The tokeniser runs on the CPU (one core per worker): up to 4 workers per device, each batch sized to
+    its share of the device's memory."""
+    assert emb.workers_per_device(1, cpus=16) == 4
+    assert emb.workers_per_device(8, cpus=16) == 2
+    assert emb.workers_per_device(8, cpus=4) == 1
+    assert emb.workers_per_device(1, cpus=2) == 2
+    plans = emb.plan_workers(None, [(0, 16 * GiB), (1, 16 * GiB)], cpus=16)
+    assert [p.device for p in plans] == ["cuda:0"] * 4 + ["cuda:1"] * 4
+    assert {p.batch_size for p in plans} == {512}  # 4 GiB each
+    assert [p.device for p in emb.plan_workers(None, [(0, 80 * GiB)], per_device=2, cpus=16)] == ["cuda:0"] * 2
+    assert emb.plan_workers(None, [], cpus=16) == [emb.WorkerPlan("cpu", 64, False)]
 
 
 def test_cuda_devices_enumerates_torch_devices(monkeypatch):
@@ -225,7 +239,7 @@ def test_embed_on_devices_starts_one_worker_per_device(tmp_path):
                                                            HashEncoder(0.01), shard_size=shard_size, poll=0.02,
                                                            batch_size=plan.batch_size, device=plan.device))
 
-    plans = emb.plan_workers(None, [(0, 40 * GiB), (1, 40 * GiB)])
+    plans = emb.plan_workers(None, [(0, 40 * GiB), (1, 40 * GiB)], per_device=1)
     seen = []
     got = emb.embed_on_devices(tmp_path / "store", n, tmp_path / "s", "hash", plans, shard_size=shard,
                                progress=lambda d, t: seen.append(d), poll=0.01, start=start)
@@ -240,7 +254,7 @@ def test_embed_on_devices_reports_failed_workers(tmp_path):
         return ThreadProc(lambda: (_ for _ in ()).throw(RuntimeError("CUDA out of memory")))
 
     with pytest.raises(IndexDirError, match="2 of 2 embedding workers failed") as err:
-        emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB), (1, GiB)]),
+        emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB), (1, GiB)], per_device=1),
                              shard_size=10, poll=0.01, start=start)
     assert "run the same command again" in err.value.hint
 

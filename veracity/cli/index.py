@@ -85,8 +85,11 @@ def index() -> None:
               help="YYYY-MM-DD of the text, for sources that do not carry one (JSONL, HoVer, FEVER).")
 @click.option("--batch-size", type=int, default=None,
               help="Encoder batch size (default: 64 on CPU, sized to the device's memory on a GPU).")
+@click.option("--workers-per-device", type=int, default=None,
+              help="GPU embedding workers per device (default: up to 4, one core each: the tokeniser runs on the "
+                   "CPU and one worker leaves the GPU waiting).")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Embedding: local (this machine: one worker per GPU, else the CPU), or ray (Ray Data actors, "
+              help="Embedding: local (this machine: workers on every GPU, else the CPU), or ray (Ray Data actors, "
                    "one per GPU of the cluster; the build folder must be on a file system every node sees).")
 @click.option("--ray-address", default=None, help="--backend ray: the cluster to join (default: a local instance).")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
@@ -108,7 +111,7 @@ def index() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, backend, ray_address, shard_size, workers, multistream_index,
+              on_error, dump_date, batch_size, workers_per_device, backend, ray_address, shard_size, workers, multistream_index,
               bm25_threads, bm25_prebuilt, cleaner, plan_only, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
 
@@ -120,8 +123,8 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     command runs again.
 
     The plan (expected passages, disk, RAM and time per stage on this machine) is printed first; a build
-    that cannot fit is refused before it starts (--plan prints it and stops). Embedding uses one worker per
-    GPU (fp16), else the CPU; the same command started again while a build embeds — in another terminal,
+    that cannot fit is refused before it starts (--plan prints it and stops). Embedding uses up to four
+    workers per GPU (fp16), else the CPU; the same command started again while a build embeds — in another terminal,
     or on another machine that sees the same --out folder — joins it and embeds the shards nobody holds.
     --backend ray embeds with Ray Data actors instead (one per GPU of the cluster).
     --faiss-factory auto (the default) is exact search up to 100,000 passages and an IVF index with 8-bit
@@ -143,7 +146,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
                            chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
-                           backend=backend, ray_address=ray_address,
+                           workers_per_device=workers_per_device, backend=backend, ray_address=ray_address,
                            shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
                            bm25_prebuilt=bm25_prebuilt,
                            workers=default_workers() if workers is None else workers,

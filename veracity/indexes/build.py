@@ -70,6 +70,7 @@ class BuildOptions:
     overwrite: bool = False
     shard_size: int = 4096
     batch_size: int | None = None     # None: 64 on CPU, sized to the device's memory on a GPU
+    workers_per_device: int | None = None  # GPU embedding workers per device (None: up to 4, as the cores go)
     backend: str = "local"            # embedding: local (processes on this machine) | ray (Ray Data actors)
     ray_address: str | None = None    # --backend ray: a cluster's address (None: start a local instance)
     bm25_threads: int = field(default_factory=default_workers)  # Lucene indexing threads
@@ -90,8 +91,8 @@ class BuildOptions:
         if self.cleaner not in CLEANERS:
             raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
         for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
-                                     ("--limit", self.limit, 1000)):
-            if flag == "--batch-size" and value is None:
+                                     ("--limit", self.limit, 1000), ("--workers-per-device", self.workers_per_device, 2)):
+            if flag in ("--batch-size", "--workers-per-device") and value is None:
                 continue
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
@@ -463,10 +464,12 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
             if started:
                 ray.shutdown()
     else:
-        plans = plan_workers(options.batch_size)
+        plans = plan_workers(options.batch_size, per_device=options.workers_per_device)
         if len(plans) > 1:
-            log(f"embedding on {len(plans)} GPUs: " + ", ".join(f"{p.device} (fp16, batch {p.batch_size})"
-                                                               for p in plans))
+            devices = sorted({p.device for p in plans})
+            log(f"embedding on {len(devices)} GPU(s), {len(plans) // len(devices)} worker(s) each: "
+                + ", ".join(f"{d} (fp16, batch {next(p.batch_size for p in plans if p.device == d)})"
+                            for d in devices))
             embedded = embed_on_devices(work / STORE_FILE, n, shards, encoder.name, plans,
                                         shard_size=options.shard_size, progress=report)
         else:

@@ -10,7 +10,8 @@ one build together, and an interrupted worker loses at most the shard it held. A
 Two workers embedding the same shard (a takeover race) is harmless: a shard's vectors depend only on its
 passages and the encoder, and the rename is atomic.
 
-Hardware: on GPUs one worker process per visible device, the encoder in fp16, the batch sized to the
+Hardware: on GPUs up to four worker processes per visible device (the tokeniser runs on the CPU, and one
+worker leaves the GPU waiting for it), the encoder in fp16, the batch sized to each worker's share of the
 device's memory (:func:`plan_workers`); on CPU one worker in this process (torch uses the cores).
 ``index build --backend ray`` runs the workers as Ray Data actors (GPU actors when the cluster has GPUs)
 writing the same files (:func:`embed_with_ray`); the build folder must then be on a file system every node sees.
@@ -249,21 +250,39 @@ def cuda_devices() -> list[tuple[int, int]]:
 
 
 def gpu_batch_size(memory_bytes: int, requested: int | None = None) -> int:
-    """Encoder batch for a GPU of ``memory_bytes``: 128 per GiB, a power of two between 64 and 4096 (a
-    MiniLM-size encoder in fp16 at 256 tokens holds about 2 MiB of activations per passage; a quarter of
-    the device is left to the allocator and the model). ``requested`` (``--batch-size`` given) wins."""
+    """Encoder batch for a GPU share of ``memory_bytes``: 128 per GiB, a power of two between 64 and 4096 (all-
+    MiniLM-L6-v2 in fp16 peaked at 7,655 MiB at batch 4096 on an H200, about 1.9 MiB per passage, so a
+    quarter of the share is left to the allocator and the model). ``requested`` (``--batch-size``) wins."""
     if requested:
         return requested
     per_gib = 128 * memory_bytes / 2**30
     return int(min(4096, max(64, 2 ** int(np.log2(max(1.0, per_gib))))))
 
 
-def plan_workers(batch_size: int | None = None, devices: list[tuple[int, int]] | None = None) -> list[WorkerPlan]:
-    """One worker per visible GPU (fp16, batch sized to its memory), else one CPU worker."""
+MAX_WORKERS_PER_DEVICE = 4
+
+
+def workers_per_device(n_devices: int, cpus: int | None = None) -> int:
+    """Worker processes sharing each GPU: the encoder's tokeniser runs on the CPU, one core per worker, and
+    with one worker the GPU waits for it (H200, all-MiniLM-L6-v2 fp16, 16 cores: tokenising alone 3,240
+    passages/s on one thread; 1 / 2 / 4 workers on the device 2,929 / 4,881 / 6,654 passages/s, BENCHMARKS.md
+    "Embedding on a GPU"). So up to 4 per device, as far as the cores go."""
+    if cpus is None:
+        from veracity.indexes.parallel import default_workers
+
+        cpus = default_workers()
+    return max(1, min(MAX_WORKERS_PER_DEVICE, cpus // max(1, n_devices)))
+
+
+def plan_workers(batch_size: int | None = None, devices: list[tuple[int, int]] | None = None,
+                 per_device: int | None = None, cpus: int | None = None) -> list[WorkerPlan]:
+    """``per_device`` fp16 workers on each visible GPU (default :func:`workers_per_device`), each batch sized to
+    its share of the device's memory; without a GPU one CPU worker."""
     devices = cuda_devices() if devices is None else devices
     if not devices:
         return [WorkerPlan("cpu", batch_size or 64, False)]
-    return [WorkerPlan(f"cuda:{i}", gpu_batch_size(mem, batch_size), True) for i, mem in devices]
+    k = per_device or workers_per_device(len(devices), cpus)
+    return [WorkerPlan(f"cuda:{i}", gpu_batch_size(mem // k, batch_size), True) for i, mem in devices for _ in range(k)]
 
 
 def _device_worker(store_path: str, n_passages: int, folder: str, encoder_name: str, plan: WorkerPlan,
@@ -331,7 +350,7 @@ class ShardEmbedder:
         from veracity.models.encoders import load_encoder
 
         gpus = cuda_devices()
-        self.plan = plan_workers(batch_size, gpus[:1])[0]  # Ray sets CUDA_VISIBLE_DEVICES to the actor's GPU
+        self.plan = plan_workers(batch_size, gpus[:1], per_device=1)[0]  # Ray gives the actor its own GPU
         self.store = PassageStore(Path(store_path))
         self.encoder = load_encoder(encoder_name, device=self.plan.device)
         self.args = (n_passages, Path(folder), shard_size, stale_after)

@@ -51,9 +51,10 @@ RATES = {
     # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 idle cores (the demo build, issue 28)
     "embed_cpu_per_core": 13.7,
     "embed_fixed_cpu_s": 6.0,     # loading torch and the encoder
-    # PROJECTION, not measured here: sentence-transformers lists 14,200 sentences/s for all-MiniLM-L6-v2 on one
-    # V100 (short sentences); 100-word passages carry ~4x the tokens, so ~3,500/s is assumed per GPU
-    "embed_per_gpu": 3500.0,
+    # all-MiniLM-L6-v2 fp16 through embed_on_devices on one H200 (16 cores), 219,740 demo passages, each worker's
+    # start included: 1 / 2 / 4 workers on the device 2,929 / 4,881 / 6,654 passages/s (benchmarks/gpu_embed.py,
+    # 2026-11-26); the tokeniser on the CPU is the limit, so a smaller GPU is assumed to do the same
+    "embed_per_gpu_by_workers": {1: 2929.0, 2: 4881.0, 3: 5770.0, 4: 6654.0},  # 3: interpolated
     # FAISS work (k-means training, assigning every vector to a list, the exact search of the recall check)
     # in multiply-adds per second per core: benchmarks/ann_bench.py speed (1M vectors), from its CPU time
     "faiss_flops_per_core": 20e9,
@@ -281,8 +282,11 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
                              f"{workers} parser(s)"))
     if options.dense:
         if hardware.gpus:
-            embed_s = passages / (RATES["embed_per_gpu"] * len(hardware.gpus))
-            note = f"{len(hardware.gpus)} GPU(s), fp16: projected rate"
+            from veracity.indexes.embedding import workers_per_device
+
+            k = min(4, options.workers_per_device or workers_per_device(len(hardware.gpus), hardware.cores))
+            embed_s = passages / (RATES["embed_per_gpu_by_workers"][k] * len(hardware.gpus))
+            note = f"{len(hardware.gpus)} GPU(s) x {k} worker(s), fp16: rate measured on an H200"
         else:
             embed_s = passages / (RATES["embed_cpu_per_core"] * hardware.cores * share)
             note = f"{hardware.cores} core(s)"
