@@ -6,18 +6,24 @@ passage and where. Both texts are normalised the same way before an exact substr
 
 - Unicode NFKC (per character cluster, so a base letter and its combining marks compose: ``u`` + U+0308
   is ``ü``; ligatures and full-width forms become plain letters; ``…`` becomes ``...``), then case folding;
-- curly and other typographic quotes become ``'`` / ``"``; hyphens, en / em dashes and the minus sign
-  become ``-``; zero-width characters and soft hyphens are dropped;
+- every quote mark, single or double, straight or typographic, becomes ``"`` (a model that copies
+  ``'Romanian Paradise'`` from ``"Romanian Paradise"`` has copied the words); hyphens, en / em dashes and the
+  minus sign become ``-``, and whitespace next to a dash is dropped (``Basin- Reno`` is ``Basin-Reno``);
+  zero-width characters and soft hyphens are dropped;
+- wiki link markup is read as the words it displays: ``[[Reno–Sparks_metropolitan_area|Reno–Sparks
+  metropolitan area]]`` is ``Reno–Sparks metropolitan area`` (FEVEROUS's sentences and other marked-up
+  corpora keep it; a quote of the displayed words, or of the markup, is the passage's words);
 - every run of whitespace becomes one space.
 
 Diacritics stay significant (``Zurich`` is not a quote of ``Zürich``): a quote is the passage's words,
-not a paraphrase. A quote is searched as written, then without the quote marks and ellipses around it. Nothing fuzzy: the same quote
+not a paraphrase. A quote is searched as written, then without the quote marks, ellipses and the closing full stop around it. Nothing fuzzy: the same quote
 and passage always give the same answer. A found quote records its character offsets in the passage's
 ORIGINAL text (``passage.text[start:end]`` is the span), which is what the CLI and the page show.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
@@ -26,11 +32,20 @@ from veracity.pipeline.types import Evidence
 
 QUOTE_MAX_CHARS = 200  # a quote is a short span, not the passage (bounded in the schema, checked by pydantic)
 
-_QUOTES = {c: "'" for c in "\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4"} | {
-    c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}
+_QUOTES = {c: '"' for c in "'\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}
 _DASHES = {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d"}
 _DROP = set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
-_STRIP = " \"'"  # around a quote after normalisation: spaces and quote marks
+_STRIP = ' "'  # around a quote after normalisation: spaces and quote marks
+_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]|]*)\]\]")  # [[target|display]] or [[display]]
+
+
+def _markup(text: str) -> set[int]:
+    """Offsets of the characters of wiki link markup that are not displayed: ``[[target|`` and ``]]``."""
+    hidden: set[int] = set()
+    for m in _LINK.finditer(text):
+        hidden.update(range(m.start(), m.start(1)))
+        hidden.update(range(m.end(1), m.end()))
+    return hidden
 
 
 @dataclass(frozen=True)
@@ -68,11 +83,16 @@ def normalise(text: str) -> tuple[str, list[tuple[int, int]]]:
     out: list[str] = []
     spans: list[tuple[int, int]] = []
     space_open = False  # a whitespace run in progress: one space for all of it
+    hidden = _markup(text) if "[[" in text else set()
     for start, end in _clusters(text):
+        if start in hidden:
+            continue
         for ch in unicodedata.normalize("NFKC", text[start:end]).casefold():
             if ch in _DROP:
                 continue
             if ch.isspace():
+                if out and out[-1] == "-":
+                    continue  # no space after a dash
                 if out and not space_open:
                     out.append(" ")
                     spans.append((start, end))
@@ -81,7 +101,11 @@ def normalise(text: str) -> tuple[str, list[tuple[int, int]]]:
                     spans[-1] = (spans[-1][0], end)
                 continue
             space_open = False
-            out.append(_QUOTES.get(ch) or _DASHES.get(ch) or ch)
+            ch = _QUOTES.get(ch) or _DASHES.get(ch) or ch
+            if ch == "-" and out and out[-1] == " ":  # no space before a dash
+                out.pop()
+                spans.pop()
+            out.append(ch)
             spans.append((start, end))
     while out and out[-1] == " ":
         out.pop()
@@ -96,7 +120,7 @@ def quote_core(quote: str) -> str:
     while prev != core:
         prev = core
         core = core.strip(_STRIP)
-        core = core.removesuffix("...").removeprefix("...")
+        core = core.removesuffix("...").removeprefix("...").removesuffix(".")
     return core
 
 
