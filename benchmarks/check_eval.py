@@ -292,11 +292,33 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
     else:
         items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed, args.sources.split(","))
         cv = cv or _claim_verifier(args, args.method)
-        rows = []
-        for item in items:
-            rows.append(await response_item(item, cv, params))
-            print(f"{item['id']}: predicted false={rows[-1]['predicted_false']} gold false={item['false']}",
-                  file=sys.stderr)
+        # each finished response is appended to OUT.rows.jsonl at once; a run started again with the same
+        # --out, --n and --seed takes its finished responses from there and checks only the others
+        rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None
+        done: dict[str, dict[str, Any]] = {}
+        if rows_file is not None and rows_file.is_file():
+            for line in rows_file.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    done[row["id"]] = row
+            print(f"resuming: {sum(1 for i in items if i['id'] in done)} of {len(items)} responses already checked "
+                  f"({rows_file})", file=sys.stderr)
+        if rows_file is not None:
+            rows_file.parent.mkdir(parents=True, exist_ok=True)
+        gate = asyncio.Semaphore(max(1, args.items_concurrency))
+
+        async def one(item: dict[str, Any]) -> dict[str, Any]:
+            if item["id"] in done:
+                return done[item["id"]]
+            async with gate:
+                row = await response_item(item, cv, params)
+            if rows_file is not None:
+                with rows_file.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(row) + "\n")
+            print(f"{item['id']}: predicted false={row['predicted_false']} gold false={item['false']}", file=sys.stderr)
+            return row
+
+        rows = list(await asyncio.gather(*(one(item) for item in items)))
         result = score_response(rows, args.seed)
     result.update(task=args.task, seed=args.seed, n_requested=args.n, elapsed_s=round(time.time() - t0, 1),
                   items=[r["id"] for r in rows])
@@ -318,6 +340,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--evidence", default="open")
     p.add_argument("--concurrency", type=int, default=None)
     p.add_argument("--match-threshold", type=float, default=0.75)
+    p.add_argument("--items-concurrency", type=int, default=1,
+                   help="response: texts checked at once (each verifies its claims --concurrency at a time)")
     p.add_argument("--out", default=None, help="write the result JSON here (else stdout)")
     return p
 

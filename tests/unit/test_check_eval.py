@@ -89,6 +89,33 @@ def test_response_and_claim_level_macro_f1(tmp_path):
     assert res["response_accuracy"]["value"] == pytest.approx(golds.count(False) / len(golds))
 
 
+def test_response_rows_are_kept_as_they_finish_and_a_second_run_resumes(tmp_path):
+    """Each checked response is appended to OUT.rows.jsonl at once; the same command again checks only the
+    responses not there (no LLM call for the others) and scores all of them."""
+    needs_data()
+    calls = []
+
+    def judge(m):
+        calls.append(1)
+        return {"explanation": "x", "label": "SUPPORTED"}
+
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[-1]["content"].split("Sentence to split:\n", 1)[1]]},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"}, "direct.judge": judge})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path / "s"))
+    out = tmp_path / "r" / "response.json"
+    first = asyncio.run(check_eval.run(args("response", out=str(out), items_concurrency=2), cv=cv))
+    rows = out.with_suffix(".rows.jsonl").read_text().splitlines()
+    first_calls = len(calls)
+    assert len(rows) == 3 and first_calls
+    # the first response's row is lost (as if the run had been killed before it finished): only it is redone
+    out.with_suffix(".rows.jsonl").write_text("\n".join(rows[1:]) + "\n")
+    calls.clear()
+    again = asyncio.run(check_eval.run(args("response", out=str(out)), cv=cv))
+    assert 0 < len(calls) < first_calls
+    assert len(out.with_suffix(".rows.jsonl").read_text().splitlines()) == 3
+    assert again["items"] == first["items"] and again["response_accuracy"] == first["response_accuracy"]
+
+
 def test_greedy_matching_is_one_to_one():
     assert check_eval.greedy_matches([[0.9, 0.8], [0.85, 0.1]], 0.5) == [(0, 0)]
     assert check_eval.greedy_matches([[0.9, 0.8], [0.85, 0.6]], 0.5) == [(0, 0), (1, 1)]
