@@ -395,6 +395,8 @@ INDEX_SOURCES = [
         match="batch-size"),
     row("build-shard-size-0", "index", "build", "{tmp}/corpus/good.jsonl", "--shard-size", "0", *BUILD_OUT,
         match="shard-size"),
+    row("build-workers-per-device-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers-per-device", "0",
+        *BUILD_OUT, match="--workers-per-device must be"),
     row("build-dump-date-bad", "index", "build", "{tmp}/corpus/good.jsonl", "--dump-date", "last year", *BUILD_OUT,
         match="dump-date|last year"),
     row("build-nothing-to-build", "index", "build", "{tmp}/corpus/good.jsonl", "--no-bm25", "--no-dense",
