@@ -253,6 +253,10 @@ def _events(r: dict, kind: str) -> list[dict]:
     return [e for e in (r.get("trace") or {}).get("events", []) if e.get("kind") == kind]
 
 
+def _labels_of(labels) -> tuple:
+    return tuple(getattr(labels, "labels", labels))
+
+
 def quotes_rule(drop_points: float, real_misreadings: float) -> bool:
     """BENCHMARKS.md's rule for making quotes=check rag's default, written down before the claims were
     drawn: pooled accuracy drops by at most 2 points, and at least 70 % of the hand-read ungrounded
@@ -278,17 +282,19 @@ def quotes_compare(args: argparse.Namespace) -> int:
     if not cells:
         print(f"error: no cell is in both {off_root} and {check_root}", file=sys.stderr)
         return 2
-    head = ["cell", "n", "off acc % [CI]", "check acc % [CI]", "off F1 %", "check F1 %", "mismatch before retry",
+    head = ["cell", "n", "off acc % [CI]", "check acc % [CI]", "off F1 % [CI]", "check F1 % [CI]", "mismatch before retry",
             "ungrounded after retry", "verdicts changed"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     pooled: dict[str, list[str]] = {"gold": [], "off": [], "check": []}
+    pooled_spaces: list = []
     grounded, ungrounded = [], []
     for name in cells:
         gold = _gold(check_root / name)
         off, chk = _predictions(off_root / name, gold), _predictions(check_root / name, gold)
         ids = [i for i in gold if i in off and i in chk]
         labels = next(iter(gold.values()))[2]
+        pooled_spaces.append(labels)
         g = [gold[i][1] for i in ids]
         po, pc = [off[i]["label"] for i in ids], [chk[i]["label"] for i in ids]
         so, sc = evaluate(g, po, labels), evaluate(g, pc, labels)
@@ -296,8 +302,9 @@ def quotes_compare(args: argparse.Namespace) -> int:
         before = sum(any(e.get("attempt") == 1 for e in _events(chk[i], MISMATCH_EVENT)) for i in ids)
         after = sum(chk[i].get("grounding") == "ungrounded" for i in ids)
         print(f"| {name} | {len(ids)} | {_pct(so.accuracy)} [{_pct(co['accuracy'][0])}, {_pct(co['accuracy'][1])}] | "
-              f"{_pct(sc.accuracy)} [{_pct(cc['accuracy'][0])}, {_pct(cc['accuracy'][1])}] | {_pct(so.macro_f1)} | "
-              f"{_pct(sc.macro_f1)} | {before}/{len(ids)} | {after}/{len(ids)} | {sum(a != b for a, b in zip(po, pc, strict=True))} |")
+              f"{_pct(sc.accuracy)} [{_pct(cc['accuracy'][0])}, {_pct(cc['accuracy'][1])}] | "
+              f"{_pct(so.macro_f1)} [{_pct(co['macro_f1'][0])}, {_pct(co['macro_f1'][1])}] | "
+              f"{_pct(sc.macro_f1)} [{_pct(cc['macro_f1'][0])}, {_pct(cc['macro_f1'][1])}] | {before}/{len(ids)} | {after}/{len(ids)} | {sum(a != b for a, b in zip(po, pc, strict=True))} |")
         pooled["gold"] += g
         pooled["off"] += po
         pooled["check"] += pc
@@ -312,6 +319,14 @@ def quotes_compare(args: argparse.Namespace) -> int:
     drop = 100 * (acc["off"] - acc["check"])
     print(f"\npooled over {n} claims: accuracy off {_pct(acc['off'])} %, check {_pct(acc['check'])} % "
           f"(drop {drop:.1f} points; the rule allows at most 2.0)")
+    if len({len(_labels_of(c)) for c in pooled_spaces}) == 1:
+        labels = pooled_spaces[0]
+        for k in ("off", "check"):
+            st, ci = evaluate(pooled["gold"], pooled[k], labels), bootstrap_ci(pooled["gold"], pooled[k], labels)
+            print(f"pooled {k}: accuracy {_pct(st.accuracy)} [{_pct(ci['accuracy'][0])}, {_pct(ci['accuracy'][1])}], "
+                  f"macro-F1 {_pct(st.macro_f1)} [{_pct(ci['macro_f1'][0])}, {_pct(ci['macro_f1'][1])}]")
+    else:
+        print("pooled macro-F1: not given (the cells have different label spaces)")
     if args.sheet:
         rng = random.Random(args.hand_seed)
         picked = [("grounded", x) for x in rng.sample(grounded, min(args.hand_read, len(grounded)))] + \
