@@ -34,6 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from onnx_encoder import _recall  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 
 def prepare(carry: Path, index: Path, refs: int, queries: int) -> None:
     import faiss
@@ -80,12 +82,6 @@ def build_store(base: Path, out: Path, copies: int) -> int:
     dst.commit()
     dst.close()
     return k
-
-
-def recall_at_10(q_a: np.ndarray, p_a: np.ndarray, q_b: np.ndarray, p_b: np.ndarray) -> float:
-    top_a = np.argsort(-(q_a @ p_a.T), axis=1)[:, :10]
-    top_b = np.argsort(-(q_b @ p_b.T), axis=1)[:, :10]
-    return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top_a, top_b, strict=True)]))
 
 
 def run(carry: Path, out: Path, copies: int, scaling: list[int] | None = None) -> None:
@@ -160,7 +156,7 @@ def run(carry: Path, out: Path, copies: int, scaling: list[int] | None = None) -
     cos = np.sum(gpu_p * ref_p, axis=1)
     result["agreement"] = {"passages": len(ref_p), "queries": len(claims),
                            "cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()), 6),
-                           "recall_at_10": round(recall_at_10(gpu_q, gpu_p, ref_q, ref_p), 4)}
+                           "recall_at_10": round(_recall(ref_p, ref_q, gpu_p, gpu_q), 4)}
     save()
 
     # 2. the build's own path: one spawned worker per device, shards claimed and written

@@ -319,7 +319,7 @@ def quotes_compare(args: argparse.Namespace) -> int:
     drop = 100 * (acc["off"] - acc["check"])
     print(f"\npooled over {n} claims: accuracy off {_pct(acc['off'])} %, check {_pct(acc['check'])} % "
           f"(drop {drop:.1f} points; the rule allows at most 2.0)")
-    if len({len(_labels_of(c)) for c in pooled_spaces}) == 1:
+    if len({_labels_of(c) for c in pooled_spaces}) == 1:  # the same label space in every cell
         labels = pooled_spaces[0]
         for k in ("off", "check"):
             st, ci = evaluate(pooled["gold"], pooled[k], labels), bootstrap_ci(pooled["gold"], pooled[k], labels)

@@ -282,9 +282,10 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
                              f"{workers} parser(s)"))
     if options.dense:
         if hardware.gpus:
-            from veracity.indexes.embedding import workers_per_device
+            from veracity.indexes.embedding import MAX_WORKERS_PER_DEVICE, workers_per_device
 
-            k = min(4, options.workers_per_device or workers_per_device(len(hardware.gpus), hardware.cores))
+            k = min(MAX_WORKERS_PER_DEVICE,
+                    options.workers_per_device or workers_per_device(len(hardware.gpus), hardware.cores))
             embed_s = passages / (RATES["embed_per_gpu_by_workers"][k] * len(hardware.gpus))
             note = f"{len(hardware.gpus)} GPU(s) x {k} worker(s), fp16: rate measured on an H200"
         else:
