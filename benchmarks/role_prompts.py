@@ -110,6 +110,10 @@ def cases() -> dict[str, list[dict[str, str]]]:
     out["zofia.judge/pool"] = zo.JUDGE.messages(pool="pool", history=[(argument, argument)], max_rounds=3,
                                                 show_pool=True)
     out["zofia.judge/direct"] = zo.DIRECT_JUDGE.messages(pool="pool")
+    if hasattr(zo, "QuotedDebateDecision"):  # quotes=show|check (veracity's switch; a checkout without it has no case)
+        out["zofia.judge/quotes"] = zo.JUDGE.messages(pool="pool", history=[(argument, argument)], max_rounds=5,
+                                                      passages=PASSAGES, quoting=True)
+        out["zofia.judge/direct/quotes"] = zo.DIRECT_JUDGE.messages(pool="pool", passages=PASSAGES, quoting=True)
     return out
 
 

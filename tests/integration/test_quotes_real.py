@@ -58,3 +58,33 @@ def test_rag_quotes_check_end_to_end(llm_endpoint, tmp_path):
             assert r["label"] == "NOT_ENOUGH_INFO" and r["explanation"].startswith("Ungrounded: ")
     amazon = rows["amazon-pacific"]
     assert not (amazon["label"] == "SUPPORTED" and not all(q["found"] for q in amazon["quotes"]))
+
+
+def test_zofia_judge_quotes_check_end_to_end(llm_endpoint, hover_searcher):
+    """ZoFia's judge with quotes=check on the real server: its quoted schema (R / F / I and quotes whose ids
+    are the passages retrieved) decodes, the recorded quotes are the model-free check's decisions, a ruling
+    is retried at most once, and an ungrounded ruling never stands."""
+    claim = Claim("hover-tower", "Carnegie Hall Tower is located in the same city as Staten Island.")
+    v = Verifier(method="zofia", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+                 quotes="check", max_debate_rounds=1, no_linguist=True, no_expert=True, web_k=3, web_pool=10,
+                 wiki_candidates=2, rag_k=3, max_subclaims=1, ner="llm",
+                 **{"entities.max_tokens": 320, "claim_extractor.max_tokens": 160, "claim_verifier.max_tokens": 160,
+                    "judge.max_tokens": 320, "pro.max_tokens": 200, "con.max_tokens": 200})
+    verdict = v.verify(claim)
+    v.close()
+    d = verdict.to_dict(claim)
+    judge_calls = [c for c in verdict.trace.llm_calls if c.role == "zofia.judge"]
+    kinds = [e["kind"] for e in d["trace"]["events"]]
+    if "zofia.nothing_to_check" in kinds:  # no passage and no analysis reached the judge: nothing to quote
+        assert not judge_calls
+        return
+    assert 1 <= len(judge_calls) <= 2 and d["grounding"] in ("grounded", "ungrounded")
+    texts = {e.passage_id: e.text for e in verdict.evidence}
+    for q in d["quotes"]:
+        assert q["passage_id"] in texts  # the schema's enum of the passages the judge was shown held
+        at = locate(q["text"], texts[q["passage_id"]])
+        assert (q["start"], q["end"]) == (at if at else (None, None)) and q["found"] == (at is not None)
+    if d["grounding"] == "ungrounded":
+        assert d["label"] == "NOT_ENOUGH_INFO" and d["explanation"].startswith("Ungrounded: ")
+    elif d["label"] != "NOT_ENOUGH_INFO":
+        assert d["quotes"] and all(q["found"] for q in d["quotes"])

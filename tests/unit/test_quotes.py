@@ -207,6 +207,18 @@ def test_quotes_off_is_rag_as_before():
     assert METHODS["rag"].make_params({}).quotes == "off"
 
 
+def test_every_method_that_reads_passages_has_the_switch_off_by_default_and_direct_says_why_not():
+    from veracity.errors import ConfigError
+
+    for name, spec in METHODS.items():
+        if name == "direct":
+            with pytest.raises(ConfigError, match="direct reads no passages .closed book., so its verdict has nothing"):
+                spec.make_params({"quotes": "check"})
+            continue
+        assert spec.make_params({}).quotes == "off", name
+        assert spec.make_params({"quotes": "check"}).quotes == "check", name
+
+
 # ----------------------------------------------------------------- where people look
 def test_the_cli_panel_prints_each_quote_under_its_passage():
     from rich.console import Console

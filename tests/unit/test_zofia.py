@@ -450,3 +450,111 @@ def test_debaters_budget_follows_the_paper():
     long_point = "evidence: " + "x" * 300 + " (from the claim verification); reason: " + "y" * 100
     arg = DebateArgument(rebuttal="r" * 1000, points=[long_point] * 5)  # Appendix C's arguments are this long
     assert len(arg.points) == 5
+
+
+# ------------------------------------------------------------------ issue 31: the judge's quotes (veracity's switch)
+DENIAL = "A representative for Jamie Foxx denied the engagement rumors"
+
+
+def quoting_judge(*rulings):
+    """A judge for quotes=show|check: each call answers the next (decision, quote) pair, the quote cited to
+    [Foxx and Holmes#0] (None: no quotes); the last pair repeats."""
+    from veracity.pipeline.methods.zofia.roles import QuotedDebateDecision, QuotedDirectDecision
+
+    def judge(msgs, model, i):
+        decision, quote = rulings[min(i, len(rulings) - 1)]
+        quotes = [] if quote is None else [{"passage_id": "Foxx and Holmes#0", "quote": quote}]
+        if issubclass(model, QuotedDirectDecision):
+            return {"reason": "direct", "decision": {"R": "REAL", "F": "FAKE"}[decision], "quotes": quotes}
+        assert issubclass(model, QuotedDebateDecision)
+        return {"decision": decision, "quotes": quotes}
+
+    return judge
+
+
+async def run_quoting(judge, **params):
+    llm = ScriptedLLM(scripted(**{"zofia.judge": judge}), repeat_last=True)
+    ctx, _ = make_ctx(llm, **params)
+    verdict = await verify_zofia(Claim("q1", ARTICLE), ctx)
+    return verdict, llm, ctx
+
+
+async def test_quotes_check_retries_a_misquoted_ruling_then_gives_nei_marked_ungrounded():
+    from veracity.pipeline.grounding import MISMATCH_EVENT, UNGROUNDED_EVENT
+
+    verdict, llm, ctx = await run_quoting(quoting_judge(("F", "The couple married in Paris last week")), quotes="check")
+    judge_calls = [c for c in llm.calls if c.role == "zofia.judge"]
+    assert len(judge_calls) == 2 and llm.roles().count("zofia.pro") == 1  # round 1's ruling, then its one retry
+    first = judge_calls[0].messages
+    assert "when you rule R or F, for each passage your ruling rests on" in first[0]["content"]
+    assert "Just one character" not in first[0]["content"]
+    assert first[1]["content"].startswith("Passages:\n[") and "[Foxx and Holmes#0] Foxx and Holmes" in first[1]["content"]
+    retry = judge_calls[1].messages
+    assert retry[:-2] == first and retry[-2]["role"] == "assistant"
+    assert "is not in passage [Foxx and Holmes#0]" in retry[-1]["content"] and "answer I." in retry[-1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+    assert verdict.explanation.startswith("Ungrounded:") and "FAKE" in verdict.explanation
+    assert [e["attempt"] for e in events(ctx.trace, MISMATCH_EVENT)] == [1, 2]
+    assert events(ctx.trace, UNGROUNDED_EVENT)[0]["label_given"] == "FAKE"
+    assert verdict.to_dict(Claim("q1", ARTICLE))["grounding"] == "ungrounded"
+
+
+async def test_quotes_check_keeps_a_ruling_whose_retry_quotes_the_passage():
+    verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped"), ("F", f"“{DENIAL}”")), quotes="check")
+    assert verdict.label is Label.REFUTED and verdict.grounding == "grounded"
+    q = verdict.quotes[0]
+    passage = next(e for e in verdict.evidence if e.passage_id == "Foxx and Holmes#0")
+    assert q.found and passage.text[q.start:q.end] == DENIAL
+    assert llm.roles().count("zofia.judge") == 2
+
+
+async def test_quotes_check_retry_may_continue_the_debate():
+    verdict, llm, ctx = await run_quoting(quoting_judge(("R", "they eloped"), ("I", None), ("F", DENIAL)),
+                                          quotes="check")
+    assert [r["decision"] for r in events(ctx.trace, "zofia.debate_round")] == ["CONTINUE", "FAKE"]
+    assert verdict.label is Label.REFUTED and verdict.grounding == "grounded" and verdict.quotes[0].found
+    assert llm.roles().count("zofia.judge") == 3 and llm.roles().count("zofia.pro") == 2
+
+
+async def test_quotes_continue_needs_no_quote_and_a_grounded_ruling_costs_no_retry():
+    verdict, llm, _ = await run_quoting(quoting_judge(("I", None), ("R", DENIAL)), quotes="check")
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded"
+    assert llm.roles().count("zofia.judge") == 2  # one per round, no retry
+
+
+async def test_quotes_show_marks_a_misquote_but_keeps_the_ruling():
+    verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped")), quotes="show")
+    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded" and not verdict.quotes[0].found
+    assert llm.roles().count("zofia.judge") == 1
+
+
+async def test_quotes_check_in_binary_gives_refuted_and_a_decision_without_quotes_is_ungrounded():
+    from veracity.pipeline.labels import BINARY
+
+    llm = ScriptedLLM(scripted(**{"zofia.judge": quoting_judge(("R", None))}), repeat_last=True)
+    ctx, _ = make_ctx(llm, quotes="check")
+    ctx.label_space = BINARY
+    verdict = await verify_zofia(Claim("q2", ARTICLE), ctx)
+    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded"
+    assert "quotes no passage" in verdict.explanation
+
+
+async def test_quotes_check_for_the_no_debate_judge():
+    verdict, llm, _ = await run_quoting(quoting_judge(("R", "they eloped")), quotes="check", no_debate=True)
+    calls = [c for c in llm.calls if c.role == "zofia.judge"]
+    assert len(calls) == 2 and "zofia.pro" not in llm.roles()
+    assert calls[0].messages[0]["content"].endswith("copied exactly from it.")
+    assert "\n\nPassages:\n[" in calls[0].messages[1]["content"]
+    assert "or, if the passages do not say it, answer FAKE." in calls[1].messages[-1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+    verdict, _, _ = await run_quoting(quoting_judge(("R", DENIAL)), quotes="check", no_debate=True)
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and verdict.explanation == "Real: direct"
+
+
+async def test_quotes_off_is_the_paper_judge():
+    llm = ScriptedLLM(scripted(judge=("FAKE",)), repeat_last=True)
+    ctx, _ = make_ctx(llm)
+    verdict = await verify_zofia(Claim("q3", ARTICLE), ctx)
+    judge = next(c for c in llm.calls if c.role == "zofia.judge")
+    assert "quotes" not in judge.output_model.model_fields and "Passages:" not in judge.messages[1]["content"]
+    assert verdict.quotes is None and "quotes" not in verdict.to_dict(Claim("q3", ARTICLE))

@@ -21,7 +21,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable
 
 from veracity.errors import ConfigError
 
@@ -56,6 +56,8 @@ class MethodParams:
     """Base of every method's parameters: the per-role overrides (``ROLE.max_tokens`` / ``ROLE.temperature``)."""
 
     roles: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"help": "per-role overrides", "internal": True})
+    # parameters other methods have that make no sense for this one, with the reason (a one-line error names it)
+    not_applicable: ClassVar[dict[str, str]] = {}
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,8 @@ def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None
         if key not in fields:
             valid = sorted(fields) + [f"ROLE.{s}" for s in ROLE_SETTINGS]
             hint = (f"replaced by {RENAMED[key]}; " if key in RENAMED else "") + f"valid: {', '.join(valid)}"
-            raise ConfigError(f"method {method} has no parameter {key}", hint=hint)
+            why = params_cls.not_applicable.get(key)
+            raise ConfigError(f"method {method} has no parameter {key}" + (f": {why}" if why else ""), hint=hint)
         values[key] = _coerce(method, key, value, hints[key], dict(fields[key].metadata))
     inst = params_cls(**values)
     inst.roles = role_settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -15,7 +16,10 @@ from veracity.pipeline.types import Claim, Label, Verdict
 
 @dataclass
 class DirectParams(MethodParams):
-    pass  # the judge's budget and temperature are role settings: --param judge.max_tokens=N
+    # the judge's budget and temperature are role settings: --param judge.max_tokens=N
+    not_applicable: ClassVar[dict[str, str]] = {
+        "quotes": "direct reads no passages (closed book), so its verdict has nothing to quote; "
+                  "use --method rag, whose judge quotes the passages it cites"}
 
 
 # -- role: direct.judge ------------------------------------------------------------------------

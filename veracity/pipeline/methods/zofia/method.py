@@ -42,13 +42,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
 import numpy as np
 
 from veracity.errors import ConfigError, LLMOutputError
+from veracity.pipeline.grounding import (
+    QUOTE_MODES,
+    Grounded,
+    ask_quoting,
+    check_reply,
+    not_supported,
+    quoting,
+    ungrounded_explanation,
+)
 from veracity.models.encoders import Encoder, load_encoder
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import (
@@ -84,6 +93,8 @@ from veracity.pipeline.methods.zofia.roles import (
     ExpertAnalysis,
     ExpertTriage,
     LinguistAnalysis,
+    QuotedDebateDecision,
+    QuotedDirectDecision,
     con_turn,
     format_argument,
     pro_turn,
@@ -157,6 +168,12 @@ class ZofiaParams(MethodParams):
                                         paper="Table 2: w/o Claim verification")
     no_debate: bool = param(False, help="ablation: one judge call over the evidence pool instead of the debate",
                             paper="Table 2: w/o Debate")
+    quotes: str = param("off", choices=QUOTE_MODES,
+                        help="the judge also reads the passages retrieved and an R / F ruling (no_debate: REAL / FAKE) "
+                             "quotes the words of each passage it rests on (veracity's switch, not the paper's); "
+                             "show: located and shown; check: retried once when a quote is not in its passage, then "
+                             "NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded",
+                        paper="not in the paper (issue 31): B.6's judge answers one character")
 
     def __post_init__(self) -> None:  # ZofiaParams(exclude_titles="Title") or a list
         titles = self.exclude_titles
@@ -474,11 +491,15 @@ def evidence_pool(text: str, ling, exp, checked, wiki: list[Evidence]) -> tuple[
     return "\n\n".join(parts), n
 
 
-async def debate(pool: str, ctx: MethodContext) -> tuple[str, str, int]:
-    """Algorithm 1 (Dynamic Adversarial Debate). Returns (decision REAL / FAKE / INSUFFICIENT, reason, rounds).
+async def debate(pool: str, ctx: MethodContext,
+                 passages: list[Evidence] | None = None) -> tuple[str, str, int, Grounded | None]:
+    """Algorithm 1 (Dynamic Adversarial Debate). Returns (decision REAL / FAKE / INSUFFICIENT, reason, rounds,
+    the ruling's checked quotes with quotes=show|check, else None).
 
     A debater whose reply never validates has no argument that round (:data:`~.roles.NO_ARGUMENT`); a
-    judge's means no ruling that round (the debate continues, INSUFFICIENT after the last round)."""
+    judge's means no ruling that round (the debate continues, INSUFFICIENT after the last round).
+    ``passages`` (quotes=show|check, veracity's switch): the judge also reads them, and an R / F ruling is
+    checked against them (:func:`judge_quoting`)."""
     p: ZofiaParams = ctx.params
     pro_msgs = PRO.messages()
     con_msgs = CON.messages()
@@ -492,16 +513,47 @@ async def debate(pool: str, ctx: MethodContext) -> tuple[str, str, int]:
         a_con = await CON(ctx, messages=list(con_msgs), trace_info={"round": rnd})
         con_msgs.append({"role": "assistant", "content": a_con.model_dump_json()})
         history.append((a_pro, a_con))
-        d = await JUDGE(ctx, pool=pool, history=history, max_rounds=p.max_debate_rounds,
-                        show_pool=p.judge_sees_pool, trace_info={"round": rnd})
+        grounded = None
+        if passages is None:
+            d = await JUDGE(ctx, pool=pool, history=history, max_rounds=p.max_debate_rounds,
+                            show_pool=p.judge_sees_pool, trace_info={"round": rnd})
+        else:
+            d, grounded = await judge_quoting(pool, history, passages, rnd, ctx)
         ruling = RULING[d.decision]
         ctx.trace.event("zofia.debate_round", round=rnd, pro=format_argument(a_pro), con=format_argument(a_con),
                         decision=ruling)
         if ruling != "CONTINUE":
             # B.6: the judge gives one character, no reason; the side it sided with has the last word
             side, arg = ("Pro", a_pro) if ruling == "REAL" else ("Con", a_con)
-            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd
-    return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds", p.max_debate_rounds
+            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd, grounded
+    return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds", p.max_debate_rounds, None
+
+
+def _ruling_label(reply: Any) -> str:
+    """A quoting judge's ruling as a label value: R / REAL -> SUPPORTED, F / FAKE -> REFUTED; Continue (which
+    settles nothing, so needs no quote) -> NOT_ENOUGH_INFO."""
+    return {"R": Label.SUPPORTED, "REAL": Label.SUPPORTED, "F": Label.REFUTED, "FAKE": Label.REFUTED}.get(
+        reply.decision, Label.NOT_ENOUGH_INFO).value
+
+
+async def judge_quoting(pool: str, history: list[tuple[DebateArgument, DebateArgument]], passages: list[Evidence],
+                        rnd: int, ctx: MethodContext) -> tuple[Any, Grounded | None]:
+    """One round's judge with quotes=show|check (veracity's switch): it reads the passages as well, and an R / F
+    ruling must quote those it rests on; in check mode a mismatch is retried once in the same conversation
+    (:func:`~veracity.pipeline.grounding.check_reply`), where the judge may also answer I (the debate then
+    continues). Returns the reply (a DebateDecision I after a reply that never validated: the debate
+    continues) and, for a ruling, its checked quotes."""
+    p: ZofiaParams = ctx.params
+    output = quoting(QuotedDebateDecision, [e.passage_id for e in passages])
+    sent = JUDGE.messages(pool=pool, history=history, max_rounds=p.max_debate_rounds, show_pool=p.judge_sees_pool,
+                          passages=passages, quoting=True)
+    d = await JUDGE(ctx, output=output, messages=sent, trace_info={"round": rnd})
+    if d.decision == "I":
+        return d, None
+    # the retry has no fallback of its own: a retry that never validates leaves the first reply's mismatch standing
+    g = await check_reply(ctx, d, JUDGE, p.quotes, passages, sent=sent, retry_role=replace(JUDGE, fallback=None),
+                          output=output, label_of=_ruling_label, fallback="I")
+    return g.reply, (None if g.reply.decision == "I" else g)
 
 
 DECISION_LABEL = {"REAL": Label.SUPPORTED, "FAKE": Label.REFUTED, "INSUFFICIENT": Label.NOT_ENOUGH_INFO}
@@ -573,14 +625,23 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
         return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="zofia.nothing_to_check"), reason,
                        evidence, ctx.trace, "zofia")
 
-    # Stage 2b: debate and judgment
+    # Stage 2b: debate and judgment; with quotes=show|check the judge also reads the passages retrieved
     t2 = time.perf_counter()
-    if p.no_debate:
+    quoted = p.quotes != "off"
+    grounded: Grounded | None = None
+    if p.no_debate and quoted:
+        grounded = await ask_quoting(ctx, DIRECT_JUDGE, p.quotes, evidence,
+                                     output=quoting(QuotedDirectDecision, [e.passage_id for e in evidence]),
+                                     messages=DIRECT_JUDGE.messages(pool=pool, passages=evidence, quoting=True),
+                                     label_of=_ruling_label, fallback="FAKE")
+        decision, reason, rounds = (grounded.reply.decision, grounded.reply.reason, 0) if grounded is not None else (
+            "INSUFFICIENT", "the judge's reply did not validate", 0)
+    elif p.no_debate:
         d = await DIRECT_JUDGE(ctx, pool=pool)
         decision, reason, rounds = (d.decision, d.reason, 0) if d is not None else (
             "INSUFFICIENT", "the judge's reply did not validate", 0)
     else:
-        decision, reason, rounds = await debate(pool, ctx)
+        decision, reason, rounds, grounded = await debate(pool, ctx, evidence if quoted else None)
     ctx.trace.timings["zofia.debate_s"] = time.perf_counter() - t2
     ctx.trace.event("zofia.decision", decision=decision, rounds=rounds, reason=reason,
                     keywords=[k.mention.text for k in ret.keywords], note=ret.note)
@@ -589,4 +650,14 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     # in the binary label space the binary rule's REFUTED (B.6 counts an insufficient decision as wrong)
     label = (ctx.label_space.undecided(ctx.trace, explanation, path="zofia.decision") if decision == "INSUFFICIENT"
              else DECISION_LABEL[decision])
-    return Verdict(label, explanation, evidence, ctx.trace, "zofia")
+    if not quoted:
+        return Verdict(label, explanation, evidence, ctx.trace, "zofia")
+    if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground
+        return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[], grounding="grounded")
+    if grounded.grounding == "ungrounded" and p.quotes == "check":
+        said = ungrounded_explanation(grounded)  # the debate judge gives no reason: the debate's instead
+        said = said + reason if said.endswith(": ") else said
+        return Verdict(not_supported(ctx.label_space), said, evidence, ctx.trace, "zofia",
+                       quotes=grounded.quotes, grounding=grounded.grounding)
+    return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=grounded.quotes,
+                   grounding=grounded.grounding)

@@ -27,7 +27,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.roles import Fallback, Role
+from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.roles import Fallback, Role, format_passages
 from veracity.pipeline.types import Evidence
 
 Message = dict[str, str]
@@ -307,10 +308,31 @@ class DebateDecision(BaseModel):
 
 
 RULING = {"R": "REAL", "F": "FAKE", "I": "CONTINUE"}  # the ruling's name in traces and verdicts
+JUDGE_PASSAGE_WORDS = 120  # quotes=show|check: the words of each passage the judge is shown (quotes are checked on the whole passage)
 
 
-def judge_system(max_rounds: int) -> str:
-    """Appendix B.6, the judge's prompt (the limit of rounds is ``max_debate_rounds``, 5 in the paper)."""
+class QuotedDebateDecision(BaseModel):  # quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
+    decision: Literal["R", "F", "I"] = Field(description="R: Real, F: Fake, I: Continue")
+    quotes: list[PassageQuote] = Field(max_length=5, description="with R or F: for each passage the ruling rests on, "
+                                                                 "the words it rests on, copied exactly; with I: none")
+
+    @property
+    def label(self) -> str:  # the ruling's name (traces, the retry's messages)
+        return RULING[self.decision]
+
+
+JUDGE_QUOTE = ("Reply in JSON: the character as decision and, when you rule R or F, for each passage your ruling "
+               "rests on its id (shown in square brackets under Passages) and the words it rests on, copied exactly "
+               "from it; with I, no quotes.")
+
+
+def judge_system(max_rounds: int, quoting: bool = False) -> str:
+    """Appendix B.6, the judge's prompt (the limit of rounds is ``max_debate_rounds``, 5 in the paper).
+    ``quoting`` (quotes=show|check, veracity's switch): a ruling also quotes the passages it rests on, in
+    place of B.6's "just one character"."""
+    expectation = ("Output R or F only if you are quite confident. " + JUDGE_QUOTE if quoting else
+                   "Just one character, don't output any other content or explanations. Do nothing else. "
+                   "Output R or F only if you are quite confident. Reply in JSON: the character as decision.")
     return (
         "## Role\nYou are an extremely cautious and logically rigorous final judge. Your only task is to "
         "determine when sufficient evidence has been presented to make a final ruling (real or fake) in a "
@@ -322,21 +344,25 @@ def judge_system(max_rounds: int) -> str:
         "debate to continue. Each received message is regarded as a debate round. Make the debate rounds as "
         f"many as possible, but no more than {max_rounds}.\n\n"
         "## Expectation\nRespond with the most accurate option below:\n\nR: Real\nF: Fake\nI: Continue\n\n"
-        "Just one character, don't output any other content or explanations. Do nothing else. "
-        "Output R or F only if you are quite confident. Reply in JSON: the character as decision."
+        + expectation
     )
 
 
+def _passages_block(passages: list[Evidence] | None) -> str:
+    return f"Passages:\n{format_passages(passages, max_words=JUDGE_PASSAGE_WORDS)}\n\n" if passages is not None else ""
+
+
 def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
-                show_pool: bool = False) -> list[Message]:
+                show_pool: bool = False, passages: list[Evidence] | None = None) -> list[Message]:
     """Algorithm 1's D <- Judge.Assess(H): one user message per debate round ("each received message is
     regarded as a debate round", B.6), the judge's earlier "I" between them; the evidence pool opens the
-    first message only with ``show_pool`` (parameter ``judge_sees_pool``)."""
+    first message only with ``show_pool`` (parameter ``judge_sees_pool``), and the passages retrieved (each
+    with its id) only with ``passages`` (quotes=show|check, veracity's switch)."""
     messages: list[Message] = []
     for i, (a, b) in enumerate(history, 1):
         if i > 1:
             messages.append({"role": "assistant", "content": DebateDecision(decision="I").model_dump_json()})
-        opening = f"Material:\n{pool}\n\n" if show_pool and i == 1 else ""
+        opening = (f"Material:\n{pool}\n\n" if show_pool and i == 1 else "") + (_passages_block(passages) if i == 1 else "")
         messages.append({"role": "user", "content": f"{opening}= ROUND {i} =\nPro. arguments:\n{format_argument(a)}"
                                                     f"\n\nCon. arguments:\n{format_argument(b)}"})
     return messages
@@ -351,7 +377,9 @@ JUDGE = Role(
     fallback=Fallback(DebateDecision(decision="I"), "the debate continues", agent="judge"),
     extra={"paper": "§4.2, Algorithm 1; B.6",
            "no_debate": "with no_debate: one ruling over the evidence pool instead, output DirectDecision "
-                        "(REAL / FAKE); an invalid reply gives NOT_ENOUGH_INFO (see DIRECT_JUDGE)"},
+                        "(REAL / FAKE); an invalid reply gives NOT_ENOUGH_INFO (see DIRECT_JUDGE)",
+           "quotes": "with quotes=show|check (veracity's switch): the judge also reads the passages retrieved and "
+                     "an R / F ruling quotes those it rests on (QuotedDebateDecision; no_debate: QuotedDirectDecision)"},
 )
 
 
@@ -361,19 +389,41 @@ class DirectDecision(BaseModel):
     decision: Literal["REAL", "FAKE"]
 
 
+class QuotedDirectDecision(BaseModel):  # no_debate with quotes=show|check (veracity's switch)
+    reason: str = Field(max_length=300, description="one or two sentences of reasoning")
+    decision: Literal["REAL", "FAKE"]
+    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the ruling rests on, the words "
+                                                                 "it rests on, copied exactly")
+
+    @property
+    def label(self) -> str:
+        return self.decision
+
+    @property
+    def explanation(self) -> str:
+        return self.reason
+
+
 DIRECT_JUDGE_SYSTEM = (
     "You are an extremely cautious and logically rigorous final judge of the truthfulness of a news "
     "article. Review the analyses and verification results and rule whether the news is REAL or FAKE. "
     "Reply in JSON."
 )
+DIRECT_JUDGE_QUOTE = (" Then, for each passage your ruling rests on, give its id (shown in square brackets under "
+                      "Passages) and the words it rests on, copied exactly from it.")
 
 
-def direct_judge_turn(pool: str) -> list[Message]:
-    return _user(f"Material:\n{pool}")
+def direct_judge_system(quoting: bool = False) -> str:
+    """``quoting`` (quotes=show|check): the ruling also quotes the passages it rests on."""
+    return DIRECT_JUDGE_SYSTEM + (DIRECT_JUDGE_QUOTE if quoting else "")
+
+
+def direct_judge_turn(pool: str, passages: list[Evidence] | None = None) -> list[Message]:
+    return _user(f"Material:\n{pool}" + (f"\n\n{_passages_block(passages).rstrip()}" if passages is not None else ""))
 
 
 DIRECT_JUDGE = Role(
-    "zofia.judge", output=DirectDecision, render=direct_judge_turn, instructions=DIRECT_JUDGE_SYSTEM,
+    "zofia.judge", output=DirectDecision, render=direct_judge_turn, instructions=direct_judge_system,
     max_tokens=AGENT_MAX_TOKENS,
     summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the judge)",
     fallback=Fallback(None, "INSUFFICIENT", agent="judge"),
