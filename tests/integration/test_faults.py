@@ -35,11 +35,12 @@ from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
 
-CLAIMS = [  # six short claims: enough for a fault part-way through, few enough for CI's time budget
-    "Greater Swiss Mountain Dog and Harrier are both dog breeds.",
+# four short claims at two in flight: a fault after the first (or second) result still leaves claims in
+# flight and unstarted, and every even completion spoiled still spoils three (the network faults' floor);
+# the suite runs twice in CI (vLLM and llama.cpp), so each claim costs CI time twice
+CLAIMS = [
     "Zombieland was directed by Ruben Fleischer.",
     "Nicole Kidman is an Australian actress.",
-    "Staten Island is a borough of New York City.",
     "The Eiffel Tower is in Berlin.",
     "Marie Curie won two Nobel prizes.",
 ]

@@ -131,8 +131,9 @@ def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
 def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_path):
     """Evidence gathered in one run is recalled in the next (same state dir, so the same SQLite file; same index)."""
     state_dir = tmp_path / "state"
+    params = {**SMALL["mermaid"], "decomposer": False}  # the memory is the executor's evidence: no decomposition needed
     first = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                     state_dir=state_dir, **{k: v for k, v in SMALL["mermaid"].items()})
+                     state_dir=state_dir, **params)
     # SmolLM2 sometimes answers a claim without searching; the first claim it searches for is the one to recall
     gathered, claim = set(), None
     for claim in CLAIMS:
@@ -144,7 +145,7 @@ def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_p
     if not gathered:
         missing("the model answered every claim without a tool call, so there is nothing to remember")
     second = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                      state_dir=state_dir, **SMALL["mermaid"])
+                      state_dir=state_dir, **params)
     v2 = second.verify(Claim("again", claim.text))
     second.close()
     assert v2.trace.memory_hits and {h["passage_id"] for h in v2.trace.memory_hits} <= gathered
