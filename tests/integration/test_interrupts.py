@@ -87,7 +87,7 @@ def test_index_build_interrupted_in_every_stage_then_resumed(tmp_path):
         ensure_jvm()  # a missing Java runtime: fail under CI, skip elsewhere
     except JavaError as exc:
         missing(str(exc))
-    corpus = _corpus(tmp_path / "small.jsonl", 300)
+    corpus = _corpus(tmp_path / "small.jsonl", 200)
     out = tmp_path / "idx"
     work = tmp_path / ".idx.building"
     args = ["index", "build", str(corpus), "--out", str(out), "--shard-size", "64"]
@@ -119,7 +119,7 @@ def test_index_build_interrupted_in_every_stage_then_resumed(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     n = manifest["passages"]
     store = PassageStore(out / "passages.sqlite")
-    assert store.count == n and n > 300
+    assert store.count == n and n > 200
     ids = (out / "dense" / "ids.txt").read_text().split("\n")
     ids = [i for i in ids if i]
     assert len(ids) == n and len(set(ids)) == n  # nothing doubled
@@ -212,7 +212,7 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
         ensure_jvm()
     except JavaError as exc:
         missing(str(exc))
-    corpus = _corpus(tmp_path / "small.jsonl", 300)
+    corpus = _corpus(tmp_path / "small.jsonl", 200)
     out, ref = tmp_path / "idx", tmp_path / "ref"
     work = tmp_path / ".idx.building"
     common = [str(corpus), "--shard-size", "64", "--faiss-factory", "IVF4,Flat"]  # trained: k-means runs

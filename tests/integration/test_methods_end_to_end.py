@@ -29,7 +29,7 @@ CLAIMS = [
 SMALL = {  # cheap budgets; the paper defaults are covered by unit tests
     "direct": {"judge.max_tokens": 512},
     "rag": {"k": 3, "judge.max_tokens": 512},
-    "mermaid": {"t_max": 3, "search_k": 3, "page_max_passages": 3,
+    "mermaid": {"t_max": 2, "search_k": 3, "page_max_passages": 3,
                 "decomposer.max_tokens": 512, "executor.max_tokens": 512, "final.max_tokens": 512},
     # EMULATE at the paper's temperature 1 for every agent (§4), each request with its own seed
     "emulate": {"max_search_queries": 2, "max_search_results_per_query": 1, "search_k": 5, "page_tokens": 266,
@@ -73,7 +73,7 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
         elif method == "mermaid":
             steps = [e for e in events if e["kind"] == "mermaid.step"]
             acting = [e for e in steps if e["action"] != "finish"]
-            assert len(steps) <= 3 and len(tools) == len(acting)  # one tool call per non-finish step
+            assert len(steps) <= 2 and len(tools) == len(acting)  # one tool call per non-finish step
             assert sum(c["role"] == "mermaid.executor" for c in calls) == len(steps)
             for d in (e for e in events if e["kind"] == "mermaid.decomposition" and "triplets" in e):
                 assert isinstance(d["domain"], str)  # §3.1: the decomposition names the claim's domain

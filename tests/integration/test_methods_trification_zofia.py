@@ -65,7 +65,7 @@ def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
 
 def test_zofia_end_to_end(llm_endpoint, hover_searcher):
     v = Verifier(method="zofia", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                 max_debate_rounds=1, web_k=3, web_pool=10, wiki_candidates=2, rag_k=3, max_subclaims=2,
+                 max_debate_rounds=1, web_k=3, web_pool=10, wiki_candidates=1, rag_k=3, max_subclaims=1,
                  ner="llm",  # the LLM entity role on the real server, whatever NER is installed
                  **{"entities.max_tokens": 320, "linguist.max_tokens": 160, "expert_triage.max_tokens": 160,
                     "expert.max_tokens": 160, "claim_extractor.max_tokens": 160, "claim_verifier.max_tokens": 160,
