@@ -142,7 +142,8 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
     return Grounded(reply, quotes, grounding, retried, found)
 
 
-def ungrounded_explanation(g: Grounded) -> str:
-    """The explanation of a verdict whose label was replaced: why, then what the model said."""
-    said = getattr(g.reply, "explanation", None) or getattr(g.reply, "thought", "")
+def ungrounded_explanation(g: Grounded, said: str | None = None) -> str:
+    """The explanation of a verdict whose label was replaced: why, then what the model said (``said``: the
+    verdict's reason where the reply carries none of its own, e.g. ZoFia's one-character judge)."""
+    said = said or getattr(g.reply, "explanation", None) or getattr(g.reply, "thought", "")
     return f"Ungrounded: {'; '.join(g.problems or [])}. The judge had answered {g.reply.label}: {said}"

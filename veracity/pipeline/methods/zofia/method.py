@@ -49,6 +49,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import numpy as np
 
 from veracity.errors import ConfigError, LLMOutputError
+from veracity.models.encoders import Encoder, load_encoder
 from veracity.pipeline.grounding import (
     QUOTE_MODES,
     Grounded,
@@ -58,7 +59,6 @@ from veracity.pipeline.grounding import (
     quoting,
     ungrounded_explanation,
 )
-from veracity.models.encoders import Encoder, load_encoder
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import (
     EntityMention,
@@ -655,9 +655,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground
         return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[], grounding="grounded")
     if grounded.grounding == "ungrounded" and p.quotes == "check":
-        said = ungrounded_explanation(grounded)  # the debate judge gives no reason: the debate's instead
-        said = said + reason if said.endswith(": ") else said
-        return Verdict(not_supported(ctx.label_space), said, evidence, ctx.trace, "zofia",
+        # the debate judge gives no reason of its own: the debate's (the no_debate judge's reason is `reason`)
+        return Verdict(not_supported(ctx.label_space), ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
                        quotes=grounded.quotes, grounding=grounded.grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=grounded.quotes,
                    grounding=grounded.grounding)

@@ -396,12 +396,8 @@ class QuotedDirectDecision(BaseModel):  # no_debate with quotes=show|check (vera
                                                                  "it rests on, copied exactly")
 
     @property
-    def label(self) -> str:
+    def label(self) -> str:  # the ruling (traces, the retry's messages)
         return self.decision
-
-    @property
-    def explanation(self) -> str:
-        return self.reason
 
 
 DIRECT_JUDGE_SYSTEM = (
