@@ -428,6 +428,10 @@ INDEX_SOURCES = [
 
 LABELS_AND_COMMANDS = [
     row("labels-bad", *ONE, "--method", "direct", "--labels", "bad", match="unknown label space 'bad'"),
+    row("min-confidence-above-1", *ONE, "--method", "direct", "--min-confidence", "1.5",
+        match="--min-confidence must be a number from 0 to 1"),
+    row("bench-run-min-confidence-negative", *RUN, "--method", "direct", "--min-confidence", "-0.2",
+        match="--min-confidence must be a number from 0 to 1"),
     row("bench-run-labels-bad", *RUN, "--method", "direct", "--labels", "bad", match="unknown label space 'bad'"),
     row("evidence-bad", *ONE, "--method", "direct", "--evidence", "web", match="unknown evidence setting 'web'"),
     row("evidence-gold-one-claim", *ONE, "--method", "direct", "--evidence", "gold", match="single CLAIM has none"),

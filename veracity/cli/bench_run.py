@@ -54,7 +54,7 @@ def _run_options(*names: str):
               "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run state, "
               "MERMAID's memory, carries each claim's evidence to the next, as in MERMAID's memory setting).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
-@_run_options("labels", "evidence", "index")
+@_run_options("labels", "evidence", "index", "min_confidence")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,

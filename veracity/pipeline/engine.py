@@ -27,6 +27,7 @@ from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.evidence import ClaimRetrievers, claim_retrievers
 from veracity.pipeline.labels import LabelSpace
+from veracity.pipeline.confidence import abstain, settle
 from veracity.pipeline.labels import label_space as label_space_of
 from veracity.pipeline.methods import MethodContext, MethodSpec
 from veracity.pipeline.tools import SourceIdentity, Tools
@@ -129,6 +130,7 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
         verdict.label = space.undecided(trace, f"the method returned {verdict.label.value}: {verdict.explanation}",
                                         path="runner")
     trace.llm_calls = list(sink)
+    settle(verdict, trace.llm_calls, space, spec.confidence)  # its label's probability (pipeline/confidence.py)
     trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
     trace.timings["llm_s"] = round(sum(getattr(c, "latency_s", 0.0) for c in trace.llm_calls), 4)
     trace.timings["tools_s"] = round(sum(t.latency_s for t in trace.tool_calls), 4)
@@ -194,6 +196,7 @@ class Engine:
         self.state_dir = config.run_state_dir
         self.exclude_titles: tuple[str, ...] = config.exclude_titles
         self.search_mode: str | None = config.search_mode
+        self.min_confidence: float | None = config.min_confidence
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
         self._state: Any = None  # the method's run state, opened on first use (None: keeps none / not yet)
@@ -204,7 +207,7 @@ class Engine:
            state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
            retriever_for: ClaimRetrievers | None = None, evidence: str | None = None,
            exclude_titles: Iterable[str] = (), search_mode: str | None = None,
-           settings: Settings | None = None) -> "Engine":
+           settings: Settings | None = None, min_confidence: float | None = None) -> "Engine":
         """An engine from parts: ``spec`` (any method, registered or not), its ``params`` (an object or
         overrides), an open index ``searcher`` (or None), the LLM client ``llm`` (no endpoint is resolved),
         the caller's open run ``state`` (closed by the caller) or a ``state_dir`` to open one from (closed
@@ -226,6 +229,7 @@ class Engine:
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.exclude_titles = tuple(exclude_titles)
         self.search_mode = search_mode
+        self.min_confidence = min_confidence
         self._llm = llm
         self._resolved = None
         self._state = state
@@ -285,9 +289,11 @@ class Engine:
     # -- one claim -------------------------------------------------------------------------------------
     async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
         """Run the method on ``claim`` with the open client ``llm``."""
-        return await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
-                                exclude_titles=self.exclude_titles, search_mode=self.search_mode,
-                                label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+        verdict = await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
+                                   exclude_titles=self.exclude_titles, search_mode=self.search_mode,
+                                   label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+        abstain(verdict, self.min_confidence)
+        return verdict
 
     def close(self) -> None:
         """Close the run state this engine opened (the index stays open: it may be the caller's)."""

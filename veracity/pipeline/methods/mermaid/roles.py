@@ -131,7 +131,7 @@ def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
 
 EXECUTOR = Role(
     "mermaid.executor", output=ReactStep, render=executor_turn, instructions=executor_system,
-    max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
+    max_tokens=MAX_TOKENS, confidence="label", summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
                       event="mermaid.step"),
@@ -163,7 +163,7 @@ def final_turn() -> list[dict[str, str]]:
 
 FINAL = Role(
     "mermaid.final", output=FinalVerdict, render=final_turn, instructions=executor_system,
-    max_tokens=MAX_TOKENS,
+    max_tokens=MAX_TOKENS, confidence="label",
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO", event="mermaid.final"),
