@@ -451,6 +451,8 @@ CHECK = ("check", "--method", "direct", "--endpoint", "{fake}")
 CHECK_BATCH = (*CHECK, "-i", "{tmp}/texts/good.jsonl")
 TEXTS = [  # `veracity check`: the text, the texts file, its output, the report, the check-stage settings
     row("check-text-empty", *CHECK, "{tmp}/texts/empty.txt", match="empty text"),
+    row("check-min-confidence-above-1", *CHECK, "{tmp}/texts/good.txt", "--min-confidence", "2",
+        match="--min-confidence must be a number from 0 to 1"),
     row("check-text-blank", *CHECK, "{tmp}/texts/blank.txt", match="empty text"),
     row("check-stdin-empty", *CHECK, "-", match="stdin: empty text"),
     row("check-text-binary", *CHECK, "{tmp}/texts/binary.bin", match="binary file"),

@@ -221,3 +221,85 @@ def test_engine_abstains_below_min_confidence_with_a_scripted_distribution():
     eng = Engine.of(spec, llm=llm)
     v = asyncio.run(eng.verify(Claim("c", "x"), llm))
     assert v.label is Label.SUPPORTED and v.confidence == pytest.approx(0.55)
+
+
+# -- measurement and calibration over a bench run ---------------------------------------------------------
+def _skewed_direct():
+    """Alternating labels; SUPPORTED said with probability 0.9, REFUTED with 0.6 (so confidence ranks them)."""
+    from veracity.pipeline.methods.direct import DirectJudgement
+
+    n = {"i": 0}
+
+    def reply(messages):
+        n["i"] += 1
+        return DirectJudgement(explanation="e", label="SUPPORTED" if n["i"] % 2 else "REFUTED")
+
+    def probs(role, reply):
+        return {"SUPPORTED": 0.9, "REFUTED": 0.1} if reply.label == "SUPPORTED" else {"SUPPORTED": 0.4, "REFUTED": 0.6}
+
+    return ScriptedLLM({"direct.judge": reply}, probs=probs)
+
+
+def test_a_bench_run_reports_confidence_and_a_fitted_map_is_stored_applied_and_recorded(tmp_path):
+    from tests.fixtures.index import shared_data_dir
+    from veracity.bench.run import RunConfig, bench_run
+    from veracity.bench.selective import calibrate_runs
+    from veracity.config import Settings
+
+    data = shared_data_dir()
+    if data is None or not (data / "hover").exists():
+        pytest.skip("shared data not found")
+    settings = Settings(home=tmp_path / "home", data_dir=data)
+    cfg = RunConfig.of(dataset="hover", method="direct", limit=8, seed=2, concurrency=1)
+    metrics = bench_run(cfg, tmp_path / "dev", settings=settings, llm=_skewed_direct())
+    conf = metrics["confidence"]
+    assert conf["with_confidence"] == 8 and conf["without"] == 0 and "raw" not in conf
+    m = conf["metrics"]
+    assert set(m["accuracy_at"]) == {"100%", "80%", "60%"} and 0.0 <= m["ece"] <= 1.0
+    assert m["accuracy_at"]["100%"] == pytest.approx(metrics["scores"]["accuracy"])
+    report = (tmp_path / "dev" / "report.md").read_text()
+    assert "## Confidence" in report and (tmp_path / "dev" / "coverage.png").exists()
+
+    cmap, path, summary = calibrate_runs([tmp_path / "dev"], settings.home)
+    assert path == settings.home / "models" / "scripted-llm" / "calibration" / "direct-binary.json"
+    assert cmap.fitted_on["n"] == 8 and cmap.fitted_on["runs"][0]["seed"] == 2
+    assert cmap.nll_after <= cmap.nll_before
+
+    # the next run of that model, method and label space applies it and records it
+    cfg2 = RunConfig.of(dataset="hover", method="direct", limit=4, seed=5, concurrency=1)
+    bench_run(cfg2, tmp_path / "test", settings=settings, llm=_skewed_direct())
+    run = json.loads((tmp_path / "test" / "run.json").read_text())
+    assert run["confidence"]["calibration"]["temperature"] == cmap.temperature
+    rows = [json.loads(x) for x in (tmp_path / "test" / "predictions.jsonl").read_text().splitlines()]
+    for r in rows:
+        want = cmap.apply(r["raw_label_probs"])[r["label"]]
+        assert r["confidence"] == pytest.approx(want, abs=1e-4) and r["raw_confidence"] in (0.9, 0.6)
+    # --calibration off: the model's own numbers
+    cfg3 = RunConfig.of(dataset="hover", method="direct", limit=2, seed=5, concurrency=1, calibration="off")
+    bench_run(cfg3, tmp_path / "off", settings=settings, llm=_skewed_direct())
+    assert json.loads((tmp_path / "off" / "run.json").read_text())["confidence"]["calibration"] is None
+
+
+def test_selective_metrics_arithmetic():
+    from veracity.bench.selective import accuracy_at, auroc, ece
+
+    conf = [0.95, 0.9, 0.8, 0.7, 0.6]
+    right = [True, True, False, True, False]
+    assert accuracy_at(conf, right, 1.0) == pytest.approx(0.6)
+    assert accuracy_at(conf, right, 0.6) == pytest.approx(2 / 3)  # the top 3
+    assert auroc(conf, right) == pytest.approx(5 / 6)  # right above wrong in 5 of the 6 pairs
+    assert auroc([0.5, 0.5], [True, False]) == pytest.approx(0.5)
+    # two bins: [0.6, 0.7) holds 0.6 (wrong), ... each bin |acc - conf| weighted by its share
+    assert ece([0.95, 0.15], [True, False]) == pytest.approx(0.5 * 0.05 + 0.5 * 0.15)
+
+
+def test_temperature_fit_and_scale():
+    from veracity.pipeline.calibration import fit_temperature, scale
+
+    assert scale({"A": 0.8, "B": 0.2}, 1.0) == pytest.approx({"A": 0.8, "B": 0.2})
+    flat = scale({"A": 0.8, "B": 0.2}, 2.0)
+    assert flat["A"] == pytest.approx(math.sqrt(0.8) / (math.sqrt(0.8) + math.sqrt(0.2)))
+    # over-confident: 0.9 said, right 60 % of the time -> T > 1 brings it towards 0.6
+    rows = [({"A": 0.9, "B": 0.1}, "A")] * 6 + [({"A": 0.9, "B": 0.1}, "B")] * 4
+    t = fit_temperature(rows)
+    assert t > 1 and scale({"A": 0.9, "B": 0.1}, t)["A"] == pytest.approx(0.6, abs=0.01)

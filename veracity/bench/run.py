@@ -158,6 +158,11 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "llm_concurrency": verifier.llm_concurrency,
             "state_dir": str(out_dir) if verifier.spec.state_cls is not None else None,
             "versions": _versions(),
+            # the verdicts' confidence: the calibration map applied (its file, temperature, the split it was
+            # fitted on) and the abstention threshold
+            "confidence": {"calibration": verifier.engine.calibration_record(model.get("model")),
+                           "calibration_setting": verifier.engine.calibration,
+                           "min_confidence": verifier.min_confidence},
         })
         _write_json(out_dir / RUN_FILE, run)
         session = {"started_at": time.time(), "elapsed_s": 0.0, "done": 0, "failed": [], "stopped": None,
@@ -177,6 +182,9 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         finally:
             session["elapsed_s"] = time.perf_counter() - t0
             run["sessions"].append(session)
+            applied = verifier.engine.calibration_record()
+            if applied is not None:  # the served model's name is known once the client started
+                run["confidence"]["calibration"] = applied
             _write_json(out_dir / RUN_FILE, run)
         metrics = finalize(out_dir, dataset)
         if stopped is not None:

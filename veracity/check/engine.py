@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from veracity.errors import EndpointError
-from veracity.pipeline.confidence import abstain
 from veracity.pipeline.runner import check_output, claim_failure, verify_one
 from veracity.pipeline.types import Claim
 
@@ -74,7 +73,7 @@ class ClaimVerifier:
                                                exclude_titles=v.exclude_titles, search_mode=v.search_mode,
                                                label_space=v.label_space, retriever_for=v.retriever_for,
                                                on_event=listener)
-                    abstain(verdict, v.min_confidence)  # --min-confidence, as verify's engine does
+                    v.engine.finish(verdict, llm)  # calibration and --min-confidence, as verify's engine does
                     record = verdict.to_dict(claim)
                 except EndpointError:
                     raise

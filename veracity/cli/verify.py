@@ -98,7 +98,7 @@ def backend_options(fn):
 # verify's (and check's) run settings: the VerifierConfig fields they offer, in --help order
 # (three groups, as they sit among verify's own flags; a new setting goes into one of them)
 RUN_OPTIONS_MODEL = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
-RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache", "min_confidence")
+RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache", "min_confidence", "calibration")
 RUN_OPTIONS_BACKEND = ("backend", "ray_address", "ray_actors")
 RUN_OPTIONS = RUN_OPTIONS_MODEL + RUN_OPTIONS_EVIDENCE + RUN_OPTIONS_BACKEND
 

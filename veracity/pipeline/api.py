@@ -67,7 +67,8 @@ class Verifier:
                  state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
                  evidence: str | None = None, retriever_for: ClaimRetrievers | None = None,
                  params: dict[str, Any] | None = None, backend: str = "local", ray_address: str | None = None,
-                 ray_actors: int | None = None, min_confidence: float | None = None, **more_params: Any):
+                 ray_actors: int | None = None, min_confidence: float | None = None, calibration: str = "auto",
+                 **more_params: Any):
         # method parameters: ``params={...}`` (a name there never collides with a Verifier setting, so
         # --param concurrency=3 is refused as no parameter of the method), or as keywords
         if retriever_for is not None:
@@ -78,7 +79,8 @@ class Verifier:
             evidence=evidence if evidence is not None else "open", index=index, endpoint=endpoint, model=model,
             concurrency=concurrency, llm_concurrency=llm_concurrency, backend=backend, ray_address=ray_address,
             ray_actors=ray_actors, state_dir=state_dir, cache=cache, search_mode=search_mode,
-            exclude_titles=tuple(exclude_titles), min_confidence=min_confidence, settings=settings or Settings())
+            exclude_titles=tuple(exclude_titles), min_confidence=min_confidence, calibration=calibration,
+            settings=settings or Settings())
         self._build(config, llm=llm, retriever_for=retriever_for)
 
     @classmethod

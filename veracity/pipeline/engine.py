@@ -197,6 +197,8 @@ class Engine:
         self.exclude_titles: tuple[str, ...] = config.exclude_titles
         self.search_mode: str | None = config.search_mode
         self.min_confidence: float | None = config.min_confidence
+        self.calibration: str = config.calibration
+        self._maps: dict[str, Any] = {}
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
         self._state: Any = None  # the method's run state, opened on first use (None: keeps none / not yet)
@@ -230,6 +232,8 @@ class Engine:
         self.exclude_titles = tuple(exclude_titles)
         self.search_mode = search_mode
         self.min_confidence = min_confidence
+        self.calibration = "off"  # parts a caller holds: no map is looked up
+        self._maps = {}
         self._llm = llm
         self._resolved = None
         self._state = state
@@ -292,8 +296,39 @@ class Engine:
         verdict = await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
                                    exclude_titles=self.exclude_titles, search_mode=self.search_mode,
                                    label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+        return self.finish(verdict, llm)
+
+    def finish(self, verdict: Verdict, llm: Any) -> Verdict:
+        """The run's confidence settings on a method's verdict: the calibration map of the model, method and
+        label space (when one is stored and ``calibration`` is auto), then ``min_confidence``'s abstention."""
+        found = self.calibration_map(getattr(llm, "model", None))
+        if found is not None and verdict.label_probs is not None:
+            cmap = found[0]
+            verdict.raw_label_probs, verdict.raw_confidence = verdict.label_probs, verdict.confidence
+            verdict.label_probs = {k: round(v, 6) for k, v in cmap.apply(verdict.label_probs).items()}
+            p = verdict.label_probs.get(verdict.label.value)
+            verdict.confidence = round(p, 4) if p is not None else None
         abstain(verdict, self.min_confidence)
         return verdict
+
+    def calibration_map(self, model: str | None) -> Any:
+        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off, none)."""
+        if self.calibration == "off" or not model:
+            return None
+        if model not in self._maps:
+            from veracity.pipeline.calibration import load
+
+            self._maps[model] = load(self.settings.home, model, self.spec.name, self.label_space.name)
+        return self._maps[model]
+
+    def calibration_record(self, model: str | None = None) -> dict[str, Any] | None:
+        """What a run manifest records of the map applied (for ``model``, else the one the run's verdicts met):
+        its file, temperature and the split it was fitted on; None when none was applied."""
+        found = self.calibration_map(model) if model else next((m for m in self._maps.values() if m), None)
+        if found is None:
+            return None
+        cmap, path = found
+        return {"path": str(path), **cmap.to_dict()}
 
     def close(self) -> None:
         """Close the run state this engine opened (the index stays open: it may be the caller's)."""

@@ -118,6 +118,7 @@ class Verdict:
     confidence: float | None = None
     label_probs: dict[str, float] | None = None  # the distribution over the run's labels it comes from
     raw_confidence: float | None = None  # before the calibration map (set only when a map was applied)
+    raw_label_probs: dict[str, float] | None = None
     # --min-confidence: below it the verdict is NOT_ENOUGH_INFO, marked abstained, with the label it would give
     abstained: bool = False
     abstained_label: Label | None = None
@@ -140,8 +141,9 @@ class Verdict:
         out["confidence"] = self.confidence
         if self.label_probs is not None:
             out["label_probs"] = self.label_probs
-        if self.raw_confidence is not None:
+        if self.raw_label_probs is not None:
             out["raw_confidence"] = self.raw_confidence
+            out["raw_label_probs"] = self.raw_label_probs
         if self.abstained:
             out["abstained"] = True
             out["abstained_label"] = self.abstained_label.value if self.abstained_label else None
