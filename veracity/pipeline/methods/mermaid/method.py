@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from veracity.pipeline.grounding import QUOTE_MODES, check_reply, not_supported, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, check_reply, quoting, ungrounded_explanation
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.mermaid.memory import name_spans
 from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, Decomposition, FinalVerdict,
@@ -114,8 +114,8 @@ async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, st
         trace.event("mermaid.final", forced_after_steps=steps_done)
         g = await check_reply(ctx, reply, FINAL, p.quotes, shown, sent=sent, retry_role=FINAL, output=final_model)
     cited = [q.passage_id for q in g.quotes]
-    if g.grounding == "ungrounded" and p.quotes == "check":
-        return not_supported(space).value, ungrounded_explanation(g), cited, g.quotes, g.grounding
+    if g.replaced is not None:
+        return g.replaced.value, ungrounded_explanation(g), cited, g.quotes, g.grounding
     said = getattr(g.reply, "explanation", None) or g.reply.thought
     return g.reply.label, said, cited, g.quotes, g.grounding
 

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import quoted
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
@@ -69,13 +69,9 @@ class ReactStep(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
-class QuotedReactStep(BaseModel):  # quotes=show|check (veracity's switch; the paper's executor cites nothing)
-    thought: str = Field(max_length=500, description="what is known so far and what is still missing")
-    action: Literal["search", "open_page", "finish"]
-    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
-    label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
-    quotes: list[PassageQuote] = Field(max_length=5, description="finish only: for each passage the verdict relies "
-                                                                 "on, the words the label rests on, copied exactly")
+# quotes=show|check (veracity's switch; the paper's executor cites nothing)
+QuotedReactStep = quoted(ReactStep, "QuotedReactStep", "finish only: for each passage the verdict relies on, the "
+                                                       "words the label rests on, copied exactly")
 
 
 def executor_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
@@ -145,11 +141,8 @@ class FinalVerdict(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="ids of the passages the verdict relies on")
 
 
-class QuotedFinalVerdict(BaseModel):  # quotes=show|check
-    explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
-    label: LabelName
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
-                                                                 "the label rests on, copied exactly")
+QuotedFinalVerdict = quoted(FinalVerdict, "QuotedFinalVerdict",  # quotes=show|check
+                            "for each passage the verdict relies on, the words the label rests on, copied exactly")
 
 
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."

@@ -436,7 +436,7 @@ class GraphRun:
                               label_of=_judge_label, fallback="Uncertain", **self._shown(r))
         r.quotes, r.grounding = g.quotes, g.grounding
         r.output, r.label = g.reply.explanation, g.reply.label
-        if g.grounding == "ungrounded" and self.p.quotes == "check":
+        if g.replaced is not None:  # Trification's own "not supported": an Uncertain JUDGE
             r.output, r.label = ungrounded_explanation(g), "Uncertain"
         r.insufficient = r.label == "Uncertain"
 

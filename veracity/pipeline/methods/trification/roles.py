@@ -25,7 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import quoted
 from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeRun, VerificationPlan
 from veracity.pipeline.roles import Role, format_passages
 from veracity.pipeline.types import Claim, Evidence
@@ -462,11 +462,9 @@ JUDGE_SYSTEM = (
 )
 
 
-class QuotedJudgeResult(BaseModel):  # quotes=show|check (veracity's switch; A.2's JUDGE quotes nothing)
-    explanation: str = Field(max_length=600, description="the logical relationship between the claim, the input and the evidence")
-    label: Literal["Supports", "Refutes", "Uncertain"]
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the label rests on, the words it "
-                                                                 "rests on, copied exactly")
+# quotes=show|check (veracity's switch; A.2's JUDGE quotes nothing)
+QuotedJudgeResult = quoted(JudgeResult, "QuotedJudgeResult",
+                           "for each passage the label rests on, the words it rests on, copied exactly")
 
 
 JUDGE_QUOTE = ("For each passage your label rests on, also give its id (shown in square brackets) and the words it "

@@ -55,7 +55,6 @@ from veracity.pipeline.grounding import (
     Grounded,
     ask_quoting,
     check_reply,
-    not_supported,
     quoting,
     ungrounded_explanation,
 )
@@ -654,9 +653,9 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
         return Verdict(label, explanation, evidence, ctx.trace, "zofia")
     if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground
         return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[], grounding="grounded")
-    if grounded.grounding == "ungrounded" and p.quotes == "check":
+    if grounded.replaced is not None:
         # the debate judge gives no reason of its own: the debate's (the no_debate judge's reason is `reason`)
-        return Verdict(not_supported(ctx.label_space), ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
+        return Verdict(grounded.replaced, ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
                        quotes=grounded.quotes, grounding=grounded.grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=grounded.quotes,
                    grounding=grounded.grounding)

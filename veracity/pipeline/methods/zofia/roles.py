@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import quoted
 from veracity.pipeline.roles import Fallback, Role, format_passages
 from veracity.pipeline.types import Evidence
 
@@ -311,10 +311,10 @@ RULING = {"R": "REAL", "F": "FAKE", "I": "CONTINUE"}  # the ruling's name in tra
 JUDGE_PASSAGE_WORDS = 120  # quotes=show|check: the words of each passage the judge is shown (quotes are checked on the whole passage)
 
 
-class QuotedDebateDecision(BaseModel):  # quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
-    decision: Literal["R", "F", "I"] = Field(description="R: Real, F: Fake, I: Continue")
-    quotes: list[PassageQuote] = Field(max_length=5, description="with R or F: for each passage the ruling rests on, "
-                                                                 "the words it rests on, copied exactly; with I: none")
+# quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
+class QuotedDebateDecision(quoted(DebateDecision, "QuotedDebateDecision",  # type: ignore[misc]
+                                  "with R or F: for each passage the ruling rests on, the words it rests on, "
+                                  "copied exactly; with I: none")):
 
     @property
     def label(self) -> str:  # the ruling's name (traces, the retry's messages)
@@ -389,11 +389,9 @@ class DirectDecision(BaseModel):
     decision: Literal["REAL", "FAKE"]
 
 
-class QuotedDirectDecision(BaseModel):  # no_debate with quotes=show|check (veracity's switch)
-    reason: str = Field(max_length=300, description="one or two sentences of reasoning")
-    decision: Literal["REAL", "FAKE"]
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the ruling rests on, the words "
-                                                                 "it rests on, copied exactly")
+class QuotedDirectDecision(quoted(DirectDecision, "QuotedDirectDecision",  # type: ignore[misc]
+                                  "for each passage the ruling rests on, the words it rests on, copied exactly")):
+    # no_debate with quotes=show|check (veracity's switch)
 
     @property
     def label(self) -> str:  # the ruling (traces, the retry's messages)
