@@ -12,14 +12,15 @@ import click
 import pytest
 
 from tests.fixtures.index import shared_data_dir
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, run_claims
 import veracity.pipeline.engine as engine_module
 from veracity.errors import ConfigError, DataError
 from veracity.indexes import GoldRetriever, Hit, NoEvidenceRetriever, Retriever
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods import get_method
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.runner import claim_retrievers, evidence_setting, run_claims, verify_one
+from veracity.pipeline.engine import verify_one
+from veracity.pipeline.evidence import claim_retrievers, evidence_setting
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Trace
 
@@ -174,8 +175,11 @@ def test_a_method_that_needs_an_index_runs_without_one_under_a_per_claim_setting
     stats = asyncio.run(run_claims([Claim("a", "A claim.")], spec, llm, None, tmp_path / "o.jsonl",
                                    retriever_for=claim_retrievers("none"), evidence="none"))
     assert stats.done == 1
-    with pytest.raises(ConfigError, match="needs an index"):
-        asyncio.run(run_claims([Claim("a", "A claim.")], spec, llm, None, tmp_path / "p.jsonl"))
+    from veracity.config import Settings
+    from veracity.errors import IndexDirError
+
+    with pytest.raises(IndexDirError, match="no index given"):  # open book: the index is needed
+        Verifier(method="rag", llm=llm, settings=Settings(home=tmp_path))
 
 
 # -- the datasets -----------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import click
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage, run_claims
 from veracity.pipeline.engine import Engine
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, label_space
@@ -23,7 +23,7 @@ from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.direct import DIRECT_SYSTEM, DirectJudgement
 from veracity.pipeline.methods.mermaid import Decomposition, FinalVerdict, ReactStep
 from veracity.pipeline.methods.rag import RAG_SYSTEM, RagJudgement
-from veracity.pipeline.runner import run_claims, verify_one
+from veracity.pipeline.engine import verify_one
 from veracity.pipeline.types import Claim, Label, Verdict
 
 ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}

@@ -28,7 +28,7 @@ Label space (:mod:`veracity.pipeline.labels`): the dataset's declared one (binar
 run manifest records it, and a run is resumed only in the same space. Reports show the NEI rate when
 NOT_ENOUGH_INFO is allowed (3way), and in binary how many verdicts the binary rule forced.
 
-Evidence setting (``evidence``, :data:`veracity.pipeline.runner.EVIDENCE_SETTINGS`): ``open`` (default:
+Evidence setting (``evidence``, :data:`veracity.pipeline.evidence.EVIDENCE_SETTINGS`): ``open`` (default:
 the index), ``gold`` (each claim sees only its own gold passages: HoVer's supporting-fact paragraphs,
 FEVEROUS-S's gold sentences, a claims file's ``evidence`` lists, see :mod:`veracity.bench.datasets.gold`;
 claims whose gold evidence is incomplete are left out of the selection, a dataset without gold evidence

@@ -1,5 +1,5 @@
 """A batch of claims on a backend, the same for every caller (:meth:`Verifier.verify_many
-<veracity.pipeline.api.Verifier.verify_many>`, :func:`~veracity.pipeline.runner.run_claims`, ``bench run``):
+<veracity.pipeline.api.Verifier.verify_many>`, the web app's jobs, ``bench run``):
 the checks that need no server (limits, claims, gold evidence, the results file and its manifest), made
 once, before anything is written; resume (ids already written are skipped); the one results writer and the
 one manifest writer (:class:`~veracity.pipeline.results.ResultSink`, :class:`~veracity.pipeline.results.RunManifest`);

@@ -30,7 +30,7 @@ def router(ctx: WebContext) -> APIRouter:
 
     def _check_request(req: VerifyRequest) -> tuple[Any, Any]:
         """(verifier, claim) for a request, or a one-line error before any model call."""
-        from veracity.pipeline.runner import make_claim
+        from veracity.pipeline.claims import make_claim
 
         if len(req.claim) > config.max_claim_chars:
             raise DataError(f"claim has {len(req.claim):,} characters, over the limit of {config.max_claim_chars:,}",

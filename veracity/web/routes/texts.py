@@ -59,7 +59,7 @@ def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], chec
            max_chars: int = DEFAULT_MAX_CHARS) -> APIRouter:
     from veracity.check import STAGE
     from veracity.check.engine import ClaimVerifier
-    from veracity.check.inputs import check_text as validate
+    from veracity.check.inputs import valid_text
     from veracity.check.run import check_text
     from veracity.web.common import sse_response
 
@@ -67,7 +67,7 @@ def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], chec
     params = STAGE.make_params({})
 
     def prepare(req: CheckTextRequest) -> tuple[ClaimVerifier, str]:
-        text = validate(req.text, "the text", max_chars)  # a 422 with a hint, before any model call
+        text = valid_text(req.text, "the text", max_chars)  # a 422 with a hint, before any model call
         return ClaimVerifier(verifier_for(req.method, req.labels, req.params)), text
 
     def on_claim(record: dict[str, Any], started: float) -> None:
