@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 from pydantic import BaseModel, Field, create_model
 
 from veracity.errors import LLMOutputError
-from veracity.pipeline.labels import LabelSpace
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.quotes import QUOTE_MAX_CHARS, Quote, check_quotes, problems
-from veracity.pipeline.roles import Message, Role
+from veracity.pipeline.roles import Message, Role, Turn
 from veracity.pipeline.types import Evidence, Label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,6 +80,10 @@ def retry_prompt(found: list[str], space: LabelSpace, fallback: str | None = Non
               f"passages do not say it, answer {fallback}.")
 
 
+QUOTE_RETRY = Turn("quote_retry", retry_prompt, {"found": ["{problem}"], "space": THREE_WAY},
+                   when="quotes=check: once, after a reply whose quotes are not all in their passages")
+
+
 @dataclass
 class Grounded:
     """A quoting role's reply after the check: the reply (the retry's when there was one), its quotes
@@ -134,7 +138,7 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
     if found and mode == "check":
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
         again = [*sent, {"role": "assistant", "content": reply.model_dump_json()},
-                 {"role": "user", "content": retry_prompt(found, ctx.label_space, fallback)}]
+                 {"role": "user", "content": QUOTE_RETRY(found, ctx.label_space, fallback)}]
         try:
             second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
         except LLMOutputError as exc:  # a role without a fallback: the first reply's mismatch stands

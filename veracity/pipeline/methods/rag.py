@@ -30,7 +30,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, quoted, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
@@ -87,7 +87,7 @@ def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) 
                                         f"{dated_claim(claim)}"}]
 
 
-JUDGE = Role("rag.judge", output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
+JUDGE = Role("rag.judge", turns=(QUOTE_RETRY,), output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 

@@ -45,7 +45,7 @@ from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.mermaid.memory import name_spans
 from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, Decomposition, FinalVerdict,
                                                      QuotedFinalVerdict, QuotedReactStep, ReactStep,
-                                                     observation_message)
+                                                     OBSERVATION)
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import cited_evidence, citing, format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -191,7 +191,7 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         trace.event("mermaid.step", t=t, thought=step.thought, action=step.action, argument=step.argument,
                     hits=[e.passage_id for e in passages])
         observation = format_passages(passages, max_words=p.passage_max_words) if passages else empty
-        messages.append(observation_message(observation, t, p.t_max))
+        messages.append(OBSERVATION(observation, t, p.t_max))
 
     steps_done = len([m for m in messages if m["role"] == "assistant"])
     quotes = grounding = None

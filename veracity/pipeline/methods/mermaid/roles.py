@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import quoted
+from veracity.pipeline.grounding import QUOTE_RETRY, quoted
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
-from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
+from veracity.pipeline.roles import Fallback, LabelName, Role, Turn, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
 MAX_TOKENS = 384  # completion budget of every MERMAID call (--param ROLE.max_tokens=N overrides one role)
@@ -125,8 +125,12 @@ def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
     return {"role": "user", "content": f"Observation:\n{observation}\n\n{follow}".rstrip()}
 
 
+OBSERVATION = Turn("observation", observation_message, {"observation": "{observation}", "t": 1, "t_max": 5},
+                   when="after each search / open_page step: what it returned, then the next step's prompt")
+
+
 EXECUTOR = Role(
-    "mermaid.executor", output=ReactStep, render=executor_turn, instructions=executor_system,
+    "mermaid.executor", turns=(OBSERVATION, QUOTE_RETRY), output=ReactStep, render=executor_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
@@ -155,7 +159,7 @@ def final_turn() -> list[dict[str, str]]:
 
 
 FINAL = Role(
-    "mermaid.final", output=FinalVerdict, render=final_turn, instructions=executor_system,
+    "mermaid.final", turns=(QUOTE_RETRY,), output=FinalVerdict, render=final_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS,
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)

@@ -95,7 +95,7 @@ from veracity.pipeline.methods.trification.roles import (
     SYNTHESIZE,
     THINK,
     QuotedJudgeResult,
-    replan_feedback,
+    REPLAN,
     select_evidence,
     shorten,
 )
@@ -220,7 +220,7 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
             if not still:
                 return fixed
         msgs = msgs + [{"role": "assistant", "content": plan.model_dump_json()},
-                       {"role": "user", "content": replan_feedback(errors)}]
+                       {"role": "user", "content": REPLAN(errors)}]
     return None
 
 

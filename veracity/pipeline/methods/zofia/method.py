@@ -94,9 +94,9 @@ from veracity.pipeline.methods.zofia.roles import (
     LinguistAnalysis,
     QuotedDebateDecision,
     QuotedDirectDecision,
-    con_turn,
+    CON_ROUND,
     format_argument,
-    pro_turn,
+    PRO_ROUND,
 )
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -505,10 +505,10 @@ async def debate(pool: str, ctx: MethodContext,
     history: list[tuple[DebateArgument, DebateArgument]] = []
     a_con: DebateArgument | None = None
     for rnd in range(1, p.max_debate_rounds + 1):
-        pro_msgs.append(pro_turn(pool, rnd, a_con))
+        pro_msgs.append(PRO_ROUND(pool, rnd, a_con))
         a_pro = await PRO(ctx, messages=list(pro_msgs), trace_info={"round": rnd})
         pro_msgs.append({"role": "assistant", "content": a_pro.model_dump_json()})
-        con_msgs.append(con_turn(pool, rnd, a_pro))
+        con_msgs.append(CON_ROUND(pool, rnd, a_pro))
         a_con = await CON(ctx, messages=list(con_msgs), trace_info={"round": rnd})
         con_msgs.append({"role": "assistant", "content": a_con.model_dump_json()})
         history.append((a_pro, a_con))
