@@ -276,8 +276,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
         hits = [h for t in p["trace"]["tool_calls"] for h in t["hits"]]
         assert set(hits) == gold[p["id"]]  # exactly the claim's gold paragraphs (k=5 >= its 2-4 titles)
     run = json.loads((out / "run.json").read_text())
-    assert run["evidence"] == "gold" and run["config"]["evidence"] == "gold"
-    assert run["identity"]["evidence"] == "gold" and run["index_dir"] is None
+    assert run["manifest"]["evidence"] == "gold" and run["config"]["evidence"] == "gold"
+    assert run["identity"]["evidence"] == "gold" and run["manifest"]["index_dir"] is None
     assert run["dataset"]["gold"]["dropped_without_complete_gold"] > 0
     assert "--evidence gold" in run["leakage"]["reason"]
     assert json.loads((out / "predictions.jsonl.manifest.json").read_text())["evidence"] == "gold"

@@ -360,7 +360,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
                             llm=llm)
     assert all(label_enum(c.output_model) == ["SUPPORTED", "REFUTED"] for c in llm.calls)
     run = json.loads((tmp_path / "a" / "run.json").read_text())
-    assert run["label_space"] == "binary" and run["dataset"]["label_space"] == "binary"
+    assert run["manifest"]["label_space"] == "binary" and run["dataset"]["label_space"] == "binary"
     assert metrics["label_space"] == {"name": "binary", "labels": ["SUPPORTED", "REFUTED"], "nei_allowed": False,
                                       "dataset": "binary", "forced_verdicts": 0, "forced_rate": 0.0}
     report = (tmp_path / "a" / "report.md").read_text()

@@ -58,8 +58,7 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
         done = read_done_ids(out_path)
         pending = [c for c in loaded.claims if c.id not in done]
         stats.skipped = len(loaded.claims) - len(pending)
-        manifest = (RunManifest(out_path, engine.spec, engine.params, engine.searcher, engine.state_dir,
-                                engine.label_space, engine.evidence) if out is not None and write_manifest else None)
+        manifest = RunManifest.of(engine, out_path) if out is not None and write_manifest else None
         bar = _Progress(len(pending), engine.spec.name, stats) if progress and pending else None
         sink = ResultSink(out_path, stats, done, bar=bar, on_result=on_result, manifest=manifest)
         stack.callback(sink.close)
