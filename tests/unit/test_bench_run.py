@@ -10,8 +10,11 @@ import pytest
 from tests.fixtures.index import shared_data_dir
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 import veracity.pipeline.engine as engine_module
-from veracity.bench.run import (RunConfig, bench_run, compare_markdown, compare_rows, finalize, load_config,
-                                read_predictions)
+from veracity.bench.compare import compare_markdown, compare_rows
+from veracity.bench.config import RunConfig, load_config
+from veracity.bench.report import finalize
+from veracity.bench.run import bench_run
+from veracity.bench.scoring import read_predictions
 from veracity.config import Settings
 from veracity.errors import ConfigError, DataError, EndpointError, LeakageError
 from veracity.pipeline.methods.direct import DirectJudgement
@@ -254,7 +257,7 @@ def test_cli_errors_are_one_line(monkeypatch, capsys, tmp_path):
 
 
 def test_method_statistics_average_trification_graphs_and_mermaid_steps():
-    from veracity.bench.run import method_statistics
+    from veracity.bench.scoring import method_statistics
 
     def rec(*events, hits=()):
         return {"trace": {"events": list(events), "memory_hits": list(hits)}}
@@ -293,7 +296,7 @@ def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
 
 
 def test_sample_mode_is_checked_and_part_of_the_run_identity():
-    from veracity.bench.run import RunConfig
+    from veracity.bench.config import RunConfig
 
     with pytest.raises(ConfigError, match="unknown sample mode"):
         RunConfig.of(dataset="hover", method="direct", sample="stratified")

@@ -258,7 +258,10 @@ def rag_llm(shown=None):
 @needs_data
 def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_setting(tmp_path, monkeypatch):
     from veracity.bench.datasets import load_dataset
-    from veracity.bench.run import RunConfig, bench_run, compare_rows, read_predictions
+    from veracity.bench.compare import compare_rows
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
+    from veracity.bench.scoring import read_predictions
     from veracity.config import Settings
 
     monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
@@ -298,7 +301,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
 
 @needs_data
 def test_bench_run_open_identity_is_unchanged_and_a_dataset_without_gold_refuses(tmp_path):
-    from veracity.bench.run import RunConfig, bench_run
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
     from veracity.config import Settings
 
     cfg = RunConfig.of(dataset="hover", method="direct", limit=2)

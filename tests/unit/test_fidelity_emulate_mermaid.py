@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, run_claims
-from veracity.bench.run import RunConfig, load_config
+from veracity.bench.config import RunConfig, load_config
 from veracity.errors import ConfigError
 from veracity.pipeline.labels import BINARY
 from veracity.pipeline.methods import METHODS

@@ -350,7 +350,9 @@ def direct_llm(label="SUPPORTED"):
 
 
 def test_bench_run_takes_the_datasets_label_space(tmp_path):
-    from veracity.bench.run import RunConfig, bench_run, compare_rows
+    from veracity.bench.compare import compare_rows
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
 
     settings = _bench(tmp_path)
     llm = direct_llm()
@@ -391,7 +393,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
 
 def test_bench_run_on_a_jsonl_with_nei_is_3way_and_configs_may_set_labels(tmp_path):
     from veracity.bench.datasets import load_dataset
-    from veracity.bench.run import load_config
+    from veracity.bench.config import load_config
 
     f = tmp_path / "c.jsonl"
     f.write_text("".join(json.dumps({"id": str(i), "claim": f"Claim {i}.", "label": lab}) + "\n"

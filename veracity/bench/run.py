@@ -44,14 +44,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from veracity.bench.compare import COMPARE_COLUMNS, compare_markdown, compare_records, compare_rows  # noqa: F401
-from veracity.bench.config import RUN_KEYS, RunConfig, load_config  # noqa: F401
+from veracity.bench.config import RunConfig
 from veracity.bench.datasets import load_dataset
-from veracity.bench.manifest import (METRICS_FILE, PREDICTIONS_FILE, REPORT_FILE, RUN_FILE, _versions,  # noqa: F401
+from veracity.bench.manifest import (PREDICTIONS_FILE, RUN_FILE, _versions,
                                      _write_json, describe_endpoint, evidence_meaning, leakage_check, read_run,
-                                     run_evidence, run_manifest)
-from veracity.bench.report import finalize, render_report  # noqa: F401
-from veracity.bench.scoring import forced_verdicts, method_statistics, read_predictions, score_run  # noqa: F401
+                                     run_manifest)
+from veracity.bench.report import finalize
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, endpoint_stop_hint
 from veracity.pipeline.labels import THREE_WAY, label_space
