@@ -213,12 +213,13 @@ def test_abstention_keeps_the_label_it_would_have_given():
 def test_engine_abstains_below_min_confidence_with_a_scripted_distribution():
     llm = ScriptedLLM({"direct.judge": [{"explanation": "e", "label": "SUPPORTED"}] * 2},
                       probs=lambda role, reply: {"SUPPORTED": 0.55, "REFUTED": 0.25, "NOT_ENOUGH_INFO": 0.2})
-    spec = get_method("direct")
-    eng = Engine.of(spec, llm=llm, min_confidence=0.7)
+    from veracity.pipeline.config import VerifierConfig
+
+    eng = Engine(VerifierConfig(method="direct", min_confidence=0.7, calibration="off"), llm=llm)
     v = asyncio.run(eng.verify(Claim("c", "x"), llm))
     assert v.abstained and v.label is Label.NOT_ENOUGH_INFO and v.abstained_label is Label.SUPPORTED
     assert v.confidence == pytest.approx(0.55)
-    eng = Engine.of(spec, llm=llm)
+    eng = Engine(VerifierConfig(method="direct", calibration="off"), llm=llm)
     v = asyncio.run(eng.verify(Claim("c", "x"), llm))
     assert v.label is Label.SUPPORTED and v.confidence == pytest.approx(0.55)
 
@@ -243,7 +244,7 @@ def _skewed_direct():
 def test_a_bench_run_reports_confidence_and_a_fitted_map_is_stored_applied_and_recorded(tmp_path):
     from tests.fixtures.index import shared_data_dir
     from veracity.bench.run import RunConfig, bench_run
-    from veracity.bench.selective import calibrate_runs
+    from veracity.bench.calibrate import calibrate_runs
     from veracity.config import Settings
 
     data = shared_data_dir()
@@ -269,7 +270,8 @@ def test_a_bench_run_reports_confidence_and_a_fitted_map_is_stored_applied_and_r
     cfg2 = RunConfig.of(dataset="hover", method="direct", limit=4, seed=5, concurrency=1)
     bench_run(cfg2, tmp_path / "test", settings=settings, llm=_skewed_direct())
     run = json.loads((tmp_path / "test" / "run.json").read_text())
-    assert run["confidence"]["calibration"]["temperature"] == cmap.temperature
+    assert run["manifest"]["confidence"]["calibration"]["temperature"] == cmap.temperature
+    assert run["manifest"]["confidence"]["calibration"]["fitted_on"]["runs"][0]["seed"] == 2
     rows = [json.loads(x) for x in (tmp_path / "test" / "predictions.jsonl").read_text().splitlines()]
     for r in rows:
         want = cmap.apply(r["raw_label_probs"])[r["label"]]
@@ -277,7 +279,7 @@ def test_a_bench_run_reports_confidence_and_a_fitted_map_is_stored_applied_and_r
     # --calibration off: the model's own numbers
     cfg3 = RunConfig.of(dataset="hover", method="direct", limit=2, seed=5, concurrency=1, calibration="off")
     bench_run(cfg3, tmp_path / "off", settings=settings, llm=_skewed_direct())
-    assert json.loads((tmp_path / "off" / "run.json").read_text())["confidence"]["calibration"] is None
+    assert json.loads((tmp_path / "off" / "run.json").read_text())["manifest"]["confidence"]["calibration"] is None
 
 
 def test_selective_metrics_arithmetic():
