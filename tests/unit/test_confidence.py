@@ -305,3 +305,33 @@ def test_temperature_fit_and_scale():
     rows = [({"A": 0.9, "B": 0.1}, "A")] * 6 + [({"A": 0.9, "B": 0.1}, "B")] * 4
     t = fit_temperature(rows)
     assert t > 1 and scale({"A": 0.9, "B": 0.1}, t)["A"] == pytest.approx(0.6, abs=0.01)
+
+
+def test_check_lists_unsure_claims_apart_with_their_grounding():
+    from rich.console import Console
+
+    from veracity.check.render import render_text
+    from veracity.check.run import uncertain_claims
+
+    claims = [{"id": "a", "text": "Sure claim.", "category": "factual", "label": "SUPPORTED", "evidence": [],
+               "confidence": 0.95},
+              {"id": "b", "text": "Unsure claim.", "category": "factual", "label": "REFUTED", "evidence": [],
+               "confidence": 0.41, "grounding": "ungrounded"},
+              {"id": "c", "text": "Abstained claim.", "category": "factual", "label": "NOT_ENOUGH_INFO", "evidence": [],
+               "confidence": 0.62, "abstained": True, "abstained_label": "SUPPORTED"},
+              {"id": "d", "text": "No number.", "category": "factual", "label": "SUPPORTED", "evidence": [],
+               "confidence": None}]
+    sentences = [{"index": 0, "start": 0, "end": 10, "text": "S.", "verdict": "REFUTED", "claims": claims}]
+    unsure = uncertain_claims(sentences)
+    assert [(u["n"], u["label"], u["abstained"]) for u in unsure] == [(2, "REFUTED", False), (3, "SUPPORTED", True)]
+    record = {"id": "t", "method": "rag", "sentences": sentences,
+              "summary": {"counts": {"SUPPORTED": 2, "REFUTED": 1, "NOT_ENOUGH_INFO": 1, "failed": 0},
+                          "no_factual_claim": False, "factual_precision": 0.5, "sentences": 1, "claims": 4,
+                          "categories": {"factual": 4, "opinion": 0, "not_a_claim": 0}, "fallbacks": {},
+                          "uncertain": unsure, "uncertain_below": 0.7}}
+    con = Console(width=200, record=True)
+    con.print(render_text(record))
+    out = con.export_text()
+    assert "Uncertain (2: abstained, or confidence below 0.70):" in out
+    assert "2. Unsure claim.  (REFUTED, confidence 0.41, ungrounded)" in out
+    assert "3. Abstained claim.  (abstained, would say SUPPORTED, confidence 0.62)" in out
