@@ -237,3 +237,34 @@ def test_the_plan_counts_what_is_copied_before_copying(tmp_path):
     assert plan.copy_bytes == sum(i.source.stat().st_size for i in plan.items) > 4096
     assert not (tmp_path / "b").exists()
     shutil.rmtree(tmp_path / "i")
+
+
+def _fake_llama_server(home: Path, features: list[str]) -> None:
+    folder = home / "engines" / "llama.cpp"
+    (folder / "bin").mkdir(parents=True)
+    binary = folder / "bin" / "llama-server"
+    binary.write_text("#!/bin/sh\necho 'version: 1 (test)'\n")
+    binary.chmod(0o755)
+    (folder / "install.json").write_text(json.dumps({"source": "llama-cpp-python 0.3.36", "features": features,
+                                                     "binary": str(binary)}))
+
+
+@pytest.mark.parametrize("features, carried", [([], True), (["avx512_bf16_never_here"], False)])
+def test_the_carried_llama_server_is_installed_where_this_cpu_runs_it(tmp_path, features, carried):
+    settings = make_home(tmp_path / "src-home")
+    _fake_llama_server(settings.home, features)
+    out = tmp_path / "bundle"
+    create_bundle(settings, BundleOptions(out=out, llama_cpp="binary", wheels=False), progress=lambda s: None)
+    manifest = read_manifest(out)
+    assert manifest["llama_cpp"]["binary"] == "engines/llama.cpp/llama-server"
+    assert manifest["llama_cpp"]["features"] == features
+    home = tmp_path / "offline-home"
+    said = []
+    done = bundle_install.install_bundle(Settings(home=home), out, progress=said.append)
+    installed = home / "engines" / "llama.cpp" / "bin" / "llama-server"
+    if carried:
+        assert installed.is_file() and "bundle's binary" in done["engine"]
+        info = json.loads((home / "engines" / "llama.cpp" / "install.json").read_text())
+        assert info["source"] == "llama-cpp-python 0.3.36" and info["from_bundle"] == str(out.resolve())
+    else:
+        assert not installed.exists() and "lacks" in " ".join(said) and "not in the bundle" in done["engine"]

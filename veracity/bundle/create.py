@@ -194,7 +194,7 @@ def _sdist_into(settings: Settings, dest: Path, bar: Bar) -> Path:
     if local.is_file() and sha256_of(local) == li.SDIST_SHA256:
         _copy(local, target)
         return target
-    return li._fetch_sdist(dest, bar)
+    return li.fetch_sdist(dest, bar)
 
 
 def _copy(src: Path, dest: Path) -> None:

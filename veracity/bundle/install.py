@@ -20,7 +20,6 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,47 +145,33 @@ def install_engine(settings: Settings, root: Path, manifest: dict, *, progress: 
     Returns what was done, in words (the engine is optional: a machine that cannot build it is told)."""
     from veracity.errors import VeracityError
     from veracity.serving.engines import llamacpp_install as li
-    from veracity.serving.engines.llamacpp import BINARY, engine_dir
+    from veracity.serving.engines.llamacpp import engine_dir
 
     llama = manifest.get("llama_cpp") or {}
     folder = engine_dir(settings)
     if llama.get("binary"):
         lacking = missing_cpu_features(llama.get("features") or [])
-        if not lacking:
-            (folder / "bin").mkdir(parents=True, exist_ok=True)
-            dest = folder / "bin" / BINARY
-            tmp = dest.with_name(f".{BINARY}.bundle-staging")
-            shutil.copyfile(root / llama["binary"], tmp)
-            tmp.chmod(0o755)
-            run = subprocess.run([str(tmp), "--version"], capture_output=True, text=True)
-            if run.returncode == 0:
-                tmp.replace(dest)
-                info = {**(llama.get("install") or {}), "binary": str(dest), "installed_at": time.time(),
-                        "from_bundle": str(root)}
-                (folder / "install.json").write_text(json.dumps(info, indent=2))
-                return f"llama-server installed from the bundle's binary (CPU features {', '.join(llama['features']) or 'baseline'})"
-            tmp.unlink(missing_ok=True)
-            progress(f"the bundle's llama-server does not run here ({run.returncode}); building it from source")
-        else:
+        if lacking:
             progress(f"the bundle's llama-server needs {', '.join(lacking)}, which this CPU lacks; building it "
                      "from the bundle's source")
+        else:
+            try:
+                info = li.install_from_local(settings, root / llama["binary"], force=True, progress=progress)
+            except VeracityError as exc:
+                progress(f"the bundle's llama-server: {exc}; building it from the bundle's source")
+            else:  # what the connected machine's build recorded (version, features), and where it came from
+                info = {**info, **(llama.get("install") or {}), "binary": info["binary"],
+                        "sha256_binary": info.get("sha256"), "from_bundle": str(root)}
+                (folder / "install.json").write_text(json.dumps(info, indent=2))
+                return ("llama-server installed from the bundle's binary (CPU features "
+                        f"{', '.join(llama.get('features') or []) or 'baseline'})")
     if not llama.get("source"):
         return "llama.cpp: not in the bundle (optional engine)"
-    downloads = folder / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    _link_or_copy_replace(root / llama["source"], downloads / Path(llama["source"]).name)
     try:
-        info = li.install_llamacpp(settings, bar=bar, progress=progress)
+        info = li.install_from_local(settings, root / llama["source"], bar=bar, progress=progress)
     except VeracityError as exc:
         return f"llama.cpp: not built ({exc}; {exc.hint})"
     return f"llama-server built from the bundle's source ({', '.join(info.get('features') or []) or 'baseline'})"
-
-
-def _link_or_copy_replace(src: Path, dest: Path) -> None:
-    tmp = dest.with_name(f".{dest.name}.bundle-staging")
-    tmp.unlink(missing_ok=True)
-    _link_or_copy(src, tmp)
-    tmp.replace(dest)
 
 
 def install_bundle(settings: Settings, root: Path, *, packages: bool = True, checked: bool = False,
