@@ -257,11 +257,12 @@ def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progr
     lines: list[str] = []
     assert proc.stdout is not None
     count = 0
+    bar("resolving and downloading wheels (pip)", 0, None)
     for line in proc.stdout:
         lines.append(line.rstrip())
-        if line.startswith(("Saved ", "File was already downloaded")):
+        if line.startswith("Collecting "):  # one per package pip resolves (and downloads, or finds kept)
             count += 1
-            bar("downloading wheels (pip)", count, None)
+            bar("resolving and downloading wheels (pip)", count, None)
     if proc.wait() != 0:
         last = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
         raise BundleError(f"pip download failed: {last.strip()[:240]}",

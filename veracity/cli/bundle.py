@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from rich.markup import escape
+
 from veracity.cli._common import console, print_json
 from veracity.cli.models import _PrepareDisplay
 from veracity.config import load_settings
@@ -67,9 +69,10 @@ def create(out: Path, models: tuple[str, ...], indexes: tuple[Path, ...], gpu: b
                   f"{', '.join(m['name'] for m in plan.models) or 'none'}; indexes "
                   f"{', '.join(i['name'] for i in plan.indexes) or 'none'}; llama.cpp "
                   f"{'+'.join(k for k in ('source', 'binary') if plan.llama_cpp.get(k)) or 'none'}; "
-                  f"{human(plan.copy_bytes)} of local files to copy", highlight=False)
+                  f"{human(plan.copy_bytes)} of local files to copy", highlight=False, markup=False)
     with _PrepareDisplay() as display:
-        manifest = create_bundle(settings, options, progress=display.message, bar=display.bar, plan=plan)
+        manifest = create_bundle(settings, options, progress=lambda s: display.message(escape(s)),
+                                 bar=display.bar, plan=plan)
     summary = {"bundle": str(out), "files": len(manifest["files"]), "bytes": manifest["total_bytes"],
                "target": manifest["target"], "timings": manifest["timings"]}
     if as_json:
@@ -121,7 +124,7 @@ def install(root: Path, index_dir: Path | None, no_engine: bool, no_packages: bo
     settings = load_settings()
     with _PrepareDisplay() as display:
         done = install_bundle(settings, root, packages=not no_packages, checked=checked, engine=not no_engine,
-                              index_dir=index_dir, progress=display.message, bar=display.bar)
+                              index_dir=index_dir, progress=lambda s: display.message(escape(s)), bar=display.bar)
     console.print(f"[green]installed[/] from {done['bundle']}: models {', '.join(done['models']) or 'none'}; "
                   f"indexes {', '.join(done['indexes']) or 'none'}", highlight=False)
     if done["engine"]:
