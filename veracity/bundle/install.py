@@ -53,10 +53,22 @@ def _needed_bytes(root: Path, manifest: dict, home: Path) -> int:
     home.mkdir(parents=True, exist_ok=True)
     if _same_device(root, home):
         return 0
-    prefixes = tuple(f"{m['weights']}/" for m in manifest.get("models", [])) + tuple(
+    prefixes = tuple(f"{m['weights']}/" for m in manifest.get("models", []) if m.get("weights")) + tuple(
         f"{i['path']}/" for i in manifest.get("indexes", []))
     ggufs = {m["gguf"] for m in manifest.get("models", []) if m.get("gguf")}
     return sum(meta["size"] for rel, meta in manifest["files"].items() if rel.startswith(prefixes) or rel in ggufs)
+
+
+def _gguf_place(settings: Settings, model: dict) -> Path:
+    """Where a model's GGUF goes: where ``models prepare`` keeps it (llama.cpp finds it there without a
+    registry entry), else beside the other downloads under the model's name."""
+    from veracity.models.prepare import kept_gguf
+    from veracity.models.registry import MODELS
+
+    name = Path(model["gguf"]).name
+    info = MODELS.get(model["name"])
+    kept = kept_gguf(settings, info) if info is not None else None
+    return kept if kept is not None and kept.name == name else settings.home / "downloads" / model["name"] / name
 
 
 class _Staged:
@@ -108,11 +120,13 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
     staged = _Staged()
     try:
         for m in models:
-            progress(f"model {m['name']}: {'linking' if _same_device(root, settings.home) else 'copying'} its files")
-            staged.folder(root, m["weights"], manifest, settings.models_dir / m["name"])
+            progress(f"model {m['name']}: {'linking' if _same_device(root, settings.home) else 'copying'} its files"
+                     + ("" if m.get("weights") else " (its GGUF only: llama.cpp serves it)"))
+            if m.get("weights"):
+                staged.folder(root, m["weights"], manifest, settings.models_dir / m["name"])
             if m.get("gguf"):
                 gguf = Path(m["gguf"])
-                staged.file(root / m["gguf"], settings.home / "downloads" / m["name"] / gguf.name)
+                staged.file(root / m["gguf"], _gguf_place(settings, m))
         for i in indexes:
             progress(f"index {i['name']}: into {index_dir / i['name']}")
             staged.folder(root, i["path"], manifest, index_dir / i["name"])
@@ -126,16 +140,17 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
     staged.commit()
     # registered last: a model is in prepared.json only once its files are in place
     prepared = load_prepared(settings)
-    for m in models:
+    registered = [m for m in models if m.get("weights")]  # a GGUF alone is found where models prepare keeps it
+    for m in registered:
         entry = m["entry"]
-        gguf = (settings.home / "downloads" / m["name"] / Path(m["gguf"]).name) if m.get("gguf") else None
+        gguf = _gguf_place(settings, m) if m.get("gguf") else None
         prepared[m["name"]] = PreparedModel(m["name"], settings.models_dir / m["name"],
                                             f"bundle: {entry.get('source', '')}", time.time(), entry.get("verified"),
                                             entry.get("timings") or {}, str(gguf) if gguf else None)
-    if models:
+    if registered:
         _save_prepared(settings, prepared)
-        if remember_first_model(settings, models[0]["name"]):
-            progress(f"{models[0]['name']} is the default model now")
+        if remember_first_model(settings, registered[0]["name"]):
+            progress(f"{registered[0]['name']} is the default model now")
     return [m["name"] for m in models], [index_dir / i["name"] for i in indexes]
 
 
