@@ -13,7 +13,8 @@ Every Python process in the namespace carries the network audit of the tests
 (tests/fixtures/netaudit/sitecustomize.py): an attempt to reach past loopback is listed in the result.
 
     flock /tmp/veracity-heavy.lock nice -n 10 python benchmarks/bundle_roundtrip.py \\
-        --home /root/.veracity --model qwen2.5-coder-1.5b-instruct --index /root/.veracity/indexes/demo \\
+        --home /root/.veracity --model qwen2.5-coder-1.5b-instruct --also smollm2-135m-instruct \\
+        --index /root/.veracity/indexes/demo \\
         --bundle /work/bundles/roundtrip --work /work/bundles/roundtrip-target \\
         --json benchmarks/results/bundle-roundtrip.json
 
@@ -60,7 +61,10 @@ def human(n: float) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--home", default=str(Path.home() / ".veracity"), help="the connected machine's VERACITY_HOME")
-    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct", help="the model the five claims run on")
+    ap.add_argument("--also", action="append", default=[], metavar="MODEL",
+                    help="another model to carry (e.g. the prepared smollm2-135m-instruct, which doctor counts "
+                         "as a prepared model when --model is here as its GGUF alone)")
     ap.add_argument("--index", default=str(Path.home() / ".veracity" / "indexes" / "demo"))
     ap.add_argument("--bundle", default="/work/bundles/roundtrip")
     ap.add_argument("--work", default="/work/bundles/roundtrip-target")
@@ -79,7 +83,8 @@ def main() -> int:
     env["VERACITY_HOME"] = args.home
     env["PYTHONPATH"] = str(ROOT)
     t0 = time.monotonic()
-    create = subprocess.run([sys.executable, "-m", "veracity", "bundle", "create", str(bundle), "--model", args.model,
+    models = [a for m in [*args.also, args.model] for a in ("--model", m)]
+    create = subprocess.run([sys.executable, "-m", "veracity", "bundle", "create", str(bundle), *models,
                              "--index", args.index], env=env, text=True, capture_output=True)
     result["create_seconds"] = round(time.monotonic() - t0, 1)
     print(create.stdout[-3000:], create.stderr[-2000:], sep="\n")

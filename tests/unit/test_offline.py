@@ -54,3 +54,14 @@ def test_local_ray_start_gives_rays_processes_a_home_with_a_local_bootstrap_conf
     assert inside == str(ray_head_home(tmp_path / "vh"))
     config = (tmp_path / "vh" / "ray-home" / RAY_BOOTSTRAP).read_text()
     assert "type: local" in config  # Ray reads provider.type from it and asks no metadata service
+
+
+def test_a_vllm_server_on_loopback_is_told_its_address_so_it_never_probes_for_one(monkeypatch):
+    from veracity.serving.engines.vllm import build_env
+    from veracity.serving.spec import ServerSpec
+
+    monkeypatch.delenv("VLLM_HOST_IP", raising=False)
+    assert build_env(ServerSpec(model="m", port=1), on_gpu=False)["VLLM_HOST_IP"] == "127.0.0.1"
+    assert "VLLM_HOST_IP" not in build_env(ServerSpec(model="m", port=1, host="0.0.0.0"), on_gpu=False)
+    monkeypatch.setenv("VLLM_HOST_IP", "10.0.0.5")  # a user's own setting wins
+    assert build_env(ServerSpec(model="m", port=1), on_gpu=False)["VLLM_HOST_IP"] == "10.0.0.5"

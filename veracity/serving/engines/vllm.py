@@ -55,6 +55,10 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
 
 def build_env(spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
     env = child_env(PYTHONUNBUFFERED="1")  # never a hub, no usage statistics (veracity/offline.py)
+    if spec.host in ("127.0.0.1", "localhost", "::1"):
+        # vLLM finds "its" address by a UDP connect to 8.8.8.8 (utils/network_utils.get_ip) unless told: a
+        # server on loopback is told loopback, so it never looks past it (a user's own setting wins)
+        env.setdefault("VLLM_HOST_IP", "127.0.0.1")
     if not on_gpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{spec.cpu_kv_cache_gib:g}")
     return env
