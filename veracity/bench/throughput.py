@@ -237,6 +237,13 @@ class ThroughputConfig:
     params: dict[str, Any] = field(default_factory=dict)
     warmup: int = 1  # claims verified (at concurrency 1) before the first level, not reported
     poll_interval_s: float = 0.5
+    verifier: Any = None  # the run's VerifierConfig: method and parameters checked once, here
+
+    def __post_init__(self) -> None:
+        if self.verifier is None:
+            from veracity.pipeline.config import VerifierConfig
+
+            self.verifier = VerifierConfig(method=self.method, params=self.params)
 
 
 def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
@@ -320,7 +327,6 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     """
     from veracity.bench.datasets import load_dataset
     from veracity.pipeline.api import Verifier, open_index
-    from veracity.pipeline.methods import get_method
 
     settings = settings or Settings()
     notify = notify or (lambda s: None)
@@ -336,8 +342,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         raise ConfigError(f"--warmup must be 0 or more, got {cfg.warmup}", hint="e.g. --warmup 1")
     if cfg.poll_interval_s <= 0:
         raise ConfigError("the metrics poll interval must be positive")
-    spec = get_method(cfg.method)
-    spec.make_params(cfg.params)  # unknown parameter names: one line naming the valid ones
+    spec = cfg.verifier.spec  # method and parameters were checked when the config was built
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
@@ -413,11 +418,8 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
         # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
         # dir; verdicts in the dataset's label space, as `bench run` gives them
-        from veracity.pipeline.config import VerifierConfig
-
-        config = VerifierConfig(method=spec.name, params=cfg.params, labels=dataset.label_space.name, index=searcher,
-                                endpoint=url, model=model, concurrency=concurrency, state_dir=level_dir,
-                                settings=settings)
+        config = cfg.verifier.replace(labels=dataset.label_space.name, index=searcher, endpoint=url, model=model,
+                                      concurrency=concurrency, state_dir=level_dir, settings=settings)
         return Verifier.from_config(config, llm=llm)
 
     stopped: EndpointError | None = None

@@ -55,10 +55,8 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
                                            client_rows, server_rows)
     from veracity.cli.bench import parse_int_list
     from veracity.cli.verify import parse_params
-    from veracity.pipeline.methods import get_method
 
     levels = parse_int_list(concurrency, "--concurrency")
-    get_method(method)  # unknown method: one line naming the known ones
     cfg = ThroughputConfig(method=method, levels=levels, dataset=dataset, data_dir=data_dir,
                            claims_per_level=claims_per_level, seed=seed, index=index, params=parse_params(params),
                            warmup=warmup)
