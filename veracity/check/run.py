@@ -67,9 +67,10 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                           "verdict": sentence_verdict(mine), "claims": claims})
     summary = {"sentences": len(sentences), "claims": sum(categories.values()), "categories": categories,
                **text_scores(labels, gamma=gamma), "fallbacks": extraction.fallbacks,
+               "dropped": len(extraction.dropped),
                "no_factual_claim": categories["factual"] == 0}
     return {"id": extraction.text_id, "text": extraction.text, "method": method, "summary": summary,
-            "sentences": sentences, "extraction_trace": extraction.trace}
+            "sentences": sentences, "dropped": extraction.dropped, "extraction_trace": extraction.trace}
 
 
 async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, params: CheckParams | None = None,
