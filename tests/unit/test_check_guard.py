@@ -72,3 +72,28 @@ def test_a_sentence_left_without_claims_is_checked_as_itself(tmp_path):
     rec = asyncio.run(check_text("Rome lies on the Tiber.", cv, tid="t"))
     assert [c["text"] for c in rec["sentences"][0]["claims"]] == ["Rome lies on the Tiber."]
     assert llm.count("check.extractor") == 2 and rec["summary"]["dropped"] == 1  # the same claim twice: one drop
+
+
+def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence_red(tmp_path):
+    from veracity.check.opinions import opinion_rule
+    from veracity.check.render import render_text
+
+    text = "I think Kyoto is a far better trip than Tokyo. Kyoto was the capital of Japan."
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [
+                           "Kyoto is a far better trip than Tokyo." if "think" in m[-1]["content"].split("split:\n")[1]
+                           else "Kyoto was the capital of Japan."]},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "no", "label": "REFUTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text(text, cv, tid="t"))
+    first = rec["sentences"][0]
+    assert first["claims"][0]["category"] == "opinion" and first["verdict"] == "unchecked"
+    assert llm.count("check.worthiness") == 1 and llm.count("direct.judge") == 1  # only the fact
+    from rich.console import Console
+    con = Console(width=200, record=True)
+    con.print(render_text(rec))
+    assert "opinion, not checked" in con.export_text()
+    assert opinion_rule("The film won the Academy Award for Best Picture.") is None  # a name, not a judgement
+    assert opinion_rule("The Great Wall of China is long.") is None
+    assert opinion_rule("Electric cars will replace petrol cars.")[0] == "opinion"
+    assert opinion_rule("What is the capital of France?")[0] == "not_a_claim"

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from veracity.check.guard import check_claim
+from veracity.check.opinions import opinion_rule
 from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import split_sentences
@@ -107,11 +108,9 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
         dropped.extend(lost)
         cats: list[str] = []
         for claim in texts:
-            if params.worthiness:
-                w = await WORTHINESS(ctx, claim=claim, trace_info={"sentence": sentence.index, "claim": claim})
-                cats.append(w.category)
-            else:
-                cats.append("factual")
+            cat, _why = await worthiness_of(claim, sentence.text, llm, params, ctx=ctx,
+                                            trace_info={"sentence": sentence.index, "claim": claim})
+            cats.append(cat)
         sentence.claims = [ExtractedClaim(f"{tid}#s{sentence.index}c{j}", c, cat)
                            for j, (c, cat) in enumerate(zip(texts, cats, strict=True), 1)]
         trace.notify("check.sentence", sentence=sentence.index,
@@ -130,6 +129,25 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
             fallbacks[ev["role"]] += 1
     dropped.sort(key=lambda d: d["sentence"])
     return Extraction(tid, text, sentences, fallbacks, trace.to_dict(), dropped)
+
+
+async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams, *, ctx: MethodContext | None = None,
+                        claim_id: str = "worthiness", trace_info: dict[str, Any] | None = None) -> tuple[str, str]:
+    """A claim's check-worthiness (factual / opinion / not_a_claim) and why: the model-free rule of
+    :mod:`veracity.check.opinions` first, then ``check.worthiness`` (with ``params.worthiness`` and a model);
+    without either, factual."""
+    ruled = opinion_rule(claim, sentence)
+    if ruled is not None:
+        if ctx is not None:
+            ctx.trace.event("check.opinion_rule", category=ruled[0], why=ruled[1], **(trace_info or {}))
+        return ruled
+    if not params.worthiness or llm is None:
+        return "factual", "verified (check-worthiness not asked)"
+    if ctx is None:
+        ctx = MethodContext(llm=llm, tools=None, trace=Trace(), params=params,  # type: ignore[arg-type]
+                            seed=getattr(llm, "seed", None), claim_id=claim_id)
+    w = await WORTHINESS(ctx, claim=claim, sentence=sentence, trace_info=trace_info or {"claim": claim})
+    return w.category, "check.worthiness"
 
 
 def _unique(claims: list[str]) -> list[str]:

@@ -58,7 +58,7 @@ def render_text(record: dict[str, Any]) -> Group:
         for c in s["claims"]:
             n += 1
             if c["category"] != "factual":
-                parts.append(Text(f"   {n}. {c['text']}  ({c['category'].replace('_', ' ')}: not verified)", style="dim"))
+                parts.append(Text(f"   {n}. {c['text']}  ({c['category'].replace('_', ' ')}, not checked)", style="dim"))
                 continue
             label = c.get("label")
             if label is None:
@@ -114,7 +114,7 @@ function show(i){
   if(!s.claims.length)out.appendChild(el('p',null,'No claim was extracted from this sentence.'));
   s.claims.forEach(function(c,k){
     var d=el('div','claim');var head=el('div');head.appendChild(el('span',null,(k+1)+'. '+c.text+' '));
-    if(c.category!=='factual'){head.appendChild(el('i',null,'('+c.category.replace('_',' ')+': not verified)'));d.appendChild(head);out.appendChild(d);return;}
+    if(c.category!=='factual'){head.appendChild(el('i',null,'('+c.category.replace('_',' ')+', not checked)'));d.appendChild(head);out.appendChild(d);return;}
     head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));d.appendChild(head);
     if(c.error)d.appendChild(el('div',null,c.error));
     if(c.explanation)d.appendChild(el('div',null,c.explanation));

@@ -115,11 +115,15 @@ WORTHINESS_SYSTEM = (
     "confirm or refute (names, dates, numbers, places, events, properties), whether it is true or false: "
     "a wrong statement is still a checkable statement; opinion when it is a judgement, a preference, a "
     "feeling or a prediction; no_statement when it asserts nothing at all (a question, a greeting, an "
-    "instruction). Reply in JSON."
+    "instruction). A claim taken from a sentence that gives the writer's view (I think, in my opinion) is an "
+    "opinion. Reply in JSON."
 )
 
 
-def worthiness_messages(claim: str) -> list[Message]:
+def worthiness_messages(claim: str, sentence: str | None = None) -> list[Message]:
+    # the sentence the claim came from: "I think" and "should" are often dropped from the claim itself
+    if sentence and " ".join(sentence.split()) != " ".join(claim.split()):
+        return _user(f"Sentence: {sentence}\nClaim: {claim}")
     return _user(f"Claim: {claim}")
 
 
