@@ -48,6 +48,24 @@ def summary_line(record: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _quote_lines(c: dict[str, Any]) -> list[Text]:
+    """A claim's quotes (quotes=show|check: found in its passage or not), its grounding, and the flags: quotes
+    that never mention the claim's key terms, words the explanation attributes to passages that lack them."""
+    out: list[Text] = []
+    for q in c.get("quotes") or []:
+        mark = ("found" + (" (at the chunk's edge)" if q.get("at_edge") else ""), "green") if q["found"] \
+            else ("NOT in the passage", "bold red")
+        out.append(Text.assemble("      quote ", (f"[{q['passage_id']}] ", "cyan"), f"\u201c{q['text']}\u201d  ", mark))
+    if c.get("grounding"):
+        out.append(Text.assemble("      ", (c["grounding"], "green" if c["grounding"] == "grounded" else "bold red")))
+    flag = (c.get("quote_terms") or {}).get("flag")
+    if flag:
+        out.append(Text(f"      warning: {flag}", style="yellow"))
+    for lack in c.get("explanation_lacks") or []:
+        out.append(Text(f"      warning: {lack}", style="yellow"))
+    return out
+
+
 def render_text(record: dict[str, Any]) -> Group:
     """The text, each sentence marked by its verdict, its numbered claims under it with the cited passages."""
     parts: list[Any] = [Text(f"veracity check · {record['id']} · {record['method']}", style="bold")]
@@ -71,6 +89,7 @@ def render_text(record: dict[str, Any]) -> Group:
             for e in c["evidence"]:
                 parts.append(Text.assemble("      ", (f"[{e['passage_id']}] ", "cyan"), (e["title"], "bold"),
                                            f": {_snippet(e['text'])}"))
+            parts.extend(_quote_lines(c))
     parts.append(Text("\n" + summary_line(record), style="bold"))
     return Group(*parts)
 
@@ -87,7 +106,7 @@ body{font:16px/1.6 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 #summary{margin:1rem 0;font-weight:600}.claim{border-top:1px solid #eee;padding:.5rem 0}
 .lab{font-weight:700;padding:0 .3rem;border-radius:.2rem}.ev{margin:.3rem 0 .3rem 1.5rem;font-size:.9rem}
 .ev b{color:#035}details{margin-left:1.5rem;font-size:.85rem}pre{white-space:pre-wrap}
-.legend span{margin-right:.6rem;padding:0 .3rem}
+.legend span{margin-right:.6rem;padding:0 .3rem}.warn{color:#8a5a00}.ok{color:#1b7a2f}.bad{color:#b00020;font-weight:700}
 </style></head><body>
 <h1>veracity check</h1>
 <p class="legend"><span class="SUPPORTED">supported</span><span class="REFUTED">refuted</span>
@@ -118,6 +137,11 @@ function show(i){
     head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));d.appendChild(head);
     if(c.error)d.appendChild(el('div',null,c.error));
     if(c.explanation)d.appendChild(el('div',null,c.explanation));
+    (c.explanation_lacks||[]).forEach(function(x){d.appendChild(el('div','warn','warning: '+x));});
+    (c.quotes||[]).forEach(function(q){var p=el('div','ev q');p.appendChild(el('b',null,'quote ['+q.passage_id+'] '));
+      p.appendChild(document.createTextNode('\u201c'+q.text+'\u201d '));p.appendChild(el('span',q.found?'ok':'bad',q.found?(q.at_edge?'found (at the chunk\'s edge)':'found'):'NOT in the passage'));d.appendChild(p);});
+    if(c.grounding)d.appendChild(el('div',c.grounding==='grounded'?'ok':'bad',c.grounding));
+    if(c.quote_terms&&c.quote_terms.flag)d.appendChild(el('div','warn','warning: '+c.quote_terms.flag));
     (c.evidence||[]).forEach(function(e){var p=el('div','ev');p.appendChild(el('b',null,'['+e.passage_id+'] '+e.title+': '));
       p.appendChild(document.createTextNode(e.text));d.appendChild(p);});
     if(c.label&&!(c.evidence||[]).length)d.appendChild(el('div','ev','No passage cited.'));

@@ -28,8 +28,9 @@ from veracity.check.inputs import Doc
 from veracity.check.roles import CheckParams
 from veracity.check.score import sentence_verdict, text_scores
 from veracity.errors import DataError, OutputError
+from veracity.pipeline.quotes import unsupported_attributions
 from veracity.pipeline.runner import ResultWriter, read_done_ids
-from veracity.pipeline.types import Claim
+from veracity.pipeline.types import Claim, Evidence
 
 OnEvent = Callable[[dict[str, Any]], None]
 
@@ -57,6 +58,15 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                 if "label" in r:
                     item.update(label=r["label"], explanation=r["explanation"], evidence=r["evidence"],
                                 trace=r["trace"])
+                    for key in ("quotes", "grounding", "quote_terms"):  # quotes=show|check
+                        if key in r:
+                            item[key] = r[key]
+                    # words the explanation attributes to its passages that they lack (any quotes mode;
+                    # shown beside the explanation, the verdict unchanged)
+                    lacks = unsupported_attributions(r["explanation"], [Evidence(e["passage_id"], e["title"], e["text"])
+                                                                       for e in r["evidence"]])
+                    if lacks:
+                        item["explanation_lacks"] = lacks
                     mine.append(r["label"])
                 else:
                     item.update(label=None, error=r["error"])

@@ -129,5 +129,9 @@ class Verdict:
         if self.quotes is not None:
             out["quotes"] = [q.to_dict() for q in self.quotes]
             out["grounding"] = self.grounding
+            if claim is not None:  # do the quotes mention the claim's subject and key terms?
+                from veracity.pipeline.quotes import quote_terms
+
+                out["quote_terms"] = quote_terms(claim.text, self.quotes)
         out["trace"] = self.trace.to_dict()
         return out
