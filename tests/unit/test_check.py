@@ -136,7 +136,12 @@ def test_scores():
     assert factscore(0, 0) is None
     assert factscore(10, 10) == 1.0  # no penalty at gamma claims or more
     assert factscore(2, 4, gamma=0) == 0.5
-    assert text_scores(["SUPPORTED", "NOT_ENOUGH_INFO"])["factual_precision"] == 1.0
+    # no precision over fewer than MIN_DECIDED decided claims; the NEI share beside it always
+    few = text_scores(["SUPPORTED", "NOT_ENOUGH_INFO"])
+    assert few["factual_precision"] is None and "only 1 decided" in few["precision_withheld"]
+    assert few["nei_share"] == 0.5 and few["decided"] == 1
+    enough = text_scores(["SUPPORTED", "SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"])
+    assert enough["factual_precision"] == pytest.approx(2 / 3) and enough["nei_share"] == 0.25
 
 
 def test_the_stage_params_are_validated():

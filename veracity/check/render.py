@@ -26,6 +26,23 @@ def _snippet(text: str, words: int = 40) -> str:
     return " ".join(w[:words]) + (" ..." if len(w) > words else "")
 
 
+def header_line(record: dict[str, Any]) -> str:
+    """What the check ran on: model, engine, index (with its dump date), method, date."""
+    h = record.get("run") or {}
+    idx = h.get("index")
+    index = (f"index {idx.get('name')} ({idx.get('passages') or '?'} passages, dump date "
+             f"{idx.get('dump_date') or 'unknown'})") if idx else f"no index (evidence {h.get('evidence', 'n/a')})"
+    return (f"model {h.get('model') or 'unknown'} on {h.get('engine') or 'unknown engine'} · {index} · "
+            f"method {h.get('method') or record.get('method')}, labels {h.get('labels', '3way')} · {h.get('date', '')}")
+
+
+def sentence_facts(s: dict[str, Any]) -> str:
+    """A sentence's verified facts beside its worst verdict: ``2 of 3 supported``."""
+    if not s.get("verified"):
+        return ""
+    return f"  ({s['supported']} of {s['verified']} verified claims supported)"
+
+
 def summary_line(record: dict[str, Any]) -> str:
     s = record["summary"]
     c = s["counts"]
@@ -33,10 +50,19 @@ def summary_line(record: dict[str, Any]) -> str:
         return (f"No factual claim in this text ({s['claims']} claims: {s['categories']['opinion']} opinions, "
                 f"{s['categories']['not_a_claim']} not claims); nothing to verify.")
     fp = s["factual_precision"]
+    decided = c["SUPPORTED"] + c["REFUTED"]
+    verified = decided + c["NOT_ENOUGH_INFO"]
+    if fp is not None:
+        precision = f"factual precision {fp:.2f} over {decided} decided claims"
+    elif decided:
+        precision = f"factual precision withheld ({s.get('precision_withheld') or f'only {decided} decided claims'})"
+    else:
+        precision = "factual precision n/a (nothing decided)"
+    nei = (f"NOT ENOUGH INFO for {c['NOT_ENOUGH_INFO']} of {verified} verified claims "
+           f"({c['NOT_ENOUGH_INFO'] / verified:.0%})") if verified else None
     parts = [f"{s['categories']['factual']} factual claims in {s['sentences']} sentences: "
              f"{c['SUPPORTED']} supported, {c['REFUTED']} refuted, {c['NOT_ENOUGH_INFO']} not enough info"
-             + (f", {c['failed']} failed" if c["failed"] else ""),
-             "factual precision " + (f"{fp:.2f}" if fp is not None else "n/a (nothing decided)")]
+             + (f", {c['failed']} failed" if c["failed"] else ""), precision] + ([nei] if nei else [])
     if "factscore" in s:
         fs = s["factscore"]
         parts.append(f"FActScore (gamma={s['factscore_gamma']}) " + (f"{fs:.2f}" if fs is not None else "n/a"))
@@ -68,11 +94,13 @@ def _quote_lines(c: dict[str, Any]) -> list[Text]:
 
 def render_text(record: dict[str, Any]) -> Group:
     """The text, each sentence marked by its verdict, its numbered claims under it with the cited passages."""
-    parts: list[Any] = [Text(f"veracity check · {record['id']} · {record['method']}", style="bold")]
+    parts: list[Any] = [Text(f"veracity check · {record['id']} · {record['method']}", style="bold"),
+                        Text(header_line(record), style="dim")]
     n = 0
     for s in record["sentences"]:
         v = s["verdict"]
-        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), s["text"]))
+        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), s["text"],
+                                   (sentence_facts(s), "dim")))
         for c in s["claims"]:
             n += 1
             if c["category"] != "factual":
@@ -106,13 +134,13 @@ body{font:16px/1.6 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 #summary{margin:1rem 0;font-weight:600}.claim{border-top:1px solid #eee;padding:.5rem 0}
 .lab{font-weight:700;padding:0 .3rem;border-radius:.2rem}.ev{margin:.3rem 0 .3rem 1.5rem;font-size:.9rem}
 .ev b{color:#035}details{margin-left:1.5rem;font-size:.85rem}pre{white-space:pre-wrap}
-.legend span{margin-right:.6rem;padding:0 .3rem}.warn{color:#8a5a00}.ok{color:#1b7a2f}.bad{color:#b00020;font-weight:700}
+.hdr{color:#555;font-size:.9rem}.legend span{margin-right:.6rem;padding:0 .3rem}.warn{color:#8a5a00}.ok{color:#1b7a2f}.bad{color:#b00020;font-weight:700}
 </style></head><body>
 <h1>veracity check</h1>
 <p class="legend"><span class="SUPPORTED">supported</span><span class="REFUTED">refuted</span>
 <span class="NOT_ENOUGH_INFO">not enough info</span><span class="failed">failed</span>
 <span class="unchecked">no factual claim</span> · click a sentence for its claims and evidence</p>
-<div id="text"></div><div id="summary"></div><div id="claims"></div>
+<p id="header" class="hdr"></p><div id="text"></div><div id="summary"></div><div id="claims"></div>
 <script type="application/json" id="data">__DATA__</script>
 <script>
 (function(){
@@ -122,14 +150,15 @@ function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=c
 var box=document.getElementById('text'),pos=0,spans=[];
 rec.sentences.forEach(function(s,i){
   if(s.start>pos)box.appendChild(document.createTextNode(rec.text.slice(pos,s.start)));
-  var sp=el('span','s '+s.verdict,rec.text.slice(s.start,s.end));sp.title=words[s.verdict];
+  var sp=el('span','s '+s.verdict,rec.text.slice(s.start,s.end));sp.title=words[s.verdict]+(s.verified?' ('+s.supported+' of '+s.verified+' supported)':'');
   sp.addEventListener('click',function(){show(i);});box.appendChild(sp);spans.push(sp);pos=s.end;});
 if(pos<rec.text.length)box.appendChild(document.createTextNode(rec.text.slice(pos)));
 document.getElementById('summary').textContent=__SUMMARY__;
+document.getElementById('header').textContent=__HEADER__;
 function show(i){
   spans.forEach(function(x,j){x.classList.toggle('sel',j===i);});
   var s=rec.sentences[i],out=document.getElementById('claims');out.textContent='';
-  out.appendChild(el('h2',null,'Sentence '+s.index+': '+words[s.verdict]));
+  out.appendChild(el('h2',null,'Sentence '+s.index+': '+words[s.verdict]+(s.verified?' ('+s.supported+' of '+s.verified+' verified claims supported)':'')));
   if(!s.claims.length)out.appendChild(el('p',null,'No claim was extracted from this sentence.'));
   s.claims.forEach(function(c,k){
     var d=el('div','claim');var head=el('div');head.appendChild(el('span',null,(k+1)+'. '+c.text+' '));
@@ -164,6 +193,6 @@ def _script_json(obj: Any) -> str:
 def report_html(record: dict[str, Any]) -> str:
     """One self-contained HTML page for a checked text (no network needed to open it)."""
     values = {"__TITLE__": html.escape(str(record["id"])), "__SUMMARY__": _script_json(summary_line(record)),
-              "__DATA__": _script_json(record)}
+              "__HEADER__": _script_json(header_line(record)), "__DATA__": _script_json(record)}
     # one pass over the template, so a placeholder's name inside the text is never substituted
-    return re.sub("__TITLE__|__SUMMARY__|__DATA__", lambda m: values[m.group(0)], _PAGE)
+    return re.sub("__TITLE__|__SUMMARY__|__HEADER__|__DATA__", lambda m: values[m.group(0)], _PAGE)
