@@ -275,7 +275,9 @@ def test_the_command_prints_sentences_claims_and_writes_the_report(tmp_path, mon
     assert "factual precision 0.75" in res.output and "FActScore" in res.output
     assert report.read_text().startswith("<!doctype html>")
     res = run_cli(["check", "-", "--method", "direct", "--json"], tmp_path, input=TEXT)
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
+    # not on a terminal: a line per sentence and per claim on stderr, the JSON alone on stdout
+    assert "sentence 3/4: 2 claims, 2 factual" in res.stderr and "claim 4/4" in res.stderr
     assert rec["sentences"][2]["verdict"] == "REFUTED" and "trace" in rec["sentences"][2]["claims"][1]
     out = tmp_path / "o.jsonl"
     docs_file = tmp_path / "d.jsonl"

@@ -58,3 +58,16 @@ def test_the_engine_is_read_from_the_managed_servers_state(tmp_path, monkeypatch
     assert ce.engine_name("http://127.0.0.1:9/v1", object()) == "llamacpp (managed)"
     monkeypatch.setattr(st, "read_state", lambda settings: None)
     assert ce.engine_name("http://127.0.0.1:9/v1", type("X", (), {"api_key": "k"})()) == "unknown"  # nobody answers
+
+
+def test_a_batch_off_a_terminal_writes_a_progress_line_per_claim(tmp_path, capsys):
+    """verify -i and bench run go through this bar: a log file gets a line per claim, not silence."""
+    from veracity.pipeline.results import RunStats, _Progress
+
+    bar = _Progress(2, "rag", RunStats(out_path=tmp_path / "o.jsonl", total=2))
+    bar.start()
+    bar.advance()
+    bar.advance()
+    bar.stop()
+    err = capsys.readouterr().err
+    assert "verify (rag): 2 claims to verify" in err and "verify (rag): 1/2 claims" in err and "2/2 claims" in err

@@ -109,7 +109,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
         if input_path is not None:
             _run_batch(cv, docs, rejected, output_path, params, gamma, as_json, quiet)
             return
-        record = _run_one(cv, text, params, gamma, live=not as_json and console.is_terminal)
+        record = _run_one(cv, text, params, gamma, live=err_console.is_terminal)
         if report_path is not None:
             from veracity.check.render import report_html
 
@@ -143,9 +143,33 @@ def _run_one(cv, text: str, params, gamma, live: bool) -> dict:
     """One text; on a terminal, a progress line as claims are extracted and verified."""
     from veracity.check.run import check_text
 
-    if not live:
+    if not live:  # stderr is a log or a pipe: a bar would draw nothing, so one line per sentence and per claim
+        import time
+
+        t0 = time.monotonic()
+        seen = {"sentences": 0, "claims": 0, "factual": 0}
+
+        def line(msg: str) -> None:
+            err_console.print(f"[{time.monotonic() - t0:6.0f} s] {msg}", highlight=False, markup=False, soft_wrap=True)
+
+        def on_line(ev: dict) -> None:
+            kind = ev["kind"]
+            if kind == "check.sentences":
+                seen["sentences"] = len(ev["sentences"])
+                line(f"extracting claims from {seen['sentences']} sentences")
+            elif kind == "check.sentence":
+                factual = sum(1 for c in ev["claims"] if c["category"] == "factual")
+                line(f"sentence {ev['sentence']}/{seen['sentences']}: {len(ev['claims'])} claims, {factual} factual")
+            elif kind == "check.extracted":
+                seen["factual"] = sum(1 for s in ev["sentences"] for c in s["claims"] if c["category"] == "factual")
+                line(f"verifying {seen['factual']} factual claims with {cv.method}")
+            elif kind == "claim.verdict":
+                seen["claims"] += 1
+                r = ev["record"]
+                line(f"claim {seen['claims']}/{seen['factual']} {r['id']}: {r.get('label') or 'FAILED'}")
+
         try:
-            return asyncio.run(check_text(text, cv, params=params, gamma=gamma))
+            return asyncio.run(check_text(text, cv, params=params, gamma=gamma, on_event=on_line))
         except EndpointError as exc:
             fail(str(exc), endpoint_stop_hint(exc))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -191,13 +215,22 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
                    TimeRemainingColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
     task = bar.add_task("texts", total=None)
 
+    lines = not err_console.is_terminal  # a log or a pipe: one line per text and per verified claim instead
+
     def on_progress(finished: int, pending: int) -> None:
         bar.update(task, completed=finished, total=pending)
+        if lines:
+            err_console.print(f"texts {finished}/{pending}", highlight=False, markup=False)
+
+    def on_claim(record: dict) -> None:
+        if lines:
+            err_console.print(f"claim {record['id']}: {record.get('label') or 'FAILED'}", highlight=False,
+                              markup=False, soft_wrap=True)
 
     try:
         with bar:
             stats = asyncio.run(check_batch(docs, out, cv, params=params, gamma=gamma, on_text=on_text,
-                                            on_progress=on_progress))
+                                            on_claim=on_claim, on_progress=on_progress))
     except (EndpointError, OutputError, ClusterError) as exc:
         hint = exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc)
         fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in {out}.parts/)", hint)
