@@ -118,6 +118,8 @@ class Verdict:
         out: dict[str, Any] = {}
         if claim is not None:
             out.update({"id": claim.id, "claim": claim.text})
+            if claim.meta.get("gold_label") is not None:  # a benchmark's claim: its gold label beside the verdict
+                out["gold"] = claim.meta["gold_label"]
         out.update(
             {
                 "label": self.label.value,
