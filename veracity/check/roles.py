@@ -141,7 +141,7 @@ ROLES: tuple[Role, ...] = (EXTRACTOR, WORTHINESS)
 
 @dataclass
 class CheckParams(MethodParams):
-    """The check stage's settings (``--check-param``); the roles' budgets are ``extractor.max_tokens`` and
+    """The check stage's settings (``veracity check --param``); the roles' budgets are ``extractor.max_tokens`` and
     ``worthiness.max_tokens``."""
 
     worthiness: bool = param(True, help="ask check.worthiness for each claim; false: every claim is "

@@ -7,6 +7,7 @@ the text is checked before any index or server is touched."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import click
@@ -47,11 +48,10 @@ def build_claim_verifier(opts: dict):
               "so a rerun resumes per text and per claim.")
 @click.option("--max-chars", type=int, default=None, help="Longest text accepted, in characters (default 20,000).")
 @click.option("--factscore", is_flag=True, help="Also score each text FActScore-style: supported / verified "
-              "claims, times exp(1 - gamma/n) when it has n < gamma verified claims (--check-param gamma=N, "
+              "claims, times exp(1 - gamma/n) when it has n < gamma verified claims (--param gamma=N, "
               "default 10).")
-@click.option("--check-param", "check_params", multiple=True, metavar="KEY=VALUE",
-              help="Check-stage setting, repeatable: worthiness=false, gamma=N, extractor.max_tokens=N, "
-              "worthiness.max_tokens=N (see `veracity methods show check`).")
+@click.option("--check-param", "check_params", multiple=True, metavar="KEY=VALUE", hidden=True,
+              help="The old spelling of --param for the check stage's settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON: text -> sentences -> claims -> "
               "verdict, evidence, trace (with -i: one object per text as it is written).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -69,6 +69,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
       veracity check examples/text.txt
       cat answer.txt | veracity check - --method rag --json
       veracity check examples/text.txt --report report.html --factscore
+      veracity check examples/text.txt --param worthiness=false --param rag.quotes=check
       veracity check -i texts.jsonl -o checks.jsonl --method mermaid
 
     Each sentence is marked by its worst claim verdict; a text's factual precision is supported / (supported
@@ -95,7 +96,9 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
     limit = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     if limit < 1:
         raise ConfigError(f"--max-chars must be at least 1, got {limit}", hint=f"e.g. --max-chars {DEFAULT_MAX_CHARS}")
-    params = STAGE.make_params(parse_params(check_params))
+    stage_items, method_items = split_params(tuple(opts.get("params") or ()))
+    opts["params"] = method_items
+    params = STAGE.make_params(parse_params(tuple(check_params) + stage_items))
     gamma = params.gamma if factscore else None
     if report_path is not None:
         _check_writable(report_path)
@@ -124,6 +127,25 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
                 console.print(f"report: {escape(str(report_path))}", highlight=False)
     finally:
         cv.close()
+
+
+def split_params(items: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--param`` items for the check stage (its settings and roles: ``worthiness=false``, ``gamma=5``,
+    ``extractor.max_tokens=256``, or any key written ``check.KEY``) and those for the method."""
+    from veracity.check import STAGE
+    from veracity.check.roles import CheckParams
+
+    names = {f.name for f in dataclasses.fields(CheckParams)} | {r.short for r in STAGE.roles}
+    stage, method = [], []
+    for item in items:
+        key = item.partition("=")[0].strip()
+        if key.startswith("check."):
+            stage.append(item.strip().removeprefix("check."))
+        elif key.split(".", 1)[0] in names:
+            stage.append(item)
+        else:
+            method.append(item)
+    return tuple(stage), tuple(method)
 
 
 def _check_writable(path: Path) -> None:
