@@ -15,6 +15,8 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from veracity.terminal import control_safe
+
 VERDICT_STYLE = {"SUPPORTED": "bold green", "REFUTED": "bold red", "NOT_ENOUGH_INFO": "bold yellow",
                  "unchecked": "dim", "failed": "bold magenta"}
 VERDICT_WORD = {"SUPPORTED": "SUPPORTED", "REFUTED": "REFUTED", "NOT_ENOUGH_INFO": "NOT ENOUGH INFO",
@@ -81,42 +83,44 @@ def _quote_lines(c: dict[str, Any]) -> list[Text]:
     for q in c.get("quotes") or []:
         mark = ("found" + (" (at the chunk's edge)" if q.get("at_edge") else ""), "green") if q["found"] \
             else ("NOT in the passage", "bold red")
-        out.append(Text.assemble("      quote ", (f"[{q['passage_id']}] ", "cyan"), f"\u201c{q['text']}\u201d  ", mark))
+        out.append(Text.assemble("      quote ", (f"[{control_safe(q['passage_id'])}] ", "cyan"),
+                                 f"\u201c{control_safe(q['text'])}\u201d  ", mark))
     if c.get("grounding"):
         out.append(Text.assemble("      ", (c["grounding"], "green" if c["grounding"] == "grounded" else "bold red")))
     flag = (c.get("quote_terms") or {}).get("flag")
     if flag:
-        out.append(Text(f"      warning: {flag}", style="yellow"))
+        out.append(Text(f"      warning: {control_safe(flag)}", style="yellow"))
     for lack in c.get("explanation_lacks") or []:
-        out.append(Text(f"      warning: {lack}", style="yellow"))
+        out.append(Text(f"      warning: {control_safe(lack)}", style="yellow"))
     return out
 
 
 def render_text(record: dict[str, Any]) -> Group:
     """The text, each sentence marked by its verdict, its numbered claims under it with the cited passages."""
-    parts: list[Any] = [Text(f"veracity check · {record['id']} · {record['method']}", style="bold"),
-                        Text(header_line(record), style="dim")]
+    parts: list[Any] = [Text(f"veracity check · {control_safe(record['id'])} · {record['method']}", style="bold"),
+                        Text(control_safe(header_line(record)), style="dim")]
     n = 0
     for s in record["sentences"]:
         v = s["verdict"]
-        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), s["text"],
+        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), control_safe(s["text"]),
                                    (sentence_facts(s), "dim")))
         for c in s["claims"]:
             n += 1
             if c["category"] != "factual":
-                parts.append(Text(f"   {n}. {c['text']}  ({c['category'].replace('_', ' ')}, not checked)", style="dim"))
+                parts.append(Text(f"   {n}. {control_safe(c['text'])}  ({c['category'].replace('_', ' ')}, not checked)",
+                                  style="dim"))
                 continue
             label = c.get("label")
             if label is None:
-                parts.append(Text.assemble(f"   {n}. {c['text']}  ", ("FAILED", VERDICT_STYLE["failed"]),
-                                           f" {c.get('error', '')}"))
+                parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", ("FAILED", VERDICT_STYLE["failed"]),
+                                           f" {control_safe(c.get('error', ''))}"))
                 continue
-            cited = ", ".join(e["passage_id"] for e in c["evidence"]) or "no passage cited"
-            parts.append(Text.assemble(f"   {n}. {c['text']}  ", (VERDICT_WORD[label], VERDICT_STYLE[label]),
+            cited = ", ".join(control_safe(e["passage_id"]) for e in c["evidence"]) or "no passage cited"
+            parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", (VERDICT_WORD[label], VERDICT_STYLE[label]),
                                        (f"  [{cited}]", "cyan")))
             for e in c["evidence"]:
-                parts.append(Text.assemble("      ", (f"[{e['passage_id']}] ", "cyan"), (e["title"], "bold"),
-                                           f": {_snippet(e['text'])}"))
+                parts.append(Text.assemble("      ", (f"[{control_safe(e['passage_id'])}] ", "cyan"),
+                                           (control_safe(e["title"]), "bold"), f": {control_safe(_snippet(e['text']))}"))
             parts.extend(_quote_lines(c))
     parts.append(Text("\n" + summary_line(record), style="bold"))
     return Group(*parts)

@@ -14,6 +14,7 @@ from rich.text import Text
 from veracity.cli import interrupt
 from veracity.cli.console import ScriptFriendlyConsole, console, err_console, table_lines  # noqa: F401 (re-exported)
 from veracity.errors import VeracityError
+from veracity.terminal import json_safe, one_line, terminal_safe
 
 
 def fail(message: str, hint: str | None = None, code: int = 1) -> None:
@@ -28,7 +29,7 @@ def fail(message: str, hint: str | None = None, code: int = 1) -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    return one_line(text)
 
 
 # -- the command's error policy -----------------------------------------------------------------------
@@ -155,18 +156,18 @@ class VeracityGroup(click.Group):
 
 
 def print_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, ensure_ascii=False, default=str))
+    click.echo(json_safe(json.dumps(obj, ensure_ascii=False, default=str)))
 
 
 def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     """A rich table on a terminal; tab-separated lines when stdout is not a terminal (see the console)."""
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=terminal_safe(title))
     for col in columns:
-        table.add_column(col, overflow="fold")
+        table.add_column(terminal_safe(col), overflow="fold")
     for row in rows:
-        table.add_row(*[str(c) for c in row])
+        table.add_row(*[terminal_safe(c) for c in row])
     console.print(table)
 
 

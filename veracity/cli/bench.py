@@ -13,6 +13,7 @@ from rich.table import Table
 from veracity.cli._common import console, print_json
 from veracity.config import load_settings
 from veracity.errors import ConfigError
+from veracity.terminal import terminal_safe
 
 
 def parse_int_list(value: str, flag: str) -> list[int]:
@@ -88,7 +89,7 @@ def bench_llm_cmd(concurrency, requests_per_level, max_tokens, endpoint, model, 
                           f"{r['schema_valid_rate']:.0%}",
                           f"{lv['client_over_raw_tok_s']:.2f}" if mode == "client" else "")
     console.print(table)
-    console.print(f"report: {out}")
+    console.print(f"report: {terminal_safe(out)}")
 
 
 def _attach() -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from veracity.cli._common import console, fail, print_json
 from veracity.errors import VeracityError
+from veracity.terminal import terminal_safe
 
 
 def _int_list(value: str, flag: str) -> list[int]:
@@ -100,7 +101,7 @@ def retrieval_cmd(index_dir, dataset, data_file, modes, ks, limit, out, as_json)
     console.print(f"build rate (manifest): read+BM25 {rate['read_bm25'] or '-'} passages/s, "
                   f"embedding {rate['embed'] or '-'} passages/s; claims left out (gold not in index): "
                   f"{report['claims_left_out_not_covered']}", highlight=False)
-    console.print(f"report: {out}")
+    console.print(f"report: {terminal_safe(out)}")
 
 
 COMMANDS = [retrieval_cmd]

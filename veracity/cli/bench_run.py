@@ -14,6 +14,7 @@ from veracity.cli._common import (RegistryHelp, config_options, console, dataset
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
 from veracity.errors import RESTART_HINT, EndpointError
+from veracity.terminal import terminal_safe
 
 
 # bench run's run settings: VerifierConfig fields (generated options, no defaults: a --config file and the
@@ -126,11 +127,11 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
         cfg = RunConfig.of(settings=settings, **backend_given, **given)
     given_out = out_dir is not None
     out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
-    err_console.print(f"run directory: {out_dir}", highlight=False)
+    err_console.print(f"run directory: {terminal_safe(out_dir)}", highlight=False)
     interrupt.keep(lambda: _run_kept(out_dir, given_out))
     try:
         metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
-                            on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {msg}", highlight=False,
+                            on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {terminal_safe(msg)}", highlight=False,
                                                                      soft_wrap=True))
     except EndpointError as exc:
         fail(str(exc), exc.hint or RESTART_HINT)
@@ -140,7 +141,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
         return
     _print_summary(metrics, out_dir)
     for cid, why in metrics.get("failed", []):
-        err_console.print(f"[red]failed[/] claim {cid}: {why}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] claim {terminal_safe(cid)}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
     if metrics.get("failed"):
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
 
@@ -178,7 +179,7 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     leak = run.get("leakage") or {}
     if leak.get("checked") and leak.get("index_newer"):
         console.print("[yellow]leakage guard:[/] the index may be newer than the dataset (allowed by --allow-leakage)")
-    console.print(f"report: {out_dir / 'report.md'}", highlight=False)
+    console.print(f"report: {terminal_safe(out_dir / 'report.md')}", highlight=False)
 
 
 @click.command("compare")

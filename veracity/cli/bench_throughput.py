@@ -10,6 +10,7 @@ from rich.table import Table
 
 from veracity.cli._common import RegistryHelp, console, err_console, methods_listed, print_json
 from veracity.config import load_settings
+from veracity.terminal import terminal_safe
 
 
 @click.command("throughput")
@@ -69,7 +70,7 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
         err_console.print(msg, highlight=False, soft_wrap=True)
 
     def warn(msg: str) -> None:
-        err_console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/] {terminal_safe(msg)}", highlight=False, soft_wrap=True)
 
     say(f"output directory: {out_dir}")
     report = bench_throughput(cfg, out_dir, settings=settings, progress=not as_json, notify=say, warn=warn)
@@ -87,7 +88,7 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
         console.print(table)
     for lv in report["levels"]:
         for cid, why in lv["failed_claims"]:
-            err_console.print(f"[red]failed[/] claim {cid} (concurrency {lv['concurrency']}): {why}",
+            err_console.print(f"[red]failed[/] claim {terminal_safe(cid)} (concurrency {lv['concurrency']}): {terminal_safe(why)}",
                               highlight=False, soft_wrap=True)
     console.print("levels ran disjoint claims with fresh run state and memory; "
                   f"report: {out_dir / 'report.md'}", highlight=False)

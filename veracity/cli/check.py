@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 import click
-from rich.markup import escape
+from veracity.terminal import terminal_safe
 
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, endpoint_stop_hint
@@ -124,7 +124,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
 
             console.print(render_text(record), highlight=False)
             if report_path is not None:
-                console.print(f"report: {escape(str(report_path))}", highlight=False)
+                console.print(f"report: {terminal_safe(str(report_path))}", highlight=False)
     finally:
         cv.close()
 
@@ -221,7 +221,7 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
     from veracity.check.run import check_batch
 
     for bad in rejected:
-        err_console.print(f"[yellow]skipped[/] {escape(str(bad))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]skipped[/] {terminal_safe(str(bad))}", highlight=False, soft_wrap=True)
     written = [0]
 
     def on_text(record: dict) -> None:
@@ -229,7 +229,7 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
         if as_json:
             print_json(record)
         elif not quiet:
-            console.print(f"{escape(record['id'])}  {escape(summary_line(record))}", highlight=False, soft_wrap=True)
+            console.print(f"{terminal_safe(record['id'])}  {terminal_safe(summary_line(record))}", highlight=False, soft_wrap=True)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -258,14 +258,14 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
         fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in {out}.parts/)", hint)
         return
     except KeyboardInterrupt:
-        err_console.print(f"interrupted: {written[0]} texts written this run, kept in {escape(str(out))}; "
+        err_console.print(f"interrupted: {written[0]} texts written this run, kept in {terminal_safe(str(out))}; "
                           "run the same command again to resume", highlight=False)
         raise SystemExit(130) from None
     for tid, why in stats.failed:
-        err_console.print(f"[red]failed[/] text {escape(tid)}: {escape(why)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] text {terminal_safe(tid)}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
     (err_console if as_json else console).print(
         f"{stats.done} texts written, {stats.skipped} already done, {len(stats.failed)} failed, {len(rejected)} bad "
-        f"lines → {escape(str(out))}  ({stats.extracted} extracted, {stats.claims_verified} claims verified this run)",
+        f"lines → {terminal_safe(str(out))}  ({stats.extracted} extracted, {stats.claims_verified} claims verified this run)",
         highlight=False)
     if stats.failed:
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")

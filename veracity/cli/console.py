@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from veracity.terminal import SafeConsole, one_line
 
 
 def table_lines(table: Any) -> list[str]:
     """A rich Table as plain tab-separated lines: ``# title`` (when it has one, so several tables in one output
     stay apart), the header line (when the table shows one), then one line per row; cell markup dropped,
-    whitespace inside a cell collapsed, no wrapping, no box characters."""
+    whitespace inside a cell collapsed, control characters shown escaped (:mod:`veracity.terminal`), no
+    wrapping, no box characters."""
     from rich.text import Text
 
     def plain(cell: Any) -> str:
@@ -21,7 +22,7 @@ def table_lines(table: Any) -> list[str]:
             text = Text.from_markup(cell).plain
         else:
             text = str(cell)
-        return " ".join(text.split())
+        return one_line(text)  # control characters shown escaped: a TSV line cannot drive the terminal
 
     columns = list(table.columns)
     lines = [f"# {plain(table.title)}"] if table.title else []
@@ -33,7 +34,7 @@ def table_lines(table: Any) -> list[str]:
     return lines
 
 
-class ScriptFriendlyConsole(Console):
+class ScriptFriendlyConsole(SafeConsole):
     """The CLI's console: on a terminal it prints as rich does; when stdout is not a terminal (a pipe, a
     file) a table prints as tab-separated lines (:func:`table_lines`), so ``| grep`` and ``| cut`` work."""
 
@@ -49,4 +50,4 @@ class ScriptFriendlyConsole(Console):
 
 
 console = ScriptFriendlyConsole()
-err_console = Console(stderr=True)
+err_console = SafeConsole(stderr=True)

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from veracity.cli._common import console, fail, print_json
+from veracity.terminal import json_safe, terminal_safe
 from veracity.errors import VeracityError
 
 _STAGES = {"hash": "hashing sources", "embed": "embedding", "faiss": "FAISS index",
@@ -157,7 +158,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     with console.status("resolving sources"):
         resolved = resolve_sources(sources, fmt)
     for s in resolved:
-        console.print(f"source [bold]{s.path}[/] ({s.format})", highlight=False)
+        console.print(f"source [bold]{terminal_safe(s.path)}[/] ({terminal_safe(s.format)})", highlight=False)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(), _CountColumn(),
                         _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, transient=False)
@@ -193,7 +194,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     for s in manifest["sources"]:
         for k, v in s["skipped"].items():
             skipped[k] = skipped.get(k, 0) + v
-    console.print(f"[green]built[/] {out}: {manifest['passages']:,} passages from {manifest['articles']:,} articles "
+    console.print(f"[green]built[/] {terminal_safe(out)}: {manifest['passages']:,} passages from {manifest['articles']:,} articles "
                   f"in {manifest['build']['seconds']:.1f} s", highlight=False)
     if skipped:
         console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())), highlight=False)
@@ -260,17 +261,23 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
     if as_json:
         print_json([{"passage_id": h.passage_id, "title": h.title, "text": h.text, "score": h.score} for h in hits])
         return
-    table = Table(title=f"{mode} — {query}", show_lines=True)
+    console.print(hits_table(hits, mode, query, width))
+    if not hits:
+        console.print("no passages found")
+
+
+def hits_table(hits: list, mode: str, query: str, width: int) -> Table:
+    """The search results as a table; the query, ids and passage texts go through
+    :func:`~veracity.terminal.terminal_safe` (a passage's ``[for]`` is kept, its control characters shown)."""
+    table = Table(title=f"{mode} — {terminal_safe(query)}", show_lines=True)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("passage")
     table.add_column("text")
     for i, h in enumerate(hits, 1):
         text = h.text if len(h.text) <= width else h.text[:width].rsplit(" ", 1)[0] + " …"
-        table.add_row(str(i), f"{h.score:.4f}", h.passage_id, text)
-    console.print(table)
-    if not hits:
-        console.print("no passages found")
+        table.add_row(str(i), f"{h.score:.4f}", terminal_safe(h.passage_id), terminal_safe(text))
+    return table
 
 
 @index.command("info")
@@ -293,14 +300,14 @@ def info_cmd(index_dir, as_json) -> None:
 
         read_faiss(Path(index_dir) / d.get("faiss_file", "dense/index.faiss"), d.get("ntotal"), mmap=True)
     if as_json:
-        click.echo(json.dumps(m, indent=2, ensure_ascii=False))
+        click.echo(json_safe(json.dumps(m, indent=2, ensure_ascii=False)))
         return
-    table = Table(title=f"index {index_dir}", show_header=False)
+    table = Table(title=f"index {terminal_safe(index_dir)}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     for s in m["sources"]:
         skipped = ", ".join(f"{k} {v:,}" for k, v in s.get("skipped", {}).items()) or "none"
-        table.add_row("source", f"{s['path']} ({s['format']}, {s['bytes']:,} B)\nsha256 {s['sha256']}\n"
+        table.add_row("source", f"{terminal_safe(s['path'])} ({terminal_safe(s['format'])}, {s['bytes']:,} B)\nsha256 {s['sha256']}\n"
                                 f"dump date {s.get('dump_date') or 'unknown'}"
                                 f"{' (' + s['dump_date_from'] + ')' if s.get('dump_date_from') else ''}; "
                                 f"{s['articles']:,} articles; skipped: {skipped}")

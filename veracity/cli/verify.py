@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 from rich.console import Group
-from rich.markup import escape
+from veracity.terminal import control_safe, terminal_safe
 from rich.panel import Panel
 from rich.text import Text
 
@@ -43,34 +43,35 @@ def parse_params(items: tuple[str, ...]) -> dict[str, object]:
 def render_verdict(record: dict) -> Panel:
     label = record["label"]
     grounding = record.get("grounding")  # with --param quotes=show|check
-    parts: list = [Text.assemble(("Claim: ", "bold"), record["claim"]), Text(""),
+    parts: list = [Text.assemble(("Claim: ", "bold"), control_safe(record["claim"])), Text(""),
                    Text.assemble(("Verdict: ", "bold"), (label, LABEL_STYLE.get(label, "bold")),
                                  *([("  ungrounded: a quote is not in its passage", "bold yellow")]
                                    if grounding == "ungrounded" else [])),
-                   Text(record["explanation"] or "(no explanation)"), Text("")]
+                   Text(control_safe(record["explanation"] or "(no explanation)")), Text("")]
     quotes = record.get("quotes") or []
     if record["evidence"]:
         parts.append(Text("Evidence", style="bold underline"))
         for ev in record["evidence"]:
-            words = ev["text"].split()
+            words = control_safe(ev["text"]).split()
             text = " ".join(words[:80]) + (" ..." if len(words) > 80 else "")
-            parts.append(Text.assemble((f"[{ev['passage_id']}] ", "cyan"), (ev["title"], "bold"), "\n", text))
+            parts.append(Text.assemble((f"[{control_safe(ev['passage_id'])}] ", "cyan"), (control_safe(ev["title"]), "bold"),
+                                       "\n", text))
             parts += [quote_line(q) for q in quotes if q["passage_id"] == ev["passage_id"]]
     else:
         parts.append(Text("No evidence passages cited.", style="dim"))
     s = record["trace"]["summary"]
     parts += [Text(""), Text(f"{record['method']}: {s['llm_calls']} LLM calls, {s['prompt_tokens'] + s['completion_tokens']}"
                              f" tokens, {s['tool_calls']} tool calls, {s['memory_hits']} memory hits", style="dim")]
-    return Panel(Group(*parts), title=f"veracity verify · {record['id']}", border_style=LABEL_STYLE.get(label, "white").split()[-1])
+    return Panel(Group(*parts), title=f"veracity verify · {terminal_safe(record['id'])}", border_style=LABEL_STYLE.get(label, "white").split()[-1])
 
 
 def quote_line(q: dict) -> Text:
     """One quote under its passage: the words, and whether the check found them there (with the
     character offsets in the passage) or not."""
     if q["found"]:
-        return Text.assemble(("  “", "green"), (q["text"], "italic"), ("”", "green"),
+        return Text.assemble(("  “", "green"), (control_safe(q["text"]), "italic"), ("”", "green"),
                              (f"  ✓ in the passage (characters {q['start']}-{q['end']})", "green"))
-    return Text.assemble(("  “", "red"), (q["text"], "italic"), ("”", "red"), ("  ✗ not in this passage", "bold red"))
+    return Text.assemble(("  “", "red"), (control_safe(q["text"]), "italic"), ("”", "red"), ("  ✗ not in this passage", "bold red"))
 
 
 def backend_options(fn):
@@ -223,22 +224,22 @@ def verdict_line(record: dict, expected: str | None) -> Text:
     """One line of a batch: id, verdict (with ✓ / ✗ against the line's label when it names one), the passages
     the verdict cites, the claim."""
     label = record["label"]
-    parts: list = [(f"{record['id']}  ", "bold"), (label, LABEL_STYLE.get(label, "bold"))]
+    parts: list = [(f"{control_safe(record['id'])}  ", "bold"), (label, LABEL_STYLE.get(label, "bold"))]
     if expected is not None:
         parts.append(("  ✓" if expected == label else f"  ✗ (the line says {expected})",
                       "green" if expected == label else "red"))
-    cited = ", ".join(ev["passage_id"] for ev in record["evidence"])
+    cited = ", ".join(control_safe(ev["passage_id"]) for ev in record["evidence"])
     parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim")]
     if record.get("grounding") == "ungrounded":
         parts.append(("  ungrounded", "yellow"))
-    parts += ["  ", record["claim"]]
+    parts += ["  ", control_safe(record["claim"])]
     return Text.assemble(*parts)
 
 
 def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool, quiet: bool = False) -> None:
     loaded = verifier.load_claims(input_path)
     for bad in loaded.rejected:
-        err_console.print(f"[yellow]skipped[/] {escape(str(bad))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]skipped[/] {terminal_safe(str(bad))}", highlight=False, soft_wrap=True)
     written = [0]
     expected = {c.id: expected_label(c.meta) for c in loaded.claims}
     agree = [0, 0]  # verdicts that agree with their line's label, verdicts whose line names one
@@ -265,13 +266,13 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc))
         return
     for cid, why in stats.failed:
-        err_console.print(f"[red]failed[/] claim {escape(str(cid))}: {escape(why)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] claim {terminal_safe(str(cid))}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
     if agree[1]:
         (err_console if as_json else console).print(
             f"{agree[0]} of {agree[1]} verdicts written this run agree with the label their line names", highlight=False)
     (err_console if as_json else console).print(
         f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
-        f"{len(stats.rejected)} bad lines → {escape(str(output_path))}  "
+        f"{len(stats.rejected)} bad lines → {terminal_safe(str(output_path))}  "
         f"({stats.claims_per_min:.1f} claims/min, {stats.tokens_per_s:.0f} tokens/s)", highlight=False)
     if stats.failed:
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
