@@ -20,63 +20,12 @@ A claim that fails is re-asked once (:mod:`veracity.check.extract`), then droppe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from veracity.pipeline.words import CONNECTORS, STOPWORDS, content, stem, words
 
 MAX_ANTECEDENTS = 2  # "He told her ...": two referents resolved in one claim
 MAX_RUN_WORDS = 5  # the longest antecedent phrase, in content words ("University of California, Los Angeles")
-
-_WORD = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+(?:[’'][^\W_]+)*", re.UNICODE)
-# function words, pronouns, auxiliaries and light verbs a rewrite may add or drop freely
-STOPWORDS = frozenset("""
-a an the this that these those there here it its it's they them their theirs he him his she her hers we us our
-ours you your yours i me my mine one ones who whom whose which what when where why how
-and or but nor so yet if then than as because while although though whereas
-of in on at by for with from to into onto upon about above below over under between among through during
-before after since until till within without against along across around behind beyond near off out up down
-is are was were be been being am has have had having do does did done doing will would shall should can could
-may might must also too very not no only just still even both either neither each every all any some such
-same other another more most much many few own well s
-known called named located include includes including part example
-""".split())
-_CONNECTORS = frozenset({"of", "the", "and", "de", "du", "des", "la", "le", "von", "van", "der", "den", "da",
-                         "di", "del", "y", "&", "s"})
-_SUFFIXES = ("ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens (numbers keep their digits: ``1,000`` is ``1000``)."""
-    out = []
-    for m in _WORD.finditer(text):
-        w = m.group(0).lower().replace("’", "'")
-        if w[0].isdigit():
-            w = w.replace(",", "")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if len(w) > 1 or w.isdigit():
-            out.append(w)
-    return out
-
-
-def stem(word: str) -> str:
-    """A crude stem: common inflectional suffixes off, so inflections of one word compare equal."""
-    if word.isdigit():
-        return word
-    if len(word) <= 4:
-        return word[:-1] if len(word) == 4 and word.endswith("s") and not word.endswith("ss") else word
-    for suf in _SUFFIXES:
-        if word.endswith(suf) and len(word) - len(suf) >= 4:
-            base = word[: -len(suf)]
-            if suf in ("ies", "ied"):
-                base += "y"
-            return base.rstrip("e") if len(base) > 4 else base
-    return word.rstrip("e") if len(word) > 4 else word
-
-
-def content(text: str) -> list[str]:
-    """The stems of ``text``'s content words, in order."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS]
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -122,7 +71,7 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
             if stems[j] is not None and stems[j] not in own:
                 run.append(j)
                 j += 1
-            elif toks[j] in _CONNECTORS and j + 1 < n and stems[j + 1] is not None and stems[j + 1] not in own:
+            elif toks[j] in CONNECTORS and j + 1 < n and stems[j + 1] is not None and stems[j + 1] not in own:
                 run.append(j)
                 j += 1
             else:

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
 from veracity.pipeline.types import Evidence
+from veracity.pipeline.words import content, key_terms, quote_terms  # noqa: F401 (quote_terms: part of the check)
 
 QUOTE_MAX_CHARS = 200  # a quote is a short span, not the passage (bounded in the schema, checked by pydantic)
 
@@ -187,57 +188,6 @@ def check_quotes(pairs: Iterable[tuple[str, str]], passages: Sequence[Evidence])
     return out
 
 
-_NAME = re.compile(r"\d[\d,.]*|[A-Z][\w'’.-]*(?:\s+(?:of|the|de|von|van|del|da|and|&)?\s*[A-Z][\w'’.-]*)*")
-
-
-def key_terms(claim: str) -> list[str]:
-    """A claim's key terms: its names (capitalised words and their runs, ``Great Wall of China``) and numbers,
-    the first being its subject; a claim with none: its content words."""
-    from veracity.check.guard import STOPWORDS, words
-
-    terms = []
-    for m in _NAME.finditer(claim):
-        t = m.group(0).strip(" .,'’").removesuffix("'s").removesuffix("’s")
-        first = t.split()[0].lower() if t.split() else ""
-        if m.start() == 0 and first in STOPWORDS:  # "The ..." / "It ..." at the start
-            rest = t.split(None, 1)
-            t = rest[1] if len(rest) > 1 and rest[1][:1].isupper() else ""
-        if t and t.lower() not in STOPWORDS:
-            terms.append(t)
-    if not terms:
-        terms = [w for w in words(claim) if w not in STOPWORDS][:3]
-    return list(dict.fromkeys(terms))
-
-
-def _mentions(term: str, text: str) -> bool:
-    from veracity.check.guard import content, stem
-
-    want = [stem(w) for w in content(term)] or [term.lower()]
-    have = set(content(text))
-    return all(w in have for w in want)
-
-
-def quote_terms(claim: str, quotes: Sequence[Quote]) -> dict[str, Any]:
-    """Whether the quotes share the claim's key terms: ``{key_terms, quoted, missing, subject,
-    subject_quoted, flag}``; ``flag`` names what is wrong (None: the quotes mention the subject and every
-    key term)."""
-    terms = key_terms(claim)
-    said = " ".join(q.text for q in quotes if q.found)
-    quoted = [t for t in terms if _mentions(t, said)]
-    missing = [t for t in terms if t not in quoted]
-    subject = terms[0] if terms else None
-    subject_quoted = subject is None or subject in quoted
-    flag = None
-    if quotes and not said:
-        flag = None  # nothing found: the quote check itself says so
-    elif said and not subject_quoted:
-        flag = f"the quotes never mention {subject}"
-    elif said and missing:
-        flag = "the quotes never mention " + ", ".join(missing)
-    return {"key_terms": terms, "quoted": quoted, "missing": missing, "subject": subject,
-            "subject_quoted": subject_quoted, "flag": flag}
-
-
 _ATTRIBUTION = re.compile(
     r"\b(?:the|this|that|a)?\s*(?:passages?|evidence|text|source|article)(?:\s*\[[^\]]{1,160}\])?(?:\s*\([^)]{0,160}\))?"
     r"\s+(?:clearly\s+|explicitly\s+|also\s+)?(?:states?|says?|mentions?|notes?|reads?|indicates?|confirms?|shows?|"
@@ -253,8 +203,6 @@ def unsupported_attributions(explanation: str, passages: Sequence[Evidence]) -> 
     """The words an explanation attributes to the passages that they lack: each "the passage states (that)
     X" whose content words are not all in the passages (titles included), and each span in quote marks that
     is not a quote of any passage. Empty: nothing attributed is missing."""
-    from veracity.check.guard import content
-
     if not explanation:
         return []
     have = set()

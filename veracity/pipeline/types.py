@@ -132,7 +132,7 @@ class Verdict:
             out["quotes"] = [q.to_dict() for q in self.quotes]
             out["grounding"] = self.grounding
             if claim is not None:  # do the quotes mention the claim's subject and key terms?
-                from veracity.pipeline.quotes import quote_terms
+                from veracity.pipeline.words import quote_terms
 
                 out["quote_terms"] = quote_terms(claim.text, self.quotes)
         out["trace"] = self.trace.to_dict()
