@@ -15,7 +15,7 @@ from typing import Any
 
 from veracity.check.extract import text_id
 from veracity.errors import DataError
-from veracity.pipeline.runner import RejectedLine
+from veracity.pipeline.claims import RejectedLine
 
 DEFAULT_MAX_CHARS = 20_000  # a news article or a long LLM answer (the longest single claim verify accepts)
 MAX_HINT = "split the text, or pass --max-chars N"
@@ -49,10 +49,10 @@ def decode_text(data: bytes, where: str, max_chars: int = DEFAULT_MAX_CHARS) -> 
     except UnicodeDecodeError as exc:
         raise DataError(f"{where} is not UTF-8 text (byte {exc.start})",
                         hint="pass a UTF-8 text file (e.g. convert it with iconv -t UTF-8)") from None
-    return check_text(text, where, max_chars)
+    return valid_text(text, where, max_chars)
 
 
-def check_text(text: str, where: str = "the text", max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def valid_text(text: str, where: str = "the text", max_chars: int = DEFAULT_MAX_CHARS) -> str:
     problem = text_problem(text, max_chars)
     if problem is not None:
         hint = MAX_HINT if "max-chars" in problem else "pass a text with at least one sentence"
