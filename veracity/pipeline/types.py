@@ -127,6 +127,8 @@ class Verdict:
         out: dict[str, Any] = {}
         if claim is not None:
             out.update({"id": claim.id, "claim": claim.text})
+            if claim.meta.get("gold_label") is not None:  # a benchmark's claim: its gold label beside the verdict
+                out["gold"] = claim.meta["gold_label"]
         out.update(
             {
                 "label": self.label.value,
@@ -138,6 +140,10 @@ class Verdict:
         if self.quotes is not None:
             out["quotes"] = [q.to_dict() for q in self.quotes]
             out["grounding"] = self.grounding
+            if claim is not None:  # do the quotes mention the claim's subject and key terms?
+                from veracity.pipeline.words import quote_terms
+
+                out["quote_terms"] = quote_terms(claim.text, self.quotes)
         out["confidence"] = self.confidence
         if self.label_probs is not None:
             out["label_probs"] = self.label_probs
