@@ -136,7 +136,10 @@ async def test_label_confidence_from_the_engines_logprobs(llm_endpoint):
     allowed values they sum to 1 (± 0.01), the reply's own label is among them, and asking for logprobs leaves
     the reply itself unchanged (same request otherwise, temperature 0). vLLM reports them after the schema's
     token mask (all the mass on allowed values); llama-server before its grammar (the test prints the mass)."""
-    msgs = [{"role": "system", "content": "You check claims. Reply in JSON: the label, then a few words why."},
+    # the labels named in the prompt, as every deciding role's instructions name them
+    msgs = [{"role": "system", "content": "You check claims. Reply in JSON: the label (SUPPORTED if the claim is "
+                                          "true, REFUTED if it is false, NOT_ENOUGH_INFO if you cannot tell), then a "
+                                          "few words why."},
             {"role": "user", "content": "Claim: Paris is the capital of France."}]
     async with LLMClient(llm_endpoint.url, llm_endpoint.model) as llm:
         with usage_scope() as recs:

@@ -126,8 +126,10 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     if not isinstance(content, list) or not content or not all(isinstance(t, dict) for t in content):
         return None
     pieces = [_bytes_of(t) for t in content]
-    if any(b is None for b in pieces) or b"".join(pieces) != raw.encode("utf-8"):
-        return None  # the tokens do not spell the reply (a server quirk): no number rather than a wrong one
+    # the tokens spell the reply (llama-server trims the reply's trailing whitespace, not the tokens'); anything
+    # else is a server quirk: no number rather than a wrong one
+    if any(b is None for b in pieces) or b"".join(pieces).rstrip() != raw.encode("utf-8").rstrip():
+        return None
     start = value_offset(raw, field)
     if start is None:
         return None
