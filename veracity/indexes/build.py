@@ -480,7 +480,13 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
         import ray
 
         started = not ray.is_initialized()
-        if started:
+        if started and options.ray_address is None:  # a local instance: no cloud metadata asked (offline.py)
+            from veracity.config import default_home
+            from veracity.offline import local_ray_start
+
+            with local_ray_start(default_home()):
+                ray.init(include_dashboard=False, log_to_driver=False)
+        elif started:
             ray.init(address=options.ray_address, include_dashboard=False, log_to_driver=False)
         try:
             res = ray.cluster_resources()
