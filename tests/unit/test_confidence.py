@@ -79,6 +79,8 @@ def test_no_number_when_the_tokens_do_not_spell_the_reply_or_the_field_is_absent
     assert label_probs(REPLY + "x", {"content": REPLY_TOKENS}, "label", values) is None
     # a reply whose trailing whitespace the server trimmed (llama-server) still reads
     assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n", 0.0)]}, "label", values) is not None
+    # tokens past the reply's end (llama-server: the reply text stops where the JSON does, the tokens go on)
+    assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n```", 0.0)]}, "label", values) is not None
     assert label_probs(REPLY, None, "label", values) is None
     assert label_probs(REPLY, {"content": []}, "label", values) is None
     assert value_offset('{"a": {"label": "X"}, "label": "SUPPORTED"}', "label") == 32

@@ -126,9 +126,10 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     if not isinstance(content, list) or not content or not all(isinstance(t, dict) for t in content):
         return None
     pieces = [_bytes_of(t) for t in content]
-    # the tokens spell the reply (llama-server trims the reply's trailing whitespace, not the tokens'); anything
-    # else is a server quirk: no number rather than a wrong one
-    if any(b is None for b in pieces) or b"".join(pieces).rstrip() != raw.encode("utf-8").rstrip():
+    # the tokens spell the reply from its start (llama-server ends the reply's text where the JSON ends, without
+    # trailing whitespace, while its token list may go on: "\n```"); anything else is a server quirk: no number
+    # rather than a wrong one
+    if any(b is None for b in pieces) or not b"".join(pieces).startswith(raw.encode("utf-8").rstrip()):
         return None
     start = value_offset(raw, field)
     if start is None:
