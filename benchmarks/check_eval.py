@@ -291,11 +291,22 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
     if args.task == "decomposition":
         items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n, args.seed)
         cv = cv or _claim_verifier(args, "direct")  # only its client is used: no claim is verified here
-        rows = []
+        rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None  # each response's claims
+        if rows_file is not None:
+            rows_file.parent.mkdir(parents=True, exist_ok=True)
+        gate = asyncio.Semaphore(max(1, args.items_concurrency))
         async with cv.client() as llm:
-            for item in items:
-                rows.append(await decompose_item(item, llm, params))
-                print(f"{item['id']}: {sum(len(s['extracted']) for s in rows[-1]['sentences'])} claims", file=sys.stderr)
+            async def one_item(item: dict[str, Any]) -> dict[str, Any]:
+                async with gate:
+                    row = await decompose_item(item, llm, params)
+                if rows_file is not None:
+                    with rows_file.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps(row) + "\n")
+                print(f"{item['id']}: {sum(len(s['extracted']) for s in row['sentences'])} claims, "
+                      f"{row.get('dropped', 0)} dropped", file=sys.stderr)
+                return row
+
+            rows = list(await asyncio.gather(*(one_item(item) for item in items)))
         result = score_decomposition(rows, matcher or embedding_matcher(), args.match_threshold, args.seed)
     else:
         items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed, args.sources.split(","))
