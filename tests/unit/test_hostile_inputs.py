@@ -1,0 +1,138 @@
+"""The hostile-input corpus: what an attacker (or an unlucky user) can hand every command that reads user
+input — devices, endless pipes, giant lines, NUL bytes, mixed encodings, terminal escapes, rich markup,
+hostile HTML/JS, foreign folders — and what each command must do with it: refuse it with one ``error:`` line
+and a ``hint:`` line after a bounded read (no MemoryError, no OOM kill, no traceback), or take it and print it
+escaped. Inputs that are refused before any model call run with an unreachable endpoint (port 9 of
+loopback); inputs that are accepted run against the scripted model. No test here needs a model or a network.
+
+The commands covered: ``verify`` (a claim), ``verify -i``, ``check`` (a file, stdin, ``-i``), ``index build``
+(from files, and ``--overwrite`` of a foreign folder), ``bench run --data`` (dataset files), and the web API
+(claims, texts, job bodies, sign-in tokens)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DEAD = "http://127.0.0.1:9/v1"
+MEMORY_CAP = 3 << 30  # an unbounded read hits this at once (MemoryError) instead of the machine's OOM killer
+
+ESCAPES = "The sky \x1b]0;PWNED\x07\x1b[2J is blue."
+MARKUP = 'Chemistry "[for] the discovery [link=https://evil.example/]click[/link]'
+HTML_JS = '</script><script>alert(1)</script><img src=x onerror=alert(2)> "quotes" & <b>bold</b>'
+NUL = "Paris is \x00 in France."
+# bytes that are not one encoding: UTF-8, then Latin-1, then a lone continuation byte, then UTF-16 with a BOM
+MIXED = "Zürich is in Switzerland. ".encode() + "Zürich".encode("latin-1") + b" \x80 " + "Zürich".encode("utf-16")
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def veracity(args: list[str], tmp_path: Path, stdin=None, input: bytes | None = None, timeout: float = 60):
+    """``python -m veracity ARGS`` in a fresh process with a memory cap, an empty home and a dead endpoint."""
+    env = {**os.environ, "VERACITY_HOME": str(tmp_path / "home"), "VERACITY_DATA_DIR": str(tmp_path / "data"),
+           "VERACITY_ENDPOINT": DEAD, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    env.pop("VERACITY_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "veracity", *args], cwd=tmp_path, env=env, stdin=stdin,
+                          input=input, capture_output=True, timeout=timeout, preexec_fn=_limit_memory)
+
+
+class Ran:
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(args: list[str], tmp_path: Path, input=None) -> Ran:
+    """``veracity ARGS`` in this process, through the command's error policy (``run_main``), with click's
+    runner isolating stdin (``input``: bytes, or an open pipe or file), stdout, stderr and the environment
+    (an empty home, the dead endpoint)."""
+    from click.testing import CliRunner
+
+    from veracity.cli import _register
+    from veracity.cli import cli as group
+    from veracity.cli._common import run_main
+
+    _register()
+    env = {"VERACITY_HOME": str(tmp_path / "home"), "VERACITY_DATA_DIR": str(tmp_path / "data"),
+           "VERACITY_ENDPOINT": DEAD, "COLUMNS": "200"}
+    code = 0
+    with CliRunner().isolation(input=input, env=env) as streams:
+        try:
+            run_main(group, args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return Ran(code, streams[0].getvalue(), streams[1].getvalue())
+
+
+def one_error(res, match: str) -> str:
+    """The run failed with exactly one ``error:`` line (matching ``match``) and one ``hint:`` line."""
+    err = res.stderr.decode("utf-8", "replace")
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert res.returncode not in (0, 137, -9), err
+    assert "Traceback" not in err and "MemoryError" not in err and "this is a bug" not in err, err
+    errors = [x for x in lines if x.startswith("error:")]
+    assert len(errors) == 1 and match in errors[0], err
+    assert any(x.startswith("hint:") for x in lines), err
+    return errors[0]
+
+
+# -- devices and endless pipes: read with a bound ---------------------------------------------------------
+def test_check_reads_a_device_with_a_bound(tmp_path):
+    """The issue's reproduction, in its own process under a memory cap: before the bound, reading /dev/zero
+    ended in a MemoryError ("this is a bug") or the OOM killer."""
+    one_error(veracity(["check", "/dev/zero"], tmp_path), "binary")
+
+
+def test_check_reads_an_endless_pipe_with_a_bound_and_max_chars_applies_while_reading(tmp_path):
+    yes = subprocess.Popen(["yes", "The sky is blue."], stdout=subprocess.PIPE)
+    try:
+        line = one_error(cli(["check", "-"], tmp_path, input=yes.stdout), "over --max-chars 20,000")
+        assert "more than 20,000 characters" in line
+        one_error(cli(["check", f"/dev/fd/{yes.stdout.fileno()}", "--max-chars", "50"], tmp_path),
+                  "over --max-chars 50")  # the pipe as a path (like bash's <(yes ...))
+    finally:
+        yes.kill()
+        yes.wait()
+
+
+def test_check_counts_max_chars_in_characters_not_bytes(tmp_path):
+    """The bound is on bytes while reading, but never refuses a text that is within --max-chars characters."""
+    f = tmp_path / "t.txt"
+    f.write_text("東京は日本の首都です。" * 10, encoding="utf-8")  # 110 characters, 330 bytes
+    one_error(cli(["check", str(f), "--max-chars", "109"], tmp_path), "over --max-chars 109")
+    res = cli(["check", str(f), "--max-chars", "110", "--method", "direct"], tmp_path)
+    assert "max-chars" not in res.stderr.decode() and b"127.0.0.1:9" in res.stderr  # read; the dead endpoint fails
+
+
+def test_verify_i_reads_a_device_and_an_endless_pipe_with_a_bound(tmp_path):
+    out = tmp_path / "r.jsonl"
+    one_error(cli(["verify", "-i", "/dev/zero", "-o", str(out), "--method", "direct"], tmp_path),
+              "without a line break")
+    yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+    try:
+        one_error(cli(["verify", "-i", f"/dev/fd/{yes.stdout.fileno()}", "-o", str(out), "--method", "direct"],
+                      tmp_path), "over 1,000 bad lines")
+    finally:
+        yes.kill()
+        yes.wait()
+    assert not out.exists()
+
+
+def test_a_giant_line_is_one_rejected_line_and_the_rest_of_the_file_runs(tmp_path):
+    from veracity.pipeline.claims import read_claims_jsonl
+    from veracity.reading import MAX_LINE_BYTES
+
+    f = tmp_path / "claims.jsonl"
+    with open(f, "wb") as fh:
+        fh.write(b'{"id": "a", "claim": "Paris is in France."}\n')
+        fh.write(b'{"id": "big", "claim": "' + b"x" * (MAX_LINE_BYTES + 10) + b'"}\n')
+        fh.write(b'{"id": "b", "claim": "Berlin is in Germany."}\n')
+    loaded = read_claims_jsonl(f)
+    assert [c.id for c in loaded.claims] == ["a", "b"]
+    assert [(r.line, r.reason) for r in loaded.rejected] == [(2, "line over 8 MiB")]
