@@ -11,11 +11,15 @@ The commands covered: ``verify`` (a claim), ``verify -i``, ``check`` (a file, st
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import resource
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +140,116 @@ def test_a_giant_line_is_one_rejected_line_and_the_rest_of_the_file_runs(tmp_pat
     loaded = read_claims_jsonl(f)
     assert [c.id for c in loaded.claims] == ["a", "b"]
     assert [(r.line, r.reason) for r in loaded.rejected] == [(2, "line over 8 MiB")]
+
+
+# -- foreign folders: --overwrite replaces only what veracity can prove it built ---------------------------
+def _corpus(tmp_path: Path) -> Path:
+    src = tmp_path / "corpus.jsonl"
+    src.write_text("".join(json.dumps({"title": f"T{i}", "text": f"Passage {i} is about the town of T{i}."}) + "\n"
+                           for i in range(3)), encoding="utf-8")
+    return src
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+OURS_KEY = "0" * 64  # shaped like a build key (sha256 hex)
+
+
+@pytest.mark.parametrize("name,files", [
+    # issue 42's recipe: its own manifest, other files, and a build-state.json whose key is any string
+    ("own-manifest-and-state", {"manifest.json": '{"kind": "photo-album", "format_version": 1}',
+                                "build-state.json": '{"key": "anything"}', "keep.txt": "precious"}),
+    # a build-state.json alone proves nothing, even one shaped like ours
+    ("state-alone", {"build-state.json": json.dumps({"key": OURS_KEY}), "keep.txt": "precious"}),
+    ("state-and-no-manifest", {"build-state.json": json.dumps({"key": OURS_KEY, "passages_done": True}),
+                               "passages.sqlite": "not a database"}),
+])
+def test_overwrite_refuses_a_folder_veracity_cannot_prove_it_built(tmp_path, name, files):
+    from veracity.errors import IndexDirError
+    from veracity.indexes.build import BuildOptions, build_dir_for, build_index, resolve_sources
+
+    out = tmp_path / name
+    out.mkdir()
+    for rel, text in files.items():
+        (out / rel).write_text(text)
+    before = _tree(out)
+    with pytest.raises(IndexDirError, match="is not an index veracity built"):
+        build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, overwrite=True))
+    assert _tree(out) == before and not build_dir_for(out.resolve()).exists()
+    res = cli(["index", "build", str(tmp_path / "corpus.jsonl"), "--out", str(out), "--overwrite", "--no-dense"],
+              tmp_path)
+    one_error(res, "is not an index veracity built")
+    assert _tree(out) == before
+
+
+def test_overwrite_keeps_a_building_folder_that_holds_anything_a_build_does_not_write(tmp_path):
+    from veracity.errors import IndexDirError
+    from veracity.indexes.build import BuildOptions, build_dir_for, build_index, resolve_sources
+
+    out = tmp_path / "idx"
+    work = build_dir_for(out.resolve())
+    work.mkdir()
+    (work / "build-state.json").write_text(json.dumps({"key": OURS_KEY}))
+    (work / "thesis.tex").write_text("precious")
+    with pytest.raises(IndexDirError, match=r"not a partial build of veracity's \(it holds thesis.tex"):
+        build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, overwrite=True))
+    assert (work / "thesis.tex").read_text() == "precious"
+    (work / "build-state.json").write_text('{"key": "anything"}')
+    (work / "thesis.tex").unlink()
+    with pytest.raises(IndexDirError, match="not a veracity build state"):
+        build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, overwrite=True))
+    assert work.is_dir()
+
+
+def test_overwrite_replaces_an_index_and_a_half_built_folder_of_ours(tmp_path):
+    from veracity.indexes.build import BuildOptions, build_dir_for, build_index, resolve_sources
+
+    out = tmp_path / "idx"
+    src = resolve_sources([_corpus(tmp_path)])
+    build_index(src, out, BuildOptions(dense=False))
+    work = build_dir_for(out.resolve())
+    work.mkdir()  # a half-built folder of ours: our state (another build's key) and what a build writes
+    (work / "build-state.json").write_text(json.dumps({"key": "f" * 64}))
+    (work / "passages.sqlite").write_bytes(b"")
+    (work / "dense-shards").mkdir()
+    m = build_index(src, out, BuildOptions(dense=False, overwrite=True, limit=2))
+    assert m["passages"] == 2 and not work.exists()
+
+
+# -- a prebuilt BM25 index that does not fit: nothing left behind, a hint that names the fix ---------------
+def test_an_unopenable_prebuilt_bm25_index_is_one_line_that_names_the_fix(tmp_path):
+    from veracity.indexes.build import build_dir_for
+
+    junk = tmp_path / "lucene"
+    junk.mkdir()
+    (junk / "segments_1").write_text("not a Lucene index")
+    out = tmp_path / "idx"
+    res = cli(["index", "build", str(_corpus(tmp_path)), "--out", str(out), "--no-dense", "--bm25-prebuilt",
+               str(junk)], tmp_path)
+    line = one_error(res, "--bm25-prebuilt")
+    err = res.stderr.decode()
+    reason = line.rsplit(" (", 1)[1]  # the Java exception in a few words, whole: no package, stack or cut
+    assert re.fullmatch(r"[A-Z]\w+Exception: [\w* ,'-]+\)", reason), line
+    assert "org.apache" not in err and "drop --bm25-prebuilt" in err and "rebuild" not in err
+    assert not out.exists() and not build_dir_for(out.resolve()).exists()
+
+
+def test_a_prebuilt_bm25_index_of_another_corpus_leaves_nothing_behind(tmp_path):
+    from veracity.errors import IndexDirError
+    from veracity.indexes.build import BuildOptions, build_dir_for, build_index, resolve_sources
+    from veracity.indexes.java import ensure_jvm
+
+    ensure_jvm()
+    from pyserini.index.lucene import LuceneIndexer
+
+    other = tmp_path / "other-lucene"
+    indexer = LuceneIndexer(args=["-index", str(other), "-storeRaw"], threads=1)
+    for i in range(2):  # 2 documents, the corpus has 3 passages
+        indexer.add_doc_dict({"id": str(i + 1), "contents": f'"Other{i}"\nSomething else entirely.'})
+    indexer.close()
+    out = tmp_path / "idx"
+    with pytest.raises(IndexDirError, match="holds 2 documents, the corpus 3 passages"):
+        build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, bm25_prebuilt=other))
+    assert not out.exists() and not build_dir_for(out.resolve()).exists()
