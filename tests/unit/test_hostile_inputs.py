@@ -253,3 +253,35 @@ def test_a_prebuilt_bm25_index_of_another_corpus_leaves_nothing_behind(tmp_path)
     with pytest.raises(IndexDirError, match="holds 2 documents, the corpus 3 passages"):
         build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, bm25_prebuilt=other))
     assert not out.exists() and not build_dir_for(out.resolve()).exists()
+
+
+# -- web tokens: enough different characters and bits, no pattern; a generator ----------------------------
+@pytest.mark.parametrize("token,match", [
+    ("aaaaaaaaaaaaaaaa", "1 different characters"),  # issue 42: only the length was checked
+    ("abababababababababababab", "2 different characters"),
+    ("0000000011111111", "2 different characters"),
+    ("abcdefghijklmnop", "simple pattern"),
+    ("a1b2c3d4e5f6g7h8", "simple pattern"),
+    ("0123456789012345", "at most 53 bits"),
+    ("zyxwvutsrqponmlkjihg", "simple pattern"),
+])
+def test_a_guessable_web_token_is_refused_before_anything_starts(tmp_path, token, match):
+    res = cli(["web", "--host", "0.0.0.0", "--endpoint", DEAD, "--token", token], tmp_path)
+    one_error(res, match)
+    assert "--new-token" in res.stderr.decode()
+
+
+def test_web_new_token_prints_a_token_that_passes_and_differs_each_time(tmp_path):
+    from veracity.web.common import check_token, token_bits
+
+    tokens = set()
+    for _ in range(3):
+        res = cli(["web", "--new-token"], tmp_path)
+        assert res.returncode == 0 and res.stderr == b""
+        token = res.stdout.decode().strip()
+        check_token(token)
+        assert len(token) >= 43 and token_bits(token) >= 256
+        tokens.add(token)
+    assert len(tokens) == 3
+    for fine in ("s3cret-token-0123456789", "9f86d081884c7d659a2feaa0c55ad015"):  # typical hand-made / openssl
+        check_token(fine)

@@ -20,11 +20,14 @@ from veracity.errors import ConfigError
     "endpoint": "OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the managed local server, started if "
                 "needed)."})
 @click.option("--token", default=None,
-              help="Bearer token required on every route but /healthz: at least 16 characters, no whitespace. "
+              help="Bearer token required on every route but /healthz: at least 16 characters, 8 different ones, "
+              "64 bits, no whitespace and no simple pattern (veracity web --new-token makes one). "
               "Required when binding a non-loopback address. Visible to other users in `ps`: prefer "
               "--token-file or $VERACITY_WEB_TOKEN.")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
               help="Read the bearer token from this file (its first line).")
+@click.option("--new-token", is_flag=True, help="Print a new random bearer token (256 bits) and exit, e.g. "
+              "`veracity web --new-token > ~/.veracity/web-token` then --token-file ~/.veracity/web-token.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also accept requests whose Host header names NAME (repeatable; e.g. a reverse proxy's name). "
               "By default only the address bound (and localhost on loopback) is accepted.")
@@ -38,7 +41,7 @@ from veracity.errors import ConfigError
 @click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
 @config_options("concurrency", help={
     "concurrency": "Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16)."})
-def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, cors_origins, max_checks, max_jobs,
+def web(host, port, index, endpoint, model, token, token_file, new_token, allowed_hosts, cors_origins, max_checks, max_jobs,
         max_body_mb, max_claim_chars, concurrency) -> None:
     """Serve the page at / and the API under /v1/ (docs at /v1/docs).
 
@@ -46,8 +49,14 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
     Examples:
       veracity web                                  # http://127.0.0.1:8080/
       veracity web --index ~/.veracity/indexes/demo --port 9000
-      openssl rand -hex 16 > ~/.veracity/web-token && veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
+      veracity web --new-token > ~/.veracity/web-token
+      veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
     """
+    if new_token:
+        from veracity.web.common import new_token as make_token
+
+        click.echo(make_token())
+        return
     from veracity.config import load_settings
     from veracity.pipeline.api import open_index
     from veracity.pipeline.config import check_concurrency
@@ -144,7 +153,7 @@ def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"cannot read the token file {path} ({why})",
-                          hint="write the token on the file's first line, e.g. openssl rand -hex 16 > FILE") from None
+                          hint="write the token on the file's first line, e.g. veracity web --new-token > FILE") from None
     return lines[0].strip() if lines else ""
 
 
