@@ -256,7 +256,6 @@ def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_comma
 
 
 def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_later_server(tmp_path, monkeypatch):
-
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
     settings = Settings(home=tmp_path)
     dead, engine = _crashed_server(settings)
