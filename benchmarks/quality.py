@@ -190,6 +190,7 @@ def aggregate(args: argparse.Namespace) -> int:
     end), so the labels under each rule follow exactly from one run's traces. Checks first that the run's
     own rule reproduces every recorded verdict; a claim with no standing JUDGE keeps its recorded label."""
     from veracity.bench.datasets import load_dataset
+    from veracity.bench.manifest import run_manifest
     from veracity.bench.metrics import bootstrap_ci, evaluate
 
     d = Path(args.run_dir)
@@ -197,7 +198,7 @@ def aggregate(args: argparse.Namespace) -> int:
     if run["config"]["method"] != "trification":
         print(f"error: {d} is a {run['config']['method']} run; judge aggregation is Trification's", file=sys.stderr)
         return 2
-    params = run.get("method_params") or {}
+    params = run_manifest(run).get("params") or {}
     own, uncertain = params.get("judge_aggregation", "all_supported"), params.get("uncertain_label", "REFUTED")
     cfg = run["config"]
     ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),

@@ -44,7 +44,7 @@ def test_bench_run_rag_on_hover_with_the_real_server_and_index(llm_endpoint, hov
     run = json.loads((out / "run.json").read_text())
     assert run["model"]["model"] == llm_endpoint.model
     assert run["model"]["served"][0]["id"] == llm_endpoint.model and run["model"]["served"][0]["max_model_len"]
-    assert run["index"]["passages"] > 100 and run["leakage"]["index_newer"] is False
+    assert run["manifest"]["index"]["passages"] > 100 and run["leakage"]["index_newer"] is False
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert all(c["model"] == llm_endpoint.model for p in preds for c in p["trace"]["llm_calls"])
     assert (out / "report.md").read_text().count("|") > 20 and (out / "confusion.png").stat().st_size > 1000

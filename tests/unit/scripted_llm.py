@@ -215,3 +215,39 @@ def keep_every_passage(messages, output_model, index):
     items = output_model.model_json_schema()["properties"]["relevant_passages"]["items"]
     ids = items.get("enum") or [items["const"]]
     return output_model.model_validate({"relevant_passages": ids})
+
+
+async def run_claims(claims: Any, method: Any, llm: Any, searcher: Any, out: Any, *, concurrency: int = 4,
+                     params: dict[str, Any] | None = None, state: Any = None, state_dir: Any = None,
+                     label_space: Any = None, retriever_for: Any = None, evidence: str | None = None,
+                     **batch: Any) -> Any:
+    """A batch the way every caller runs one (a :class:`VerifierConfig`, its :class:`Engine`, then
+    :func:`veracity.pipeline.batch.run_batch`) from the parts a unit test holds: a method name or a
+    :class:`MethodSpec` of the test's own (registered for the call), the stand-in LLM, an in-memory searcher,
+    a run state the test opened (left open). ``batch`` goes to ``run_batch`` (progress, on_result, ...)."""
+    from veracity.pipeline.batch import run_batch
+    from veracity.pipeline.config import VerifierConfig
+    from veracity.pipeline.engine import Engine
+    from veracity.pipeline.methods import METHODS
+
+    spec = METHODS[method] if isinstance(method, str) else method
+    added = METHODS.get(spec.name) is not spec
+    previous = METHODS.get(spec.name)
+    METHODS[spec.name] = spec
+    try:
+        config = VerifierConfig(
+            method=spec.name, params=dict(params or {}), index=searcher, state_dir=state_dir,
+            labels=getattr(label_space, "name", label_space) or "3way",
+            evidence=evidence or ("custom" if retriever_for is not None else "open"))
+        engine = Engine(config, llm=llm, retriever_for=retriever_for, state=state)
+        try:
+            return await run_batch(engine, list(claims), out, concurrency=concurrency,
+                                   llm_concurrency=config.llm_concurrency, **batch)
+        finally:
+            engine.close()
+    finally:
+        if added:
+            if previous is None:
+                METHODS.pop(spec.name, None)
+            else:
+                METHODS[spec.name] = previous

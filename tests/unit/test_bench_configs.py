@@ -17,7 +17,7 @@ import pytest
 
 from tests.fixtures.index import missing, shared_data_dir
 from veracity.bench.datasets import DATASETS, load_dataset
-from veracity.bench.run import RunConfig, load_config
+from veracity.bench.config import RunConfig, load_config
 from veracity.pipeline.methods import ABLATIONS, METHODS, get_method
 
 REPO = Path(__file__).resolve().parents[2]

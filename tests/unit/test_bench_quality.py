@@ -11,7 +11,8 @@ import pytest
 
 from tests.fixtures.index import shared_data_dir
 from tests.unit.scripted_llm import ScriptedLLM
-from veracity.bench.run import RunConfig, bench_run
+from veracity.bench.config import RunConfig
+from veracity.bench.run import bench_run
 from veracity.config import Settings
 from veracity.pipeline.methods.direct import DirectJudgement
 

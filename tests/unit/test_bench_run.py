@@ -10,8 +10,11 @@ import pytest
 from tests.fixtures.index import shared_data_dir
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 import veracity.pipeline.engine as engine_module
-from veracity.bench.run import (RunConfig, bench_run, compare_markdown, compare_rows, finalize, load_config,
-                                read_predictions)
+from veracity.bench.compare import compare_markdown, compare_rows
+from veracity.bench.config import RunConfig, load_config
+from veracity.bench.report import finalize
+from veracity.bench.run import bench_run
+from veracity.bench.scoring import read_predictions
 from veracity.config import Settings
 from veracity.errors import ConfigError, DataError, EndpointError, LeakageError
 from veracity.pipeline.methods.direct import DirectJudgement
@@ -44,7 +47,11 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
     run = json.loads((out / "run.json").read_text())
     assert run["dataset"]["name"] == "hover" and len(run["dataset"]["sha256"]) == 64
     assert run["dataset"]["selection"] == {"hops": [2, 3], "limit": 6, "seed": 3}
-    assert run["roles"]["direct.judge"]["max_tokens"] == 256 and run["versions"]["python"]
+    assert run["manifest"]["roles"]["direct.judge"]["max_tokens"] == 256 and run["versions"]["python"]
+    # one run record: run.json embeds the record the predictions' manifest holds, built by the same code
+    beside = json.loads((out / "predictions.jsonl.manifest.json").read_text())
+    assert {k: v for k, v in run["manifest"].items() if k != "started_at"} == \
+        {k: v for k, v in beside.items() if k != "started_at"}
     assert run["leakage"]["checked"] is False and "closed-book" in run["leakage"]["reason"]
     assert len(run["sessions"]) == 1 and run["sessions"][0]["done"] == 6
     preds = read_predictions(out)
@@ -160,11 +167,11 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
     assert (out / "memory" / "evidence.sqlite").is_file()  # the run's evidence memory lives in its directory
     assert not (tmp_path / "home" / "memory").exists()
     run = json.loads((out / "run.json").read_text())
-    assert run["state_dir"] == str(out)
+    assert run["manifest"]["state_dir"] == str(out)
     # the effective temperature (the client's: the role declares none), the run's seed and the seed rule
-    assert run["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": 0.0,
+    assert run["manifest"]["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": 0.0,
                                                 "temperature_from": "client default"}
-    assert run["seed"] == 0 and "sha256" in run["seed_rule"] and run["order"] == "sample"
+    assert run["manifest"]["seed"] == 0 and "sha256" in run["manifest"]["seed_rule"] and run["order"] == "sample"
 
 
 def test_compare_puts_runs_side_by_side(tmp_path):
@@ -250,7 +257,7 @@ def test_cli_errors_are_one_line(monkeypatch, capsys, tmp_path):
 
 
 def test_method_statistics_average_trification_graphs_and_mermaid_steps():
-    from veracity.bench.run import method_statistics
+    from veracity.bench.scoring import method_statistics
 
     def rec(*events, hits=()):
         return {"trace": {"events": list(events), "memory_hits": list(hits)}}
@@ -285,11 +292,11 @@ def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
     bench_run(RunConfig.of(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
               settings=settings(tmp_path), llm=alternating_direct())
     run = json.loads((out / "run.json").read_text())
-    assert run["concurrency"] == 1 and run["llm_concurrency"] == 8 and run["state_dir"] is None
+    assert run["concurrency"] == 1 and run["llm_concurrency"] == 8 and run["manifest"]["state_dir"] is None
 
 
 def test_sample_mode_is_checked_and_part_of_the_run_identity():
-    from veracity.bench.run import RunConfig
+    from veracity.bench.config import RunConfig
 
     with pytest.raises(ConfigError, match="unknown sample mode"):
         RunConfig.of(dataset="hover", method="direct", sample="stratified")

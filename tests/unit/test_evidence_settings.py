@@ -12,14 +12,15 @@ import click
 import pytest
 
 from tests.fixtures.index import shared_data_dir
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, run_claims
 import veracity.pipeline.engine as engine_module
 from veracity.errors import ConfigError, DataError
 from veracity.indexes import GoldRetriever, Hit, NoEvidenceRetriever, Retriever
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods import get_method
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.runner import claim_retrievers, evidence_setting, run_claims, verify_one
+from veracity.pipeline.engine import verify_one
+from veracity.pipeline.evidence import claim_retrievers, evidence_setting
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Trace
 
@@ -174,8 +175,11 @@ def test_a_method_that_needs_an_index_runs_without_one_under_a_per_claim_setting
     stats = asyncio.run(run_claims([Claim("a", "A claim.")], spec, llm, None, tmp_path / "o.jsonl",
                                    retriever_for=claim_retrievers("none"), evidence="none"))
     assert stats.done == 1
-    with pytest.raises(ConfigError, match="needs an index"):
-        asyncio.run(run_claims([Claim("a", "A claim.")], spec, llm, None, tmp_path / "p.jsonl"))
+    from veracity.config import Settings
+    from veracity.errors import IndexDirError
+
+    with pytest.raises(IndexDirError, match="no index given"):  # open book: the index is needed
+        Verifier(method="rag", llm=llm, settings=Settings(home=tmp_path))
 
 
 # -- the datasets -----------------------------------------------------------------------------------------
@@ -254,7 +258,10 @@ def rag_llm(shown=None):
 @needs_data
 def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_setting(tmp_path, monkeypatch):
     from veracity.bench.datasets import load_dataset
-    from veracity.bench.run import RunConfig, bench_run, compare_rows, read_predictions
+    from veracity.bench.compare import compare_rows
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
+    from veracity.bench.scoring import read_predictions
     from veracity.config import Settings
 
     monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
@@ -272,8 +279,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
         hits = [h for t in p["trace"]["tool_calls"] for h in t["hits"]]
         assert set(hits) == gold[p["id"]]  # exactly the claim's gold paragraphs (k=5 >= its 2-4 titles)
     run = json.loads((out / "run.json").read_text())
-    assert run["evidence"] == "gold" and run["config"]["evidence"] == "gold"
-    assert run["identity"]["evidence"] == "gold" and run["index_dir"] is None
+    assert run["manifest"]["evidence"] == "gold" and run["config"]["evidence"] == "gold"
+    assert run["identity"]["evidence"] == "gold" and run["manifest"]["index_dir"] is None
     assert run["dataset"]["gold"]["dropped_without_complete_gold"] > 0
     assert "--evidence gold" in run["leakage"]["reason"]
     assert json.loads((out / "predictions.jsonl.manifest.json").read_text())["evidence"] == "gold"
@@ -294,7 +301,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
 
 @needs_data
 def test_bench_run_open_identity_is_unchanged_and_a_dataset_without_gold_refuses(tmp_path):
-    from veracity.bench.run import RunConfig, bench_run
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
     from veracity.config import Settings
 
     cfg = RunConfig.of(dataset="hover", method="direct", limit=2)

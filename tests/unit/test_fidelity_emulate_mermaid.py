@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
-from veracity.bench.run import RunConfig, load_config
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, run_claims
+from veracity.bench.config import RunConfig, load_config
 from veracity.errors import ConfigError
 from veracity.pipeline.labels import BINARY
 from veracity.pipeline.methods import METHODS
@@ -26,7 +26,7 @@ from veracity.pipeline.methods.emulate.search import CHARS_PER_TOKEN, estimate_t
 from veracity.pipeline.methods.mermaid import Decomposition, ReactStep, Triplet
 from veracity.pipeline.params import param_infos
 from veracity.pipeline.roles import SEED_RULE, request_seed
-from veracity.pipeline.runner import run_claims, verify_one
+from veracity.pipeline.engine import verify_one
 from veracity.pipeline.tools import SourceIdentity, passage_section
 from veracity.pipeline.types import Claim, Evidence, Label
 
@@ -95,7 +95,7 @@ def test_the_run_manifest_records_each_roles_temperature_and_the_seed_rule(tmp_p
     out = tmp_path / "results.jsonl"
     asyncio.run(run_claims([Claim("c1", "Alpha Tower was built in 1889.")], spec, ScriptedLLM(emulate_script()),
                            FakeSearcher(ARTICLES, manifest=dict(MANIFEST)), out,
-                           params=spec.make_params(cfg.method_overrides())))
+                           params=cfg.method_overrides()))
     manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
     assert set(manifest["roles"]) == {r.name for r in spec.roles}
     assert {r["temperature"] for r in manifest["roles"].values()} == {1.0}

@@ -15,7 +15,7 @@ import click
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage, run_claims
 from veracity.pipeline.engine import Engine
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.labels import BINARY, BINARY_RULE, FORCED_EVENT, THREE_WAY, label_space
@@ -23,7 +23,7 @@ from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.direct import DIRECT_SYSTEM, DirectJudgement
 from veracity.pipeline.methods.mermaid import Decomposition, FinalVerdict, ReactStep
 from veracity.pipeline.methods.rag import RAG_SYSTEM, RagJudgement
-from veracity.pipeline.runner import run_claims, verify_one
+from veracity.pipeline.engine import verify_one
 from veracity.pipeline.types import Claim, Label, Verdict
 
 ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
@@ -350,7 +350,9 @@ def direct_llm(label="SUPPORTED"):
 
 
 def test_bench_run_takes_the_datasets_label_space(tmp_path):
-    from veracity.bench.run import RunConfig, bench_run, compare_rows
+    from veracity.bench.compare import compare_rows
+    from veracity.bench.config import RunConfig
+    from veracity.bench.run import bench_run
 
     settings = _bench(tmp_path)
     llm = direct_llm()
@@ -360,7 +362,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
                             llm=llm)
     assert all(label_enum(c.output_model) == ["SUPPORTED", "REFUTED"] for c in llm.calls)
     run = json.loads((tmp_path / "a" / "run.json").read_text())
-    assert run["label_space"] == "binary" and run["dataset"]["label_space"] == "binary"
+    assert run["manifest"]["label_space"] == "binary" and run["dataset"]["label_space"] == "binary"
     assert metrics["label_space"] == {"name": "binary", "labels": ["SUPPORTED", "REFUTED"], "nei_allowed": False,
                                       "dataset": "binary", "forced_verdicts": 0, "forced_rate": 0.0}
     report = (tmp_path / "a" / "report.md").read_text()
@@ -391,7 +393,7 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
 
 def test_bench_run_on_a_jsonl_with_nei_is_3way_and_configs_may_set_labels(tmp_path):
     from veracity.bench.datasets import load_dataset
-    from veracity.bench.run import load_config
+    from veracity.bench.config import load_config
 
     f = tmp_path / "c.jsonl"
     f.write_text("".join(json.dumps({"id": str(i), "claim": f"Claim {i}.", "label": lab}) + "\n"

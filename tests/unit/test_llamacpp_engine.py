@@ -4,6 +4,7 @@ install route's CPU-feature probe, and the defaults that follow the user."""
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 from pathlib import Path
 
@@ -225,8 +226,8 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     fail, count, opts = tmp_path / "fail", tmp_path / "count", tmp_path / "opts"
     (tools / "cmake").write_text(FAKE_CMAKE.format(fail=fail, count=count, opts=opts))
     (tools / "cmake").chmod(0o755)
-    for tool in ("c++", "cc"):
-        (tools / tool).symlink_to("/bin/true")
+    (tools / "c++").symlink_to(shutil.which("g++") or "/usr/bin/g++")  # the compiler check builds for real
+    (tools / "cc").symlink_to("/bin/true")  # the feature probe is replaced below
     monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
@@ -243,11 +244,13 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     assert "-DGGML_AVX2=ON" in opts.read_text() and "-DGGML_AVX512=OFF" in opts.read_text()
 
     fail.unlink()  # run again: the sources are not unpacked again, the build goes on
-    marker = home / "engines" / "llama.cpp" / "src" / ".extracted"
-    before = marker.stat().st_mtime_ns
+    opened = []
+    real_open = inst.tarfile.open
+    monkeypatch.setattr(inst.tarfile, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
     info = inst.install_llamacpp(settings)
-    assert marker.stat().st_mtime_ns == before
-    assert info["features"] == ["avx2"] and set(info["timings"]) == {"download", "unpack", "build", "total"}
+    assert opened == []
+    assert not (home / "engines" / "llama.cpp" / "src").exists()  # sources and objects go once installed
+    assert info["features"] == ["avx2"] and set(info["timings"]) == {"checks", "download", "unpack", "build", "total"}
     assert LLAMA_CPP.installed(settings) == "llama-server 1 (build 1, commit stand-in)"
     assert inst.installed_info(settings)["source"] == "llama-cpp-python 0.0.1"
 
@@ -332,3 +335,112 @@ def test_one_install_at_a_time_and_a_background_build_is_waited_for(tmp_path, mo
         if holder.poll() is None:
             holder.kill()
         holder.wait()
+
+
+SIGILL_CMAKE = """#!/bin/sh
+# configure: remember the options; build: a llama-server that dies of SIGILL when built with AVX-512
+if [ "$1" = "--build" ]; then
+  echo "[1/1] Linking CXX executable bin/llama-server"
+  mkdir -p "$2/bin"
+  if grep -q -- "-DGGML_AVX512=ON" "{opts}"; then
+    printf '#!/bin/sh\\nkill -ILL $$\\n' > "$2/bin/llama-server"
+  else
+    printf '#!/bin/sh\\necho "version: 2 (build 2, commit stand-in)" >&2\\n' > "$2/bin/llama-server"
+  fi
+  chmod +x "$2/bin/llama-server"; echo built >> "{count}"
+else
+  echo "$@" > "{opts}"
+fi
+"""
+
+
+def _stand_in_build(tmp_path, monkeypatch, script: str, features: list[str]) -> tuple[Settings, Path, Path]:
+    """A home whose pinned sdist is a stand-in, a fake cmake from ``script`` and the real C++ compiler."""
+    monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
+    home = tmp_path / "home"
+    name, digest = _fake_sdist(home / "engines" / "llama.cpp" / "downloads")
+    monkeypatch.setattr(inst, "SDIST_FILE", name)
+    monkeypatch.setattr(inst, "SDIST_VERSION", "0.0.1")
+    monkeypatch.setattr(inst, "SDIST_SHA256", digest)
+    monkeypatch.setattr(inst, "runnable_features", lambda cc, work: list(features))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    count, opts = tmp_path / "count", tmp_path / "opts"
+    (tools / "cmake").write_text(script.format(fail=tmp_path / "fail", count=count, opts=opts))
+    (tools / "cmake").chmod(0o755)
+    (tools / "c++").symlink_to(shutil.which("g++") or "/usr/bin/g++")
+    (tools / "cc").symlink_to("/bin/true")
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    return Settings(home=home), count, opts
+
+
+def test_a_binary_dying_of_sigill_is_built_again_without_the_feature_saying_so(tmp_path, monkeypatch):
+    settings, count, opts = _stand_in_build(tmp_path, monkeypatch, SIGILL_CMAKE, ["avx2", "avx512"])
+    said = []
+    info = inst.install_llamacpp(settings, progress=said.append)
+    assert info["features"] == ["avx2"] and info["features_dropped_after_self_test"] == ["avx512"]
+    assert count.read_text().count("built") == 2 and "-DGGML_AVX512=OFF" in opts.read_text()
+    lines = [s for s in said if "illegal instruction" in s]
+    assert len(lines) == 1 and "building again without avx512" in lines[0] and "\n" not in lines[0]
+    assert LLAMA_CPP.installed(settings) == "llama-server 2 (build 2, commit stand-in)"
+
+
+def test_a_broken_compiler_is_one_line_before_the_download(tmp_path, monkeypatch):
+    settings, count, _ = _stand_in_build(tmp_path, monkeypatch, SIGILL_CMAKE, ["avx2"])
+    broken = tmp_path / "bin" / "c++"
+    broken.unlink()
+    broken.write_text("#!/bin/sh\necho 'fatal error: vector: No such file or directory' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    (inst.engine_dir(settings) / "downloads" / inst.SDIST_FILE).unlink()  # a download would be needed
+    monkeypatch.setattr(inst, "fetch_sdist", lambda *a, **k: pytest.fail("downloaded before the checks"))
+    with pytest.raises(ServerError, match="cannot build a one-line program: fatal error: vector") as err:
+        inst.install_llamacpp(settings)
+    assert "apt-get install cmake g++" in err.value.hint and "\n" not in str(err.value)
+    assert not count.exists()
+
+
+def test_no_tools_means_vllm_is_offered_and_can_build_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    assert inst.can_build() == "cmake and a C++ compiler and a C compiler not found on PATH"
+    with pytest.raises(ServerError, match="needs cmake") as err:
+        inst.install_llamacpp(Settings(home=tmp_path))
+    assert "veracity engines default vllm" in err.value.hint
+
+
+def test_air_gapped_install_from_the_sdist_or_a_binary_without_network(tmp_path, monkeypatch):
+    settings, count, _ = _stand_in_build(tmp_path, monkeypatch, SIGILL_CMAKE, ["avx2"])
+    carried = tmp_path / "carried"
+    carried.mkdir()
+    kept = inst.engine_dir(settings) / "downloads" / inst.SDIST_FILE
+    monkeypatch.setattr(inst.subprocess, "run", _no_pip(inst.subprocess.run))
+    assert inst.fetch_sdist(kept.parent) == kept  # already there with the pinned hash: pip is not run
+    shutil.move(kept, carried / inst.SDIST_FILE)
+    wrong = carried / "llama_cpp_python-9.9.9.tar.gz"
+    wrong.write_bytes(b"not the sdist")
+    with pytest.raises(ServerError, match="not the pinned"):
+        inst.install_from_local(settings, wrong)
+    info = inst.install_from_local(settings, carried / inst.SDIST_FILE)
+    assert info["source"] == "llama-cpp-python 0.0.1" and count.read_text().count("built") == 1
+    assert LLAMA_CPP.installed(settings).startswith("llama-server 2")
+
+    other = Settings(home=tmp_path / "other")
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\nkill -ILL $$\n")
+    binary.chmod(0o755)
+    with pytest.raises(ServerError, match="does not run here: illegal instruction"):
+        inst.install_from_local(other, binary)
+    binary.write_text('#!/bin/sh\necho "version: 3 (build 3, commit elsewhere)" >&2\n')
+    info = inst.install_from_local(other, binary)
+    assert info["source"].startswith("local binary") and inst.installed_info(other) is not None
+    assert LLAMA_CPP.installed(other) == "llama-server 3 (build 3, commit elsewhere)"
+
+
+def _no_pip(run):
+    def guarded(cmd, *a, **k):
+        assert "pip" not in cmd, f"the network was used: {cmd}"
+        return run(cmd, *a, **k)
+    return guarded

@@ -8,7 +8,7 @@ from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.emulate import (Classification, Helpful, QueryList, Ranking, SelfContained,
                                                Sufficient, apply_ranking)
-from veracity.pipeline.runner import verify_one
+from veracity.pipeline.engine import verify_one
 from veracity.pipeline.types import Claim, Label
 
 CLAIM = Claim("c1", "Alpha Tower was built in 1889.")

@@ -12,7 +12,7 @@ from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.mermaid import Decomposition, FinalVerdict, ReactStep, Triplet
 from veracity.pipeline.methods.mermaid.memory import EvidenceMemory, normalize_key
-from veracity.pipeline.runner import index_namespace, open_run_state, verify_one
+from veracity.pipeline.engine import index_namespace, open_run_state, verify_one
 from veracity.pipeline.types import Claim, Evidence, Label
 
 ARTICLES = {

@@ -8,13 +8,14 @@ import threading
 
 import pytest
 
-from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
+from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, run_claims
 from veracity.errors import ConfigError, DataError, EndpointError, LLMOutputError
 from veracity.pipeline.methods import METHODS, get_method
 from veracity.pipeline.methods.direct import DirectJudgement
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.runner import (ResultWriter, make_claim, read_claims_jsonl, read_done_ids, run_claims,
-                                      verify_one)
+from veracity.pipeline.claims import make_claim, read_claims_jsonl
+from veracity.pipeline.engine import verify_one
+from veracity.pipeline.results import ResultWriter, read_done_ids
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim, Label, Verdict
 
 ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
@@ -166,7 +167,7 @@ def test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes(tmp
     import errno
 
     from veracity.errors import OutputError
-    from veracity.pipeline import runner
+    from veracity.pipeline import results as runner
 
     out = tmp_path / "r.jsonl"
     real_append = runner.ResultWriter.append
@@ -267,15 +268,19 @@ def test_rag_cites_only_passages_it_was_shown():
     assert enum == ["Berlin#0", "Paris#0"] and [e.passage_id for e in v2.evidence] == ["Berlin#0"]
 
 
-def test_methods_registry_and_parameters():
+def test_methods_registry_and_parameters(tmp_path):
     assert {"direct", "rag", "mermaid", "emulate"} <= set(METHODS)
     assert METHODS["rag"].make_params().k == 5 and METHODS["mermaid"].make_params().t_max == 5
     with pytest.raises(ConfigError, match="no parameter"):
         METHODS["rag"].make_params({"t_max": 3})
     with pytest.raises(ConfigError, match="unknown method"):
         get_method("oracle")
-    with pytest.raises(ConfigError, match="needs an index"):
-        asyncio.run(run_claims(claims(1), "rag", ScriptedLLM({}), None, "/tmp/never-written.jsonl"))
+    from veracity.config import Settings
+    from veracity.errors import IndexDirError
+    from veracity.pipeline.api import Verifier
+
+    with pytest.raises(IndexDirError, match="no index given"):  # a method that needs an index, given none
+        Verifier(method="rag", llm=ScriptedLLM({}), settings=Settings(home=tmp_path))
 
 
 # -- run state: opened once per run, closed by whoever opened it ------------------------------------------
@@ -334,9 +339,6 @@ def test_the_runner_opens_one_state_per_run_and_closes_it(tmp_path):
     # nothing to do: no state is opened
     asyncio.run(run_claims(claims(7), spec, ScriptedLLM({}), None, out, state_dir=tmp_path / "state"))
     assert len(CountingState.opened) == 1
-    # a state that needs a directory, given none: one clear error before any claim runs
-    with pytest.raises(ConfigError, match="needs a state directory"):
-        asyncio.run(run_claims(claims(1), spec, ScriptedLLM({}), None, tmp_path / "other.jsonl"))
     with pytest.raises(ConfigError, match="keeps state across claims"):
         asyncio.run(verify_one(claims(1)[0], spec, ScriptedLLM({}), None, spec.make_params()))
 
@@ -428,7 +430,7 @@ def test_rag_select_auto_selects_among_index_passages_but_not_among_a_claims_gol
     straight to the judge. Booleans and the words true / false / auto are accepted; anything else is one
     ConfigError naming the choices."""
     from veracity.pipeline.methods.rag import RagSelection
-    from veracity.pipeline.runner import claim_retrievers
+    from veracity.pipeline.evidence import claim_retrievers
 
     articles = {"Danube": ["The Danube flows into the Black Sea."], "Riga": ["Riga lies on the Baltic Sea."]}
     spec = get_method("rag")

@@ -14,7 +14,7 @@ from veracity.pipeline.labels import BINARY
 from veracity.pipeline.methods import METHODS
 from veracity.pipeline.methods.rag import RagJudgement, RagQuotedJudgement
 from veracity.pipeline.quotes import Quote, check_quotes, locate, normalise, problems
-from veracity.pipeline.runner import verify_one
+from veracity.pipeline.engine import verify_one
 from veracity.pipeline.types import Claim, Evidence, Label
 
 
@@ -247,7 +247,7 @@ def test_the_cli_panel_prints_each_quote_under_its_passage():
 
 # ----------------------------------------------------------------- MERMAID's switch (off in the paper configs)
 def run_mermaid(executor, final=(), **params):
-    from veracity.pipeline.runner import open_run_state
+    from veracity.pipeline.engine import open_run_state
 
     llm = ScriptedLLM({"mermaid.executor": list(executor), "mermaid.final": list(final)})
     spec, searcher = METHODS["mermaid"], FakeSearcher(AMAZON)

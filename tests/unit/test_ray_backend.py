@@ -2,7 +2,7 @@
 in-process on the scripted model, and the driver's keyed writer (resume, no duplicate, stops).
 
 The pipeline itself (Ray Data, a real Ray instance, the real server and index) is tested in
-tests/integration/test_ray_backend.py; here :func:`verify_many_ray` gets ``rows=``, which runs the same
+tests/integration/test_ray_backend.py; here a batch on the Ray backend gets ``rows=``, which runs the same
 :class:`ClaimActor` in this process and yields its rows as Ray would stream them back.
 """
 
@@ -27,10 +27,11 @@ from veracity.cli.verify import verify
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.ray_backend import (ClaimActor, RayOptions, actor_cpus, actor_recipe, claim_of, claim_payload,
-                                           collect, connect, ray_options, verify_many_ray)
+from veracity.pipeline.backends.ray import (ClaimActor, RayOptions, actor_cpus, actor_recipe, claim_of, claim_payload,
+                                            collect, connect)
+from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.results import ResultSink, ResultWriter
-from veracity.pipeline.runner import RunStats, read_done_ids
+from veracity.pipeline.results import RunStats, read_done_ids
 from veracity.pipeline.types import Claim
 
 ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is the capital of Germany."]}
@@ -82,6 +83,18 @@ def free_port() -> int:
 
 
 # -- options ----------------------------------------------------------------------------------------------
+def ray_options(backend, address=None, actors=None):
+    """(backend, Ray options) as the run's config checks and normalises them (the one place)."""
+    c = VerifierConfig(method="direct", backend=backend, ray_address=address, ray_actors=actors)
+    return c.backend, (None if c.backend == "local" else RayOptions(address=c.ray_address, actors=c.ray_actors))
+
+
+def verify_many_ray(v, claims, out=None, concurrency=None, progress=False, on_result=None, rows=None):
+    """``v``'s batch on the Ray backend with ``rows`` in place of the Ray pipeline."""
+    return v.run_batch(claims, out=out, concurrency=concurrency, progress=progress, on_result=on_result,
+                       backend_options={"rows": rows})
+
+
 def test_local_is_the_default_and_ray_options_need_the_ray_backend():
     assert ray_options(None) == ("local", None) and ray_options("LOCAL") == ("local", None)
     with pytest.raises(ConfigError, match="unknown backend 'spark'") as info:
@@ -155,7 +168,7 @@ def test_the_local_backend_needs_no_ray(monkeypatch, tmp_path):
     v = Verifier(method="rag", index=FakeSearcher(ARTICLES), llm=rag_llm(), state_dir=tmp_path, k=1)
     stats = v.verify_many(["Paris is the capital of France."], out=tmp_path / "r.jsonl")
     assert v.backend == "local" and stats.done == 1 and lines(tmp_path / "r.jsonl")[0]["label"] == "SUPPORTED"
-    code = ("import sys, veracity.cli, veracity.pipeline.api, veracity.bench.run, veracity.pipeline.ray_backend;"
+    code = ("import sys, veracity.cli, veracity.pipeline.api, veracity.bench.run, veracity.pipeline.backends.ray;"
             "sys.exit('ray' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0  # importing veracity never imports ray
 
@@ -322,7 +335,7 @@ def test_an_unreachable_address_is_one_line_and_loses_nothing(monkeypatch, capsy
 
 
 def test_rays_own_output_goes_to_a_log_file_not_the_terminal(tmp_path, capfd):
-    from veracity.pipeline.ray_backend import ray_output_to
+    from veracity.pipeline.backends.ray import ray_output_to
 
     log = tmp_path / "run" / "ray-driver.log"
     with ray_output_to(log):
@@ -356,7 +369,7 @@ def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_p
 
 def test_an_actors_error_reaches_the_user_as_one_line():
     from veracity.errors import IndexDirError
-    from veracity.pipeline.ray_backend import _cluster_failure
+    from veracity.pipeline.backends.ray import _cluster_failure
 
     text = ("The actor died because of an error raised in its creation task, \x1b[36mray::MapWorker(MapBatches("
             "ClaimActor)).__init__()\x1b[39m (pid=1, ip=10.0.0.7)\n  File \"api.py\", line 77, in open_index\n"
@@ -380,7 +393,7 @@ def test_rays_error_messages_stay_off_stdout(tmp_path, capfd):
     need_ray()
     from ray._private import worker as ray_worker
 
-    from veracity.pipeline.ray_backend import ray_messages_to_log, ray_output_to
+    from veracity.pipeline.backends.ray import ray_messages_to_log, ray_output_to
 
     log = tmp_path / "ray-driver.log"
     original = ray_worker.print_to_stdstream

@@ -94,3 +94,21 @@ def test_methods_show_prompts_prints_each_roles_system_message():
     record = json.loads(CliRunner().invoke(cli, ["methods", "show", "emulate", "--json"]).output)
     classifier = next(r for r in record["roles"] if r["name"] == "emulate.classifier")
     assert classifier["instructions"] == ALL_ROLES["emulate.initial_query_gen"].describe()["instructions"]
+
+
+@pytest.mark.parametrize("method,role,words", [
+    ("mermaid", "mermaid.executor", "Observation:\n{observation}\n\nStep 2 of at most 5: choose an action."),
+    ("trification", "trification.planner", "This verification graph is invalid and was not executed:\n- {rule broken}"),
+    ("zofia", "zofia.pro", "Con's arguments:\nRebuttal: {rebuttal}\n- {point}"),
+    ("zofia", "zofia.con", "Pro's arguments:\nRebuttal: {rebuttal}\n- {point}"),
+    ("rag", "rag.judge", "Your quotes must be copied word for word"),
+])
+def test_the_turns_a_conversation_continues_with_are_declared_and_shown(method, role, words):
+    """Every text a method sends lives in a role: the later turns (observations, debate rounds, the request
+    for a corrected plan, the quote retry) are declared with the role, sent through that declaration, and
+    printed by --prompts."""
+    turns = ALL_ROLES[role].turns
+    assert turns and any(words in t.shown() for t in turns)
+    result = CliRunner().invoke(cli, ["methods", "show", method, "--prompts"])
+    assert result.exit_code == 0, result.output
+    assert words in result.output and "-- turn " in result.output

@@ -76,9 +76,17 @@ def evidence_meaning(evidence: str, gold: dict[str, Any] | None = None) -> str:
     return EVIDENCE_SETTINGS.get(evidence, evidence)
 
 
+def run_manifest(run: dict[str, Any]) -> dict[str, Any]:
+    """The run record (:class:`~veracity.pipeline.results.RunManifest`) a run directory's run.json embeds;
+    for run directories written before it was embedded, the same fields from run.json's top level."""
+    if isinstance(run.get("manifest"), dict):
+        return run["manifest"]
+    return {**run, "params": run.get("method_params")}
+
+
 def run_evidence(run: dict[str, Any]) -> str:
     """The evidence setting of a run directory's run.json (runs from before evidence settings: open)."""
-    return run.get("evidence") or (run.get("config") or {}).get("evidence") or "open"
+    return run_manifest(run).get("evidence") or (run.get("config") or {}).get("evidence") or "open"
 
 
 def _versions() -> dict[str, str | None]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from veracity.bench.datasets import Dataset, load_dataset
 from veracity.bench.manifest import (METRICS_FILE, REPORT_FILE, _write_json, evidence_meaning, read_run,
-                                     run_evidence)
+                                     run_evidence, run_manifest)
 from veracity.bench.scoring import read_predictions, score_run
 from veracity.pipeline.labels import BINARY, BINARY_RULE, THREE_WAY, label_space
 
@@ -60,7 +60,7 @@ def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
 
 def _label_space_line(run: dict[str, Any], metrics: dict[str, Any]) -> str:
     ls = metrics.get("label_space") or {}
-    name = ls.get("name") or run.get("label_space") or THREE_WAY.name
+    name = ls.get("name") or run_manifest(run).get("label_space") or THREE_WAY.name
     labels = " / ".join(ls.get("labels") or label_space(name).values())
     dataset = ls.get("dataset") or (run.get("dataset") or {}).get("label_space")
     whose = ("the dataset's" if dataset == name else f"--labels; the dataset's is {dataset}") if dataset else "recorded"
@@ -84,6 +84,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant") else ""), ""]
     status = "complete" if metrics.get("complete") else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)"
     model = run.get("model", {})
+    record = run_manifest(run)
     lines += [
         f"- status: {status}",
         f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')}, "
@@ -97,8 +98,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- model: {model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"
         f" at {model.get('endpoint')}"
         + (" (managed vLLM server)" if (model.get("server") or {}).get("managed") else ""),
-        f"- index: {run.get('index_dir') or 'none'}"
-        + (f" ({run['index'].get('passages')} passages)" if isinstance(run.get("index"), dict) else ""),
+        f"- index: {record.get('index_dir') or 'none'}"
+        + (f" ({record['index'].get('passages')} passages)" if isinstance(record.get("index"), dict) else ""),
     ]
     leak = run.get("leakage") or {}
     if leak.get("checked"):
@@ -186,7 +187,7 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
                                evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
     # a run directory written before label spaces existed ran in 3way
-    metrics = score_run(dataset, read_predictions(run_dir), wall, run.get("label_space") or THREE_WAY.name)
+    metrics = score_run(dataset, read_predictions(run_dir), wall, run_manifest(run).get("label_space") or THREE_WAY.name)
     metrics["run"] = {"name": run["config"].get("name") or run_dir.name, "method": run["config"]["method"],
                       "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
                       "label_space": metrics["label_space"]["name"],

@@ -28,7 +28,7 @@ Label space (:mod:`veracity.pipeline.labels`): the dataset's declared one (binar
 run manifest records it, and a run is resumed only in the same space. Reports show the NEI rate when
 NOT_ENOUGH_INFO is allowed (3way), and in binary how many verdicts the binary rule forced.
 
-Evidence setting (``evidence``, :data:`veracity.pipeline.runner.EVIDENCE_SETTINGS`): ``open`` (default:
+Evidence setting (``evidence``, :data:`veracity.pipeline.evidence.EVIDENCE_SETTINGS`): ``open`` (default:
 the index), ``gold`` (each claim sees only its own gold passages: HoVer's supporting-fact paragraphs,
 FEVEROUS-S's gold sentences, a claims file's ``evidence`` lists, see :mod:`veracity.bench.datasets.gold`;
 claims whose gold evidence is incomplete are left out of the selection, a dataset without gold evidence
@@ -39,25 +39,21 @@ show the setting; a run is resumed only with the same one.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from veracity.bench.compare import COMPARE_COLUMNS, compare_markdown, compare_records, compare_rows  # noqa: F401
-from veracity.bench.config import RUN_KEYS, RunConfig, load_config  # noqa: F401
+from veracity.bench.config import RunConfig
 from veracity.bench.datasets import load_dataset
-from veracity.bench.manifest import (METRICS_FILE, PREDICTIONS_FILE, REPORT_FILE, RUN_FILE, _versions,  # noqa: F401
+from veracity.bench.manifest import (PREDICTIONS_FILE, RUN_FILE, _versions,
                                      _write_json, describe_endpoint, evidence_meaning, leakage_check, read_run,
-                                     run_evidence)
-from veracity.bench.report import finalize, render_report  # noqa: F401
-from veracity.bench.scoring import forced_verdicts, method_statistics, read_predictions, score_run  # noqa: F401
+                                     run_manifest)
+from veracity.bench.report import finalize
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, endpoint_stop_hint
 from veracity.pipeline.labels import THREE_WAY, label_space
-from veracity.pipeline.results import ServedModel
-from veracity.pipeline.roles import SEED_RULE, role_settings_record
+from veracity.pipeline.results import RunManifest, ServedModel
 
 
 def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None, data_dir: str | None = None,
@@ -111,7 +107,7 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if before_gold is not None and before_gold != (dataset.gold or {}).get("file_sha256"):
             raise ConfigError(f"{out_dir} was run on other gold evidence files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
-        before = previous.get("label_space") or THREE_WAY.name  # runs before label spaces were 3way
+        before = run_manifest(previous).get("label_space") or THREE_WAY.name  # runs before label spaces: 3way
         if before != space.name:
             raise ConfigError(f"{out_dir} holds a run in the {before} label space; this one would be {space.name}",
                               hint=f"pass --labels {before} to resume it, or another --out directory")
@@ -137,26 +133,19 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
             "created_at": time.time(),
             "sessions": [],
         }
+        runs_on = (ServedModel.of(llm) if llm is not None else
+                   ServedModel(model["model"], model["endpoint"], settings.temperature, settings.seed))
         run.update({
             "dataset": {**dataset.manifest(), "data_dir": str(data_dir or settings.data_dir or "") or None},
-            "method": cfg.method,
-            "label_space": space.name,
-            "evidence": cfg.evidence,
+            # the run's record, as the predictions' manifest has it (one type, built in one place)
+            "manifest": RunManifest.of(verifier.engine, out_dir / PREDICTIONS_FILE).record(runs_on),
             "evidence_meaning": evidence_meaning(cfg.evidence, dataset.gold),
             "method_overrides": overrides,
-            "method_params": dataclasses.asdict(verifier.params),
-            "roles": role_settings_record(verifier.spec.roles, verifier.params, llm if llm is not None else
-                                          ServedModel(temperature=settings.temperature, seed=settings.seed)),
-            "seed": getattr(llm, "seed", None) if llm is not None else settings.seed,
-            "seed_rule": SEED_RULE,
             "order": cfg.order,
             "model": model,
-            "index_dir": str(getattr(verifier.searcher, "index_dir", "") or "") or None,
-            "index": getattr(verifier.searcher, "manifest", None),
             "leakage": leakage,
             "concurrency": verifier.concurrency,
             "llm_concurrency": verifier.llm_concurrency,
-            "state_dir": str(out_dir) if verifier.spec.state_cls is not None else None,
             "versions": _versions(),
         })
         _write_json(out_dir / RUN_FILE, run)

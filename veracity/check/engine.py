@@ -1,22 +1,20 @@
 """The check stage's one adapter to the verification engine.
 
 Everything :mod:`veracity.check` needs from verification goes through :class:`ClaimVerifier`, built on the
-public :class:`~veracity.pipeline.api.Verifier` today: a claim is verified by the same code path as
-``veracity verify`` (one claim: :func:`~veracity.pipeline.runner.verify_one` with the Verifier's method,
-parameters, index, label space and evidence setting, as :meth:`Verifier.averify` does; a batch:
-:meth:`Verifier.averify_many`, the path of ``veracity verify -i``, with its resume and atomic appends). When
-the run configuration lands, :meth:`ClaimVerifier.build` is the one place to change.
+public :class:`~veracity.pipeline.api.Verifier` (its :class:`~veracity.pipeline.engine.Engine`): a text's
+claims run on the engine's worker loop (:func:`~veracity.pipeline.backends.local.verify_each`, the local
+backend's), a file of texts on :meth:`Verifier.averify_many`, the path of ``veracity verify -i``, with its
+resume and atomic appends. :meth:`ClaimVerifier.build` is the one place a check's verifier is made.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from veracity.errors import EndpointError
-from veracity.pipeline.runner import check_output, claim_failure, verify_one
+from veracity.pipeline.backends.local import verify_each
+from veracity.pipeline.results import check_output
 from veracity.pipeline.types import Claim
 
 OnRecord = Callable[[dict[str, Any]], None]
@@ -56,33 +54,24 @@ class ClaimVerifier:
 
     async def verify_claims(self, claims: Iterable[Claim], llm: Any, *, on_record: OnRecord | None = None,
                             on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
-        """Verify ``claims`` (at most the Verifier's ``concurrency`` in flight) and return ``{claim id:
-        record}``: ``Verdict.to_dict(claim)``, or ``{"id", "claim", "error"}`` for a claim whose method
-        failed (the others stand). ``on_event(claim id, event)`` hears each step of a claim's trace; an
-        endpoint failure stops the run (raised)."""
+        """Verify ``claims`` on the engine's worker loop (:func:`~veracity.pipeline.backends.local.verify_each`,
+        at most the Verifier's ``concurrency`` in flight) and return ``{claim id: record}``:
+        ``Verdict.to_dict(claim)``, or ``{"id", "claim", "error"}`` for a claim whose method failed (the others
+        stand). ``on_event(claim id, event)`` hears each step of a claim's trace; an endpoint failure stops
+        the run (raised)."""
         v = self.verifier
-        state = v.state()
-        gate = asyncio.Semaphore(v.concurrency)
         out: dict[str, dict[str, Any]] = {}
 
-        async def one(claim: Claim) -> None:
-            listener = (lambda ev, cid=claim.id: on_event(cid, ev)) if on_event is not None else None
-            async with gate:
-                try:
-                    verdict = await verify_one(claim, v.spec, llm, v.searcher, v.params, state,
-                                               exclude_titles=v.exclude_titles, search_mode=v.search_mode,
-                                               label_space=v.label_space, retriever_for=v.retriever_for,
-                                               on_event=listener)
-                    record = verdict.to_dict(claim)
-                except EndpointError:
-                    raise
-                except Exception as exc:  # one claim's failure leaves the others standing
-                    record = {"id": claim.id, "claim": claim.text, "error": claim_failure(exc)}
+        def keep(claim: Claim, record: dict[str, Any]) -> None:
             out[claim.id] = record
             if on_record is not None:
                 on_record(record)
 
-        await asyncio.gather(*(one(c) for c in claims))
+        v.state()
+        await verify_each(v.engine, llm, claims, v.concurrency,
+                          accept=lambda c, verdict: keep(c, verdict.to_dict(c)),
+                          reject=lambda c, why: keep(c, {"id": c.id, "claim": c.text, "error": why}),
+                          listener=(lambda c: lambda ev: on_event(c.id, ev)) if on_event is not None else None)
         return out
 
     async def verify_into(self, claims: list[Claim], out: Path, *, on_record: OnRecord | None = None) -> Any:

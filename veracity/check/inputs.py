@@ -15,7 +15,7 @@ from typing import Any
 
 from veracity.check.extract import text_id
 from veracity.errors import DataError
-from veracity.pipeline.runner import RejectedLine
+from veracity.pipeline.claims import RejectedLine
 
 DEFAULT_MAX_CHARS = 20_000  # a news article or a long LLM answer (the longest single claim verify accepts)
 MAX_HINT = "split the text, or pass --max-chars N"
@@ -55,10 +55,10 @@ def decode_text(data: bytes, where: str, max_chars: int = DEFAULT_MAX_CHARS, mor
     if more:
         raise DataError(f"cannot check {where}: text has more than {max_chars:,} characters, over --max-chars "
                         f"{max_chars:,} (reading stopped there)", hint=MAX_HINT)
-    return check_text(text, where, max_chars)
+    return valid_text(text, where, max_chars)
 
 
-def check_text(text: str, where: str = "the text", max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def valid_text(text: str, where: str = "the text", max_chars: int = DEFAULT_MAX_CHARS) -> str:
     problem = text_problem(text, max_chars)
     if problem is not None:
         hint = MAX_HINT if "max-chars" in problem else "pass a text with at least one sentence"

@@ -27,7 +27,7 @@ from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import Fallback, Role
 
 Message = dict[str, str]
-MAX_CLAIM_CHARS = 300  # one atomic claim: a short sentence
+MAX_EXTRACTED_CLAIM_CHARS = 300  # one atomic claim: a short sentence
 MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
 
 
@@ -40,7 +40,7 @@ def _user(text: str) -> list[Message]:
 class AtomicClaims(BaseModel):
     # at least one: a sentence that states nothing (a question, a greeting) comes back as itself and
     # check.worthiness calls it not_a_claim, so no factual sentence is dropped silently by an empty reply
-    claims: list[Annotated[str, Field(min_length=1, max_length=MAX_CLAIM_CHARS)]] = Field(
+    claims: list[Annotated[str, Field(min_length=1, max_length=MAX_EXTRACTED_CLAIM_CHARS)]] = Field(
         min_length=1, max_length=MAX_CLAIMS_PER_SENTENCE,
         description="the sentence's atomic claims, each a short self-contained declarative sentence")
 

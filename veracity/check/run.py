@@ -28,7 +28,7 @@ from veracity.check.inputs import Doc
 from veracity.check.roles import CheckParams
 from veracity.check.score import sentence_verdict, text_scores
 from veracity.errors import DataError, OutputError
-from veracity.pipeline.runner import ResultWriter, read_done_ids
+from veracity.pipeline.results import ResultWriter, read_done_ids
 from veracity.pipeline.types import Claim
 
 OnEvent = Callable[[dict[str, Any]], None]
@@ -74,7 +74,7 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
 
 async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, params: CheckParams | None = None,
                      gamma: int | None = None, on_event: OnEvent | None = None) -> dict[str, Any]:
-    """Check one text (already validated: :func:`veracity.check.inputs.check_text`) and return its record."""
+    """Check one text (already validated: :func:`veracity.check.inputs.valid_text`) and return its record."""
     params = params or CheckParams()
     emit = on_event or (lambda ev: None)
     async with cv.client() as llm:

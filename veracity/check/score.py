@@ -19,7 +19,13 @@ import math
 from typing import Any, Iterable
 
 LABELS = ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
-_SEVERITY = {"REFUTED": 0, "NOT_ENOUGH_INFO": 1, "SUPPORTED": 2}
+SEVERITY = ("REFUTED", "NOT_ENOUGH_INFO", "SUPPORTED")  # worst first: a sentence's and a text's verdict
+
+
+def worst(labels: Iterable[str | None]) -> str | None:
+    """The worst of ``labels`` in :data:`SEVERITY` order (other values are ignored); None when none is."""
+    seen = set(labels)
+    return next((v for v in SEVERITY if v in seen), None)
 
 
 def sentence_verdict(labels: Iterable[str | None]) -> str:
@@ -31,7 +37,7 @@ def sentence_verdict(labels: Iterable[str | None]) -> str:
     decided = [x for x in labels if x is not None]
     if not decided:
         return "failed"
-    return min(decided, key=lambda x: _SEVERITY.get(x, 1))
+    return min(decided, key=lambda x: SEVERITY.index(x) if x in SEVERITY else 1)
 
 
 def factscore(supported: int, verified: int, gamma: int = 10) -> float | None:

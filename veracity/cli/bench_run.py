@@ -91,7 +91,8 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     (--evidence, `evidence` in the config) is recorded in run.json and shown by reports and `bench compare`;
     with gold, claims whose gold evidence is incomplete are left out of the sample (the report says how many).
     """
-    from veracity.bench.run import RunConfig, bench_run, load_config
+    from veracity.bench.config import RunConfig, load_config
+    from veracity.bench.run import bench_run
     from veracity.cli.verify import parse_params
 
     hop_list = None
@@ -137,7 +138,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
 
 def _run_kept(out_dir: Path, given_out: bool) -> str:
     """What an interrupted run keeps: its predictions so far; resuming needs the same run directory."""
-    from veracity.bench.run import PREDICTIONS_FILE
+    from veracity.bench.manifest import PREDICTIONS_FILE
 
     path = out_dir / PREDICTIONS_FILE
     n = sum(1 for line in path.open("rb") if line.strip()) if path.exists() else 0
@@ -185,7 +186,7 @@ def compare_cmd(runs, as_markdown, out, as_json) -> None:
       veracity bench compare bench-results/hover-*
       veracity bench compare runs/mermaid runs/mermaid-no-memory --markdown --out compare.md
     """
-    from veracity.bench.run import COMPARE_COLUMNS, compare_markdown, compare_records, compare_rows
+    from veracity.bench.compare import COMPARE_COLUMNS, compare_markdown, compare_records, compare_rows
 
     if as_markdown and as_json:
         raise click.UsageError("pass --markdown or --json, not both")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.table import Table
 
@@ -56,17 +58,23 @@ def list_engines(as_json: bool) -> None:
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Build again even if installed.")
 @click.option("--jobs", type=int, default=None, help="Parallel compile jobs (default: the usable cores).")
-def install(name: str, force: bool, jobs: int | None) -> None:
+@click.option("--from", "source", type=click.Path(path_type=Path), default=None,
+              help="Install without network: the pinned llama-cpp-python sdist (built here) or a llama-server "
+              "binary built elsewhere.")
+def install(name: str, force: bool, jobs: int | None, source: Path | None) -> None:
     """Install engine NAME (llama.cpp: builds llama-server into $VERACITY_HOME/engines/llama.cpp).
 
     llama.cpp's sources come from the llama-cpp-python source distribution on the package index (pip,
     version and sha256 pinned); cmake and the system C++ compiler build llama-server with the CPU features
-    that actually run on this machine (checked by running them; AMX and -march=native off). About 10
-    minutes on 2 cores; an interrupted build continues where it stopped when run again.
+    that actually run on this machine (checked by running them; AMX and -march=native off); only the
+    llama-server target is built, and the binary is run once after the build (a CPU that advertises an
+    instruction set it does not run gets a build without it). An interrupted build continues where it
+    stopped when run again. --from installs from a local sdist or binary, without network.
 
     \b
-    Example:
+    Examples:
       veracity engines install llama.cpp
+      veracity engines install llama.cpp --from llama_cpp_python-0.3.36.tar.gz
     """
     if name == "vllm":
         raise ConfigError("vLLM is installed with pip, not by this command",
@@ -75,11 +83,15 @@ def install(name: str, force: bool, jobs: int | None) -> None:
         raise ConfigError(f"unknown engine {name!r}", hint="choose llama.cpp (vLLM comes with pip)")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}", hint="e.g. --jobs 2")
-    from veracity.serving.engines.llamacpp_install import install_llamacpp
+    from veracity.serving.engines.llamacpp_install import install_from_local, install_llamacpp
 
     settings = load_settings()
     with _PrepareDisplay() as display:
-        info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message)
+        if source is not None:
+            info = install_from_local(settings, source, force=force, jobs=jobs, bar=display.bar,
+                                      progress=display.message)
+        else:
+            info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message)
     console.print(f"[green]installed[/] llama-server ({info['source']}) at {info['binary']}")
     console.print(f"CPU features: {', '.join(info['features']) or 'baseline'}")
     if info.get("timings"):

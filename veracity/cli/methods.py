@@ -29,6 +29,7 @@ def method_record(name: str, with_schema: bool = True) -> dict:
         if not with_schema:
             r.pop("schema", None)
             r.pop("instructions", None)
+            r.pop("turns", None)
         roles.append(r)
     return {
         "name": spec.name,
@@ -87,7 +88,8 @@ def list_methods(as_json: bool, markdown: bool) -> None:
 @methods.command("show")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with each role's full output schema).")
-@click.option("--prompts", is_flag=True, help="Also print each role's system message exactly as it is sent.")
+@click.option("--prompts", is_flag=True, help="Also print each role's system message exactly as it is sent, and "
+                                             "the later turns its conversation continues with.")
 def show_method(name: str, as_json: bool, prompts: bool) -> None:
     """Show one method: each role with its output schema, token budget, temperature and fallback, then
     its parameters with defaults and valid ranges (--prompts: and each role's system message).
@@ -121,6 +123,8 @@ def show_method(name: str, as_json: bool, prompts: bool) -> None:
             click.echo(f"\n== {r['name']}: system message{note}\n{r['instructions']}")
             if r.get("task"):
                 click.echo(f"-- the user turn ends with this task:\n{r['task']}")
+            for t in r.get("turns") or []:
+                click.echo(f"-- turn {t['name']} ({t['when']}):\n{t['text']}")
 
 
 def _default(value) -> str:

@@ -172,7 +172,7 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
                                "or use --evidence open (an index) or --evidence none (closed book)")
     single = None
     if claim is not None:
-        from veracity.pipeline.runner import make_claim
+        from veracity.pipeline.claims import make_claim
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
     if opts["index"] is not None and config.evidence != "open":

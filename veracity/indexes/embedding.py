@@ -61,7 +61,7 @@ def done_passages(folder: Path, n_passages: int, shard_size: int) -> int:
 # ------------------------------------------------------------------------------------------------ claims
 
 @dataclass(frozen=True)
-class Claim:
+class ShardClaim:
     path: Path
     token: str
 
@@ -83,7 +83,7 @@ def claim_is_stale(path: Path, stale_after: float = STALE_AFTER_S, *, now: float
 
 
 def acquire(path: Path, *, stale_after: float = STALE_AFTER_S, device: str = "cpu",
-            done: Callable[[], bool] = lambda: False) -> Claim | None:
+            done: Callable[[], bool] = lambda: False) -> ShardClaim | None:
     """Create the claim file ``path`` atomically (None: ``done()`` already, or held by a live owner; a stale
     claim is taken over)."""
     token = uuid.uuid4().hex
@@ -113,9 +113,9 @@ def acquire(path: Path, *, stale_after: float = STALE_AFTER_S, device: str = "cp
         finally:
             tmp.unlink(missing_ok=True)
         if done():  # finished by its previous owner between our checks
-            release(Claim(path, token))
+            release(ShardClaim(path, token))
             return None
-        return Claim(path, token)
+        return ShardClaim(path, token)
     return None
 
 
@@ -128,13 +128,13 @@ def claim_owner(path: Path) -> str:
         return ""
 
 
-def try_claim(folder: Path, i: int, *, stale_after: float = STALE_AFTER_S, device: str = "cpu") -> Claim | None:
+def try_claim(folder: Path, i: int, *, stale_after: float = STALE_AFTER_S, device: str = "cpu") -> ShardClaim | None:
     """Claim shard ``i`` (None: done, or held by a live worker)."""
     return acquire(claim_path(folder, i), stale_after=stale_after, device=device,
                    done=lambda: shard_path(folder, i).exists())
 
 
-def release(claim: Claim) -> None:
+def release(claim: ShardClaim) -> None:
     """Remove the claim if it is still ours (a worker that took it over keeps its own)."""
     try:
         if json.loads(claim.path.read_text(encoding="utf-8")).get("token") == claim.token:
@@ -143,7 +143,7 @@ def release(claim: Claim) -> None:
         pass
 
 
-def heartbeat(claim: Claim) -> None:
+def heartbeat(claim: ShardClaim) -> None:
     try:
         os.utime(claim.path)
     except FileNotFoundError:
@@ -156,7 +156,7 @@ Rows = Callable[[int, int], list]
 
 
 def embed_one_shard(rows: Rows, i: int, n_passages: int, folder: Path, encoder, *, shard_size: int,
-                    batch_size: int, claim: Claim | None = None,
+                    batch_size: int, claim: ShardClaim | None = None,
                     on_passages: Callable[[int], None] | None = None) -> int:
     """Embed shard ``i`` and write it atomically; returns the passages embedded."""
     start, stop = shard_rows(i, n_passages, shard_size)

@@ -2,7 +2,7 @@
 
 Both implement the :class:`~veracity.indexes.retriever.Retriever` protocol, so the pipeline's tools use
 them exactly as they use an index; neither needs an index directory. The runner builds one per claim
-(``--evidence gold`` / ``--evidence none``, :func:`veracity.pipeline.runner.claim_retrievers`).
+(``--evidence gold`` / ``--evidence none``, :func:`veracity.pipeline.evidence.claim_retrievers`).
 
 :class:`GoldRetriever` serves the passages given to it (a claim's gold evidence: HoVer's supporting-fact
 paragraphs, FEVEROUS-S's gold sentences, the ``evidence`` list of a claims file):

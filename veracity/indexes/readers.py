@@ -28,19 +28,13 @@ from typing import Callable, Iterator
 
 from veracity.errors import ConfigError, CorpusError
 from veracity.indexes.passages import Article
+from veracity.indexes.wikitext import DISAMBIG_TEMPLATES, DROP_LINK_PREFIXES, SKIP_SECTIONS
 
 FORMATS = ("auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt", "hotpot-abstracts", "demo")
 CLEANERS = ("fast", "mwparser")  # wikitext -> plain text: veracity.indexes.wikitext, or mwparserfromhell
 ON_ERROR = ("raise", "skip")
 FEVER_DATE = "2017-06-01"  # FEVER's wiki-pages: "the June 2017 Wikipedia dump"; the day is not given
 
-_SKIP_SECTIONS = {"see also", "references", "external links", "further reading", "notes", "bibliography",
-                  "sources", "footnotes", "citations", "notes and references"}
-_DISAMBIG_TEMPLATES = {"disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "set index",
-                       "surname", "given name", "letter disambiguation", "number disambiguation",
-                       "place name disambiguation", "human name disambiguation", "mathdab", "hospitaldis",
-                       "schooldis", "shipindex", "sia"}
-_DROP_LINK_PREFIXES = ("file:", "image:", "category:", "media:")
 _FEVER_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
                   "-COLON-": ":"}
 
@@ -164,7 +158,7 @@ def mwparser_to_plain(text: str) -> tuple[str, bool]:
     code = mwparserfromhell.parse(text)
     disambig = False
     for tpl in code.filter_templates(recursive=False):
-        if str(tpl.name).strip().lower().replace("_", " ") in _DISAMBIG_TEMPLATES:
+        if str(tpl.name).strip().lower().replace("_", " ") in DISAMBIG_TEMPLATES:
             disambig = True
             break
     if disambig:
@@ -173,7 +167,7 @@ def mwparser_to_plain(text: str) -> tuple[str, bool]:
     keep = []
     for node in nodes:
         if isinstance(node, mwparserfromhell.nodes.Heading) and \
-                node.title.strip_code().strip().lower() in _SKIP_SECTIONS:
+                node.title.strip_code().strip().lower() in SKIP_SECTIONS:
             break
         keep.append(node)
     code = mwparserfromhell.wikicode.Wikicode(keep)
@@ -183,7 +177,7 @@ def mwparser_to_plain(text: str) -> tuple[str, bool]:
                     "ref", "table", "gallery", "math", "references", "timeline", "imagemap", "score"):
                 code.remove(node)
             elif isinstance(node, mwparserfromhell.nodes.Wikilink) and \
-                    str(node.title).strip().lower().startswith(_DROP_LINK_PREFIXES):
+                    str(node.title).strip().lower().startswith(DROP_LINK_PREFIXES):
                 code.remove(node)
             elif isinstance(node, mwparserfromhell.nodes.Wikilink) and re.match(r"^[a-z-]{2,12}:", str(node.title)):
                 code.remove(node)  # interlanguage / interwiki links
@@ -197,7 +191,9 @@ def mwparser_to_plain(text: str) -> tuple[str, bool]:
 
 # ----------------------------------------------------------------------------------------------- JSONL
 
-def _fever_title(page_id: str) -> str:
+def fever_title(page_id: str) -> str:
+    """FEVER page ids (``Colin_Kaepernick``, ``Tim_Burton_-LRB-director-RRB-``) as Wikipedia titles: the one
+    mapping, shared by the index's FEVER reader and the FEVER dataset's gold titles (so they match)."""
     title = page_id.replace("_", " ")
     for k, v in _FEVER_ESCAPES.items():
         title = title.replace(k, v)
@@ -228,7 +224,7 @@ def record_to_article(obj, fmt: str) -> Article | None:
             text = " ".join(s for s in sentences if s.strip())
         else:
             text = _flatten(obj.get("text", ""))
-        return Article(_fever_title(page_id), text)
+        return Article(fever_title(page_id), text)
     if "title" in obj and "text" in obj:
         return Article(str(obj["title"]).strip(), _flatten(obj["text"]).strip())
     if "contents" in obj and "id" in obj:  # pyserini JsonCollection

@@ -25,7 +25,7 @@ and is closed by :meth:`Verifier.close`.
 REFUTED / NOT_ENOUGH_INFO) or ``"binary"`` (SUPPORTED / REFUTED: the final verdict's schema and prompt
 offer those two only, and a claim no verdict was reached for is REFUTED by the binary rule, traced).
 
-``evidence`` is the evidence setting (:data:`veracity.pipeline.runner.EVIDENCE_SETTINGS`): ``"open"``
+``evidence`` is the evidence setting (:data:`veracity.pipeline.evidence.EVIDENCE_SETTINGS`): ``"open"``
 (default: the index), ``"gold"`` (each claim's own gold passages only: a :class:`Claim` or input line
 with an ``evidence`` list of ``{title, text}``) or ``"none"`` (closed book). With ``gold`` or ``none`` no
 index is opened. ``retriever_for`` (a callable ``Claim -> Retriever``) gives each claim a retriever of

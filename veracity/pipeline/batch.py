@@ -1,5 +1,5 @@
 """A batch of claims on a backend, the same for every caller (:meth:`Verifier.verify_many
-<veracity.pipeline.api.Verifier.verify_many>`, :func:`~veracity.pipeline.runner.run_claims`, ``bench run``):
+<veracity.pipeline.api.Verifier.verify_many>`, the web app's jobs, ``bench run``):
 the checks that need no server (limits, claims, gold evidence, the results file and its manifest), made
 once, before anything is written; resume (ids already written are skipped); the one results writer and the
 one manifest writer (:class:`~veracity.pipeline.results.ResultSink`, :class:`~veracity.pipeline.results.RunManifest`);
@@ -58,8 +58,7 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
         done = read_done_ids(out_path)
         pending = [c for c in loaded.claims if c.id not in done]
         stats.skipped = len(loaded.claims) - len(pending)
-        manifest = (RunManifest(out_path, engine.spec, engine.params, engine.searcher, engine.state_dir,
-                                engine.label_space, engine.evidence) if out is not None and write_manifest else None)
+        manifest = RunManifest.of(engine, out_path) if out is not None and write_manifest else None
         bar = _Progress(len(pending), engine.spec.name, stats) if progress and pending else None
         sink = ResultSink(out_path, stats, done, bar=bar, on_result=on_result, manifest=manifest)
         stack.callback(sink.close)

@@ -83,19 +83,6 @@ def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path
     return spec.open_state(state_dir, params, namespace)
 
 
-def resolve_label_space(value: LabelSpace | str | None) -> LabelSpace:
-    """The run's label space: a LabelSpace, its name (``3way`` / ``binary``), or None for 3way."""
-    return label_space_of(value)
-
-
-def resolve_params(spec: MethodSpec, params: Any) -> Any:
-    if params is None or isinstance(params, dict):
-        return spec.make_params(params or {})
-    if isinstance(params, spec.params_cls):
-        return params
-    raise ConfigError(f"parameters of type {type(params).__name__} do not belong to method {spec.name}")
-
-
 async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
                      exclude_titles: Iterable[str] = (), search_mode: str | None = None,
                      label_space: LabelSpace | str | None = None,
@@ -113,7 +100,7 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
                           hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
-    space = resolve_label_space(label_space)
+    space = label_space_of(label_space)
     trace = Trace(listener=on_event)
     retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
     manifest = getattr(searcher, "manifest", None) if retriever_for is None else None
@@ -175,11 +162,12 @@ class Engine:
     """What a run is built from its config: method, parameters, label space, evidence (the per-claim retriever
     factory), index, run state and LLM client. ``llm`` replaces the client (tests, benchmarks: an object with
     the LLMClient contract); ``retriever_for`` gives each claim a retriever of the caller's (recorded as the
-    config's evidence, ``custom`` unless named). :meth:`of` builds one from parts the caller holds already
-    (:func:`~veracity.pipeline.runner.run_claims`: a method object, an open index, a client)."""
+    config's evidence, ``custom`` unless named); ``state`` is a run state the caller opened (used as is, left
+    open for the caller to close)."""
 
-    def __init__(self, config: VerifierConfig, *, llm: Any = None, retriever_for: ClaimRetrievers | None = None):
-        self.config: VerifierConfig | None = config
+    def __init__(self, config: VerifierConfig, *, llm: Any = None, retriever_for: ClaimRetrievers | None = None,
+                 state: Any = None):
+        self.config: VerifierConfig = config
         self.settings: Settings = config.settings
         self.spec: MethodSpec = config.spec
         self.params = config.method_params()
@@ -196,41 +184,8 @@ class Engine:
         self.search_mode: str | None = config.search_mode
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
-        self._state: Any = None  # the method's run state, opened on first use (None: keeps none / not yet)
-        self._own_state = True  # closed by close() (False: the caller's)
-
-    @classmethod
-    def of(cls, spec: MethodSpec, *, llm: Any, searcher: Any = None, params: Any = None, state: Any = None,
-           state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
-           retriever_for: ClaimRetrievers | None = None, evidence: str | None = None,
-           exclude_titles: Iterable[str] = (), search_mode: str | None = None,
-           settings: Settings | None = None) -> "Engine":
-        """An engine from parts: ``spec`` (any method, registered or not), its ``params`` (an object or
-        overrides), an open index ``searcher`` (or None), the LLM client ``llm`` (no endpoint is resolved),
-        the caller's open run ``state`` (closed by the caller) or a ``state_dir`` to open one from (closed
-        by :meth:`close`). ``evidence`` names the setting (default: ``open``, or ``custom`` with a
-        ``retriever_for``). Checked here: parameters, label space, an index for a method that needs one."""
-        self = cls.__new__(cls)
-        self.config = None
-        self.settings = settings or Settings()
-        self.spec = spec
-        self.params = resolve_params(spec, params)
-        self.label_space = resolve_label_space(label_space)
-        spec.check_label_space(self.params, self.label_space)
-        self.evidence = evidence or ("open" if retriever_for is None else "custom")
-        self.retriever_for = retriever_for
-        if spec.needs_index and searcher is None and retriever_for is None:
-            raise ConfigError(f"method {spec.name} needs an index",
-                              hint="pass --index DIR (build one: veracity index build demo)")
-        self.searcher = searcher
-        self.state_dir = Path(state_dir) if state_dir is not None else None
-        self.exclude_titles = tuple(exclude_titles)
-        self.search_mode = search_mode
-        self._llm = llm
-        self._resolved = None
-        self._state = state
-        self._own_state = state is None
-        return self
+        self._state: Any = state  # the method's run state, opened on first use (None: keeps none / not yet)
+        self._own_state = state is None  # closed by close() (False: the caller's)
 
     # -- run state -------------------------------------------------------------------------------------
     def state(self) -> Any:
@@ -261,9 +216,9 @@ class Engine:
     def client(self, llm_concurrency: int | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
         """``async with engine.client() as llm``: the LLM client (started: the endpoint answered and serves the
         model), with at most ``llm_concurrency`` requests in flight (default: the config's)."""
-        if llm_concurrency is None and self.config is not None:
+        if llm_concurrency is None:
             llm_concurrency = self.config.llm_concurrency
-        return self._client(llm_concurrency or 1)  # a client of the caller's (``of``) is used as it is
+        return self._client(llm_concurrency or 1)
 
     @contextlib.asynccontextmanager
     async def _client(self, llm_concurrency: int) -> AsyncIterator[Any]:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 from pydantic import BaseModel, Field, create_model
 
 from veracity.errors import LLMOutputError
-from veracity.pipeline.labels import LabelSpace
+from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.quotes import QUOTE_MAX_CHARS, Quote, check_quotes, problems
-from veracity.pipeline.roles import Message, Role
+from veracity.pipeline.roles import Message, Role, Turn
 from veracity.pipeline.types import Evidence, Label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +35,16 @@ UNGROUNDED_EVENT = "quotes.ungrounded"  # the verdict's label was replaced (chec
 class PassageQuote(BaseModel):
     passage_id: Annotated[str, Field(max_length=160)] = Field(description="the id of the passage quoted, e.g. 'Title#0'")
     quote: str = Field(max_length=QUOTE_MAX_CHARS, description="a few words copied exactly from that passage")
+
+
+def quoted(base: type[BaseModel], name: str, description: str, *, drop: str = "cited_passages") -> type[BaseModel]:
+    """``base``'s reply model with quotes: its fields in order, less ``drop`` (the ids a quote now carries),
+    then ``quotes``, each a passage id and the words copied from that passage (``description`` says which
+    passages). The one way a judging role's quoted reply model is declared; subclass it to add behaviour
+    (e.g. a ``label`` property)."""
+    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in base.model_fields.items() if n != drop}
+    fields["quotes"] = (list[PassageQuote], Field(max_length=5, description=description))
+    return create_model(name, __module__=base.__module__, **fields)
 
 
 def quoting(model: type[BaseModel], ids: list[str], enabled: bool = True, *, field: str = "quotes",
@@ -70,16 +80,22 @@ def retry_prompt(found: list[str], space: LabelSpace, fallback: str | None = Non
               f"passages do not say it, answer {fallback}.")
 
 
+QUOTE_RETRY = Turn("quote_retry", retry_prompt, {"found": ["{problem}"], "space": THREE_WAY},
+                   when="quotes=check: once, after a reply whose quotes are not all in their passages")
+
+
 @dataclass
 class Grounded:
     """A quoting role's reply after the check: the reply (the retry's when there was one), its quotes
-    located, and whether they ground it (``ungrounded``: the label must not stand in ``check`` mode)."""
+    located, whether they ground it, and ``replaced``: the label the verdict takes instead of the reply's
+    (the label space's "not supported" one) when the reply is ungrounded in ``check`` mode, else None."""
 
     reply: Any
     quotes: list[Quote]
     grounding: str  # "grounded" | "ungrounded"
     retried: bool = False
     problems: list[str] | None = None
+    replaced: Label | None = None
 
 
 def _own_label(reply: Any) -> str:
@@ -122,7 +138,7 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
     if found and mode == "check":
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
         again = [*sent, {"role": "assistant", "content": reply.model_dump_json()},
-                 {"role": "user", "content": retry_prompt(found, ctx.label_space, fallback)}]
+                 {"role": "user", "content": QUOTE_RETRY(found, ctx.label_space, fallback)}]
         try:
             second = await retry_role(ctx, output=output, messages=again, trace_info={"retry": "quotes"})
         except LLMOutputError as exc:  # a role without a fallback: the first reply's mismatch stands
@@ -135,11 +151,12 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
             if found:
                 ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label, problems=found)
     grounding = "ungrounded" if found else "grounded"
+    # the one rule: ungrounded in check mode -> the label space's "not supported" label
+    replaced = not_supported(ctx.label_space) if found and mode == "check" else None
     if found:
-        replaced = not_supported(ctx.label_space).value if mode == "check" else reply.label
-        ctx.trace.event(UNGROUNDED_EVENT, role=role.name, mode=mode, label_given=reply.label, label=replaced,
-                        problems=found)
-    return Grounded(reply, quotes, grounding, retried, found)
+        ctx.trace.event(UNGROUNDED_EVENT, role=role.name, mode=mode, label_given=reply.label,
+                        label=replaced.value if replaced is not None else reply.label, problems=found)
+    return Grounded(reply, quotes, grounding, retried, found, replaced)
 
 
 def ungrounded_explanation(g: Grounded, said: str | None = None) -> str:

@@ -249,46 +249,14 @@ class ServedModel:
                    getattr(llm, "seed", None))
 
 
-def write_run_manifest(out_path: Path, spec: MethodSpec, params: Any, served: ServedModel, searcher: Any,
-                       state_dir: Path | str | None = None, label_space: LabelSpace | str | None = None,
-                       evidence: str | None = None) -> None:
-    """``<out>.manifest.json``; refuses to resume a file written by another method, other parameters, in
-    another label space or with another evidence setting (``evidence``: ``open`` unless given; a custom
-    per-claim retriever is recorded by the name the caller gives it)."""
-    from veracity import __version__
-
-    if not isinstance(served, ServedModel):
-        served = ServedModel.of(served)
-    path = out_path.with_name(out_path.name + ".manifest.json")
-    space = label_space_of(label_space)
-    setting = evidence or "open"
-    params_d = _params_dict(params)
-    _check_manifest(out_path, spec, params, space, setting)
-    manifest = {
-        "method": spec.name,
-        "params": params_d,
-        "label_space": space.name,
-        "labels": list(space.values()),
-        "evidence": setting,
-        "evidence_meaning": EVIDENCE_SETTINGS.get(setting, "a per-claim retriever given by the caller"),
-        "roles": role_settings_record(spec.roles, params, served),
-        "state_dir": str(state_dir) if spec.state_cls is not None and state_dir is not None else None,
-        "model": served.model,
-        "endpoint": served.endpoint,
-        "temperature": served.temperature,
-        "seed": served.seed,
-        "seed_rule": SEED_RULE,
-        "index": getattr(searcher, "manifest", None),
-        "index_dir": str(getattr(searcher, "index_dir", "")) or None,
-        "veracity_version": __version__,
-        "started_at": time.time(),
-    }
-    path.write_text(json.dumps(manifest, indent=2, default=str))
-
-
 @dataclass(frozen=True)
 class RunManifest:
-    """What ``<out>.manifest.json`` records besides the model (:func:`write_run_manifest`)."""
+    """THE record of a run: what verified the claims (method, parameters, label space, evidence setting, each
+    role's budget and effective temperature, the seed and its rule, the state directory, the index) and on
+    which model. :meth:`record` builds it, once for every caller: :meth:`write` puts it beside a results
+    file as ``<out>.manifest.json`` (refusing to resume a file written by another method, other parameters,
+    in another label space or with another evidence setting); a ``bench run`` embeds the same record in
+    its ``run.json``."""
 
     out_path: Path
     spec: MethodSpec
@@ -296,11 +264,49 @@ class RunManifest:
     searcher: Any
     state_dir: Path | str | None
     label_space: LabelSpace | str | None
-    evidence: str | None
+    evidence: str | None  # ``open`` unless given; a custom per-claim retriever: the name the caller gives it
 
-    def write(self, served: ServedModel) -> None:
-        write_run_manifest(self.out_path, self.spec, self.params, served, self.searcher, self.state_dir,
-                           self.label_space, self.evidence)
+    @classmethod
+    def of(cls, engine: Any, out_path: Path | str) -> "RunManifest":
+        """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into ``out_path``."""
+        return cls(Path(out_path), engine.spec, engine.params, engine.searcher, engine.state_dir,
+                   engine.label_space, engine.evidence)
+
+    def record(self, served: Any) -> dict[str, Any]:
+        """The run's record with the model it runs on (a :class:`ServedModel`, or an LLM client)."""
+        from veracity import __version__
+
+        if not isinstance(served, ServedModel):
+            served = ServedModel.of(served)
+        space = label_space_of(self.label_space)
+        setting = self.evidence or "open"
+        spec = self.spec
+        return {
+            "method": spec.name,
+            "params": _params_dict(self.params),
+            "label_space": space.name,
+            "labels": list(space.values()),
+            "evidence": setting,
+            "evidence_meaning": EVIDENCE_SETTINGS.get(setting, "a per-claim retriever given by the caller"),
+            "roles": role_settings_record(spec.roles, self.params, served),
+            "state_dir": str(self.state_dir) if spec.state_cls is not None and self.state_dir is not None else None,
+            "model": served.model,
+            "endpoint": served.endpoint,
+            "temperature": served.temperature,
+            "seed": served.seed,
+            "seed_rule": SEED_RULE,
+            "index": getattr(self.searcher, "manifest", None),
+            "index_dir": str(getattr(self.searcher, "index_dir", "")) or None,
+            "veracity_version": __version__,
+            "started_at": time.time(),
+        }
+
+    def write(self, served: Any) -> None:
+        """``<out>.manifest.json`` (after the resume check against the one already there)."""
+        space = label_space_of(self.label_space)
+        _check_manifest(self.out_path, self.spec, self.params, space, self.evidence or "open")
+        path = self.out_path.with_name(self.out_path.name + ".manifest.json")
+        path.write_text(json.dumps(self.record(served), indent=2, default=str))
 
 
 class ResultSink:
@@ -373,5 +379,5 @@ class ResultSink:
             pass
 
 
-__all__ = ["ResultSink", "ResultWriter", "RunManifest", "RunStats", "ServedModel", "check_output", "claim_failure", "read_done_ids",
-           "write_run_manifest"]
+__all__ = ["ResultSink", "ResultWriter", "RunManifest", "RunStats", "ServedModel", "check_output", "claim_failure",
+           "read_done_ids"]

@@ -157,6 +157,28 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """A turn a role's conversation continues with after its opening messages (a ReAct observation, a debate
+    round's reply to the other side, the request for a corrected plan, the quote check's retry): declared
+    with the role (``Role(turns=...)``), so ``veracity methods show NAME --prompts`` prints every text a
+    method sends. ``render(**inputs)`` gives the text (a string or a user message); ``example`` the inputs
+    it is shown with (``{name}`` placeholders where the text is the input itself)."""
+
+    name: str
+    render: Callable[..., Any]
+    example: dict[str, Any] = field(default_factory=dict)
+    when: str = ""  # when the method sends it, in words
+
+    def __call__(self, *args: Any, **inputs: Any) -> Any:
+        return self.render(*args, **inputs)
+
+    def shown(self) -> str:
+        """The text on the example inputs, as ``methods show --prompts`` prints it."""
+        out = self.render(**self.example)
+        return out["content"] if isinstance(out, dict) else str(out)
+
+
+@dataclass(frozen=True)
 class RoleSettings:
     max_tokens: int
     temperature: float | None
@@ -177,6 +199,7 @@ class Role(Generic[T]):
     on_invalid: str | None = None  # without a Fallback: what the method itself does when the reply never validates
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the paper section the role comes from
+    turns: tuple[Turn, ...] = ()  # what the method sends later in this role's conversation (shown with --prompts)
 
     @property
     def method(self) -> str:
@@ -289,6 +312,7 @@ class Role(Generic[T]):
             "fallback": self.fallback.note if self.fallback else self.on_invalid,
             "instructions": instructions,
             "instructions_vary_with": vary,
+            "turns": [{"name": t.name, "when": t.when, "text": t.shown()} for t in self.turns],
             **self.extra,
         }
 

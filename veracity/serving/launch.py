@@ -17,7 +17,7 @@ from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.serving import process
 from veracity.serving.engines import check_spec, get_engine
-from veracity.serving.engines.base import Engine
+from veracity.serving.engines.base import ServingEngine
 from veracity.serving.process import free_port, pid_alive, port_in_use, tail
 from veracity.serving.spec import ServerSpec
 from veracity.serving.state import DEFAULT_NAME, ServerState, read_state, state_path
@@ -81,7 +81,7 @@ def start_server(settings: Settings, spec: ServerSpec, *, name: str = DEFAULT_NA
     return state
 
 
-def launch(settings: Settings, spec: ServerSpec, name: str, engine: Engine, variant: str, on_gpu: bool,
+def launch(settings: Settings, spec: ServerSpec, name: str, engine: ServingEngine, variant: str, on_gpu: bool,
            progress: Progress | None, *, env_extra: dict[str, str] | None = None, replica: int = 1,
            replicas: int = 1) -> tuple[ServerState, subprocess.Popen]:
     """Start one server process and write its state file (not waiting for it to be ready)."""

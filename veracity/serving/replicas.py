@@ -1,7 +1,7 @@
 """A managed set of replicas (``veracity serve --replicas N``): N servers of one model on ports P .. P+N-1
 (state files ``default.json``, ``default-2.json``, ...). On GPU each replica gets its own device group
 (``CUDA_VISIBLE_DEVICES``: tensor- x pipeline-parallel-size devices); on CPU each gets an equal share of
-the cores (the engine's :meth:`~veracity.serving.engines.base.Engine.bind_cpus`), so that the replicas do
+the cores (the engine's :meth:`~veracity.serving.engines.base.ServingEngine.bind_cpus`), so that the replicas do
 not fight over the same cores. Every command then uses all of them through one client
 (:mod:`veracity.serving.pool`)."""
 
@@ -14,7 +14,7 @@ from veracity.config import Settings
 from veracity.errors import ConfigError, ServerError
 from veracity.serving import hardware, process
 from veracity.serving.engines import check_spec, get_engine
-from veracity.serving.engines.base import Engine
+from veracity.serving.engines.base import ServingEngine
 from veracity.serving.launch import Progress, launch, server_status, start_server, stop_server, wait_ready
 from veracity.serving.process import port_in_use
 from veracity.serving.spec import DEFAULT_PORT, ServerSpec
@@ -48,7 +48,7 @@ def replica_statuses(settings: Settings) -> list[tuple[ServerState, str]]:
 
 
 def device_groups(n: int, spec: ServerSpec, *, on_gpu: bool, gpu_count: int | None = None,
-                  cpus: list[int] | None = None, engine: Engine | None = None) -> list[dict[str, str]]:
+                  cpus: list[int] | None = None, engine: ServingEngine | None = None) -> list[dict[str, str]]:
     """The environment that gives each of ``n`` replicas its own devices.
 
     GPU: ``tensor x pipeline x data-parallel-size`` devices per replica, in order (a ConfigError when the

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from veracity.errors import DataError, EndpointError, IndexDirError, LLMOutputError, OutputError, VeracityError
 from veracity.pipeline.types import MAX_CLAIM_CHARS
@@ -178,6 +179,48 @@ def error(status: int, message: str, hint: str | None = None, headers: dict[str,
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode("utf-8")
+
+
+def sse_response(task: "asyncio.Task[Any]", queue: "asyncio.Queue[tuple[str, dict[str, Any]]]",
+                 start: dict[str, Any], finish: Callable[[Any], tuple[str, dict[str, Any]]],
+                 failed: Callable[[], None] | None = None) -> StreamingResponse:
+    """The one server-sent-events stream of a running ``task``: ``start``, then each ``(event, data)`` the
+    task puts on ``queue`` as it happens (drained when it ends), then ``finish(result)``'s event, or an
+    ``error`` event (``failed`` is called first). A client that goes away cancels the task."""
+
+    async def events() -> AsyncIterator[bytes]:
+        try:
+            yield sse("start", start)
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield sse(*getter.result())
+                    continue
+                getter.cancel()
+                while not queue.empty():
+                    yield sse(*queue.get_nowait())
+                break
+            try:
+                result = task.result()
+            except VeracityError as exc:
+                if failed is not None:
+                    failed()
+                yield sse("error", {"error": str(exc), "hint": exc.hint, "status": status_of(exc)})
+                return
+            except Exception as exc:
+                if failed is not None:
+                    failed()
+                yield sse("error", {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+                                    "status": 500})
+                return
+            yield sse(*finish(result))
+        finally:
+            if not task.done():  # the client went away: stop the work
+                task.cancel()
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 def version() -> str:

@@ -99,7 +99,7 @@ class Store:
     # -- jobs ----------------------------------------------------------------------------------------
     def create_job(self, body: bytes, method: str, labels: str, params: dict[str, Any]) -> dict[str, Any]:
         """Save an upload as a new queued job; a file without a single claim is a DataError (nothing kept)."""
-        from veracity.pipeline.runner import read_claims_jsonl
+        from veracity.pipeline.claims import read_claims_jsonl
 
         job_id = new_id()
         folder = self.job_dir(job_id)

@@ -6,17 +6,8 @@ from pathlib import Path
 from typing import Sequence
 
 from veracity.bench.datasets.records import Record, location, nonempty_text, read_jsonl, require_fields
+from veracity.indexes.readers import fever_title
 from veracity.pipeline.types import Claim
-
-
-_FEVER_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-COLON-": ":"}
-
-
-def fever_title(page: str) -> str:
-    """FEVER page ids (``Colin_Kaepernick``, ``Tim_Burton_-LRB-director-RRB-``) as Wikipedia titles."""
-    for esc, ch in _FEVER_ESCAPES.items():
-        page = page.replace(esc, ch)
-    return page.replace("_", " ")
 
 
 def read_fever(paths: Sequence[Path]) -> list[Record]:

@@ -30,12 +30,11 @@ complete. What "gold" means differs per dataset, and is what the shared data act
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from veracity.bench.datasets.records import open_text
+from veracity.bench.datasets.records import location, read_jsonl
 from veracity.errors import DataError
 from veracity.indexes.gold import GOLD_KEY, gold_passages
 from veracity.pipeline.types import Claim
@@ -81,16 +80,10 @@ def attach_hover_gold(root: Path, claims: Sequence[Claim]) -> GoldResult:
                  "or run with --evidence open (an index)")
     fmt = "HoVer gold paragraphs JSONL ({title, text} per line)"
     paragraphs: dict[str, str] = {}
-    with open_text(path, fmt) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                title, text = obj["title"], obj["text"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise DataError(f"{path}:{lineno}: expected {fmt}", hint="use the shared data's file") from None
-            paragraphs.setdefault(str(title), str(text))
+    for lineno, obj in read_jsonl(path, fmt):
+        if "title" not in obj or "text" not in obj:
+            raise DataError(f"{location(path, lineno)}: expected {fmt}", hint="use the shared data's file")
+        paragraphs.setdefault(str(obj["title"]), str(obj["text"]))
     kept: set[str] = set()
     dropped: dict[str, str] = {}
     for claim in claims:

@@ -7,55 +7,70 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any, Callable, Iterable
+
 from veracity.errors import EndpointError, OutputError
 from veracity.pipeline.engine import Engine
 from veracity.pipeline.results import ResultSink, RunStats, ServedModel, claim_failure
-from veracity.pipeline.types import Claim
+from veracity.pipeline.types import Claim, Verdict
 
 
-async def arun(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int) -> RunStats:
-    queue = deque(pending)
+async def verify_each(engine: Engine, llm: Any, claims: Iterable[Claim], concurrency: int, *,
+                      accept: Callable[[Claim, Verdict], None], reject: Callable[[Claim, str], None],
+                      listener: Callable[[Claim], Callable[[dict[str, Any]], None] | None] | None = None) -> None:
+    """THE worker loop: ``concurrency`` workers take ``claims`` in order and run each on ``engine`` with the
+    open client ``llm``; ``accept(claim, verdict)`` gets each verdict, ``reject(claim, why)`` each claim whose
+    method failed (the others go on). An ``EndpointError`` (or an ``OutputError`` from ``accept``) stops every
+    worker at once, in-flight claims dropped, and is raised. ``listener(claim)`` may give a claim's
+    ``on_event`` (its trace's steps as they happen)."""
+    queue = deque(claims)
     stop: list[EndpointError | OutputError] = []  # what ends the whole run (the others stop at their claim)
     tasks: list[asyncio.Task] = []
-    async with engine.client() as llm:
-        sink.open(ServedModel.of(llm))
 
-        def halt(exc: EndpointError | OutputError) -> None:
-            if not stop:
-                stop.append(exc)
-                me = asyncio.current_task()
-                for t in tasks:
-                    if t is not me:
-                        t.cancel()
-
-        async def worker() -> None:
-            while queue and not stop:
-                claim = queue.popleft()
-                try:
-                    verdict = await engine.verify(claim, llm)
-                except EndpointError as exc:
-                    halt(exc)
-                    return
-                except Exception as exc:  # a bug in one claim's run must not sink the batch
-                    sink.reject(claim.id, claim_failure(exc))
-                    continue
-                try:
-                    sink.accept(verdict.to_dict(claim))
-                except OutputError as exc:  # disk full, file size limit, ...: stop; a torn line is cut on resume
-                    halt(exc)
-                    return
-
-        try:
-            tasks.extend(asyncio.create_task(worker()) for _ in range(min(concurrency, len(queue))))
-            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
+    def halt(exc: EndpointError | OutputError) -> None:
+        if not stop:
+            stop.append(exc)
+            me = asyncio.current_task()
             for t in tasks:
-                t.cancel()
+                if t is not me:
+                    t.cancel()
+
+    async def worker() -> None:
+        while queue and not stop:
+            claim = queue.popleft()
+            try:
+                verdict = await engine.verify(claim, llm, on_event=listener(claim) if listener else None)
+            except EndpointError as exc:
+                halt(exc)
+                return
+            except Exception as exc:  # a bug in one claim's run must not sink the batch
+                reject(claim, claim_failure(exc))
+                continue
+            try:
+                accept(claim, verdict)
+            except OutputError as exc:  # disk full, file size limit, ...: stop; a torn line is cut on resume
+                halt(exc)
+                return
+
+    try:
+        tasks.extend(asyncio.create_task(worker()) for _ in range(min(concurrency, len(queue))))
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for t in tasks:
+            t.cancel()
     if stop:
         raise stop[0]
     for outcome in outcomes:  # e.g. an on_result callback that raised: surface it, results stay written
         if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
             raise outcome
+
+
+async def arun(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int) -> RunStats:
+    """A batch's claims through :func:`verify_each` into ``sink`` (the results file and its statistics)."""
+    async with engine.client() as llm:
+        sink.open(ServedModel.of(llm))
+        await verify_each(engine, llm, pending, concurrency, accept=lambda c, v: sink.accept(v.to_dict(c)),
+                          reject=lambda c, why: sink.reject(c.id, why))
     return sink.stats
 
 
@@ -63,4 +78,4 @@ def run(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int
     return asyncio.run(arun(engine, pending, sink, concurrency))
 
 
-__all__ = ["arun", "run"]
+__all__ = ["arun", "run", "verify_each"]

@@ -1,28 +1,25 @@
 """The Ray backend of a batch (``verify -i ... --backend ray``, ``bench run --backend ray``).
 
-The local backend (:func:`veracity.pipeline.runner.run_claims`) keeps ``concurrency`` claims in flight in
-one process. This one runs the same claims as a Ray Data pipeline, so a batch can use the cores (and
-nodes) of a Ray cluster:
+The local backend (:mod:`veracity.pipeline.backends.local`) keeps ``concurrency`` claims in flight in one
+process. This one runs the same claims as a Ray Data pipeline, so a batch can use the cores (and nodes) of a
+Ray cluster. Both are called by :func:`veracity.pipeline.batch.run_batch`, which has already made every check
+that needs no server (method, parameters, label space, evidence, claims file, results file), read the ids
+already written (resume) and opened the one results writer (:class:`~veracity.pipeline.results.ResultSink`).
 
-- **Driver** (this process, :func:`verify_many_ray`): every check of the local backend first (method,
-  parameters, label space, evidence, claims file, results file: :meth:`Verifier.prepare_many`), then the
-  model endpoint (it must answer and serve the model: the resolved model name goes to every actor), then
-  Ray (:func:`connect`: a local instance, ``--ray-address auto`` for the running cluster, or
-  ``HOST:PORT``; an address that does not answer is one :class:`~veracity.errors.ClusterError` line,
-  before anything is written). It reads the ids already in the results file (the local backend's
-  :func:`~veracity.pipeline.runner.read_done_ids`, which also cuts a torn last line), writes the run
-  manifest, and builds a dataset of the remaining claims, one row and one block per claim.
+- **Driver** (this process, :func:`run`): the model endpoint first (it must answer and serve the model: the
+  resolved model name goes to every actor), then Ray (:func:`connect`: a local instance, ``--ray-address
+  auto`` for the running cluster, or ``HOST:PORT``; an address that does not answer is one
+  :class:`~veracity.errors.ClusterError` line, before anything is written); then the sink writes the run
+  manifest and a dataset of the pending claims is built, one row and one block per claim.
 - **Actors** (:class:`ClaimActor`): ``map_batches`` over a fixed pool of ``--ray-actors`` async actors.
-  Each builds its :class:`~veracity.pipeline.api.Verifier` once (so it opens the index once, holds one LLM
-  client on the endpoint string the driver was given, and opens the method's run state once) and runs the
-  unchanged per-claim method (:func:`~veracity.pipeline.runner.verify_one`) on each claim it is handed,
-  ``--concurrency`` claims in flight per actor. It returns the result line (or why the claim failed); it
-  never writes.
-- **Results** stream back to the driver in completion order and are written there by
-  :class:`KeyedResultWriter`: the local backend's :class:`~veracity.pipeline.runner.ResultWriter` (one
-  write + fsync per line) keyed by claim id. An id already in the file is never run again (resume) and a
-  result whose id was already written (a task Ray re-ran after a worker died) is dropped, so a duplicate
-  can never be written. Killing the driver leaves whole lines only; the same command resumes.
+  Each builds its :class:`~veracity.pipeline.engine.Engine` once from the run's config (so it opens the
+  index once, holds one LLM client on the endpoint the driver resolved, and opens the method's run state
+  once) and runs the per-claim path (:meth:`Engine.verify <veracity.pipeline.engine.Engine.verify>`) on
+  each claim it is handed, ``--concurrency`` claims in flight per actor. It returns the result line (or why
+  the claim failed); it never writes.
+- **Results** stream back to the driver in completion order and go through the same sink as the local
+  backend's (:func:`collect`): an id already written is never written again, so a task Ray re-ran after a
+  worker died cannot duplicate a line. Killing the driver leaves whole lines only; the same command resumes.
 
 As in the local backend, a failed claim is listed and not written (a rerun retries it), and an endpoint
 that stops answering (``EndpointError``) or a results file that cannot be written (``OutputError``) stops
@@ -51,14 +48,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError, VeracityError
-from veracity.pipeline.config import (BACKENDS, DEFAULT_RAY_ACTORS, RAY_EXTRA, RAY_HINT, VerifierConfig,  # noqa: F401
-                                      check_address, check_ray_options, require_ray)
+from veracity.errors import ClusterError, EndpointError, OutputError, VeracityError
+from veracity.pipeline.config import DEFAULT_RAY_ACTORS, require_ray
 from veracity.pipeline.engine import Engine
 from veracity.pipeline.results import (ResultSink, RunStats, ServedModel, claim_failure)
 from veracity.pipeline.types import Claim
 
-DEFAULT_ACTORS = DEFAULT_RAY_ACTORS
 LOCAL_OBJECT_STORE_BYTES = 256 * 1024**2  # claims and results are small; keeps /dev/shm use low
 CONNECT_TIMEOUT_S = 5.0
 RAY_LOG = "ray-driver.log"  # under $VERACITY_HOME/run: what Ray's own parts print while a batch runs
@@ -73,25 +68,8 @@ class RayOptions:
     """Where and how wide the Ray pipeline runs."""
 
     address: str | None = None  # None: start a local Ray instance; "auto": the running cluster; HOST:PORT
-    actors: int = DEFAULT_ACTORS  # actors in the pool (each opens the index once)
+    actors: int = DEFAULT_RAY_ACTORS  # actors in the pool (each opens the index once)
     num_cpus: int | None = None  # CPUs of a local instance (None: all of this machine's)
-
-
-def ray_options(backend: str | None, address: str | None = None, actors: int | None = None,
-                num_cpus: int | None = None) -> tuple[str, RayOptions | None]:
-    """(backend, its Ray options): ``local`` (None) or ``ray``, checked as :class:`VerifierConfig` checks them
-    (a bad combination is one ConfigError line; ``ray`` without the extra installed is one line naming it)."""
-    name = str(backend or "local").strip().lower()
-    if name not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}", hint="use --backend local (the default) or --backend ray")
-    if name == "local":
-        given = [flag for flag, v in (("--ray-address", address), ("--ray-actors", actors)) if v is not None]
-        if given:
-            raise ConfigError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --backend ray only",
-                              hint="add --backend ray, or drop " + " and ".join(given))
-        return name, None
-    addr, n = check_ray_options(address, actors)
-    return name, RayOptions(address=addr, actors=n, num_cpus=num_cpus)
 
 
 # -- the cluster ----------------------------------------------------------------------------------------
@@ -421,14 +399,6 @@ def run(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int
     return stats
 
 
-def verify_many_ray(verifier: Any, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
-                    progress: bool = False, on_result: Callable[[dict[str, Any]], None] | None = None,
-                    rows: Callable[..., Iterable[dict[str, Any]]] | None = None) -> RunStats:
-    """``verifier.verify_many`` on the Ray backend, with ``rows`` in place of the Ray pipeline (tests)."""
-    return verifier.run_batch(claims, out=out, concurrency=concurrency, progress=progress, on_result=on_result,
-                              backend_options={"rows": rows})
-
-
 def _shutdown(owned: bool) -> None:
     if owned:
         import ray
@@ -437,5 +407,4 @@ def _shutdown(owned: bool) -> None:
             ray.shutdown()
 
 
-__all__ = ["run", "served_model", "BACKENDS", "ClaimActor", "RayOptions", "collect", "connect", "ray_options",
-           "require_ray", "verify_many_ray"]
+__all__ = ["run", "served_model", "ClaimActor", "RayOptions", "collect", "connect"]

@@ -30,7 +30,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import QUOTE_MODES, PassageQuote, ask_quoting, not_supported, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
@@ -60,11 +60,8 @@ class RagJudgement(BaseModel):
     cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="ids of the passages the verdict relies on, e.g. 'Title#0'")
 
 
-class RagQuotedJudgement(BaseModel):  # with quotes=show|check
-    explanation: str = Field(max_length=600, description="one or two sentences of reasoning grounded in the passages")
-    label: LabelName
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
-                                                                 "the label rests on, copied exactly")
+RagQuotedJudgement = quoted(RagJudgement, "RagQuotedJudgement",  # with quotes=show|check
+                            "for each passage the verdict relies on, the words the label rests on, copied exactly")
 
 
 def rag_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
@@ -90,7 +87,7 @@ def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) 
                                         f"{dated_claim(claim)}"}]
 
 
-JUDGE = Role("rag.judge", output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
+JUDGE = Role("rag.judge", turns=(QUOTE_RETRY,), output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
@@ -171,8 +168,8 @@ async def judge_with_quotes(claim: Claim, ctx: MethodContext, passages: list[Evi
         return Verdict(label=space.undecided(ctx.trace, reason, path="rag.judge"), explanation=reason,
                        evidence=[], trace=ctx.trace, method="rag", quotes=[], grounding="ungrounded")
     evidence = cited_evidence([q.passage_id for q in g.quotes], passages)
-    if g.grounding == "ungrounded" and p.quotes == "check":
-        return Verdict(label=not_supported(space), explanation=ungrounded_explanation(g), evidence=evidence,
+    if g.replaced is not None:
+        return Verdict(label=g.replaced, explanation=ungrounded_explanation(g), evidence=evidence,
                        trace=ctx.trace, method="rag", quotes=g.quotes, grounding=g.grounding)
     return Verdict(label=Label(g.reply.label), explanation=g.reply.explanation, evidence=evidence, trace=ctx.trace,
                    method="rag", quotes=g.quotes, grounding=g.grounding)

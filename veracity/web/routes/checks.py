@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from veracity.errors import DataError, VeracityError
 from veracity.pipeline.methods import DEFAULT_METHOD
-from veracity.web.common import WebContext, error, sse, status_of
+from veracity.web.common import WebContext, error, sse_response
 
 
 class VerifyRequest(BaseModel):
@@ -30,7 +30,7 @@ def router(ctx: WebContext) -> APIRouter:
 
     def _check_request(req: VerifyRequest) -> tuple[Any, Any]:
         """(verifier, claim) for a request, or a one-line error before any model call."""
-        from veracity.pipeline.runner import make_claim
+        from veracity.pipeline.claims import make_claim
 
         if len(req.claim) > config.max_claim_chars:
             raise DataError(f"claim has {len(req.claim):,} characters, over the limit of {config.max_claim_chars:,}",
@@ -60,46 +60,19 @@ def router(ctx: WebContext) -> APIRouter:
     async def verify_stream(req: VerifyRequest) -> StreamingResponse:
         verifier, claim = _check_request(req)
         release = checks.take()  # taken now, so a 429 comes before the stream starts
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         t0 = time.perf_counter()
-        task = asyncio.create_task(verifier.averify(claim, on_event=queue.put_nowait))
+        task = asyncio.create_task(verifier.averify(claim, on_event=lambda ev: queue.put_nowait(("trace", ev))))
         # released when the method ends, even if the stream never starts (a client gone before the first byte)
         task.add_done_callback(lambda _t: release())
 
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                yield sse("start", {"claim": claim.text, "id": claim.id, "method": req.method})
-                while True:
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                    if getter in done:
-                        yield sse("trace", getter.result())
-                        continue
-                    getter.cancel()
-                    while not queue.empty():
-                        yield sse("trace", queue.get_nowait())
-                    break
-                try:
-                    verdict = task.result()
-                except VeracityError as exc:
-                    metrics.claim(None, time.perf_counter() - t0)
-                    yield sse("error", {"error": str(exc), "hint": exc.hint, "status": status_of(exc)})
-                    return
-                except Exception as exc:
-                    metrics.claim(None, time.perf_counter() - t0)
-                    yield sse("error", {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
-                                        "status": 500})
-                    return
-                record = verdict.to_dict(claim)
-                metrics.claim(record["label"], time.perf_counter() - t0)
-                check_id = store.add_check(record)
-                yield sse("verdict", {"check_id": check_id, "record": record})
-            finally:
-                if not task.done():  # the client went away: stop the method
-                    task.cancel()
+        def finish(verdict: Any) -> tuple[str, dict[str, Any]]:
+            record = verdict.to_dict(claim)
+            metrics.claim(record["label"], time.perf_counter() - t0)
+            return "verdict", {"check_id": store.add_check(record), "record": record}
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return sse_response(task, queue, {"claim": claim.text, "id": claim.id, "method": req.method}, finish,
+                            failed=lambda: metrics.claim(None, time.perf_counter() - t0))
 
     @r.get("/v1/checks", tags=["checks"], summary="Past checks, newest first")
     async def list_checks(limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:

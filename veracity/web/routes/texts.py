@@ -19,21 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 
 from veracity.check.inputs import DEFAULT_MAX_CHARS
-from veracity.errors import VeracityError
+from veracity.check.score import worst
 from veracity.pipeline.methods import DEFAULT_METHOD
 
 if TYPE_CHECKING:
     from veracity.web.common import WebContext
-
-SEVERITY = ("REFUTED", "NOT_ENOUGH_INFO", "SUPPORTED")
-
 
 class CheckTextRequest(BaseModel):
     text: str = Field(description="The text to check (a paragraph, an article, an LLM's answer).")
@@ -45,8 +42,7 @@ class CheckTextRequest(BaseModel):
 
 def text_label(record: dict[str, Any]) -> str:
     """The history's label of a checked text: its worst sentence verdict, or NO_FACTUAL_CLAIM."""
-    verdicts = {s["verdict"] for s in record["sentences"]}
-    return next((v for v in SEVERITY if v in verdicts), "NO_FACTUAL_CLAIM")
+    return worst(s["verdict"] for s in record["sentences"]) or "NO_FACTUAL_CLAIM"
 
 
 def history_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -63,15 +59,15 @@ def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], chec
            max_chars: int = DEFAULT_MAX_CHARS) -> APIRouter:
     from veracity.check import STAGE
     from veracity.check.engine import ClaimVerifier
-    from veracity.check.inputs import check_text as validate
+    from veracity.check.inputs import valid_text
     from veracity.check.run import check_text
-    from veracity.web.common import sse as _sse, status_of as _status_of
+    from veracity.web.common import sse_response
 
     api = APIRouter(tags=["checks"])
     params = STAGE.make_params({})
 
     def prepare(req: CheckTextRequest) -> tuple[ClaimVerifier, str]:
-        text = validate(req.text, "the text", max_chars)  # a 422 with a hint, before any model call
+        text = valid_text(req.text, "the text", max_chars)  # a 422 with a hint, before any model call
         return ClaimVerifier(verifier_for(req.method, req.labels, req.params)), text
 
     def on_claim(record: dict[str, Any], started: float) -> None:
@@ -115,35 +111,9 @@ def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], chec
                                               gamma=params.gamma if req.factscore else None))
         task.add_done_callback(lambda _t: release())
 
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                yield _sse("start", {"method": req.method, "chars": len(text)})
-                while True:
-                    getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                    if getter in done:
-                        yield _sse(*getter.result())
-                        continue
-                    getter.cancel()
-                    while not queue.empty():
-                        yield _sse(*queue.get_nowait())
-                    break
-                try:
-                    record = task.result()
-                except VeracityError as exc:
-                    yield _sse("error", {"error": str(exc), "hint": exc.hint, "status": _status_of(exc)})
-                    return
-                except Exception as exc:
-                    yield _sse("error", {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
-                                         "status": 500})
-                    return
-                check_id = store.add_check(history_record(record))
-                yield _sse("done", {"check_id": check_id, "record": record})
-            finally:
-                if not task.done():  # the client went away: stop the check
-                    task.cancel()
+        def finish(record: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            return "done", {"check_id": store.add_check(history_record(record)), "record": record}
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return sse_response(task, queue, {"method": req.method, "chars": len(text)}, finish)
 
     return api

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, not_supported, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, quoting, ungrounded_explanation
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.emulate.roles import (ADDITIONAL_QUERY_GEN, CLASSIFIER, DET_HELPFUL,
                                                      INITIAL_QUERY_GEN, SEARCH_RANK, SELF_CONTAINED_CHECK,
@@ -127,8 +127,8 @@ async def classify_quoting(ctx: MethodContext, claim: Claim, bank: list[Page], e
                        explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate", quotes=[],
                        grounding="ungrounded")
     ctx.trace.event("emulate.classify", reason=reason, label=g.reply.label, pages=[pg.title for pg in bank])
-    if g.grounding == "ungrounded" and p.quotes == "check":
-        return Verdict(label=not_supported(space), explanation=ungrounded_explanation(g), evidence=evidence,
+    if g.replaced is not None:
+        return Verdict(label=g.replaced, explanation=ungrounded_explanation(g), evidence=evidence,
                        trace=ctx.trace, method="emulate", quotes=g.quotes, grounding=g.grounding)
     return Verdict(label=Label(_as_label(g.reply)), explanation=g.reply.explanation, evidence=evidence,
                    trace=ctx.trace, method="emulate", quotes=g.quotes, grounding=g.grounding)

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import QUOTE_RETRY, quoted
 from veracity.pipeline.methods.emulate.search import Page, SearchResult
 from veracity.pipeline.roles import Fallback, Role, dated_claim, format_passages
 from veracity.pipeline.tools import SourceIdentity
@@ -89,11 +89,9 @@ class Classification(BaseModel):  # Classifier
     label: Literal["True", "False"]
 
 
-class QuotedClassification(BaseModel):  # Classifier with quotes=show|check (veracity's switch, not the paper's)
-    explanation: Annotated[str, Field(max_length=600)]
-    label: Literal["True", "False"]
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the label rests on, the words "
-                                                                 "it rests on, copied exactly")
+# Classifier with quotes=show|check (veracity's switch, not the paper's)
+QuotedClassification = quoted(Classification, "QuotedClassification",
+                              "for each passage the label rests on, the words it rests on, copied exactly")
 
 
 # -- (1) emulate.initial_query_gen: claim -> initial search queries -----------------------------------
@@ -224,7 +222,7 @@ def classifier_turn(claim: Claim, bank: list[Page], use_knowledge: bool = False,
 
 
 CLASSIFIER = Role(
-    "emulate.classifier", output=Classification, render=classifier_turn,
+    "emulate.classifier", turns=(QUOTE_RETRY,), output=Classification, render=classifier_turn,
     instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
     summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED; "
             "use_knowledge=true: the model's knowledge where the evidence is silent)",

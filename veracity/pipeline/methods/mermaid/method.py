@@ -40,12 +40,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from veracity.pipeline.grounding import QUOTE_MODES, check_reply, not_supported, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, check_reply, quoting, ungrounded_explanation
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.mermaid.memory import name_spans
 from veracity.pipeline.methods.mermaid.roles import (DECOMPOSER, EXECUTOR, FINAL, Decomposition, FinalVerdict,
                                                      QuotedFinalVerdict, QuotedReactStep, ReactStep,
-                                                     observation_message)
+                                                     OBSERVATION)
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import cited_evidence, citing, format_passages
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -114,8 +114,8 @@ async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, st
         trace.event("mermaid.final", forced_after_steps=steps_done)
         g = await check_reply(ctx, reply, FINAL, p.quotes, shown, sent=sent, retry_role=FINAL, output=final_model)
     cited = [q.passage_id for q in g.quotes]
-    if g.grounding == "ungrounded" and p.quotes == "check":
-        return not_supported(space).value, ungrounded_explanation(g), cited, g.quotes, g.grounding
+    if g.replaced is not None:
+        return g.replaced.value, ungrounded_explanation(g), cited, g.quotes, g.grounding
     said = getattr(g.reply, "explanation", None) or g.reply.thought
     return g.reply.label, said, cited, g.quotes, g.grounding
 
@@ -191,7 +191,7 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
         trace.event("mermaid.step", t=t, thought=step.thought, action=step.action, argument=step.argument,
                     hits=[e.passage_id for e in passages])
         observation = format_passages(passages, max_words=p.passage_max_words) if passages else empty
-        messages.append(observation_message(observation, t, p.t_max))
+        messages.append(OBSERVATION(observation, t, p.t_max))
 
     steps_done = len([m for m in messages if m["role"] == "assistant"])
     quotes = grounding = None

@@ -12,9 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import QUOTE_RETRY, quoted
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
-from veracity.pipeline.roles import Fallback, LabelName, Role, format_passages
+from veracity.pipeline.roles import Fallback, LabelName, Role, Turn, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
 MAX_TOKENS = 384  # completion budget of every MERMAID call (--param ROLE.max_tokens=N overrides one role)
@@ -69,13 +69,9 @@ class ReactStep(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
 
 
-class QuotedReactStep(BaseModel):  # quotes=show|check (veracity's switch; the paper's executor cites nothing)
-    thought: str = Field(max_length=500, description="what is known so far and what is still missing")
-    action: Literal["search", "open_page", "finish"]
-    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
-    label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
-    quotes: list[PassageQuote] = Field(max_length=5, description="finish only: for each passage the verdict relies "
-                                                                 "on, the words the label rests on, copied exactly")
+# quotes=show|check (veracity's switch; the paper's executor cites nothing)
+QuotedReactStep = quoted(ReactStep, "QuotedReactStep", "finish only: for each passage the verdict relies on, the "
+                                                       "words the label rests on, copied exactly")
 
 
 def executor_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
@@ -129,8 +125,12 @@ def observation_message(observation: str, t: int, t_max: int) -> dict[str, str]:
     return {"role": "user", "content": f"Observation:\n{observation}\n\n{follow}".rstrip()}
 
 
+OBSERVATION = Turn("observation", observation_message, {"observation": "{observation}", "t": 1, "t_max": 5},
+                   when="after each search / open_page step: what it returned, then the next step's prompt")
+
+
 EXECUTOR = Role(
-    "mermaid.executor", output=ReactStep, render=executor_turn, instructions=executor_system,
+    "mermaid.executor", turns=(OBSERVATION, QUOTE_RETRY), output=ReactStep, render=executor_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
@@ -145,11 +145,8 @@ class FinalVerdict(BaseModel):
     cited_passages: list[Short] = Field(max_length=5, description="ids of the passages the verdict relies on")
 
 
-class QuotedFinalVerdict(BaseModel):  # quotes=show|check
-    explanation: str = Field(max_length=600, description="short reasoning grounded in the observed passages")
-    label: LabelName
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the verdict relies on, the words "
-                                                                 "the label rests on, copied exactly")
+QuotedFinalVerdict = quoted(FinalVerdict, "QuotedFinalVerdict",  # quotes=show|check
+                            "for each passage the verdict relies on, the words the label rests on, copied exactly")
 
 
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."
@@ -162,7 +159,7 @@ def final_turn() -> list[dict[str, str]]:
 
 
 FINAL = Role(
-    "mermaid.final", output=FinalVerdict, render=final_turn, instructions=executor_system,
+    "mermaid.final", turns=(QUOTE_RETRY,), output=FinalVerdict, render=final_turn, instructions=executor_system,
     max_tokens=MAX_TOKENS,
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)

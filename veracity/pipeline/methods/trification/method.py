@@ -95,7 +95,7 @@ from veracity.pipeline.methods.trification.roles import (
     SYNTHESIZE,
     THINK,
     QuotedJudgeResult,
-    replan_feedback,
+    REPLAN,
     select_evidence,
     shorten,
 )
@@ -220,7 +220,7 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
             if not still:
                 return fixed
         msgs = msgs + [{"role": "assistant", "content": plan.model_dump_json()},
-                       {"role": "user", "content": replan_feedback(errors)}]
+                       {"role": "user", "content": REPLAN(errors)}]
     return None
 
 
@@ -436,7 +436,7 @@ class GraphRun:
                               label_of=_judge_label, fallback="Uncertain", **self._shown(r))
         r.quotes, r.grounding = g.quotes, g.grounding
         r.output, r.label = g.reply.explanation, g.reply.label
-        if g.grounding == "ungrounded" and self.p.quotes == "check":
+        if g.replaced is not None:  # Trification's own "not supported": an Uncertain JUDGE
             r.output, r.label = ungrounded_explanation(g), "Uncertain"
         r.insufficient = r.label == "Uncertain"
 

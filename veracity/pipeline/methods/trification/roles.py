@@ -25,9 +25,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
+from veracity.pipeline.grounding import QUOTE_RETRY, quoted
 from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeRun, VerificationPlan
-from veracity.pipeline.roles import Role, format_passages
+from veracity.pipeline.roles import Role, Turn, format_passages
 from veracity.pipeline.types import Claim, Evidence
 
 
@@ -209,8 +209,12 @@ def replan_feedback(errors: list[str]) -> str:
             + "\nWrite a corrected verification graph that follows every rule.")
 
 
+REPLAN = Turn("replan", replan_feedback, {"errors": ["{rule broken}"]},
+              when="after a plan that breaks the graph's rules (the plan itself is the assistant turn before it)")
+
+
 PLANNER = Role(
-    "trification.planner", output=VerificationPlan, render=planner_turn, instructions=planner_system,
+    "trification.planner", turns=(REPLAN,), output=VerificationPlan, render=planner_turn, instructions=planner_system,
     max_tokens=PLAN_MAX_TOKENS,
     summary="writes the verification graph (output narrowed per call to the allowed node types and max_nodes); "
             "an invalid reply counts as an invalid plan and is re-planned (max_replans)",
@@ -462,11 +466,9 @@ JUDGE_SYSTEM = (
 )
 
 
-class QuotedJudgeResult(BaseModel):  # quotes=show|check (veracity's switch; A.2's JUDGE quotes nothing)
-    explanation: str = Field(max_length=600, description="the logical relationship between the claim, the input and the evidence")
-    label: Literal["Supports", "Refutes", "Uncertain"]
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the label rests on, the words it "
-                                                                 "rests on, copied exactly")
+# quotes=show|check (veracity's switch; A.2's JUDGE quotes nothing)
+QuotedJudgeResult = quoted(JudgeResult, "QuotedJudgeResult",
+                           "for each passage the label rests on, the words it rests on, copied exactly")
 
 
 JUDGE_QUOTE = ("For each passage your label rests on, also give its id (shown in square brackets) and the words it "
@@ -484,7 +486,7 @@ def judge_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[
 
 
 JUDGE = Role(
-    "trification.judge", output=JudgeResult, render=judge_turn, instructions=JUDGE_SYSTEM,
+    "trification.judge", turns=(QUOTE_RETRY,), output=JudgeResult, render=judge_turn, instructions=JUDGE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
     summary="JUDGE node: Supports / Refutes / Uncertain on the propagated evidence; an invalid reply ends the "
             "node with status error (other JUDGEs may still rule)",

@@ -55,7 +55,6 @@ from veracity.pipeline.grounding import (
     Grounded,
     ask_quoting,
     check_reply,
-    not_supported,
     quoting,
     ungrounded_explanation,
 )
@@ -95,9 +94,9 @@ from veracity.pipeline.methods.zofia.roles import (
     LinguistAnalysis,
     QuotedDebateDecision,
     QuotedDirectDecision,
-    con_turn,
+    CON_ROUND,
     format_argument,
-    pro_turn,
+    PRO_ROUND,
 )
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
@@ -506,10 +505,10 @@ async def debate(pool: str, ctx: MethodContext,
     history: list[tuple[DebateArgument, DebateArgument]] = []
     a_con: DebateArgument | None = None
     for rnd in range(1, p.max_debate_rounds + 1):
-        pro_msgs.append(pro_turn(pool, rnd, a_con))
+        pro_msgs.append(PRO_ROUND(pool, rnd, a_con))
         a_pro = await PRO(ctx, messages=list(pro_msgs), trace_info={"round": rnd})
         pro_msgs.append({"role": "assistant", "content": a_pro.model_dump_json()})
-        con_msgs.append(con_turn(pool, rnd, a_pro))
+        con_msgs.append(CON_ROUND(pool, rnd, a_pro))
         a_con = await CON(ctx, messages=list(con_msgs), trace_info={"round": rnd})
         con_msgs.append({"role": "assistant", "content": a_con.model_dump_json()})
         history.append((a_pro, a_con))
@@ -654,9 +653,9 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
         return Verdict(label, explanation, evidence, ctx.trace, "zofia")
     if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground
         return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[], grounding="grounded")
-    if grounded.grounding == "ungrounded" and p.quotes == "check":
+    if grounded.replaced is not None:
         # the debate judge gives no reason of its own: the debate's (the no_debate judge's reason is `reason`)
-        return Verdict(not_supported(ctx.label_space), ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
+        return Verdict(grounded.replaced, ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
                        quotes=grounded.quotes, grounding=grounded.grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=grounded.quotes,
                    grounding=grounded.grounding)

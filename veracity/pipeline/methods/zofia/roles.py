@@ -27,8 +27,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import PassageQuote
-from veracity.pipeline.roles import Fallback, Role, format_passages
+from veracity.pipeline.grounding import QUOTE_RETRY, quoted
+from veracity.pipeline.roles import Fallback, Role, Turn, format_passages
 from veracity.pipeline.types import Evidence
 
 Message = dict[str, str]
@@ -284,8 +284,15 @@ def con_turn(pool: str, rnd: int, a_pro: DebateArgument) -> Message:
     return {"role": "user", "content": _opening(pool, rnd) + f"Pro's arguments:\n{format_argument(a_pro)}"}
 
 
+_SHOWN_ARGUMENT = DebateArgument(rebuttal="{rebuttal}", points=["{point}"])
+PRO_ROUND = Turn("round", pro_turn, {"pool": "{pool}", "rnd": 2, "a_con": _SHOWN_ARGUMENT},
+                 when="each round: Con's last argument (round 1 also opens with the material: Material:\n{pool})")
+CON_ROUND = Turn("round", con_turn, {"pool": "{pool}", "rnd": 2, "a_pro": _SHOWN_ARGUMENT},
+                 when="each round: Pro's argument of the round (round 1 also opens with the material)")
+
+
 PRO = Role(
-    "zofia.pro", output=DebateArgument, render=debater_opening,
+    "zofia.pro", turns=(PRO_ROUND,), output=DebateArgument, render=debater_opening,
     instructions=debater_system("REAL"), max_tokens=DEBATE_MAX_TOKENS,
     summary="argues the news is real: rebuts Con's last argument, then gives new evidence",
     fallback=Fallback(NO_ARGUMENT, "no argument this round", agent="pro"),
@@ -293,7 +300,7 @@ PRO = Role(
 )
 
 CON = Role(
-    "zofia.con", output=DebateArgument, render=debater_opening,
+    "zofia.con", turns=(CON_ROUND,), output=DebateArgument, render=debater_opening,
     instructions=debater_system("FAKE"), max_tokens=DEBATE_MAX_TOKENS,
     summary="argues the news is fake: rebuts Pro's argument, then gives new evidence",
     fallback=Fallback(NO_ARGUMENT, "no argument this round", agent="con"),
@@ -311,10 +318,10 @@ RULING = {"R": "REAL", "F": "FAKE", "I": "CONTINUE"}  # the ruling's name in tra
 JUDGE_PASSAGE_WORDS = 120  # quotes=show|check: the words of each passage the judge is shown (quotes are checked on the whole passage)
 
 
-class QuotedDebateDecision(BaseModel):  # quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
-    decision: Literal["R", "F", "I"] = Field(description="R: Real, F: Fake, I: Continue")
-    quotes: list[PassageQuote] = Field(max_length=5, description="with R or F: for each passage the ruling rests on, "
-                                                                 "the words it rests on, copied exactly; with I: none")
+# quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
+class QuotedDebateDecision(quoted(DebateDecision, "QuotedDebateDecision",  # type: ignore[misc]
+                                  "with R or F: for each passage the ruling rests on, the words it rests on, "
+                                  "copied exactly; with I: none")):
 
     @property
     def label(self) -> str:  # the ruling's name (traces, the retry's messages)
@@ -369,7 +376,7 @@ def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
 
 
 JUDGE = Role(
-    "zofia.judge", output=DebateDecision, render=judge_turns, instructions=judge_system,
+    "zofia.judge", turns=(QUOTE_RETRY,), output=DebateDecision, render=judge_turns, instructions=judge_system,
     max_tokens=AGENT_MAX_TOKENS,
     summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the last "
             "round: NOT_ENOUGH_INFO",
@@ -389,11 +396,9 @@ class DirectDecision(BaseModel):
     decision: Literal["REAL", "FAKE"]
 
 
-class QuotedDirectDecision(BaseModel):  # no_debate with quotes=show|check (veracity's switch)
-    reason: str = Field(max_length=300, description="one or two sentences of reasoning")
-    decision: Literal["REAL", "FAKE"]
-    quotes: list[PassageQuote] = Field(max_length=5, description="for each passage the ruling rests on, the words "
-                                                                 "it rests on, copied exactly")
+class QuotedDirectDecision(quoted(DirectDecision, "QuotedDirectDecision",  # type: ignore[misc]
+                                  "for each passage the ruling rests on, the words it rests on, copied exactly")):
+    # no_debate with quotes=show|check (veracity's switch)
 
     @property
     def label(self) -> str:  # the ruling (traces, the retry's messages)
@@ -419,7 +424,7 @@ def direct_judge_turn(pool: str, passages: list[Evidence] | None = None) -> list
 
 
 DIRECT_JUDGE = Role(
-    "zofia.judge", output=DirectDecision, render=direct_judge_turn, instructions=direct_judge_system,
+    "zofia.judge", turns=(QUOTE_RETRY,), output=DirectDecision, render=direct_judge_turn, instructions=direct_judge_system,
     max_tokens=AGENT_MAX_TOKENS,
     summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the judge)",
     fallback=Fallback(None, "INSUFFICIENT", agent="judge"),
