@@ -335,11 +335,11 @@ def test_verify_labels_option(monkeypatch, capsys):
 
 # ----------------------------------------------------------------- bench run
 def _bench(tmp_path):
-    from tests.fixtures.index import shared_data_dir
+    from tests.fixtures.index import missing, shared_data_dir
 
     data = shared_data_dir()
     if data is None or not (data / "hover").exists():
-        pytest.skip("shared data not found")
+        missing("shared data (../shared/data with hover/) not found; set VERACITY_DATA_DIR")
     from veracity.config import Settings
 
     return Settings(home=tmp_path / "home", data_dir=data)
