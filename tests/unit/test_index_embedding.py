@@ -160,6 +160,8 @@ def test_waits_for_shards_held_by_a_live_worker(tmp_path):
     t = threading.Thread(target=finish_later)
     t.start()
     got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4, poll=0.05)
+    # on return every shard exists: shard 1 was waited for, not left to the other worker (asserted before join)
+    assert emb.shard_path(tmp_path, 1).exists() and emb.done_passages(tmp_path, n, shard) == n
     t.join()
     assert got == 10 and emb.done_passages(tmp_path, n, shard) == n
     assert emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, wait=False) == 0

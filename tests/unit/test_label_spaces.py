@@ -59,6 +59,10 @@ def run(method, script, *, space=None, searcher=None, **params):
 # ----------------------------------------------------------------- the label space itself
 def test_spaces_names_and_the_binary_rule():
     assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY
+    for alias, space in (("2way", BINARY), ("two-way", BINARY), (" 2WAY ", BINARY), ("three-way", THREE_WAY),
+                         ("3-way", THREE_WAY)):  # every spelling --labels takes names the space it says
+        assert label_space(alias) is space, alias
+    assert "NOT_ENOUGH_INFO" not in label_space("2way") and not label_space("2way").allows_nei
     assert THREE_WAY.allows_nei and not BINARY.allows_nei
     assert "NOT_ENOUGH_INFO" not in BINARY and "REFUTED" in BINARY and Label.NOT_ENOUGH_INFO in THREE_WAY
     with pytest.raises(ConfigError, match="unknown label space 'bad'") as exc:
