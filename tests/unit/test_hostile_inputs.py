@@ -285,3 +285,162 @@ def test_web_new_token_prints_a_token_that_passes_and_differs_each_time(tmp_path
     assert len(tokens) == 3
     for fine in ("s3cret-token-0123456789", "9f86d081884c7d659a2feaa0c55ad015"):  # typical hand-made / openssl
         check_token(fine)
+
+
+# -- the corpus against the readers: NUL, mixed encodings, escapes, markup, hostile HTML/JS ----------------
+HOSTILE_TEXTS = {  # name -> (bytes of a text file, what `check` says: an error fragment, or None: accepted)
+    "nul": (NUL.encode(), "binary"),
+    "mixed-encodings": (MIXED, "binary"),  # its UTF-16 part holds NUL bytes
+    "latin-1": ("Z\u00fcrich is in Switzerland.".encode("latin-1"), "not UTF-8"),
+    "utf16-with-bom": ("Paris is in France.".encode("utf-16"), "binary"),  # UTF-16 is full of NUL bytes
+    "lone-continuation-byte": (b"Paris \x80 is in France.", "not UTF-8"),
+    "escapes": (ESCAPES.encode(), None),
+    "markup": (MARKUP.encode(), None),
+    "html-js": (HTML_JS.encode(), None),
+}
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """verify and check on the scripted model, which repeats the claim back in its explanation."""
+    import veracity.pipeline.api as api
+    from tests.unit.scripted_llm import ScriptedLLM
+
+    def judge(m):
+        return {"explanation": "Repeating: " + m[-1]["content"][-200:], "label": "NOT_ENOUGH_INFO"}
+
+    llm = ScriptedLLM({"direct.judge": judge, "check.extractor": lambda m: {"claims": [m[-1]["content"][-150:]]},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"}})
+    real = api.Verifier._build
+
+    def with_llm(self, *a, **kw):
+        kw["llm"] = llm
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(api.Verifier, "_build", with_llm)
+    return llm
+
+
+def _printable(res: Ran) -> None:
+    """What reached stdout / stderr holds no raw control character but newline and tab."""
+    for stream in (res.stdout.decode("utf-8"), res.stderr.decode("utf-8")):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", stream), stream
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEXTS)
+def test_check_on_each_hostile_text(scripted, tmp_path, name):
+    data, refused = HOSTILE_TEXTS[name]
+    f = tmp_path / "t.txt"
+    f.write_bytes(data)
+    res = cli(["check", str(f), "--method", "direct"], tmp_path)
+    if refused:
+        one_error(res, refused)
+        assert scripted.calls == []  # refused before any model call
+    else:
+        assert res.returncode == 0, res.stderr
+    _printable(res)
+    docs = tmp_path / "docs.jsonl"  # the same text as a line of check -i
+    docs.write_bytes(b'{"id": "ok", "text": "Paris is in France."}\n{"id": "h", "text": "'
+                     + json.dumps(data.decode("utf-8", "surrogateescape"))[1:-1].encode("utf-8", "surrogateescape")
+                     + b'"}\n')
+    res = cli(["check", "-i", str(docs), "-o", str(tmp_path / "out.jsonl"), "--method", "direct"], tmp_path)
+    _printable(res)
+    assert res.returncode == 0, res.stderr  # a bad line is skipped and named; the good text runs
+    assert b"texts written" in res.stdout
+    if b"\x00" in data:  # an escaped NUL in the JSON: that text is skipped as binary
+        assert b"docs.jsonl:2: binary data" in res.stderr
+    raw = tmp_path / "raw.jsonl"  # a raw NUL byte in the file: not a JSONL file at all
+    raw.write_bytes(b'{"id": "ok", "text": "Paris is in France."}\n{"id": "h", "text": "a\x00b"}\n')
+    one_error(cli(["check", "-i", str(raw), "-o", str(tmp_path / "out2.jsonl"), "--method", "direct"], tmp_path),
+              "binary")
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEXTS)
+def test_verify_i_on_each_hostile_line(scripted, tmp_path, name):
+    data, _ = HOSTILE_TEXTS[name]
+    src = tmp_path / "claims.jsonl"
+    src.write_bytes(b'{"id": "ok", "claim": "Paris is in France."}\n{"id": "h", "claim": "'
+                    + data.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"}\n')
+    res = cli(["verify", "-i", str(src), "-o", str(tmp_path / "r.jsonl"), "--method", "direct"], tmp_path)
+    assert res.returncode == 0, res.stderr  # a bad line is skipped and named; the good one runs
+    _printable(res)
+    out = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert "ok" in [r["id"] for r in out]
+    if b"\x00" in data or name in ("mixed-encodings", "latin-1", "lone-continuation-byte"):
+        assert b"claims.jsonl:2:" in res.stderr  # NUL bytes, bad UTF-8: not JSON / not UTF-8, skipped
+
+
+def test_a_hostile_text_in_the_report_stays_text(scripted, tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text(HTML_JS + " " + MARKUP, encoding="utf-8")
+    report = tmp_path / "r.html"
+    res = cli(["check", str(f), "--method", "direct", "--report", str(report)], tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = report.read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in page and "onerror=alert(2)>" not in page  # inserted as text, never as markup
+
+
+@pytest.mark.parametrize("content,match", [
+    (b"\x00\x01binary", "invalid JSON"),
+    ("Z\u00fcrich".encode("latin-1") + b"[", "binary data"),
+    (b"\xff\xfe" + '[{"claim": "x"}]'.encode("utf-16-le"), "binary data"),
+])
+def test_a_hostile_dataset_file_is_one_line(tmp_path, content, match):
+    from veracity.bench.datasets import load_dataset
+    from veracity.errors import DataError
+
+    (tmp_path / "hover").mkdir()
+    (tmp_path / "hover" / "hover_dev_release_v1.1.json").write_bytes(content)
+    with pytest.raises(DataError, match=match):
+        load_dataset("hover", tmp_path)
+
+
+def test_a_dataset_file_larger_than_any_benchmark_is_refused_before_it_is_read(tmp_path):
+    from veracity.bench.datasets import load_dataset
+    from veracity.errors import DataError
+
+    (tmp_path / "hover").mkdir()
+    with open(tmp_path / "hover" / "hover_dev_release_v1.1.json", "wb") as f:
+        f.truncate(5 << 30)  # sparse: 5 GiB of NUL bytes that take no disk
+    with pytest.raises(DataError, match="5.0 GiB, larger than any"):
+        load_dataset("hover", tmp_path)
+
+
+def test_an_index_source_with_nul_mixed_encodings_and_a_giant_line_is_one_line(tmp_path):
+    from veracity.errors import VeracityError
+    from veracity.indexes.build import BuildOptions, build_index, resolve_sources
+
+    src = tmp_path / "corpus.jsonl"
+    src.write_bytes(b'{"title": "A", "text": "' + MIXED.replace(b"\x00", b"") + b'"}\n')
+    with pytest.raises(VeracityError, match=r"corpus.jsonl"):
+        build_index(resolve_sources([src]), tmp_path / "idx", BuildOptions(dense=False, bm25=False))
+    assert not (tmp_path / "idx").exists()
+    res = cli(["index", "build", str(src), "--out", str(tmp_path / "idx"), "--no-dense"], tmp_path)
+    one_error(res, "corpus.jsonl")
+    _printable(res)
+
+
+def test_the_web_api_answers_hostile_bodies_with_one_line_before_any_model_call(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from tests.unit.scripted_llm import ScriptedLLM
+    from veracity.web.app import WebConfig, asgi
+
+    llm = ScriptedLLM({"direct.judge": lambda m: {"explanation": "known", "label": "SUPPORTED"}})
+    config = WebConfig(home=tmp_path / "home", searcher=None, llm=llm, max_body_bytes=64 * 1024,
+                       model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]})
+    json_body = {"Content-Type": "application/json"}
+    with TestClient(asgi(config), base_url="http://127.0.0.1") as client:
+        for body, status in ((b"\x00" * 100, 422), (MIXED, 400), (b"x" * (1 << 20), 413),
+                             (json.dumps({"claim": "x" * 30_000, "method": "direct"}).encode(), 422),
+                             (json.dumps({"text": NUL, "method": "direct"}).encode(), 422)):
+            path = "/v1/check" if b'"text"' in body else "/v1/verify"
+            resp = client.post(path, content=body, headers=json_body)
+            assert resp.status_code == status, (body[:40], resp.text[:300])
+            assert set(resp.json()) <= {"error", "hint"} and "\n" not in resp.json()["error"]
+        resp = client.post("/v1/jobs?method=direct", content=b"\x00" * (1 << 20),
+                           headers={"Content-Type": "application/x-ndjson"})
+        assert resp.status_code == 413
+        assert llm.calls == []
+        ok = client.post("/v1/verify", json={"claim": ESCAPES + " " + HTML_JS, "method": "direct"})
+        assert ok.status_code == 200 and ok.json()["claim"] == ESCAPES + " " + HTML_JS  # JSON keeps the text

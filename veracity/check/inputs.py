@@ -15,7 +15,7 @@ from typing import Any
 
 from veracity.check.extract import text_id
 from veracity.errors import DataError
-from veracity.pipeline.claims import RejectedLine
+from veracity.pipeline.claims import RejectedLine, surrogate_problem
 
 DEFAULT_MAX_CHARS = 20_000  # a news article or a long LLM answer (the longest single claim verify accepts)
 MAX_HINT = "split the text, or pass --max-chars N"
@@ -37,7 +37,7 @@ def text_problem(text: Any, max_chars: int) -> str | None:
         return "binary data (a NUL character), not text"
     if len(text) > max_chars:
         return f"text has {len(text):,} characters, over --max-chars {max_chars:,}"
-    return None
+    return surrogate_problem(text)
 
 
 def decode_text(data: bytes, where: str, max_chars: int = DEFAULT_MAX_CHARS, more: bool = False) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,17 @@ def claim_problem(text: Any) -> str | None:
         return "empty claim"
     if len(text) > MAX_CLAIM_CHARS:
         return f"claim has {len(text):,} characters, over the limit of {MAX_CLAIM_CHARS:,}"
-    return None
+    return surrogate_problem(text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(text: str) -> str | None:
+    """A lone surrogate (a ``\\udcff`` escape in JSON, or bytes decoded with surrogateescape) is no character:
+    it cannot be written as UTF-8, so a text holding one is refused instead of failing when its result is saved."""
+    m = _SURROGATE.search(text)
+    return None if m is None else f"a lone surrogate (\\u{ord(m.group()):04x}) at character {m.start() + 1}: not text"
 
 
 def default_claim_id(text: str) -> str:
