@@ -255,7 +255,8 @@ class RunManifest:
     role's budget and effective temperature, the seed and its rule, the state directory, the index) and on
     which model. :meth:`record` builds it, once for every caller: :meth:`write` puts it beside a results
     file as ``<out>.manifest.json`` (refusing to resume a file written by another method, other parameters,
-    in another label space or with another evidence setting); a ``bench run`` embeds the same record in
+    in another label space or with another evidence setting: :func:`check_output`, before the run); a
+    ``bench run`` embeds the same record in
     its ``run.json``."""
 
     out_path: Path
@@ -302,9 +303,8 @@ class RunManifest:
         }
 
     def write(self, served: Any) -> None:
-        """``<out>.manifest.json`` (after the resume check against the one already there)."""
-        space = label_space_of(self.label_space)
-        _check_manifest(self.out_path, self.spec, self.params, space, self.evidence or "open")
+        """``<out>.manifest.json`` (the resume check against the one already there was made before the run,
+        by :func:`check_output`)."""
         path = self.out_path.with_name(self.out_path.name + ".manifest.json")
         path.write_text(json.dumps(self.record(served), indent=2, default=str))
 
