@@ -117,13 +117,34 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int) ->
     return report
 
 
+def markdown_table() -> str:
+    """The killed share per module, from benchmarks/results/mutation/*.json (for BENCHMARKS.md)."""
+    rows = ["| module | unit tests | mutants | killed | survived | no test reaches | killed share | run |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for module in MODULES:
+        path = OUT / f"{module.replace('/', '.').removesuffix('.py')}.json"
+        if not path.exists():
+            rows.append(f"| `veracity/{module}` | {', '.join(Path(t).name for t in MODULES[module])} | not run | | | | | |")
+            continue
+        r = json.loads(path.read_text(encoding="utf-8"))
+        share = "n/a" if r["killed_share"] is None else f"{100 * r['killed_share']:.1f} %"
+        rows.append(f"| `veracity/{module}` | {', '.join(Path(t).name for t in r['tests'])} | {r['mutants']} | "
+                    f"{r['killed']} | {r['counts'].get('survived', 0)} | {r['counts'].get('no tests', 0)} | {share} | "
+                    f"{r['seconds']:.0f} s |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help="modules under veracity/ (default: all of MODULES)")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
+    ap.add_argument("--table", action="store_true", help="print the markdown table of the results written so far")
     args = ap.parse_args(argv)
+    if args.table:
+        print(markdown_table())
+        return 0
     if args.list:
         for module, tests in MODULES.items():
             print(f"veracity/{module}\t{' '.join(tests)}")
