@@ -97,11 +97,7 @@ def test_index_build_interrupted_in_every_stage_then_resumed(tmp_path):
         proc = _popen([sys.executable, "-m", "tests.fixtures.interrupt_at", stage, *args], cwd=tmp_path, env=env)
         code, lines = _interrupt_when(proc, lambda line, s=stage: line.startswith(f"STAGE-REACHED {s}"))
         assert code == 130, (stage, lines)
-        said[stage] = line = _one_interrupted_line([ln for ln in lines if not ln.startswith("INTERRUPTED-IN")],
-                                                   tmp_path)
-        if stage == "faiss":  # the signal landed inside the FAISS stage's code (veracity/indexes), not a test sleep
-            landed = [ln for ln in lines if ln.startswith("INTERRUPTED-IN")]
-            assert len(landed) == 1 and landed[0].split("/veracity/")[-1].startswith("indexes/"), lines
+        said[stage] = line = _one_interrupted_line(lines, tmp_path)
         assert not out.exists(), stage
         shards = sorted((work / "dense-shards").glob("shard-*[0-9].npy")) if work.exists() else []
         if stage in ("reading", "bm25"):
