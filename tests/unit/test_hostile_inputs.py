@@ -444,3 +444,14 @@ def test_the_web_api_answers_hostile_bodies_with_one_line_before_any_model_call(
         assert llm.calls == []
         ok = client.post("/v1/verify", json={"claim": ESCAPES + " " + HTML_JS, "method": "direct"})
         assert ok.status_code == 200 and ok.json()["claim"] == ESCAPES + " " + HTML_JS  # JSON keeps the text
+
+
+@pytest.mark.parametrize("args,match", [
+    (["web", "--endpoint", DEAD, "--token-file", "/dev/zero"], "no line break in its first 64 KiB"),
+    (["bench", "run", "--config", "/dev/zero"], "larger than 1 MiB"),
+    (["index", "build", "/dev/zero", "--format", "jsonl", "--out", "{tmp}/idx", "--no-dense"], "not a file"),
+])
+def test_every_other_file_a_command_reads_is_read_with_a_bound(tmp_path, args, match):
+    """The token file, a run config and an index source given as a device: one line after a bounded read."""
+    res = cli([a.replace("{tmp}", str(tmp_path)) for a in args], tmp_path)
+    one_error(res, match)

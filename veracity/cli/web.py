@@ -142,14 +142,24 @@ def _uvicorn_server():
     return Server
 
 
+TOKEN_FILE_BYTES = 64 << 10  # read of a --token-file: its first line is the token
+
+
 def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
     """The token from --token, --token-file or $VERACITY_WEB_TOKEN (one of them), or None."""
     if given is not None and path is not None:
         raise ConfigError("pass --token or --token-file, not both", hint="--token-file keeps it out of `ps`")
     if path is None:
         return given if given is not None else (env if env else None)
+    from veracity.reading import read_file_limited
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data, more = read_file_limited(path, TOKEN_FILE_BYTES)  # a device or a pipe is read with a bound
+        lines = data.decode("utf-8").splitlines()
+        if more and len(lines) < 2:  # no line break in the first 64 KiB: no token file
+            raise ConfigError(f"the token file {path} has no line break in its first {TOKEN_FILE_BYTES >> 10} KiB: "
+                              "not a token file", hint="write the token on the file's first line, e.g. "
+                              "veracity web --new-token > FILE")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"cannot read the token file {path} ({why})",
