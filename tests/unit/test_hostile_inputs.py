@@ -208,7 +208,11 @@ def test_overwrite_replaces_an_index_and_a_half_built_folder_of_ours(tmp_path):
 
     out = tmp_path / "idx"
     src = resolve_sources([_corpus(tmp_path)])
-    build_index(src, out, BuildOptions(dense=False))
+    out.mkdir()  # an index of ours, as far as --overwrite can tell: our manifest's kind and format
+    from veracity.indexes.manifest import MANIFEST_KIND
+
+    (out / "manifest.json").write_text(json.dumps({"kind": MANIFEST_KIND, "format_version": 1}))
+    (out / "passages.sqlite").write_bytes(b"old")
     work = build_dir_for(out.resolve())
     work.mkdir()  # a half-built folder of ours: our state (another build's key) and what a build writes
     (work / "build-state.json").write_text(json.dumps({"key": "f" * 64}))
