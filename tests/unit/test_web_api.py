@@ -32,10 +32,15 @@ def rag_reply(messages, output_model, index):
                                         "cited_passages": cited})
 
 
-def make(tmp_path, llm=None, searcher="fake", **kw):
+def make(tmp_path, llm=None, searcher="fake", job_concurrency=None, **kw):
     llm = llm or ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply,
                               "direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
     searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
+    if job_concurrency is not None:  # claims in flight per job: the run configuration's
+        from veracity.config import Settings
+        from veracity.pipeline.config import VerifierConfig
+
+        kw["verifier"] = VerifierConfig(concurrency=job_concurrency, settings=Settings(home=tmp_path / "home"))
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
                        model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
     return TestClient(asgi(config), base_url="http://127.0.0.1"), config  # the Host the app is bound to
@@ -484,7 +489,8 @@ def test_state_changing_requests_need_their_declared_type_so_no_simple_cross_sit
         assert client.get("/v1/jobs").json() == [] and client.get("/v1/checks").json() == []
         # the browser says where a request comes from: another origin is refused even with the right type
         for headers in ({"Origin": "http://localhost:8399"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
-                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"}):
+                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"},
+                        {"Origin": "http://127.0.0.1:9999"}):  # the same host on another port, no Sec-Fetch-Site
             one_line_error(client.post("/v1/verify", content=claim, headers={**JSON_BODY, **headers}), 403,
                            "cross-site request refused")
             one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **headers}),
