@@ -286,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ok: {len(manifest['files'])} files, {human(manifest['total_bytes'])}", flush=True)
         if args.verify_only:
             return 0
+        if sys.prefix == sys.base_prefix and not os.environ.get("CONDA_PREFIX"):
+            raise BundleError(f"{sys.executable} is not in a virtual environment",
+                              hint="python3 -m venv .venv && . .venv/bin/activate, then run "
+                                   f"`python {root / INSTALLER}` again")
         install_packages(root, manifest, say=lambda s: print(s, flush=True))
     except BundleError as exc:
         print(f"error: {exc}", file=sys.stderr)
