@@ -59,6 +59,10 @@ def run(method, script, *, space=None, searcher=None, **params):
 # ----------------------------------------------------------------- the label space itself
 def test_spaces_names_and_the_binary_rule():
     assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY
+    for alias, space in (("2way", BINARY), ("two-way", BINARY), (" 2WAY ", BINARY), ("three-way", THREE_WAY),
+                         ("3-way", THREE_WAY)):  # every spelling --labels takes names the space it says
+        assert label_space(alias) is space, alias
+    assert "NOT_ENOUGH_INFO" not in label_space("2way") and not label_space("2way").allows_nei
     assert THREE_WAY.allows_nei and not BINARY.allows_nei
     assert "NOT_ENOUGH_INFO" not in BINARY and "REFUTED" in BINARY and Label.NOT_ENOUGH_INFO in THREE_WAY
     with pytest.raises(ConfigError, match="unknown label space 'bad'") as exc:
@@ -335,11 +339,11 @@ def test_verify_labels_option(monkeypatch, capsys):
 
 # ----------------------------------------------------------------- bench run
 def _bench(tmp_path):
-    from tests.fixtures.index import shared_data_dir
+    from tests.fixtures.index import missing, shared_data_dir
 
     data = shared_data_dir()
     if data is None or not (data / "hover").exists():
-        pytest.skip("shared data not found")
+        missing("shared data (../shared/data with hover/) not found; set VERACITY_DATA_DIR")
     from veracity.config import Settings
 
     return Settings(home=tmp_path / "home", data_dir=data)

@@ -110,6 +110,24 @@ def _detach_jvm_thread() -> None:
         pass
 
 
+def java_reason(exc: BaseException) -> str:
+    """A Java exception in a few words: its class's simple name and the first sentence of its message, without
+    the package path, the stack or a cut in the middle (``IndexNotFoundException: no segments* file found``)."""
+    text = " ".join(str(exc).split())
+    m = re.search(r"(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\s*:?\s*(.*)", text)
+    name, message = (m.group(1), m.group(2)) if m else (type(exc).__name__, text)
+    while True:  # drop parenthesised asides, nested ones included: "(resource BufferedChecksumIndexInput(...))"
+        shorter = re.sub(r"\s*\([^()]*\)", "", message)
+        if shorter == message:
+            break
+        message = shorter
+    message = re.split(r"(?<=[.;])\s|\s+at\s+[\w$.]+\(|: ", message, maxsplit=1)[0].strip().rstrip(".;:")
+    message = re.sub(r"\s*in\s+(?:MMap|NIOFS|FS)Directory@\S+.*$", "", message)  # Lucene's directory object
+    if len(message) > 100:
+        message = message[:100].rsplit(" ", 1)[0] + " ..."
+    return f"{name}: {message}" if message else name
+
+
 class BM25Index:
     """Thread-safe BM25 search (pyserini's LuceneSearcher is not safe for concurrent use: one lock)."""
 
@@ -124,8 +142,10 @@ class BM25Index:
             self._searcher = LuceneSearcher(str(path))
             self._searcher.set_bm25(k1, b)
         except Exception as exc:  # a Java exception: corrupt or foreign index
-            raise IndexDirError(f"BM25 index {path} cannot be opened ({str(exc).splitlines()[0][:160]})",
-                                hint="rebuild the index with --overwrite") from None
+            err = IndexDirError(f"BM25 index {path} cannot be opened ({java_reason(exc)})",
+                                hint="rebuild the index with --overwrite")
+            err.detail = java_reason(exc)
+            raise err from None
         self.num_docs = int(self._searcher.num_docs)
         self._lock = threading.Lock()
         self.docids = "passage-id"  # or "dpr-row": DPR passage numbers (a prebuilt wikipedia-dpr-100w)
