@@ -189,8 +189,14 @@ class BM25Retriever(StoredPassagesRetriever):
 
     def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
         """The top ``k`` ``(passage id, BM25 score)`` pairs whose titles ``keep`` lets through."""
-        return filtered_top(lambda d: self._hits(query, d), lambda it: split_passage_id(it[0])[0],
-                            k, keep, self.store.count)
+        return filtered_top(lambda d: self._hits(query, d), self._title_of, k, keep, self.store.count)
+
+    def _title_of(self, item: tuple[str, float]) -> str:
+        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id (DPR's)."""
+        pid = item[0]
+        if "#" in pid:
+            return split_passage_id(pid)[0]
+        return (self.store.by_ids([pid]).get(pid) or ("", ""))[0]
 
     def _hits(self, query: str, depth: int) -> list[tuple[str, float]]:
         hits = self.index.search(query, depth)
