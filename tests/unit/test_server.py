@@ -216,8 +216,6 @@ def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, m
 def _replace_dead_server(settings, monkeypatch, tmp_path):
     """ensure_endpoint on a dead server, with a start that runs a real (sleeping) process and writes its
     state; returns what was said, the spec started, and the exit handlers the command registered."""
-    import atexit
-
     said, specs, at_exit = [], [], []
 
     def fake_start(settings, spec, **kw):
@@ -230,7 +228,7 @@ def _replace_dead_server(settings, monkeypatch, tmp_path):
 
     monkeypatch.setattr(launch, "start_server", fake_start)
     monkeypatch.setattr(managed, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
-    monkeypatch.setattr(atexit, "register", at_exit.append)
+    monkeypatch.setattr(managed, "at_exit", at_exit.append)  # what the command registers for its exit
     url, _ = ensure_endpoint(settings, notify=said.append)
     return url, said, specs, at_exit
 

@@ -104,14 +104,19 @@ def replacement_port(dead_port: int | None) -> int:
 def stop_with_this_process(settings: Settings, state) -> None:
     """Stop the server ``state`` names when this process exits (a replacement started by a command is that
     command's, not left running after it), unless the state file by then names another server."""
-    import atexit
-
     def stop() -> None:
         current = read_state(settings, state.name)
         if current is not None and current.pid == state.pid:
             stop_server(settings, state.name)
 
-    atexit.register(stop)
+    at_exit(stop)
+
+
+def at_exit(fn) -> None:
+    """Run ``fn`` when this process exits (atexit; a test replaces this to run it itself)."""
+    import atexit
+
+    atexit.register(fn)
 
 
 def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:
