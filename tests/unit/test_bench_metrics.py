@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from tests.fixtures.index import need_module
+
 from veracity.bench.metrics import (
     accuracy,
     claim_latency,
@@ -158,7 +160,8 @@ def test_orig_label_breakdown():
 
 
 def test_matches_sklearn_on_random_predictions():
-    skm = pytest.importorskip("sklearn.metrics")
+    need_module("sklearn.metrics", "pip install scikit-learn")
+    import sklearn.metrics as skm
     rng = random.Random(7)
     for labels in ([S, R], [S, R, N]):
         gold = [rng.choice(labels) for _ in range(300)]
@@ -269,7 +272,7 @@ async def test_invalid_replies_count_left_out_zofia_agents_and_trification_plans
     from tests.unit.scripted_llm import ScriptedLLM
     from veracity.bench.metrics import reply_reliability
     from veracity.errors import LLMOutputError
-    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.trification.method import verify_trification
     from veracity.pipeline.methods.zofia import verify_zofia
     from veracity.pipeline.types import Claim
 

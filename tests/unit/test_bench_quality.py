@@ -22,7 +22,7 @@ quality = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(quality)
 
 DATA = shared_data_dir()
-needs_hover = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+needs_hover = pytest.mark.usefixtures("shared_hover_data")  # missing data: fails under CI, skips elsewhere
 
 
 def test_cells_become_balanced_bench_runs_and_a_finished_cell_is_skipped(tmp_path, monkeypatch):
@@ -86,7 +86,7 @@ def test_table_names_the_parameters_a_run_set():
 async def _trification_run(handlers_, **params):
     from tests.unit.test_trification import make_ctx
     from tests.unit.test_trification_fidelity import CLAIM
-    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.trification.method import verify_trification
 
     ctx = make_ctx(ScriptedLLM(handlers_, repeat_last=True), **params)
     verdict = await verify_trification(CLAIM, ctx)

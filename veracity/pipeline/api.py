@@ -49,7 +49,7 @@ from veracity.pipeline.batch import prepare, run_batch
 from veracity.pipeline.claims import ClaimsFile, load_claims, make_claim
 from veracity.pipeline.config import VerifierConfig, check_concurrency
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
-from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, gold_retriever
+from veracity.pipeline.evidence import ClaimRetrievers
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import DEFAULT_METHOD
 from veracity.pipeline.results import RunStats
@@ -139,8 +139,7 @@ class Verifier:
     async def averify(self, claim: str | Claim, on_event: Any = None) -> Verdict:
         """Verify one claim; ``on_event(dict)`` (optional) hears each step of its trace as it happens."""
         claim = make_claim(claim)
-        if self.retriever_for is gold_retriever:
-            check_gold_evidence([claim])  # before any server is contacted
+        self.engine.check_claims([claim])  # before any server is contacted
         self.engine.state()
         async with self.engine.client() as llm:
             return await self.engine.verify(claim, llm, on_event=on_event)

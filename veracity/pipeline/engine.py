@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator, Callable, Iterable
 from veracity.config import Settings
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.config import VerifierConfig
-from veracity.pipeline.evidence import ClaimRetrievers, claim_retrievers
+from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, claim_retrievers, gold_retriever
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.confidence import abstain, settle
 from veracity.pipeline.labels import label_space as label_space_of
@@ -242,7 +242,13 @@ class Engine:
         async with client:
             yield client
 
-    # -- one claim -------------------------------------------------------------------------------------
+    # -- claims ----------------------------------------------------------------------------------------
+    def check_claims(self, claims: Iterable[Claim]) -> None:
+        """What the engine needs of claims before any server is contacted: with ``--evidence gold``, each
+        claim's own gold passages (a one-line DataError naming the claims without them)."""
+        if self.retriever_for is gold_retriever:
+            check_gold_evidence(list(claims))
+
     async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
         """Run the method on ``claim`` with the open client ``llm``."""
         verdict = await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
