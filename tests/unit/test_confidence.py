@@ -81,6 +81,8 @@ def test_no_number_when_the_tokens_do_not_spell_the_reply_or_the_field_is_absent
     assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n", 0.0)]}, "label", values) is not None
     # tokens past the reply's end (llama-server: the reply text stops where the JSON does, the tokens go on)
     assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n```", 0.0)]}, "label", values) is not None
+    fenced = label_probs(REPLY, {"content": [tok("```json\n", 0.0), *REPLY_TOKENS, tok("\n```", 0.0)]}, "label", values)
+    assert fenced is not None and fenced.probs["SUPPORTED"] == pytest.approx(expected_supported())
     assert label_probs(REPLY, None, "label", values) is None
     assert label_probs(REPLY, {"content": []}, "label", values) is None
     assert value_offset('{"a": {"label": "X"}, "label": "SUPPORTED"}', "label") == 32

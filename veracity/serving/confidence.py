@@ -129,7 +129,10 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     # the tokens spell the reply from its start (llama-server ends the reply's text where the JSON ends, without
     # trailing whitespace, while its token list may go on: "\n```"); anything else is a server quirk: no number
     # rather than a wrong one
-    if any(b is None for b in pieces) or not b"".join(pieces).startswith(raw.encode("utf-8").rstrip()):
+    # llama-server also drops a "```json" fence before the JSON: the reply is found in the tokens' bytes
+    joined = b"".join(p for p in pieces if p is not None)
+    base = joined.find(raw.encode("utf-8").rstrip()) if all(p is not None for p in pieces) else -1
+    if base < 0:
         return None
     start = value_offset(raw, field)
     if start is None:
@@ -138,7 +141,7 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     if chosen is None:
         return None
     shared = _common_prefix(values)
-    point = len(raw[:start].encode("utf-8")) + shared  # label values are ASCII: one byte a character
+    point = base + len(raw[:start].encode("utf-8")) + shared  # label values are ASCII: one byte a character
     pos, at = 0, None
     for i, piece in enumerate(pieces):
         if pos <= point < pos + len(piece):
@@ -148,7 +151,7 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     if at is None:
         return None
     entry = content[at]
-    before = raw.encode("utf-8")[pos:point]  # the part of the divergence token before the divergence point
+    before = joined[pos:point]  # the part of the divergence token before the divergence point
     tails = {v: (v[shared:] + '"').encode() for v in values}
     mass: dict[str, float] = {}
     seen: set[bytes] = set()
