@@ -7,7 +7,8 @@ from pathlib import Path
 from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.registry import CPU_DEFAULT
-from veracity.models.defaults import default_engine, default_model
+from veracity.models.defaults import default_model
+from veracity.serving.engine_choice import EngineChoice, choose_engine
 from veracity.serving import launch
 from veracity.serving.engines import get_engine
 from veracity.serving.launch import Progress, orphans, say, server_status, stop_server, wait_ready
@@ -61,25 +62,15 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
         (notify or say)(f"the managed server ({state.model}, pid {state.pid}) had died"
             + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
     name = wanted or default_model(settings)
-    engine = get_engine(default_engine(settings))
-    if name == CPU_DEFAULT and engine.name == "vllm" and resolve_model_path_or_none(settings, name) is None:
-        from veracity.models.prepare import prepare_model
-
-        (notify or say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
-                         "prepares another)")
-        prepare_model(settings, name, progress=progress or (lambda s: None))
-    elif name == CPU_DEFAULT and engine.name == "llama.cpp":
-        from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf
-        from veracity.models.registry import MODELS
-
-        if not kept_gguf(settings, MODELS[name]).is_file():  # llama.cpp needs only the GGUF: no conversion
-            (notify or say)(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
-            fetch_smollm2_gguf(settings, progress or (lambda s: None))
+    choice = choose_engine(settings, name)
+    engine = get_engine(choice.name)
+    # which engine and why, before anything slow (a dead server's replacement was announced above)
+    (notify or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve --stop` "
+                    "stops it" if state is None else choice.line())
+    make_ready(settings, choice, name, say=notify or say, progress=progress)
     port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
-    if state is None:  # (a dead one's replacement was announced above)
-        (notify or say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
-    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port), timeout_s=timeout_s,
-                                progress=progress)
+    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port, engine_why=choice.why),
+                                timeout_s=timeout_s, progress=progress)
     return state.endpoint, state.model
 
 
@@ -87,3 +78,58 @@ def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:
     from veracity.models.prepare import prepared_path
 
     return prepared_path(settings, name)
+
+
+def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Progress,
+               progress: Progress | None = None) -> None:
+    """What ``choice`` needs before it serves ``name``, done now, each step said in one line first.
+
+    llama.cpp: its GGUF (SmolLM2's fetched when nothing is prepared), and llama-server: a build running in
+    the background is waited for; one missing is built now when the hardware rule chose llama.cpp (the
+    user's own choice of a missing engine stays the one-line error naming the install command). vLLM: the
+    safetensors model, converted from the GGUF now when the model was prepared for llama.cpp only."""
+    from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf, prepare_model
+    from veracity.models.registry import MODELS
+    from veracity.serving.engines.llamacpp import find_binary
+    from veracity.serving.engines import llamacpp_install
+
+    lines = progress or (lambda s: None)
+    bar = bar_to_lines(lines)
+    if choice.name == "llama.cpp":
+        if name == CPU_DEFAULT and not kept_gguf(settings, MODELS[name]).is_file():  # no conversion
+            say(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
+            fetch_smollm2_gguf(settings, lines)
+        if find_binary(settings) is None and llamacpp_install.install_running(settings):
+            say("waiting for the llama-server build running in the background (its log: "
+                f"{llamacpp_install.engine_dir(settings) / 'build.log'})")
+            llamacpp_install.wait_for_install(settings, timeout_s=3600)
+        if find_binary(settings) is None and choice.by == "hardware":
+            say("llama-server is not installed: building it now, once (a few minutes; `veracity engines install "
+                "llama.cpp` does it ahead, `veracity engines default vllm` uses vLLM instead)")
+            llamacpp_install.install_llamacpp(settings, bar=bar, progress=say)
+        return
+    if resolve_model_path_or_none(settings, name) is not None:
+        return
+    if name == CPU_DEFAULT:
+        say(f"no model is prepared for vLLM: preparing {name}, the CPU default (`veracity models prepare NAME` "
+            "prepares another)")
+    elif name in MODELS and kept_gguf(settings, MODELS[name]) is not None and \
+            kept_gguf(settings, MODELS[name]).is_file():
+        say(f"{name} is prepared for llama.cpp only (its GGUF): converting it for vLLM now, once "
+            f"(`veracity models prepare {name} --engine vllm` does it ahead)")
+    else:
+        return  # not prepared at all: the engine's own one-line error names the prepare command
+    prepare_model(settings, name, engine="vllm", progress=say, bar=bar)
+
+
+def bar_to_lines(lines: Progress):
+    """A progress bar callback that reports through a line callback: each step once, then every tenth."""
+    last: dict[str, int] = {}
+
+    def bar(step: str, done: float, total: float | None) -> None:
+        tenth = int(10 * done / total) if total else -1
+        if last.get(step) == tenth:
+            return
+        last[step] = tenth
+        lines(f"{step}: {done:.0f} of {total:.0f}" if total else step)
+    return bar

@@ -434,6 +434,7 @@ def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
             text = raw.decode(errors="replace")
             said.append(text.strip())
             log.write(text)
+            log.flush()  # build.log is what a user watches (and what a background build leaves)
             step = _STEP.match(raw)
             if bar is not None and step:
                 bar("building llama-server", int(step.group(1)), int(step.group(2)))
