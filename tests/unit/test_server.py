@@ -192,6 +192,7 @@ def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypat
 
 def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, monkeypatch):
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
+    monkeypatch.setenv("VERACITY_ENGINE", "vllm")  # its model is "prepared" for vLLM below
     settings = Settings(home=tmp_path)
     state, engine = _crashed_server(settings)
     started, said = [], []
@@ -205,7 +206,8 @@ def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, m
     try:
         url, model = ensure_endpoint(settings, notify=said.append)
         assert started == [(CPU_DEFAULT, False)]  # the leftover engine was gone before the new start
-        assert len(said) == 1 and "had died" in said[0] and "ended 1 process" in said[0]
+        assert len(said) == 2 and "had died" in said[0] and "ended 1 process" in said[0]
+        assert said[1] == "engine vLLM (VERACITY_ENGINE=vllm)"  # the replacement's engine and why
         assert url == "http://127.0.0.1:8000/v1"
     finally:
         srv.terminate_group(state.pid, grace_s=0.1)
