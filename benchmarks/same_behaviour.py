@@ -1,5 +1,5 @@
-"""Do two runs of the same claims behave the same? Per claim: label, LLM calls (with their roles in order)
-and tool calls, compared between two `veracity bench run` directories (or two `verify -o` JSONL files).
+"""Do two runs of the same claims behave the same? Per claim: label, LLM calls (with their roles in order),
+tool calls and prompt tokens, compared between two `veracity bench run` directories (or two `verify -o` JSONL files).
 
 A behaviour-preserving refactor proves itself with this on a fixed sample at temperature 0 and
 concurrency 1 (docs/architecture.md; BENCHMARKS.md "Issue 12: behaviour before and after").
@@ -33,6 +33,7 @@ def signature(r: dict) -> dict:
         "llm_calls": len(trace.get("llm_calls") or []),
         "roles": [c.get("role") for c in trace.get("llm_calls") or []],
         "tool_calls": len(trace.get("tool_calls") or []),
+        "prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in trace.get("llm_calls") or []),
     }
 
 
@@ -51,6 +52,8 @@ def compare(before: dict[str, dict], after: dict[str, dict]) -> dict:
                               if signature(before[c])["llm_calls"] == signature(after[c])["llm_calls"]),
         "llm_calls_before": sum(signature(before[c])["llm_calls"] for c in shared),
         "llm_calls_after": sum(signature(after[c])["llm_calls"] for c in shared),
+        "prompt_tokens_before": sum(signature(before[c])["prompt_tokens"] for c in shared),
+        "prompt_tokens_after": sum(signature(after[c])["prompt_tokens"] for c in shared),
         "differences": diffs,
     }
 
@@ -66,7 +69,8 @@ def main(argv: list[str]) -> int:
     else:
         print(f"claims: {out['shared']} shared ({out['claims_before']} before, {out['claims_after']} after); "
               f"same label {out['same_label']}/{out['shared']}; same LLM-call count "
-              f"{out['same_llm_calls']}/{out['shared']} ({out['llm_calls_before']} vs {out['llm_calls_after']} calls)")
+              f"{out['same_llm_calls']}/{out['shared']} ({out['llm_calls_before']} vs {out['llm_calls_after']} calls); "
+              f"prompt tokens {out['prompt_tokens_before']} vs {out['prompt_tokens_after']}")
         for d in out["differences"]:
             print(f"  {d['id']}: before {d['before']['label']} {d['before']['llm_calls']} calls "
                   f"{d['before']['tool_calls']} tools; after {d['after']['label']} {d['after']['llm_calls']} calls "

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from tests.fixtures.index import shared_data_dir
-from veracity.bench.throughput import ThroughputConfig, bench_throughput, server_rows
+from veracity.bench.throughput import ThroughputConfig, bench_throughput
+from veracity.bench.throughput_report import server_rows
 from veracity.config import Settings
 
 pytestmark = pytest.mark.integration

@@ -71,6 +71,26 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
     assert metrics["efficiency"]["llm_calls_per_claim"] == 1.0 and metrics["efficiency"]["claims_per_min"] > 0
     report = (out / "report.md").read_text()
     assert "macro-F1" in report and "![confusion.png](confusion.png)" in report and "By number of hops" in report
+    # each prediction carries its gold label; the report lists every claim and predictions.csv holds them all
+    assert all(p["gold"] == gold[p["id"]].value for p in preds)
+    assert "## Claims" in report and f"| {preds[0]['id']} | {preds[0]['gold']} | {preds[0]['label']} |" in report
+    import csv
+    rows = list(csv.DictReader((out / "predictions.csv").open()))
+    assert [r["id"] for r in rows] == [c.id for c, _ in ds.claims] and rows[0]["gold"] == gold[rows[0]["id"]].value
+    assert {r["correct"] for r in rows} <= {"True", "False"}
+
+
+def test_the_report_names_the_engine_that_run_json_records():
+    from veracity.bench.report import _server_words
+
+    llama = {"server": {"managed": True, "engine": "llamacpp", "command": ["/x/llama-server", "-m", "m.gguf"]}}
+    assert _server_words(llama) == " (managed llama.cpp (llama-server) server)"
+    old_state = {"server": {"managed": True, "command": ["/x/bin/llama-server", "--port", "1"]}}  # before engine was kept
+    assert "llama.cpp" in _server_words(old_state) and "vLLM" not in _server_words(old_state)
+    assert _server_words({"server": {"managed": True, "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]}}) \
+        == " (managed vLLM server)"
+    assert _server_words({"server": {"managed": False}, "served": [{"id": "m", "owned_by": "llamacpp"}]}) \
+        == " (llama.cpp (llama-server) server)"
 
 
 def test_interrupted_run_resumes_without_losing_or_repeating_claims(tmp_path):

@@ -16,8 +16,10 @@ import pytest
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.pipeline.engine import Engine
 from veracity.bench.prom import (Histogram, Metrics, metrics_url, parse_prometheus, server_figures)
-from veracity.bench.throughput import (ThroughputConfig, bench_throughput, client_rows, parse_nvidia_smi,
-                                       plan_level_sizes, render_markdown, server_rows)
+from veracity.bench.gpu import parse_nvidia_smi
+from veracity.bench.levels import plan_level_sizes
+from veracity.bench.throughput import ThroughputConfig, bench_throughput
+from veracity.bench.throughput_report import client_rows, render_markdown, server_rows
 from veracity.cli._common import run_main
 from veracity.config import Settings
 from veracity.errors import ConfigError, DataError, EndpointError

@@ -136,7 +136,12 @@ def test_scores():
     assert factscore(0, 0) is None
     assert factscore(10, 10) == 1.0  # no penalty at gamma claims or more
     assert factscore(2, 4, gamma=0) == 0.5
-    assert text_scores(["SUPPORTED", "NOT_ENOUGH_INFO"])["factual_precision"] == 1.0
+    # no precision over fewer than MIN_DECIDED decided claims; the NEI share beside it always
+    few = text_scores(["SUPPORTED", "NOT_ENOUGH_INFO"])
+    assert few["factual_precision"] is None and "only 1 decided" in few["precision_withheld"]
+    assert few["nei_share"] == 0.5 and few["decided"] == 1
+    enough = text_scores(["SUPPORTED", "SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"])
+    assert enough["factual_precision"] == pytest.approx(2 / 3) and enough["nei_share"] == 0.25
 
 
 def test_the_stage_params_are_validated():
@@ -270,7 +275,9 @@ def test_the_command_prints_sentences_claims_and_writes_the_report(tmp_path, mon
     assert "factual precision 0.75" in res.output and "FActScore" in res.output
     assert report.read_text().startswith("<!doctype html>")
     res = run_cli(["check", "-", "--method", "direct", "--json"], tmp_path, input=TEXT)
-    rec = json.loads(res.output)
+    rec = json.loads(res.stdout)
+    # not on a terminal: a line per sentence and per claim on stderr, the JSON alone on stdout
+    assert "sentence 3/4: 2 claims, 2 factual" in res.stderr and "claim 4/4" in res.stderr
     assert rec["sentences"][2]["verdict"] == "REFUTED" and "trace" in rec["sentences"][2]["claims"][1]
     out = tmp_path / "o.jsonl"
     docs_file = tmp_path / "d.jsonl"

@@ -132,5 +132,40 @@ def test_hotpot_abstracts_folder(tmp_path):
 
 
 def test_a_folder_that_is_not_a_corpus_is_refused(tmp_path):
-    with pytest.raises(CorpusError, match="not HotpotQA's abstracts"):
+    with pytest.raises(CorpusError, match="neither HotpotQA's abstracts"):
         resolve_sources([tmp_path])
+
+
+def _fever_folder(tmp_path):
+    """FEVER's wiki-pages/ as released: wiki-001.jsonl ... (an empty first record), PTB-tokenised lines."""
+    folder = tmp_path / "wiki-pages"
+    folder.mkdir()
+    first = [{"id": "", "text": "", "lines": ""},
+             {"id": "Nikolaj_Coster-Waldau", "text": "x",
+              "lines": "0\tNikolaj William Coster-Waldau -LRB- born 27 July 1970 -RRB- is a Danish actor , producer "
+                       "and screenwriter .\tDanish\n1\tHe has n't said `` never '' .\t"}]
+    second = [{"id": "Soul_Food_-LRB-film-RRB-", "text": "x", "lines": "0\tSoul Food is a 1997 film .\tfilm"}]
+    (folder / "wiki-001.jsonl").write_text("\n".join(json.dumps(r) for r in first) + "\n")
+    (folder / "wiki-002.jsonl").write_text("\n".join(json.dumps(r) for r in second) + "\n")
+    return folder
+
+
+def test_fevers_wiki_pages_folder_is_read_and_detokenised(tmp_path):
+    folder = _fever_folder(tmp_path)
+    assert detect_format(folder) == "fever"
+    arts, info = read(folder, "fever")
+    assert [(a.title, a.text) for a in arts] == [
+        ("Nikolaj Coster-Waldau", "Nikolaj William Coster-Waldau (born 27 July 1970) is a Danish actor, producer and "
+                                  "screenwriter. He hasn't said \"never\"."),
+        ("Soul Food (film)", "Soul Food is a 1997 film.")]
+    assert info.dump_date == "2017-06-01" and info.skipped == {"empty": 1}
+    [src] = resolve_sources([folder])
+    assert src.format == "fever"
+
+
+def test_a_folder_source_is_planned_not_zero(tmp_path):
+    from veracity.indexes.passages import Chunking
+    from veracity.indexes.plan import estimate_passages
+
+    assert estimate_passages(_fever_folder(tmp_path), "fever", Chunking()) == (2, "counted (2 files read)")
+    assert estimate_passages(_hotpot_folder(tmp_path), "hotpot-abstracts", Chunking()) == (3, "counted (3 files read)")

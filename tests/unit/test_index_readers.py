@@ -85,7 +85,7 @@ def test_pyserini_hover_and_fever_records(tmp_path):
     f.write_bytes(bz2.compress("\n".join(json.dumps(r) for r in recs).encode()))
     assert detect_format(f) == "fever"
     arts, info = read(f, "fever")
-    assert [(a.title, a.text) for a in arts] == [("Soul Food (film)", "Soul Food is a 1997 film . It stars Vanessa Williams .")]
+    assert [(a.title, a.text) for a in arts] == [("Soul Food (film)", "Soul Food is a 1997 film. It stars Vanessa Williams.")]
     assert info.skipped == {"empty": 1}
 
 

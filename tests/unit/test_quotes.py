@@ -288,3 +288,78 @@ def test_mermaid_quotes_off_is_the_paper_executor():
     assert verdict.label is Label.SUPPORTED and verdict.quotes is None and len(llm.calls) == 2
     assert "quotes" not in llm.calls[1].output_model.model_fields
     assert "quotes" not in verdict.to_dict(CLAIM)
+
+
+# ----------------------------------------------------------------- issue 44: brackets, chunk edges, key terms
+def test_editorial_brackets_and_chunk_edges_are_tolerated():
+    passage = 'She won the Nobel Prize in Chemistry "[for] the discovery of the elements radium and polonium".'
+    assert span('"for the discovery of the elements radium', passage) == '"[for] the discovery of the elements radium'
+    chunk = "In 1898 Marie Curie discovered the elements radium and"  # the chunk ends mid-sentence
+    (q,) = check_quotes([("a", "discovered the elements radium and polonium in 1898")], [Evidence("a", "t", chunk)])
+    assert q.found and q.at_edge and chunk[q.start:q.end] == "discovered the elements radium and"
+    assert q.to_dict()["at_edge"] is True and "at_edge" not in Quote("a", "x", 0, 1).to_dict()
+    (q,) = check_quotes([("a", "She was the first woman")], [Evidence("a", "t", "Marie Curie. She")])
+    assert not q.found  # three characters at the edge prove nothing
+
+
+def test_a_verbatim_quote_that_never_mentions_the_claims_key_terms_is_flagged():
+    from veracity.pipeline.quotes import key_terms, quote_terms
+
+    assert key_terms("Rome is on the Tiber.") == ["Rome", "Tiber"]
+    rome = [Quote("Rome#1", "Rome is the capital city of Italy", 0, 33)]
+    terms = quote_terms("Rome is on the Tiber.", rome)
+    assert terms["missing"] == ["Tiber"] and terms["flag"] == "the quotes never mention Tiber"
+    elsewhere = [Quote("Tiber#0", "the river flows through the city", 0, 30)]
+    assert quote_terms("Rome is on the Tiber.", elsewhere)["flag"] == "the quotes never mention Rome"
+    assert quote_terms("Rome is on the Tiber.", [Quote("R#0", "Rome lies on the Tiber", 0, 5)])["flag"] is None
+    verdict, _ = run_rag([HONEST], quotes="check")
+    assert verdict.to_dict(CLAIM)["quote_terms"]["subject"] == "Amazon River"
+
+
+def test_an_explanation_may_not_attribute_words_the_passage_lacks():
+    from veracity.pipeline.quotes import unsupported_attributions
+
+    curie = [Evidence("Marie Curie#0", "Marie Curie", "Marie Curie was a Polish physicist and chemist who conducted "
+                      "pioneering research on radioactivity.")]
+    (lack,) = unsupported_attributions("The passage states that Marie Curie was born in Warsaw, so the claim is "
+                                       "refuted.", curie)
+    assert "born, warsaw" in lack
+    assert unsupported_attributions("Passage [Marie Curie#0] says she was a Polish physicist.", curie) == []
+    assert unsupported_attributions("The passage says nothing about her birthplace.", curie) == []
+    assert unsupported_attributions('It reads "born in Paris in 1900".', curie) == ['"born in Paris in 1900" is not in the passages']
+    # in quotes=check the attribution is a mismatch like a missing quote: retried, then not supported
+    lying = {**HONEST, "label": "SUPPORTED", "explanation": "The passage states that the river ends in the Pacific."}
+    verdict, llm = run_rag([lying, lying], quotes="check")
+    assert len(llm.calls) == 2 and "the passages, which lack" in llm.calls[1].messages[-1]["content"]
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
+
+
+def test_a_binary_refuted_verdict_must_quote_too():
+    bare = {**HONEST, "label": "REFUTED", "quotes": []}
+    verdict, llm = run_rag([bare, bare], space=BINARY, quotes="check")
+    assert len(llm.calls) == 2 and "the verdict quotes no passage" in llm.calls[1].messages[-1]["content"]
+    assert verdict.grounding == "ungrounded"
+
+
+def test_check_shows_the_quotes_in_json_terminal_and_html():
+    from rich.console import Console
+
+    from veracity.check.extract import ExtractedClaim, Extraction, Sentence
+    from veracity.check.render import render_text, report_html
+    from veracity.check.run import assemble
+
+    verdict, _ = run_rag([HONEST], quotes="check")
+    claim = Claim("t#s1c1", CLAIM.text)
+    ex = Extraction("t", CLAIM.text + ".", [Sentence(1, 0, len(CLAIM.text) + 1, CLAIM.text + ".",
+                                                      [ExtractedClaim("t#s1c1", CLAIM.text, "factual")])], {}, {})
+    rec = json.loads(json.dumps(assemble(ex, {claim.id: verdict.to_dict(claim)}, "rag")))
+    item = rec["sentences"][0]["claims"][0]
+    assert item["quotes"][0]["text"] == "the largest river by discharge volume of water" and item["grounding"] == "grounded"
+    assert item["quote_terms"]["flag"] == "the quotes never mention Amazon River"
+    con = Console(width=250, record=True)
+    con.print(render_text(rec))
+    out = con.export_text()
+    assert "\u201cthe largest river by discharge volume of water\u201d  found" in out
+    assert "warning: the quotes never mention Amazon River" in out
+    page = report_html(rec)
+    assert "c.quotes" in page and "the largest river by discharge volume of water" in page

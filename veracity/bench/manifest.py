@@ -32,7 +32,7 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
     base = base if base.endswith("/v1") else base + "/v1"
     try:
         data = httpx.get(base + "/models", timeout=5, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
-        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len")} for m in data.get("data", [])]
+        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len", "owned_by")} for m in data.get("data", [])]
     except httpx.TransportError as exc:  # nobody answers: stop before the run directory is written
         raise EndpointError(f"cannot reach the model endpoint {url} ({type(exc).__name__})",
                             hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None
@@ -40,8 +40,8 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
         out["served_error"] = f"{type(exc).__name__}: {exc}"
     state = read_state(settings)
     if state is not None and state.endpoint.rstrip("/") == url.rstrip("/"):
-        out["server"] = {"managed": True, "command": state.command, "variant": state.variant,
-                         "model_path": state.model_path, "log_path": state.log_path}
+        out["server"] = {"managed": True, "engine": getattr(state, "engine", None), "command": state.command,
+                         "variant": state.variant, "model_path": state.model_path, "log_path": state.log_path}
     else:
         out["server"] = {"managed": False}
     return out

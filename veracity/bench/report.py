@@ -78,7 +78,83 @@ def _evidence_line(run: dict[str, Any]) -> str:
     return line
 
 
-def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]) -> str:
+CLAIMS_CSV = "predictions.csv"
+ENGINE_WORDS = {"vllm": "vLLM", "llamacpp": "llama.cpp (llama-server)", "llama-server": "llama.cpp (llama-server)",
+                "llama.cpp": "llama.cpp (llama-server)"}
+
+
+def server_engine(model: dict[str, Any]) -> str | None:
+    """The program that served a run, as run.json records it: the managed server's engine (or its launch
+    command's program), else what the endpoint's model list says of itself (``owned_by``); None: unknown."""
+    server = model.get("server") or {}
+    if server.get("engine"):
+        return str(server["engine"])
+    cmd = server.get("command") or []
+    if cmd:
+        prog = Path(str(cmd[0])).name.lower()
+        if "llama" in prog:
+            return "llamacpp"
+        if "vllm" in " ".join(str(c) for c in cmd[:4]).lower():
+            return "vllm"
+    owners = {str(m.get("owned_by")) for m in model.get("served") or [] if m.get("owned_by")}
+    return ", ".join(sorted(owners)) if owners else None
+
+
+def _server_words(model: dict[str, Any]) -> str:
+    engine = server_engine(model)
+    managed = (model.get("server") or {}).get("managed")
+    if engine is None:
+        return " (managed server)" if managed else ""
+    return f" ({'managed ' if managed else ''}{ENGINE_WORDS.get(engine, engine)} server)"
+
+
+CLAIMS_IN_REPORT = 200  # the per-claim table of report.md; predictions.csv holds every claim
+
+
+def claim_rows(dataset: Dataset, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per predicted claim in the dataset's order: id, gold, predicted, correct, the claim, its cost."""
+    gold = {c.id: (c, g) for c, g in dataset.claims}
+    by_id = {r.get("id"): r for r in results if r.get("id") in gold}
+    rows = []
+    for cid, (c, g) in gold.items():
+        r = by_id.get(cid)
+        if r is None:
+            continue
+        summary = (r.get("trace") or {}).get("summary") or {}
+        rows.append({"id": cid, "gold": r.get("gold") or g.value, "predicted": r.get("label"),
+                     "correct": (r.get("gold") or g.value) == r.get("label"), "claim": c.text,
+                     "llm_calls": summary.get("llm_calls"),
+                     "tokens": (summary.get("prompt_tokens") or 0) + (summary.get("completion_tokens") or 0),
+                     "grounding": r.get("grounding")})
+    return rows
+
+
+def write_claims_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["id", "gold", "predicted", "correct", "claim", "llm_calls", "tokens",
+                                          "grounding"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _claims_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = ["## Claims", "", f"Every claim with its gold label and prediction in `{CLAIMS_CSV}` "
+           + (f"(the first {CLAIMS_IN_REPORT} of {len(rows)} here)." if len(rows) > CLAIMS_IN_REPORT else "(all here)."),
+           "", "| id | gold | predicted | right | claim |", "|---|---|---|---|---|"]
+    for r in rows[:CLAIMS_IN_REPORT]:
+        text = " ".join(str(r["claim"]).split()).replace("|", "\\|")
+        text = text if len(text) <= 120 else text[:117] + "..."
+        out.append(f"| {str(r['id']).replace('|', '/')} | {r['gold']} | {r['predicted']} | "
+                   f"{'yes' if r['correct'] else 'no'} | {text} |")
+    return out + [""]
+
+
+def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str],
+                  claims: list[dict[str, Any]] | None = None) -> str:
     cfg = run["config"]
     ds = run["dataset"]
     lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant") else ""), ""]
@@ -96,8 +172,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
         f"- model: {model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"
-        f" at {model.get('endpoint')}"
-        + (" (managed vLLM server)" if (model.get("server") or {}).get("managed") else ""),
+        f" at {model.get('endpoint')}" + _server_words(model),
         f"- index: {record.get('index_dir') or 'none'}"
         + (f" ({record['index'].get('passages')} passages)" if isinstance(record.get("index"), dict) else ""),
     ]
@@ -173,6 +248,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     paper = cfg.get("paper") or {}
     if paper:
         lines += ["## Reported in the paper", ""] + [f"- {k}: {v}" for k, v in paper.items()] + [""]
+    lines += _claims_table(claims or [])
     return "\n".join(lines)
 
 
@@ -187,7 +263,8 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
                                evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
     # a run directory written before label spaces existed ran in 3way
-    metrics = score_run(dataset, read_predictions(run_dir), wall, run_manifest(run).get("label_space") or THREE_WAY.name)
+    results = read_predictions(run_dir)
+    metrics = score_run(dataset, results, wall, run_manifest(run).get("label_space") or THREE_WAY.name)
     metrics["run"] = {"name": run["config"].get("name") or run_dir.name, "method": run["config"]["method"],
                       "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
                       "label_space": metrics["label_space"]["name"],
@@ -196,5 +273,7 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
                       "concurrency": run.get("concurrency"), "leakage": run.get("leakage")}
     _write_json(run_dir / METRICS_FILE, metrics)
     plots = _plots(run_dir, metrics)
-    (run_dir / REPORT_FILE).write_text(render_report(run, metrics, plots), encoding="utf-8")
+    rows = claim_rows(dataset, results)
+    write_claims_csv(run_dir / CLAIMS_CSV, rows)
+    (run_dir / REPORT_FILE).write_text(render_report(run, metrics, plots, rows), encoding="utf-8")
     return metrics

@@ -156,6 +156,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         t0 = time.perf_counter()
         stopped: EndpointError | None = None
         try:
+            for c, g in dataset.claims:  # each prediction carries its gold label (Verdict.to_dict)
+                c.meta["gold_label"] = g.value
             stats = verifier.verify_many([c for c, _ in dataset.claims], out=out_dir / PREDICTIONS_FILE,
                                          progress=progress, on_result=on_result)
             session.update(done=stats.done, failed=[list(f) for f in stats.failed])

@@ -34,194 +34,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from veracity.bench.metrics import efficiency_summary
-from veracity.bench.prom import Metrics, metrics_url, parse_prometheus, server_figures
+from veracity.bench.gpu import gpu_memory
+from veracity.bench.levels import default_claims_per_level, level_dir_name, plan_level_sizes
+from veracity.bench.prom import metrics_url, server_figures
+from veracity.bench.sampling import MetricsProbe, Sampler
+from veracity.bench.throughput_report import write_reports
 from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, EndpointError
 
 DEFAULT_LEVELS = (1, 4, 16, 64)
-REPORT_JSON = "report.json"
-REPORT_MD = "report.md"
-SCALING_PNG = "scaling.png"
-GPU_SAMPLE_EVERY_S = 2.0
 SETTLE_S = 0.5
 
 Notify = Callable[[str], None]
-
-
-def default_claims_per_level(concurrency: int) -> int:
-    """Enough claims to keep every worker busy twice over."""
-    return max(8, 2 * concurrency)
-
-
-def level_dir_name(concurrency: int) -> str:
-    return f"c{concurrency:04d}"
-
-
-def plan_level_sizes(levels: list[int], available: int, claims_per_level: int | None) -> tuple[list[int], bool]:
-    """Claims per level, and whether they were cut down to fit ``available`` disjoint claims.
-
-    An explicit ``claims_per_level`` that does not fit is an error; the defaults (max(8, 2 x concurrency))
-    shrink in proportion, at least one claim per level.
-    """
-    if not levels:
-        raise ConfigError("no concurrency levels given", hint="e.g. --concurrency 1,4,16,64")
-    if len(set(levels)) != len(levels):
-        raise ConfigError(f"concurrency levels repeat: {','.join(map(str, levels))}",
-                          hint="list each level once, e.g. --concurrency 1,4,16")
-    if claims_per_level is not None:
-        if claims_per_level < 1:
-            raise ConfigError(f"--claims-per-level must be at least 1, got {claims_per_level}", hint="e.g. --claims-per-level 16")
-        sizes = [claims_per_level] * len(levels)
-        if sum(sizes) > available:
-            raise ConfigError(
-                f"{len(levels)} levels x {claims_per_level} claims need {sum(sizes)} distinct claims, "
-                f"the dataset has {available}",
-                hint="lower --claims-per-level or give fewer --concurrency levels (levels never reuse a claim)")
-        return sizes, False
-    sizes = [default_claims_per_level(c) for c in levels]
-    if sum(sizes) <= available:
-        return sizes, False
-    if available < len(levels):
-        raise ConfigError(f"the dataset has {available} claims, fewer than the {len(levels)} levels",
-                          hint="give fewer --concurrency levels or a larger dataset")
-    scale = available / sum(sizes)
-    return [max(1, int(s * scale)) for s in sizes], True
-
-
-# -- GPU memory -------------------------------------------------------------------------------------
-def parse_nvidia_smi(text: str) -> dict[str, Any] | None:
-    """``nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader,nounits`` ->
-    {"used_mib", "total_mib", "devices": [{"index", "used_mib", "total_mib"}]}; None if nothing parses."""
-    devices = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) != 3:
-            continue
-        try:
-            devices.append({"index": int(parts[0]), "used_mib": float(parts[1]), "total_mib": float(parts[2])})
-        except ValueError:
-            continue
-    if not devices:
-        return None
-    return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
-            "devices": devices, "source": "nvidia-smi"}
-
-
-def gpu_memory() -> dict[str, Any] | None:
-    """GPU memory in use on this machine (all NVIDIA GPUs), or None without a GPU."""
-    if shutil.which("nvidia-smi"):
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total",
-                                  "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
-            if out.returncode == 0:
-                return parse_nvidia_smi(out.stdout)
-        except (OSError, subprocess.SubprocessError):
-            pass
-    if not Path("/dev/nvidiactl").exists():  # no NVIDIA driver: do not pay for importing torch
-        return None
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return None
-        devices = []
-        for i in range(torch.cuda.device_count()):
-            free, total = torch.cuda.mem_get_info(i)
-            devices.append({"index": i, "used_mib": (total - free) / 2**20, "total_mib": total / 2**20})
-        return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
-                "devices": devices, "source": "torch.cuda.mem_get_info"}
-    except Exception:  # torch missing or broken: no figure rather than a failed benchmark
-        return None
-
-
-# -- /metrics ---------------------------------------------------------------------------------------
-class MetricsProbe:
-    """Scrapes the endpoint's Prometheus ``/metrics``; ``scrape`` raises on any failure."""
-
-    def __init__(self, url: str, timeout_s: float = 5.0):
-        self.url = url
-        self.timeout_s = timeout_s
-        self._client: Any = None
-
-    async def scrape(self) -> Metrics:
-        import httpx
-
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s)
-        resp = await self._client.get(self.url)
-        if resp.status_code != 200:
-            raise ValueError(f"answered HTTP {resp.status_code}")
-        metrics = parse_prometheus(resp.text)
-        if not len(metrics):
-            raise ValueError("returned no Prometheus samples")
-        return metrics
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-
-class _Sampler:
-    """Snapshots around one level and gauge polls (and GPU memory) while it runs."""
-
-    def __init__(self, probe: Any, interval_s: float, warn: Notify, gpu: bool, warned: set[str]):
-        self.probe = probe
-        self.interval_s = interval_s
-        self.warn = warn
-        self.gpu = gpu
-        self.polls: list[Metrics] = []
-        self.poll_errors = 0
-        self.gpu_samples: list[dict[str, Any]] = []
-        self.warned = warned  # shared by the levels: an unreachable /metrics is reported once
-        self._task: asyncio.Task | None = None
-
-    async def snapshot(self) -> Metrics | None:
-        if self.probe is None:
-            return None
-        try:
-            return await self.probe.scrape()
-        except Exception as exc:
-            if "unreachable" not in self.warned:
-                self.warned.add("unreachable")
-                self.warn(f"cannot read {getattr(self.probe, 'url', 'the server metrics')} "
-                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): server-side figures are n/a")
-            return None
-
-    async def _poll(self) -> None:
-        last_gpu = 0.0
-        while True:
-            await asyncio.sleep(self.interval_s)
-            if self.probe is not None:
-                try:
-                    self.polls.append(await self.probe.scrape())
-                except Exception:
-                    self.poll_errors += 1
-            if self.gpu and time.monotonic() - last_gpu >= GPU_SAMPLE_EVERY_S:
-                last_gpu = time.monotonic()
-                sample = await asyncio.to_thread(gpu_memory)
-                if sample is not None:
-                    self.gpu_samples.append(sample)
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._poll())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
-            self._task = None
 
 
 # -- the benchmark ----------------------------------------------------------------------------------
@@ -237,6 +67,13 @@ class ThroughputConfig:
     params: dict[str, Any] = field(default_factory=dict)
     warmup: int = 1  # claims verified (at concurrency 1) before the first level, not reported
     poll_interval_s: float = 0.5
+    verifier: Any = None  # the run's VerifierConfig: method and parameters checked once, here
+
+    def __post_init__(self) -> None:
+        if self.verifier is None:
+            from veracity.pipeline.config import VerifierConfig
+
+            self.verifier = VerifierConfig(method=self.method, params=self.params)
 
 
 def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
@@ -320,7 +157,6 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     """
     from veracity.bench.datasets import load_dataset
     from veracity.pipeline.api import Verifier, open_index
-    from veracity.pipeline.methods import get_method
 
     settings = settings or Settings()
     notify = notify or (lambda s: None)
@@ -336,8 +172,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         raise ConfigError(f"--warmup must be 0 or more, got {cfg.warmup}", hint="e.g. --warmup 1")
     if cfg.poll_interval_s <= 0:
         raise ConfigError("the metrics poll interval must be positive")
-    spec = get_method(cfg.method)
-    spec.make_params(cfg.params)  # unknown parameter names: one line naming the valid ones
+    spec = cfg.verifier.spec  # method and parameters were checked when the config was built
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
@@ -413,11 +248,8 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
         # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
         # dir; verdicts in the dataset's label space, as `bench run` gives them
-        from veracity.pipeline.config import VerifierConfig
-
-        config = VerifierConfig(method=spec.name, params=cfg.params, labels=dataset.label_space.name, index=searcher,
-                                endpoint=url, model=model, concurrency=concurrency, state_dir=level_dir,
-                                settings=settings)
+        config = cfg.verifier.replace(labels=dataset.label_space.name, index=searcher, endpoint=url, model=model,
+                                      concurrency=concurrency, state_dir=level_dir, settings=settings)
         return Verifier.from_config(config, llm=llm)
 
     stopped: EndpointError | None = None
@@ -438,7 +270,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
             name = level_dir_name(concurrency)
             level_dir = out_dir / name
             notify(f"level {i + 1}/{len(levels)}: concurrency {concurrency}, {len(level_claims)} claims")
-            sampler = _Sampler(probe, cfg.poll_interval_s, warn_, gpu=gpu_now is not None, warned=warned)
+            sampler = Sampler(probe, cfg.poll_interval_s, warn_, gpu=gpu_now is not None, warned=warned)
             before = await sampler.snapshot()
             v = verifier_for(level_dir, concurrency)
             stats, why = None, None
@@ -492,129 +324,3 @@ def bench_throughput(cfg: ThroughputConfig, out_dir: Path | str, **kw: Any) -> d
     return asyncio.run(abench_throughput(cfg, out_dir, **kw))
 
 
-# -- tables and reports -----------------------------------------------------------------------------
-def fmt(value: Any, spec: str = ".2f", scale: float = 1.0, suffix: str = "") -> str:
-    """A number for a table; None -> "n/a"."""
-    if value is None:
-        return "n/a"
-    return format(value * scale, spec) + suffix
-
-
-def _pair(a: Any, b: Any, spec: str = ".1f") -> str:
-    return "n/a" if a is None and b is None else f"{fmt(a, spec)} / {fmt(b, spec)}"
-
-
-CLIENT_COLUMNS = ("conc.", "ok/failed", "claims/min", "prompt tok/s", "compl tok/s", "total tok/s", "calls/claim",
-                  "p50 s", "p95 s")
-SERVER_COLUMNS = ("conc.", "prefix hit", "own hit", "TTFT s", "TPOT s", "running avg/max", "waiting avg/max",
-                  "KV max", "srv reqs", "GPU MiB")
-
-
-def client_rows(report: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for lv in report["levels"]:
-        rows.append([str(lv["concurrency"]), f"{lv['done']}/{lv['failed']}" + (" (stopped)" if lv.get("stopped") else ""),
-                     fmt(lv["claims_per_min"]), fmt(lv["prompt_tokens_per_s"], ".1f"),
-                     fmt(lv["completion_tokens_per_s"], ".1f"), fmt(lv["tokens_per_s"], ".1f"),
-                     fmt(lv["llm_calls_per_claim"]), fmt(lv["latency_p50_s"], ".1f"), fmt(lv["latency_p95_s"], ".1f")])
-    return rows
-
-
-def server_rows(report: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    for lv in report["levels"]:
-        s = lv["server"]
-        gpu = lv.get("gpu_memory_used_max_mib")
-        rows.append([str(lv["concurrency"]) + (" *" if lv.get("other_traffic") else ""),
-                     fmt(s["prefix_cache_hit_rate"], ".1%"), fmt(lv.get("own_prefix_cache_hit_rate"), ".1%"),
-                     fmt(s["ttft_mean_s"], ".3f"), fmt(s["tpot_mean_s"], ".4f"),
-                     _pair(s["requests_running_mean"], s["requests_running_max"]),
-                     _pair(s["requests_waiting_mean"], s["requests_waiting_max"]),
-                     fmt(s["kv_cache_usage_max"], ".1%"), fmt(s["requests_finished"], ".0f"),
-                     fmt(gpu, ".0f")])
-    return rows
-
-
-def _md_table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(r) + " |" for r in rows]
-
-
-def render_markdown(report: dict[str, Any], plot: str | None) -> str:
-    sizes = ", ".join(f"{c}: {n}" for c, n in zip(report["levels_requested"], report["claims_per_level"], strict=True))
-    lines = [f"# bench throughput: {report['method']} on {report['dataset']}", "",
-             f"- status: {report['status']}",
-             f"- model: {report['model']} at {report['endpoint'] or '(stand-in LLM)'}; metrics: {report['metrics_url'] or 'n/a'}",
-             f"- index: {report['index_dir'] or 'none'}; method parameters: "
-             f"`{json.dumps(report['params']) if report['params'] else 'defaults'}`",
-             "- concurrency is the number of claims in flight; LLM requests in flight stay at "
-             f"{report.get('llm_concurrency') or 'the default'} at every level ($VERACITY_LLM_CONCURRENCY, default "
-             "256 = vLLM's default --max-num-seqs, so the client does not cap the server's batch)",
-             f"- claims per level (concurrency: claims): {sizes}"
-             f" (seed {report['seed']}, warm-up {report['warmup_claims']} claim(s) not reported)",
-             f"- levels are independent: {report['disjointness']}. The server's prefix cache outlives a "
-             "benchmark: claims an earlier run sent (same dataset and seed) may still be cached; another --seed "
-             "gives claims it has not seen.",
-             f"- GPU: {fmt((report.get('gpu') or {}).get('total_mib'), '.0f', suffix=' MiB total') if report.get('gpu') else 'none (CPU)'}",
-             f"- started {report['started_at']}, finished {report.get('finished_at', '-')}", ""]
-    lines += ["## Client side (whole pipeline)", "", *_md_table(CLIENT_COLUMNS, client_rows(report)), "",
-              "Tokens are the LLM usage of the claims that finished, over the level's wall time; calls/claim counts "
-              "LLM calls; p50 / p95 are per-claim latencies.", "",
-              "## Server side (vLLM /metrics)", "", *_md_table(SERVER_COLUMNS, server_rows(report)), "",
-              "Prefix hit (prefix-cache hit rate), TTFT (mean time to first token), TPOT (mean time per output "
-              "token) and srv reqs (requests the server finished) are deltas of the server's counters over the "
-              "level; running / waiting requests and KV-cache usage (max) are polled every "
-              f"{report['poll_interval_s']} s; GPU MiB is the most GPU memory in use during the level. "
-              "n/a: the server does not expose the figure (or /metrics could not be read). Own hit is the share "
-              "of this benchmark's prompt tokens the server reported as cached (`usage.prompt_tokens_details`), "
-              "unaffected by other clients. * marks a level during which other clients used the server too.", ""]
-    if report["warnings"]:
-        lines += ["## Warnings", ""] + [f"- {w}" for w in report["warnings"]] + [""]
-    failed = [(lv["concurrency"], cid, why) for lv in report["levels"] for cid, why in lv["failed_claims"]]
-    if failed:
-        lines += ["## Failed claims", ""] + [f"- concurrency {c}, claim {cid}: {why}" for c, cid, why in failed] + [""]
-    if plot:
-        lines += [f"![{plot}]({plot})", ""]
-    return "\n".join(lines)
-
-
-def plot_scaling(out_dir: Path, report: dict[str, Any]) -> str | None:
-    """claims/min and tokens/s against concurrency (log2 axis)."""
-    levels = [lv for lv in report["levels"] if lv["done"]]
-    if not levels:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    xs = [lv["concurrency"] for lv in levels]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    a.plot(xs, [lv["claims_per_min"] for lv in levels], "o-", color="#4477aa")
-    a.set_ylabel("claims / min")
-    b.plot(xs, [lv["tokens_per_s"] for lv in levels], "o-", label="total", color="#4477aa")
-    b.plot(xs, [lv["prompt_tokens_per_s"] for lv in levels], "s--", label="prompt", color="#66ccee")
-    b.plot(xs, [lv["completion_tokens_per_s"] for lv in levels], "^--", label="completion", color="#ee6677")
-    b.set_ylabel("LLM tokens / s")
-    b.legend(fontsize=8)
-    for ax in (a, b):
-        ax.set_xlabel("claims in flight (concurrency)")
-        if len(set(xs)) > 1:
-            ax.set_xscale("log", base=2)
-        ax.set_xticks(xs, [str(x) for x in xs])
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-    fig.suptitle(f"{report['method']}: end-to-end throughput ({report['model']})", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out_dir / SCALING_PNG, dpi=110)
-    plt.close(fig)
-    return SCALING_PNG
-
-
-def write_reports(out_dir: Path, report: dict[str, Any]) -> None:
-    """report.json, report.md and scaling.png; the reports are replaced atomically, so always readable."""
-    out_dir = Path(out_dir)
-    png = plot_scaling(out_dir, report)
-    for name, text in ((REPORT_JSON, json.dumps(report, indent=2, default=str)), (REPORT_MD, render_markdown(report, png))):
-        tmp = out_dir / (name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out_dir / name)

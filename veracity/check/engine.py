@@ -20,6 +20,31 @@ from veracity.pipeline.types import Claim
 OnRecord = Callable[[dict[str, Any]], None]
 
 
+def engine_name(url: str, settings: Any) -> str:
+    """The program serving ``url``: the managed server's engine when it is veracity's, else what the
+    endpoint's model list says of itself (llama.cpp's server answers ``owned_by: llamacpp``), else unknown."""
+    try:
+        from veracity.serving.state import read_state
+
+        state = read_state(settings)
+        if state is not None and state.endpoint.rstrip("/") == url.rstrip("/"):
+            return f"{state.engine} (managed)"
+    except Exception:  # a state file that cannot be read names nothing
+        pass
+    try:
+        import httpx
+
+        base = url.rstrip("/")
+        base = base if base.endswith("/v1") else base + "/v1"
+        data = httpx.get(base + "/models", timeout=3, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
+        owners = {m.get("owned_by") for m in data.get("data", []) if m.get("owned_by")}
+        if owners:
+            return ", ".join(sorted(str(o) for o in owners))
+    except Exception:  # the report says what could be learned
+        pass
+    return "unknown"
+
+
 class ClaimVerifier:
     """Verifies extracted claims with one method (any of ``veracity verify``'s), one index, one endpoint."""
 
@@ -45,6 +70,34 @@ class ClaimVerifier:
     def client(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """The run's LLM client (extraction and verification share it)."""
         return self.verifier.client()
+
+    def header(self, llm: Any = None) -> dict[str, Any]:
+        """What a check's report names: model, engine (the server program), index (with its dump date),
+        method, label space, evidence setting and the date (UTC). ``llm`` is the run's open client."""
+        import datetime as _dt
+
+        from veracity.indexes.manifest import index_dump_date
+
+        eng = self.verifier.engine
+        out: dict[str, Any] = {"method": self.method, "labels": self.verifier.label_space.name,
+                               "evidence": eng.evidence,
+                               "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+        if eng.stand_in is not None:
+            out.update(model=getattr(eng.stand_in, "model", None), engine=type(eng.stand_in).__name__, endpoint=None)
+        else:
+            url, model = eng.resolve_endpoint()
+            out.update(model=getattr(llm, "model", None) or model, endpoint=url,
+                       engine=engine_name(url, eng.settings))
+        manifest = getattr(eng.searcher, "manifest", None)
+        if isinstance(manifest, dict):
+            dump = index_dump_date(manifest)
+            where = eng.config.index if eng.config is not None and eng.config.index is not None else None
+            out["index"] = {"name": Path(str(where)).name if where else manifest.get("kind", "index"),
+                            "path": str(where) if where else None, "passages": manifest.get("passages"),
+                            "dump_date": dump.isoformat() if dump else None}
+        else:
+            out["index"] = None
+        return out
 
     def check_output(self, claims_path: Path) -> None:
         """The per-claim results file of a batch can be written and resumed with this method and its

@@ -16,7 +16,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from veracity.check.roles import EXTRACTOR, WORTHINESS, CheckParams
+from veracity.check.guard import check_claim
+from veracity.check.opinions import opinion_rule
+from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import split_sentences
 from veracity.pipeline.types import Trace
@@ -50,6 +52,9 @@ class Extraction:
     sentences: list[Sentence]
     fallbacks: dict[str, int]  # role -> replies that never validated (the declared fallback was used)
     trace: dict[str, Any]
+    # claims the sentence guard (veracity.check.guard) refused even after the one re-ask:
+    # {"sentence": n, "claim": text, "reason": why}
+    dropped: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def claims(self) -> list[ExtractedClaim]:
@@ -58,13 +63,19 @@ class Extraction:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.text_id, "text": self.text,
                 "sentences": [asdict(s) for s in self.sentences],
-                "fallbacks": self.fallbacks, "trace": self.trace}
+                "fallbacks": self.fallbacks, "dropped": self.dropped, "trace": self.trace}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Extraction":
         sentences = [Sentence(s["index"], s["start"], s["end"], s["text"],
                               [ExtractedClaim(**c) for c in s["claims"]]) for s in d["sentences"]]
-        return cls(str(d["id"]), d["text"], sentences, dict(d.get("fallbacks") or {}), d.get("trace") or {})
+        return cls(str(d["id"]), d["text"], sentences, dict(d.get("fallbacks") or {}), d.get("trace") or {},
+                   list(d.get("dropped") or []))
+
+
+GUARD_EVENT = "check.claim_outside_sentence"  # claims the guard refused (before the re-ask)
+GUARD_DROPPED_EVENT = "check.claims_dropped"  # what the re-ask could not fix: dropped and counted
+GUARD_SENTENCE_EVENT = "check.sentence_as_claim"  # no claim of a sentence passed: the sentence itself is checked
 
 
 def text_id(text: str) -> str:
@@ -86,22 +97,20 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
     trace = Trace(listener=on_event)
     sentences = sentences_of(text)
     t0 = time.perf_counter()
+    dropped: list[dict[str, Any]] = []
 
     async def one(sentence: Sentence) -> None:
         # one context per sentence: each request's seed derives from "<text id>#s<n>", the role and the call's
         # index within the sentence, so it does not depend on how the sentences' calls interleave
         ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
                             seed=getattr(llm, "seed", None), claim_id=f"{tid}#s{sentence.index}")
-        out = await EXTRACTOR(ctx, text=text, sentence=sentence.text,
-                              trace_info={"sentence": sentence.index})
-        texts = list(dict.fromkeys(" ".join(c.split()) for c in out.claims if c.strip()))  # no empty or repeated claim
+        texts, lost = await _claims_in_sentence(ctx, text, sentence, trace)
+        dropped.extend(lost)
         cats: list[str] = []
         for claim in texts:
-            if params.worthiness:
-                w = await WORTHINESS(ctx, claim=claim, trace_info={"sentence": sentence.index, "claim": claim})
-                cats.append(w.category)
-            else:
-                cats.append("factual")
+            cat, _why = await worthiness_of(claim, sentence.text, llm, params, ctx=ctx,
+                                            trace_info={"sentence": sentence.index, "claim": claim})
+            cats.append(cat)
         sentence.claims = [ExtractedClaim(f"{tid}#s{sentence.index}c{j}", c, cat)
                            for j, (c, cat) in enumerate(zip(texts, cats, strict=True), 1)]
         trace.notify("check.sentence", sentence=sentence.index,
@@ -118,4 +127,63 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
     for ev in trace.events:
         if ev.get("role") in fallbacks:
             fallbacks[ev["role"]] += 1
-    return Extraction(tid, text, sentences, fallbacks, trace.to_dict())
+    dropped.sort(key=lambda d: d["sentence"])
+    return Extraction(tid, text, sentences, fallbacks, trace.to_dict(), dropped)
+
+
+async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams, *, ctx: MethodContext | None = None,
+                        claim_id: str = "worthiness", trace_info: dict[str, Any] | None = None) -> tuple[str, str]:
+    """A claim's check-worthiness (factual / opinion / not_a_claim) and why: the model-free rule of
+    :mod:`veracity.check.opinions` first, then ``check.worthiness`` (with ``params.worthiness`` and a model);
+    without either, factual."""
+    ruled = opinion_rule(claim, sentence)
+    if ruled is not None:
+        if ctx is not None:
+            ctx.trace.event("check.opinion_rule", category=ruled[0], why=ruled[1], **(trace_info or {}))
+        return ruled
+    if not params.worthiness or llm is None:
+        return "factual", "verified (check-worthiness not asked)"
+    if ctx is None:
+        ctx = MethodContext(llm=llm, tools=None, trace=Trace(), params=params,  # type: ignore[arg-type]
+                            seed=getattr(llm, "seed", None), claim_id=claim_id)
+    w = await WORTHINESS(ctx, claim=claim, sentence=sentence, trace_info=trace_info or {"claim": claim})
+    return w.category, "check.worthiness"
+
+
+def _unique(claims: list[str]) -> list[str]:
+    return list(dict.fromkeys(" ".join(c.split()) for c in claims if c.strip()))  # no empty or repeated claim
+
+
+async def _claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
+                              trace: Trace) -> tuple[list[str], list[dict[str, Any]]]:
+    """The extractor's claims for ``sentence`` that pass the sentence guard; the ones that fail are re-asked
+    once (the failures named, in the same conversation), and whatever still fails is dropped (returned as
+    ``{"sentence", "claim", "reason"}``). A sentence left with no claim is checked as itself."""
+    info = {"sentence": sentence.index}
+    sent = EXTRACTOR.messages(text=text, sentence=sentence.text)
+    first = await EXTRACTOR(ctx, messages=sent, trace_info=info, text=text, sentence=sentence.text)
+    claims = _unique(list(first.claims))
+    kept = [c for c in claims if check_claim(c, sentence.text, text).ok]
+    failing = {c: check_claim(c, sentence.text, text).reason for c in claims if c not in kept}
+    lost: list[dict[str, Any]] = []
+    if failing:
+        trace.event(GUARD_EVENT, sentence=sentence.index, attempt=1,
+                    claims=[{"claim": c, "reason": r} for c, r in failing.items()])
+        again = [*sent, {"role": "assistant", "content": first.model_dump_json()},
+                 {"role": "user", "content": guard_retry_prompt(failing)}]
+        fell_back = sum(1 for e in trace.events if e.get("kind") == EXTRACTOR.fallback.event)  # type: ignore[union-attr]
+        second = await EXTRACTOR(ctx, messages=again, trace_info={**info, "retry": "sentence_guard"},
+                                 text=text, sentence=sentence.text)
+        if sum(1 for e in trace.events if e.get("kind") == EXTRACTOR.fallback.event) == fell_back:  # type: ignore[union-attr]
+            for c in _unique(list(second.claims)):
+                v = check_claim(c, sentence.text, text)
+                if v.ok and c not in kept:
+                    kept.append(c)
+                elif not v.ok and c not in failing:
+                    lost.append({"sentence": sentence.index, "claim": c, "reason": v.reason})
+        lost = [{"sentence": sentence.index, "claim": c, "reason": r} for c, r in failing.items()] + lost
+        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost], kept=kept)
+    if not kept:  # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does)
+        kept = [" ".join(sentence.text.split())]
+        trace.event(GUARD_SENTENCE_EVENT, sentence=sentence.index)
+    return kept[:MAX_CLAIMS_PER_SENTENCE], lost

@@ -27,8 +27,11 @@ from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import Fallback, Role
 
 Message = dict[str, str]
-MAX_EXTRACTED_CLAIM_CHARS = 300  # one atomic claim: a short sentence
-MAX_CLAIMS_PER_SENTENCE = 8  # Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311)
+MAX_EXTRACTED_CLAIM_CHARS = 200  # one atomic claim: a short sentence
+# Factcheck-Bench's annotators wrote 2.2 claims per sentence on average (661 / 311). The bound also bounds the
+# reply: 6 claims of at most 200 characters fit the role's 320 tokens, so a reply is never cut and retried at
+# twice the budget (what made extractor calls meet the request timeout on the loaded reference machine)
+MAX_CLAIMS_PER_SENTENCE = 6
 
 
 def _user(text: str) -> list[Message]:
@@ -48,7 +51,8 @@ class AtomicClaims(BaseModel):
 EXTRACTOR_SYSTEM = (
     "You split one sentence of a text into atomic claims for fact-checking. An atomic claim is a short "
     "declarative sentence that states exactly one piece of information. Cover everything the sentence "
-    "states, and nothing else: do not fabricate claims, do not add facts from other sentences. Make every "
+    "states, and nothing else: do not fabricate claims, do not add facts from other sentences, never copy "
+    "another sentence of the text. Keep the sentence's own words; do not paraphrase. Make every "
     "claim understandable on its own: replace pronouns and vague references (he, she, it, they, this, the "
     "company, the city) with the explicit names they refer to in the text, and restore words left out. "
     "A question, a greeting or an instruction states no fact: return it unchanged as the only item. "
@@ -64,9 +68,17 @@ def _sentence_as_claim(text: str, sentence: str) -> AtomicClaims:
     return AtomicClaims.model_construct(claims=[sentence])  # the declared fallback (not re-validated: may be long)
 
 
+def guard_retry_prompt(failing: dict[str, str]) -> str:
+    """The one re-ask after the sentence guard refused claims (claim -> why): fix or leave out each."""
+    lines = "\n".join(f"- {c} ({why})" for c, why in failing.items())
+    return ("These claims do not stay in the sentence to split:\n" + lines + "\nRewrite each one using only "
+            "the words of the sentence, with a pronoun replaced by the name it refers to, or leave it out. "
+            "Reply with the rewritten claims only.")
+
+
 EXTRACTOR = Role(
     "check.extractor", output=AtomicClaims, render=extractor_messages, instructions=EXTRACTOR_SYSTEM,
-    max_tokens=384,
+    max_tokens=320,
     summary="a sentence's atomic, decontextualised claims (the whole text as context)",
     extra={"paper": "Factcheck-Bench §3 (decomposition, decontextualisation); FActScore §3.1; ZoFia §4.1.3, B.3"},
     fallback=Fallback(_sentence_as_claim, "the sentence itself is verified as one claim",
@@ -103,11 +115,15 @@ WORTHINESS_SYSTEM = (
     "confirm or refute (names, dates, numbers, places, events, properties), whether it is true or false: "
     "a wrong statement is still a checkable statement; opinion when it is a judgement, a preference, a "
     "feeling or a prediction; no_statement when it asserts nothing at all (a question, a greeting, an "
-    "instruction). Reply in JSON."
+    "instruction). A claim taken from a sentence that gives the writer's view (I think, in my opinion) is an "
+    "opinion. Reply in JSON."
 )
 
 
-def worthiness_messages(claim: str) -> list[Message]:
+def worthiness_messages(claim: str, sentence: str | None = None) -> list[Message]:
+    # the sentence the claim came from: "I think" and "should" are often dropped from the claim itself
+    if sentence and " ".join(sentence.split()) != " ".join(claim.split()):
+        return _user(f"Sentence: {sentence}\nClaim: {claim}")
     return _user(f"Claim: {claim}")
 
 
@@ -125,7 +141,7 @@ ROLES: tuple[Role, ...] = (EXTRACTOR, WORTHINESS)
 
 @dataclass
 class CheckParams(MethodParams):
-    """The check stage's settings (``--check-param``); the roles' budgets are ``extractor.max_tokens`` and
+    """The check stage's settings (``veracity check --param``); the roles' budgets are ``extractor.max_tokens`` and
     ``worthiness.max_tokens``."""
 
     worthiness: bool = param(True, help="ask check.worthiness for each claim; false: every claim is "

@@ -28,8 +28,9 @@ from veracity.check.inputs import Doc
 from veracity.check.roles import CheckParams
 from veracity.check.score import sentence_verdict, text_scores
 from veracity.errors import DataError, OutputError
+from veracity.pipeline.quotes import unsupported_attributions
 from veracity.pipeline.results import ResultWriter, read_done_ids
-from veracity.pipeline.types import Claim
+from veracity.pipeline.types import Claim, Evidence
 
 OnEvent = Callable[[dict[str, Any]], None]
 
@@ -40,7 +41,7 @@ def claims_to_verify(extraction: Extraction) -> list[Claim]:
 
 
 def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method: str,
-             gamma: int | None = None) -> dict[str, Any]:
+             gamma: int | None = None, header: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record of one text: text -> sentences (with their worst verdict) -> claims (verdict, evidence,
     trace) and the text's scores. ``results`` maps a claim id to its verdict record (or ``{"error"}``)."""
     sentences = []
@@ -57,6 +58,15 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                 if "label" in r:
                     item.update(label=r["label"], explanation=r["explanation"], evidence=r["evidence"],
                                 trace=r["trace"])
+                    for key in ("quotes", "grounding", "quote_terms"):  # quotes=show|check
+                        if key in r:
+                            item[key] = r[key]
+                    # words the explanation attributes to its passages that they lack (any quotes mode;
+                    # shown beside the explanation, the verdict unchanged)
+                    lacks = unsupported_attributions(r["explanation"], [Evidence(e["passage_id"], e["title"], e["text"])
+                                                                       for e in r["evidence"]])
+                    if lacks:
+                        item["explanation_lacks"] = lacks
                     mine.append(r["label"])
                 else:
                     item.update(label=None, error=r["error"])
@@ -64,12 +74,16 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
             claims.append(item)
         labels.extend(mine)
         sentences.append({"index": s.index, "start": s.start, "end": s.end, "text": s.text,
-                          "verdict": sentence_verdict(mine), "claims": claims})
+                          "verdict": sentence_verdict(mine), "claims": claims,
+                          # its verified facts beside its worst verdict: "REFUTED (2 of 3 supported)"
+                          "supported": sum(1 for x in mine if x == "SUPPORTED"), "verified": len(mine)})
     summary = {"sentences": len(sentences), "claims": sum(categories.values()), "categories": categories,
                **text_scores(labels, gamma=gamma), "fallbacks": extraction.fallbacks,
+               "dropped": len(extraction.dropped),
                "no_factual_claim": categories["factual"] == 0}
-    return {"id": extraction.text_id, "text": extraction.text, "method": method, "summary": summary,
-            "sentences": sentences, "extraction_trace": extraction.trace}
+    return {"id": extraction.text_id, "text": extraction.text, "method": method, "run": header or {"method": method},
+            "summary": summary,
+            "sentences": sentences, "dropped": extraction.dropped, "extraction_trace": extraction.trace}
 
 
 async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, params: CheckParams | None = None,
@@ -87,7 +101,8 @@ async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, pa
             claims_to_verify(ex), llm,
             on_record=lambda r: emit({"kind": "claim.verdict", "claim_id": r["id"], "record": r}),
             on_event=(lambda cid, ev: emit({"kind": "claim.event", "claim_id": cid, "event": ev})) if on_event else None)
-    record = assemble(ex, results, cv.method, gamma)
+        header = cv.header(llm)
+    record = assemble(ex, results, cv.method, gamma, header)
     emit({"kind": "check.done", "record": record})
     return record
 
@@ -162,6 +177,7 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
     stats.skipped = len(docs) - len(pending)
     t0 = time.perf_counter()
     ext_writer, out_writer = ResultWriter(ext_path), ResultWriter(out)
+    header: dict[str, Any] | None = None
 
     def append(writer: ResultWriter, record: dict[str, Any], where: Path) -> None:
         try:
@@ -205,7 +221,10 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
                 if on_progress is not None:
                     on_progress(n, len(pending))
                 continue
-            record = assemble(ex, verified, cv.method, gamma)
+            if header is None:
+                async with cv.client() as llm:
+                    header = cv.header(llm)
+            record = assemble(ex, verified, cv.method, gamma, header)
             append(out_writer, record, out)
             stats.done += 1
             stats.elapsed_s = time.perf_counter() - t0

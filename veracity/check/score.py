@@ -4,8 +4,10 @@ option) a FActScore-style score with its length penalty.
 - A sentence's verdict is the worst of its factual claims' verdicts: REFUTED before NOT_ENOUGH_INFO
   before SUPPORTED. A sentence with no factual claim is ``unchecked``; one whose claims all failed is
   ``failed`` (a failed claim next to verified ones does not hide their verdicts).
-- Factual precision = SUPPORTED / (SUPPORTED + REFUTED): the claims the method decided (None when it
-  decided none).
+- Factual precision = SUPPORTED / (SUPPORTED + REFUTED): the claims the method decided; None when it
+  decided fewer than :data:`MIN_DECIDED` (``precision_withheld`` says why). Beside it, always, the share of
+  verified claims that came back NOT_ENOUGH_INFO (``nei_share``): a precision of 1.00 over 6 of 27 claims
+  says little about the other 21.
 - FActScore (Min et al. 2023, §3.1): the fraction of a text's atomic facts supported by the knowledge
   source, f = SUPPORTED / verified claims (NOT_ENOUGH_INFO counts as not supported, as FActScore has only
   "supported" and "not supported"); with the length penalty of the FActScore package (``--gamma``, default
@@ -19,6 +21,8 @@ import math
 from typing import Any, Iterable
 
 LABELS = ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
+# no factual precision over fewer decided (SUPPORTED or REFUTED) claims: "1.00" over one claim misleads
+MIN_DECIDED = 3
 SEVERITY = ("REFUTED", "NOT_ENOUGH_INFO", "SUPPORTED")  # worst first: a sentence's and a text's verdict
 
 
@@ -56,10 +60,15 @@ def text_scores(claim_labels: list[str | None], *, gamma: int | None = None) -> 
     counts = {label: sum(1 for x in claim_labels if x == label) for label in LABELS}
     counts["failed"] = sum(1 for x in claim_labels if x is None)
     decided = counts["SUPPORTED"] + counts["REFUTED"]
+    verified = decided + counts["NOT_ENOUGH_INFO"]
     out: dict[str, Any] = {
         "counts": counts,
-        "factual_precision": counts["SUPPORTED"] / decided if decided else None,
+        "factual_precision": counts["SUPPORTED"] / decided if decided >= MIN_DECIDED else None,
+        "decided": decided,
+        "nei_share": counts["NOT_ENOUGH_INFO"] / verified if verified else None,
     }
+    if 0 < decided < MIN_DECIDED:
+        out["precision_withheld"] = f"only {decided} decided claims (at least {MIN_DECIDED} needed)"
     if gamma is not None:
         verified = decided + counts["NOT_ENOUGH_INFO"]
         out["factscore"] = factscore(counts["SUPPORTED"], verified, gamma)

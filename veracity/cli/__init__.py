@@ -31,9 +31,9 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here so `veracity --help` stays fast and a broken optional module names itself.
-    from veracity.cli import bench, check, doctor, engines, index, methods, models, serve, verify, web
+    from veracity.cli import bench, bundle, check, doctor, engines, index, methods, models, serve, verify, web
 
-    for module in (models, engines, serve, doctor, index, methods, verify, check, bench, web):
+    for module in (models, engines, serve, doctor, index, methods, verify, check, bench, web, bundle):
         for command in module.COMMANDS:
             cli.add_command(command)
 

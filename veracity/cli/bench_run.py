@@ -40,6 +40,13 @@ def _run_options(*names: str):
     return config_options(*names, help={n: _RUN_HELP[n] for n in names if n in _RUN_HELP}, defaults=False)
 
 
+def _verify_ablations(fn):
+    """verify's flag per ablation (--no-memory, --static, ...): one name per option across commands."""
+    from veracity.cli.verify import _ablation_options
+
+    return _ablation_options(fn)
+
+
 @click.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML config (see benchmarks/configs/); flags given here override it.")
@@ -60,8 +67,9 @@ def _run_options(*names: str):
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory (default: bench-results/<dataset>-<method>-<time>); an existing run resumes.")
-@click.option("--ablation", "ablations", multiple=True, help="Ablation flag of the method, repeatable, e.g. "
-              "--ablation no-memory, --ablation static.")
+@click.option("--ablation", "ablations", multiple=True, hidden=True,
+              help="The old spelling of the ablation flags: --ablation no-memory is --no-memory.")
+@_verify_ablations
 @_run_options("params", "concurrency", "llm_concurrency")
 @click.option("--allow-leakage", is_flag=True, default=None, help="Run even if the index may be newer than the dataset "
               "(the report says so).")
@@ -79,7 +87,7 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     \b
     Examples:
       veracity bench run --dataset hover --method mermaid --limit 50 --index ~/.veracity/indexes/hover-mix
-      veracity bench run --dataset hover --hops 3 --method trification --ablation static --limit 20
+      veracity bench run --dataset hover --hops 3 --method trification --static --limit 20
       veracity bench run --config benchmarks/configs/emulate-factool-kbqa.toml --out runs/emulate-kbqa
       veracity bench run --dataset fever --method rag --labels binary --limit 20
       veracity bench run --dataset hover --method rag --evidence gold --limit 50
@@ -94,6 +102,9 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     from veracity.bench.config import RunConfig, load_config
     from veracity.bench.run import bench_run
     from veracity.cli.verify import parse_params
+
+    flags = [k.removeprefix("ablation_").replace("_", "-") for k in list(run) if k.startswith("ablation_")]
+    ablations = tuple(dict.fromkeys([*ablations, *(f for f in flags if run.pop(f"ablation_{f.replace('-', '_')}"))]))
 
     hop_list = None
     if hops:

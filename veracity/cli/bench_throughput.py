@@ -51,14 +51,12 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
       veracity bench throughput --method rag --concurrency 1,4,16,64 --index ~/.veracity/indexes/hover-mix
       veracity bench throughput --method mermaid --concurrency 1,8 --claims-per-level 16 --out runs/tp-mermaid
     """
-    from veracity.bench.throughput import (CLIENT_COLUMNS, SERVER_COLUMNS, ThroughputConfig, bench_throughput,
-                                           client_rows, server_rows)
+    from veracity.bench.throughput import ThroughputConfig, bench_throughput
+    from veracity.bench.throughput_report import CLIENT_COLUMNS, SERVER_COLUMNS, client_rows, server_rows
     from veracity.cli.bench import parse_int_list
     from veracity.cli.verify import parse_params
-    from veracity.pipeline.methods import get_method
 
     levels = parse_int_list(concurrency, "--concurrency")
-    get_method(method)  # unknown method: one line naming the known ones
     cfg = ThroughputConfig(method=method, levels=levels, dataset=dataset, data_dir=data_dir,
                            claims_per_level=claims_per_level, seed=seed, index=index, params=parse_params(params),
                            warmup=warmup)

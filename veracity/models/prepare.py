@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -517,7 +516,6 @@ def _remember(settings: Settings, name: str, progress: Progress) -> None:
 
 
 def _from_hf_cache(hf_id: str, name: str) -> Path:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         from huggingface_hub import snapshot_download
 

@@ -47,7 +47,7 @@ from typing import Any, Iterable
 from veracity.config import Settings
 from veracity.pipeline.batch import prepare, run_batch
 from veracity.pipeline.claims import ClaimsFile, load_claims, make_claim
-from veracity.pipeline.config import VerifierConfig
+from veracity.pipeline.config import VerifierConfig, check_concurrency
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
 from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, gold_retriever
 from veracity.pipeline.labels import LabelSpace
@@ -155,15 +155,23 @@ class Verifier:
     def prepare_many(self, claims: Any, out: Path | str | None, concurrency: int | None) -> tuple[int, ClaimsFile]:
         """(claims in flight, the loaded claims): every check of a batch that needs no server (limits, claims,
         gold evidence, the results file), made once for every backend (:func:`veracity.pipeline.batch.prepare`)."""
-        n = concurrency if concurrency is not None else self.concurrency
-        return n, prepare(self.engine, claims, out, n, self.llm_concurrency)
+        n = self._claims_in_flight(concurrency)
+        return n, prepare(self.engine, claims, out)
+
+    def _claims_in_flight(self, concurrency: int | None) -> int:
+        """The batch's claims in flight: the config's (checked when it was built), or this call's, checked here
+        where it enters."""
+        if concurrency is None:
+            return self.concurrency
+        check_concurrency(concurrency, self.llm_concurrency)
+        return concurrency
 
     async def arun_batch(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                          progress: bool = False, on_result: Any = None,
                          backend_options: dict[str, Any] | None = None) -> RunStats:
         """A batch on the config's backend (:func:`veracity.pipeline.batch.run_batch`): the checks, the results
         file and its resume, the manifest, the progress bar and the statistics are the same for both."""
-        n = concurrency if concurrency is not None else self.concurrency
+        n = self._claims_in_flight(concurrency)
         return await run_batch(self.engine, claims, out, concurrency=n, llm_concurrency=self.llm_concurrency,
                                backend=self.backend, progress=progress, on_result=on_result,
                                backend_options=backend_options)

@@ -19,17 +19,15 @@ from typing import Any, Callable, Iterable
 
 from veracity.pipeline.backends import get_backend
 from veracity.pipeline.claims import ClaimsFile, RejectedLine, load_claims
-from veracity.pipeline.config import check_concurrency
 from veracity.pipeline.engine import Engine
 from veracity.pipeline.evidence import check_gold_evidence, gold_retriever
 from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
 
 
-def prepare(engine: Engine, claims: Any, out: Path | str | None, concurrency: int,
-            llm_concurrency: int | None = None) -> ClaimsFile:
-    """The loaded claims, after every check of a batch that needs no server: the limits, the claims, their
-    gold evidence (``--evidence gold``), the results file (writable, resumable with these settings)."""
-    check_concurrency(concurrency, llm_concurrency if llm_concurrency is not None else 1)
+def prepare(engine: Engine, claims: Any, out: Path | str | None) -> ClaimsFile:
+    """The loaded claims, after every check of a batch that needs no server: the claims, their gold evidence
+    (``--evidence gold``), the results file (writable, resumable with these settings). The limits were checked
+    where they entered (the run's config, or :meth:`Verifier.arun_batch`'s override)."""
     loaded = load_claims(claims)
     if engine.retriever_for is gold_retriever:
         check_gold_evidence(loaded.claims)  # before any server is contacted
@@ -47,7 +45,7 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
     (resumable), or without one kept in ``stats.results`` (input order). ``rejected`` lines of the caller's
     own reading are added to the statistics; ``write_manifest=False`` writes no ``<out>.manifest.json``.
     The local backend runs on this event loop; the Ray driver blocks, so it runs off it."""
-    loaded = prepare(engine, claims, out, concurrency, llm_concurrency)
+    loaded = prepare(engine, claims, out)
     with contextlib.ExitStack() as stack:
         if out is None:
             out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, create_model
 
 from veracity.errors import LLMOutputError
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
-from veracity.pipeline.quotes import QUOTE_MAX_CHARS, Quote, check_quotes, problems
+from veracity.pipeline.quotes import QUOTE_MAX_CHARS, Quote, check_quotes, problems, unsupported_attributions
 from veracity.pipeline.roles import Message, Role, Turn
 from veracity.pipeline.types import Evidence, Label
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 QUOTE_MODES = ("off", "show", "check")
 MISMATCH_EVENT = "quotes.mismatch"  # a reply whose quotes were not all found (before a retry)
+DECISIVE = (Label.SUPPORTED.value, Label.REFUTED.value)  # labels that say the passages settle the claim
 UNGROUNDED_EVENT = "quotes.ungrounded"  # the verdict's label was replaced (check) or only marked (show)
 
 
@@ -107,7 +108,10 @@ def _located(reply: Any, shown: list[Evidence], space: LabelSpace,
     """The reply's quotes located in ``shown``, and why they do not ground it (a label other than the
     space's "not supported" one settles the claim, so it must quote)."""
     quotes = check_quotes(((q.passage_id, q.quote) for q in reply.quotes), shown)
-    return quotes, problems(quotes, label_of(reply) != not_supported(space).value)
+    # a verdict that settles the claim (SUPPORTED or REFUTED, in the binary space too) must quote; and its
+    # explanation may not attribute to the passages words they lack (the same model-free reading)
+    found = problems(quotes, label_of(reply) in DECISIVE)
+    return quotes, found + unsupported_attributions(getattr(reply, "explanation", "") or "", shown)
 
 
 async def ask_quoting(ctx: "MethodContext", role: Role, mode: str, shown: list[Evidence], /, *,

@@ -203,31 +203,49 @@ def _check_manifest(out_path: Path, spec: MethodSpec, params: Any, space: LabelS
 
 
 class _Progress:
-    """rich progress bar on stderr: claims done, claims/min, tokens/s, elapsed, ETA."""
+    """rich progress bar on stderr: claims done, claims/min, tokens/s, elapsed, ETA. When stderr is not a
+    terminal (a log file, a pipe, a job runner) a bar draws nothing until the end, so one plain line per
+    claim is written instead."""
 
     def __init__(self, total: int, name: str, stats: RunStats):
+        import time
+
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
         self.stats = stats
+        console = Console(stderr=True)
+        self.lines = not console.is_terminal
+        self.console, self.total, self.done, self.name, self.t0 = console, total, 0, name, time.monotonic()
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=False,
+            console=console, transient=False,
         )
         self.task = self.progress.add_task(f"verify ({name})", total=total, rates="")
 
     def start(self) -> None:
-        self.progress.start()
+        if self.lines:
+            self.console.print(f"verify ({self.name}): {self.total} claims to verify", highlight=False, markup=False)
+        else:
+            self.progress.start()
 
     def advance(self) -> None:
+        import time
+
         s = self.stats
-        self.progress.update(self.task, advance=1,
-                             rates=f"{s.claims_per_min:.1f} claims/min  {s.tokens_per_s:.0f} tok/s")
+        rates = f"{s.claims_per_min:.1f} claims/min  {s.tokens_per_s:.0f} tok/s"
+        self.done += 1
+        if self.lines:
+            self.console.print(f"verify ({self.name}): {self.done}/{self.total} claims  {rates}  "
+                               f"{time.monotonic() - self.t0:.0f} s", highlight=False, markup=False)
+            return
+        self.progress.update(self.task, advance=1, rates=rates)
 
     def stop(self) -> None:
-        self.progress.stop()
+        if not self.lines:
+            self.progress.stop()
 
 
 
@@ -255,7 +273,8 @@ class RunManifest:
     role's budget and effective temperature, the seed and its rule, the state directory, the index) and on
     which model. :meth:`record` builds it, once for every caller: :meth:`write` puts it beside a results
     file as ``<out>.manifest.json`` (refusing to resume a file written by another method, other parameters,
-    in another label space or with another evidence setting); a ``bench run`` embeds the same record in
+    in another label space or with another evidence setting: :func:`check_output`, before the run); a
+    ``bench run`` embeds the same record in
     its ``run.json``."""
 
     out_path: Path
@@ -302,9 +321,8 @@ class RunManifest:
         }
 
     def write(self, served: Any) -> None:
-        """``<out>.manifest.json`` (after the resume check against the one already there)."""
-        space = label_space_of(self.label_space)
-        _check_manifest(self.out_path, self.spec, self.params, space, self.evidence or "open")
+        """``<out>.manifest.json`` (the resume check against the one already there was made before the run,
+        by :func:`check_output`)."""
         path = self.out_path.with_name(self.out_path.name + ".manifest.json")
         path.write_text(json.dumps(self.record(served), indent=2, default=str))
 

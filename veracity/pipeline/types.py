@@ -118,6 +118,8 @@ class Verdict:
         out: dict[str, Any] = {}
         if claim is not None:
             out.update({"id": claim.id, "claim": claim.text})
+            if claim.meta.get("gold_label") is not None:  # a benchmark's claim: its gold label beside the verdict
+                out["gold"] = claim.meta["gold_label"]
         out.update(
             {
                 "label": self.label.value,
@@ -129,5 +131,9 @@ class Verdict:
         if self.quotes is not None:
             out["quotes"] = [q.to_dict() for q in self.quotes]
             out["grounding"] = self.grounding
+            if claim is not None:  # do the quotes mention the claim's subject and key terms?
+                from veracity.pipeline.words import quote_terms
+
+                out["quote_terms"] = quote_terms(claim.text, self.quotes)
         out["trace"] = self.trace.to_dict()
         return out

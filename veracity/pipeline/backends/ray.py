@@ -176,7 +176,14 @@ def connect(options: RayOptions) -> bool:
     else:
         kwargs.update(num_cpus=options.num_cpus, object_store_memory=LOCAL_OBJECT_STORE_BYTES)
     try:
-        ray.init(**kwargs)
+        if options.address is None:  # a local instance: its head asks no cloud metadata service (offline.py)
+            from veracity.config import default_home
+            from veracity.offline import local_ray_start
+
+            with local_ray_start(default_home()):
+                ray.init(**kwargs)
+        else:
+            ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, RuntimeError, ...: one line whatever Ray raised
         where = ("find a running Ray cluster (--ray-address auto)" if options.address == "auto" else
                  f"join the Ray cluster at {options.address}" if options.address else "start a local Ray instance")

@@ -17,6 +17,7 @@ from pathlib import Path
 from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.registry import MODELS
+from veracity.offline import child_env
 from veracity.serving import hardware
 from veracity.serving.spec import ServerSpec
 
@@ -104,7 +105,7 @@ class LlamaCppEngine:
         ]
 
     def env(self, spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
-        env = dict(os.environ)
+        env = child_env()
         env.pop("VERACITY_LLAMA_SERVER", None)
         # OpenMP's threads spin at every barrier by default; on a machine whose cores are shared (load 33
         # on 2 cores here) a descheduled thread makes the other spin out its time slice at each of the

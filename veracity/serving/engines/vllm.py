@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.prepare import cpu_supports_bf16, resolve_model_path
 from veracity.models.registry import MODELS
+from veracity.offline import child_env
 from veracity.serving import hardware
 from veracity.serving.spec import ServerSpec
 
@@ -54,14 +54,11 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
 
 
 def build_env(spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({
-        "HF_HUB_OFFLINE": "1",  # never reach for a model hub
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env = child_env(PYTHONUNBUFFERED="1")  # never a hub, no usage statistics (veracity/offline.py)
+    if spec.host in ("127.0.0.1", "localhost", "::1"):
+        # vLLM finds "its" address by a UDP connect to 8.8.8.8 (utils/network_utils.get_ip) unless told: a
+        # server on loopback is told loopback, so it never looks past it (a user's own setting wins)
+        env.setdefault("VLLM_HOST_IP", "127.0.0.1")
     if not on_gpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{spec.cpu_kv_cache_gib:g}")
     return env

@@ -63,7 +63,7 @@ function claimItem(id, n) {
   const c = st.claim;
   const li = el("li", {id: "claim-" + CSS.escape(id), class: c.category === "factual" ? "factual" : "other", "data-sentence": id.split("#s").pop().split("c")[0]});
   if (c.category !== "factual") {
-    li.append(el("span", {text: c.text + " "}), el("span", {class: "dim", text: "(" + c.category.replaceAll("_", " ") + ": not verified)"}));
+    li.append(el("span", {text: c.text + " "}), el("span", {class: "dim", text: "(" + c.category.replaceAll("_", " ") + ", not checked)"}));
     return li;
   }
   const label = st.record ? (st.record.label || "failed") : "pending";

@@ -13,7 +13,6 @@ the packaged spaCy model and its reading of eqs. 1-2 are in :mod:`~veracity.pipe
 from __future__ import annotations
 
 import math
-import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -41,7 +40,6 @@ def load_token_classifier(path: str):
                               hint="pass ner_model=PATH to a local token-classification model "
                                    "(the paper uses dslim/bert-base-NER), or leave it unset for the packaged spaCy "
                                    "model (ner=supervised) or the LLM extractor (ner=llm)")
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import pipeline
 
         _NER[path] = pipeline("token-classification", model=path, aggregation_strategy="simple", device=-1)

@@ -651,8 +651,10 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
              else DECISION_LABEL[decision])
     if not quoted:
         return Verdict(label, explanation, evidence, ctx.trace, "zofia")
-    if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground
-        return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[], grounding="grounded")
+    if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground; but the
+        # binary rule's REFUTED settles the claim without a quote: ungrounded, as any unquoted decisive verdict
+        return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[],
+                       grounding="grounded" if label is Label.NOT_ENOUGH_INFO else "ungrounded")
     if grounded.replaced is not None:
         # the debate judge gives no reason of its own: the debate's (the no_debate judge's reason is `reason`)
         return Verdict(grounded.replaced, ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",

@@ -1,0 +1,290 @@
+"""Transfer bundles (veracity/bundle/): the manifest, verify, install and every bad input, on tiny fake bundles.
+
+A fake prepared model (config.json + a few bytes of "weights" + a GGUF) and a fake index live in a
+temporary home; ``create_bundle(..., wheels=False)`` bundles them (no pip, no network). The wheels step
+and the real round trip are measured by benchmarks/bundle_roundtrip.py; the commands with the network cut
+are tests/integration/test_network_cut.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from veracity.bundle import install as bundle_install
+from veracity.bundle.create import BundleOptions, create_bundle, plan_bundle
+from veracity.bundle.manifest import (MANIFEST, BundleError, missing_cpu_features, read_manifest, this_machine,
+                                      verify_bundle)
+from veracity.cli import _register, cli
+from veracity.config import Settings
+from veracity.models.prepared import PreparedModel, _save_prepared, load_prepared
+
+MODEL = "smollm2-135m-instruct"
+
+
+def make_home(home: Path) -> Settings:
+    settings = Settings(home=home)
+    weights = settings.models_dir / MODEL
+    weights.mkdir(parents=True)
+    (weights / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (weights / "model.safetensors").write_bytes(os.urandom(4096))
+    (weights / "tokenizer.json").write_text("{}")
+    gguf = home / "downloads" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF" + os.urandom(2048))
+    _save_prepared(settings, {MODEL: PreparedModel(MODEL, weights, "test source", 1.0, "Paris.", {}, str(gguf))})
+    return settings
+
+
+def make_index(folder: Path) -> Path:
+    (folder / "bm25").mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"passages": 3}')
+    (folder / "passages.sqlite").write_bytes(os.urandom(1024))
+    (folder / "bm25" / "segment").write_bytes(os.urandom(512))
+    return folder
+
+
+@pytest.fixture
+def made(tmp_path):
+    """(settings of the connected machine, the bundle folder), the bundle made."""
+    settings = make_home(tmp_path / "src-home")
+    index = make_index(tmp_path / "demo")
+    out = tmp_path / "bundle"
+    create_bundle(settings, BundleOptions(out=out, indexes=[index], llama_cpp="none", wheels=False),
+                  progress=lambda s: None)
+    return settings, out
+
+
+def run(args: list[str], home: Path) -> tuple[int, str, str]:
+    _register()
+    env = {k: None for k in os.environ if k.startswith("VERACITY_")}
+    env.update({"VERACITY_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200"})
+    res = CliRunner().invoke(cli, args, env=env, catch_exceptions=True)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.stdout, res.stderr
+
+
+def one_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    hints = [ln for ln in lines if ln.startswith("hint:")]
+    assert len(errors) == 1 and len(hints) == 1 and "Traceback" not in err, err
+    return errors[0]
+
+
+def test_the_manifest_lists_every_file_with_its_sha256_and_size_and_the_machine(made):
+    _, out = made
+    manifest = read_manifest(out)
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST}
+    assert set(manifest["files"]) == on_disk
+    assert "install.py" in on_disk and f"models/{MODEL}/weights/config.json" in on_disk
+    assert f"models/{MODEL}/SmolLM2-135M-Instruct.Q4_1.gguf" in on_disk and "indexes/demo/bm25/segment" in on_disk
+    for rel, meta in manifest["files"].items():
+        assert meta["size"] == (out / rel).stat().st_size and len(meta["sha256"]) == 64
+    assert manifest["target"]["python"] == this_machine()["python"]
+    assert manifest["models"][0]["entry"]["verified"] == "Paris."
+    assert verify_bundle(out)["total_bytes"] == sum(m["size"] for m in manifest["files"].values())
+
+
+def test_install_registers_the_model_and_the_index_and_the_files_are_the_bundles(made, tmp_path):
+    _, out = made
+    home = tmp_path / "offline-home"
+    said = []
+    done = bundle_install.install_bundle(Settings(home=home), out, engine=False, progress=said.append)
+    assert done["models"] == [MODEL] and done["indexes"] == [str(home / "indexes" / "demo")]
+    prepared = load_prepared(Settings(home=home))
+    assert (prepared[MODEL].path / "config.json").is_file() and Path(prepared[MODEL].gguf).is_file()
+    assert (home / "models" / MODEL / "model.safetensors").read_bytes() == \
+        (out / "models" / MODEL / "weights" / "model.safetensors").read_bytes()
+    assert (home / "indexes" / "demo" / "bm25" / "segment").is_file()
+    assert json.loads((home / "defaults.json").read_text())["model"] == MODEL
+    assert not list(home.rglob("*.bundle-staging"))
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("truncate", "truncated models/"),
+    ("flip", "changed models/"),
+    ("delete", "missing models/"),
+])
+def test_a_damaged_file_is_one_line_naming_it_and_nothing_is_installed(made, tmp_path, damage, words):
+    _, out = made
+    victim = out / "models" / MODEL / "weights" / "model.safetensors"
+    if damage == "truncate":
+        victim.write_bytes(victim.read_bytes()[:100])
+    elif damage == "flip":
+        data = bytearray(victim.read_bytes())
+        data[10] ^= 0xFF
+        victim.write_bytes(bytes(data))
+    else:
+        victim.unlink()
+    home = tmp_path / "offline-home"
+    for cmd in (["bundle", "verify", str(out)], ["bundle", "install", str(out)]):
+        code, _, err = run(cmd, home)
+        line = one_error(err)
+        assert code != 0 and words in line and "model.safetensors" in line, line
+    assert not (home / "models").exists()
+
+
+def test_a_hand_edited_manifest_is_refused(made, tmp_path):
+    _, out = made
+    data = json.loads((out / MANIFEST).read_text())
+    rel = next(iter(data["files"]))
+    data["files"][rel]["size"] += 1  # someone "fixed" a size by hand
+    (out / MANIFEST).write_text(json.dumps(data))
+    code, _, err = run(["bundle", "verify", str(out)], tmp_path / "h")
+    assert code != 0 and "was edited" in one_error(err)
+
+
+def test_a_folder_without_a_manifest_is_an_unfinished_bundle(tmp_path):
+    (tmp_path / "b").mkdir()
+    code, _, err = run(["bundle", "verify", str(tmp_path / "b")], tmp_path / "h")
+    assert code != 0 and "no manifest.json" in one_error(err)
+
+
+def test_a_bundle_for_another_python_or_platform_is_refused_before_anything(tmp_path):
+    settings = make_home(tmp_path / "src-home")
+    for kw, words in (({"python": "3.99"}, "Python 3.99"), ({"platform": "manylinux_2_28_aarch64"}, "aarch64")):
+        out = tmp_path / f"bundle-{next(iter(kw))}"
+        create_bundle(settings, BundleOptions(out=out, llama_cpp="none", wheels=False, **kw), progress=lambda s: None)
+        home = tmp_path / "offline-home"
+        code, _, err = run(["bundle", "install", str(out)], home)
+        line = one_error(err)
+        assert code != 0 and "this bundle is for" in line and words in line, line
+        assert not home.exists() or not (home / "models").exists()
+        assert run(["bundle", "verify", "--files-only", str(out)], home)[0] == 0
+
+
+def test_a_full_disk_while_installing_registers_nothing_and_leaves_nothing_staged(made, tmp_path, monkeypatch):
+    _, out = made
+    home = tmp_path / "offline-home"
+    settings = Settings(home=home)
+    real = bundle_install._link_or_copy
+    calls = []
+
+    def filling(src, dest):
+        calls.append(dest)
+        if len(calls) == 4:  # the disk fills part way through
+            raise OSError(errno.ENOSPC, "No space left on device", str(dest))
+        real(src, dest)
+
+    monkeypatch.setattr(bundle_install, "_link_or_copy", filling)
+    with pytest.raises(BundleError, match="disk filled.*nothing was registered"):
+        bundle_install.install_bundle(settings, out, engine=False, progress=lambda s: None)
+    assert load_prepared(settings) == {}
+    assert not (home / "models" / MODEL).exists() and not (home / "indexes" / "demo").exists()
+    assert not [p for p in home.rglob("*") if "bundle-staging" in p.name]
+    monkeypatch.setattr(bundle_install, "_link_or_copy", real)  # room again: the same command succeeds
+    bundle_install.install_bundle(settings, out, engine=False, progress=lambda s: None)
+    assert MODEL in load_prepared(settings)
+
+
+def test_create_is_resumable_it_keeps_right_files_and_redoes_wrong_ones(made, tmp_path):
+    settings, out = made
+    index = tmp_path / "demo"
+    said = []
+    victim = out / "indexes" / "demo" / "passages.sqlite"
+    victim.write_bytes(b"half")
+    kept = out / "models" / MODEL / "weights" / "config.json"
+    before = kept.stat().st_mtime_ns
+    create_bundle(settings, BundleOptions(out=out, indexes=[index], llama_cpp="none", wheels=False),
+                  progress=said.append)
+    assert victim.read_bytes() == (index / "passages.sqlite").read_bytes()
+    assert kept.stat().st_mtime_ns == before
+    assert any("kept" in s for s in said) and any(s.startswith("bundle size:") for s in said)
+    verify_bundle(out)
+
+
+def test_bad_create_options_are_one_line_before_anything_is_written(tmp_path):
+    home = tmp_path / "src-home"
+    make_home(home)
+    for args, words in ((["--model", "nope"], "not prepared"), (["--index", str(tmp_path)], "not a veracity index"),
+                        (["--python", "three"], "--python"), (["--llama-cpp", "binary"], "not built")):
+        code, _, err = run(["bundle", "create", str(tmp_path / "out"), "--no-wheels", *args], home)
+        assert code != 0 and words in one_error(err), err
+        assert not (tmp_path / "out").exists()
+
+
+def test_the_bundles_install_py_checks_with_the_standard_library_alone(made):
+    _, out = made
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    ok = subprocess.run([sys.executable, "-S", str(out / "install.py"), "--verify-only"], env=clean,
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    (out / "indexes" / "demo" / "manifest.json").write_text("{}")
+    bad = subprocess.run([sys.executable, "-S", str(out / "install.py"), "--verify-only"], env=clean,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "error:" in bad.stderr and "indexes/demo/manifest.json" in bad.stderr
+
+
+def test_a_carried_binary_is_used_only_where_the_cpu_has_its_features():
+    flags = {"avx2", "fma", "f16c", "bmi2", "sse4_2"}
+    assert missing_cpu_features(["avx2"], flags) == []
+    assert missing_cpu_features(["avx2", "avx512", "avx512_vnni"], flags) == ["avx512", "avx512_vnni"]
+
+
+def test_the_plan_counts_what_is_copied_before_copying(tmp_path):
+    settings = make_home(tmp_path / "src-home")
+    plan = plan_bundle(settings, BundleOptions(out=tmp_path / "b", indexes=[make_index(tmp_path / "i")],
+                                               llama_cpp="none", wheels=False))
+    assert plan.copy_bytes == sum(i.source.stat().st_size for i in plan.items) > 4096
+    assert not (tmp_path / "b").exists()
+    shutil.rmtree(tmp_path / "i")
+
+
+def _fake_llama_server(home: Path, features: list[str]) -> None:
+    folder = home / "engines" / "llama.cpp"
+    (folder / "bin").mkdir(parents=True)
+    binary = folder / "bin" / "llama-server"
+    binary.write_text("#!/bin/sh\necho 'version: 1 (test)'\n")
+    binary.chmod(0o755)
+    (folder / "install.json").write_text(json.dumps({"source": "llama-cpp-python 0.3.36", "features": features,
+                                                     "binary": str(binary)}))
+
+
+@pytest.mark.parametrize("features, carried", [([], True), (["avx512_bf16_never_here"], False)])
+def test_the_carried_llama_server_is_installed_where_this_cpu_runs_it(tmp_path, features, carried):
+    settings = make_home(tmp_path / "src-home")
+    _fake_llama_server(settings.home, features)
+    out = tmp_path / "bundle"
+    create_bundle(settings, BundleOptions(out=out, llama_cpp="binary", wheels=False), progress=lambda s: None)
+    manifest = read_manifest(out)
+    assert manifest["llama_cpp"]["binary"] == "engines/llama.cpp/llama-server"
+    assert manifest["llama_cpp"]["features"] == features
+    home = tmp_path / "offline-home"
+    said = []
+    done = bundle_install.install_bundle(Settings(home=home), out, progress=said.append)
+    installed = home / "engines" / "llama.cpp" / "bin" / "llama-server"
+    if carried:
+        assert installed.is_file() and "bundle's binary" in done["engine"]
+        info = json.loads((home / "engines" / "llama.cpp" / "install.json").read_text())
+        assert info["source"] == "llama-cpp-python 0.3.36" and info["from_bundle"] == str(out.resolve())
+    else:
+        assert not installed.exists() and "lacks" in " ".join(said) and "not in the bundle" in done["engine"]
+
+
+def test_a_model_here_as_its_gguf_alone_travels_as_that_and_llama_cpp_finds_it(tmp_path):
+    from veracity.models.prepare import resolve_gguf
+    from veracity.models.registry import MODELS
+
+    name = "qwen2.5-coder-0.5b-instruct"
+    settings = make_home(tmp_path / "src-home")
+    kept = settings.home / "downloads" / name / MODELS[name].gguf.filename
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"GGUF" + os.urandom(1000))
+    out = tmp_path / "bundle"
+    create_bundle(settings, BundleOptions(out=out, models=[MODEL, name], llama_cpp="none", wheels=False),
+                  progress=lambda s: None)
+    records = {m["name"]: m for m in read_manifest(out)["models"]}
+    assert records[name]["weights"] is None and records[name]["gguf"].endswith(".gguf")
+    home = Settings(home=tmp_path / "offline-home")
+    bundle_install.install_bundle(home, out, engine=False, progress=lambda s: None)
+    assert resolve_gguf(home, name).read_bytes() == kept.read_bytes()
+    assert set(load_prepared(home)) == {MODEL}  # registered: the model whose weights came along

@@ -1,0 +1,99 @@
+"""The sentence guard (no model): an extracted claim stays in its sentence plus the antecedents it resolves;
+a failing claim is re-asked once, then dropped and counted."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.unit.scripted_llm import ScriptedLLM
+from veracity.check.engine import ClaimVerifier
+from veracity.check.guard import check_claim
+from veracity.check.run import check_text
+from veracity.pipeline.api import Verifier
+
+BIO = ("Marie Curie was born in Warsaw in 1867. She married Pierre Curie in 1895. "
+       "She won the Nobel Prize in Chemistry in 1911. The Great Wall of China is long. "
+       "The wall is a UNESCO World Heritage Site.")
+S = [s.strip() + "." for s in BIO.split(".") if s.strip()]
+
+
+def test_a_resolved_pronoun_or_reference_passes():
+    assert check_claim("Marie Curie married Pierre Curie in 1895.", S[1], BIO).ok
+    assert check_claim("Marie Curie won the Nobel Prize in Chemistry.", S[2], BIO).ok
+    assert check_claim("The Great Wall of China is a UNESCO World Heritage Site.", S[4], BIO).ok
+    assert check_claim("Marie Curie's husband was Pierre Curie.", S[1], BIO).ok is False  # "husband": not the text's
+
+
+def test_a_rewritten_word_or_a_copied_sentence_fails():
+    v = check_claim("Marie Curie met Pierre Curie in 1895.", S[1], BIO)
+    assert not v.ok and "met" in v.reason
+    assert not check_claim("Marie Curie was born in Warsaw.", S[2], BIO).ok  # another sentence, copied
+    v = check_claim("Marie Curie was born in 1867 and won the Nobel Prize.", S[2], BIO)
+    assert not v.ok and "other sentences" in v.reason  # facts of sentence 1 carried into sentence 3
+
+
+def test_inflections_and_numbers_compare_equal():
+    assert check_claim("Arsenal won the FA Cup in 2002.", "They won six FA Cups: 1998, 2002.",
+                       "Arsenal is a club. They won six FA Cups: 1998, 2002.").ok
+    assert check_claim("The city has 1000 people.", "The city has 1,000 people.", "The city has 1,000 people.").ok
+
+
+def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
+    asked: list[str] = []
+
+    def extractor(m):
+        sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
+        if len(m) > 2:  # the re-ask: one fixed, one still outside the sentence
+            asked.append(m[-1]["content"])
+            return {"claims": ["Marie Curie married Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
+        if sent == S[1]:
+            return {"claims": ["Marie Curie met Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
+        return {"claims": [sent]}
+
+    llm = ScriptedLLM({"check.extractor": extractor, "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text(BIO, cv, tid="t"))
+    assert len(asked) == 1 and "met" in asked[0] and "Warsaw" in asked[0]  # one re-ask naming the failures
+    assert [c["text"] for c in rec["sentences"][1]["claims"]] == ["Marie Curie married Pierre Curie in 1895."]
+    assert rec["summary"]["dropped"] == 2
+    dropped = {d["claim"] for d in rec["dropped"]}
+    assert dropped == {"Marie Curie met Pierre Curie in 1895.", "Marie Curie was born in Warsaw."}
+    assert llm.count("check.extractor") == len(S) + 1
+    from veracity.check.render import summary_line
+    assert "2 claims dropped" in summary_line(rec)
+
+
+def test_a_sentence_left_without_claims_is_checked_as_itself(tmp_path):
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": ["Paris is the capital of France."]},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text("Rome lies on the Tiber.", cv, tid="t"))
+    assert [c["text"] for c in rec["sentences"][0]["claims"]] == ["Rome lies on the Tiber."]
+    assert llm.count("check.extractor") == 2 and rec["summary"]["dropped"] == 1  # the same claim twice: one drop
+
+
+def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence_red(tmp_path):
+    from veracity.check.opinions import opinion_rule
+    from veracity.check.render import render_text
+
+    text = "I think Kyoto is a far better trip than Tokyo. Kyoto was the capital of Japan."
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [
+                           "Kyoto is a far better trip than Tokyo." if "think" in m[-1]["content"].split("split:\n")[1]
+                           else "Kyoto was the capital of Japan."]},
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "no", "label": "REFUTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text(text, cv, tid="t"))
+    first = rec["sentences"][0]
+    assert first["claims"][0]["category"] == "opinion" and first["verdict"] == "unchecked"
+    assert llm.count("check.worthiness") == 1 and llm.count("direct.judge") == 1  # only the fact
+    from rich.console import Console
+    con = Console(width=200, record=True)
+    con.print(render_text(rec))
+    assert "opinion, not checked" in con.export_text()
+    assert opinion_rule("The film won the Academy Award for Best Picture.") is None  # a name, not a judgement
+    assert opinion_rule("The Great Wall of China is long.") is None
+    assert opinion_rule("Electric cars will replace petrol cars.")[0] == "opinion"
+    assert opinion_rule("What is the capital of France?")[0] == "not_a_claim"
