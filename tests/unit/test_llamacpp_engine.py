@@ -265,6 +265,9 @@ def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path,
 
     monkeypatch.delenv("VERACITY_MODEL", raising=False)
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    binary = tmp_path / "llama-server"  # installed (the user chose the engine: a missing one is an error)
+    binary.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(binary))
     settings = Settings(home=tmp_path)
     fetched, started, said = [], [], []
 
@@ -566,7 +569,8 @@ def test_the_hardware_rule_builds_a_missing_llama_server_first_saying_so(no_user
     assert started == [(CPU_DEFAULT, "llama.cpp", engine_choice.choose_engine(settings, CPU_DEFAULT).why)]
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")  # the user's own choice of a missing engine: not built
     built.clear()
-    managed.make_ready(settings, engine_choice.choose_engine(settings, CPU_DEFAULT), CPU_DEFAULT, say=said.append)
+    with pytest.raises(ServerError, match="not installed"):
+        managed.make_ready(settings, engine_choice.choose_engine(settings, CPU_DEFAULT), CPU_DEFAULT, say=said.append)
     assert built == []
 
 
@@ -604,3 +608,15 @@ def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_u
     assert "prepared for llama.cpp only (its GGUF): converting it for vLLM now" in said[1]
     assert len(converted) == 1 and prepare.resolve_model_path(settings, info.name) == entry.path
     assert started[0][:2] == (info.name, "vllm")
+
+
+def test_a_chosen_llama_cpp_that_is_missing_is_one_line_before_any_download(no_user_choice, monkeypatch, tmp_path):
+    from veracity.serving import managed
+
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
+    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", lambda *a, **k: pytest.fail("downloaded before the check"))
+    with pytest.raises(ServerError, match="not installed") as err:
+        managed.make_ready(no_user_choice, engine_choice.choose_engine(no_user_choice, CPU_DEFAULT), CPU_DEFAULT,
+                           say=lambda s: None)
+    assert "veracity engines install llama.cpp" in err.value.hint

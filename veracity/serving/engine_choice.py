@@ -62,10 +62,10 @@ def _hardware_choice(settings: Settings, model: str | None, change: str) -> Engi
     name = model or default_model(settings)
     if not model_has_gguf(settings, name):
         return EngineChoice("vllm", f"no GPU seen, but {name} has no GGUF for llama.cpp", "hardware")
-    from veracity.serving.engines.llamacpp import find_binary
+    from veracity.serving.engines.llamacpp import binary_missing
     from veracity.serving.engines.llamacpp_install import can_build
 
-    if find_binary(settings) is None:
+    if binary_missing(settings):
         cannot = can_build()
         if cannot:
             return EngineChoice("vllm", f"no GPU seen, but llama.cpp is not installed and cannot be built here: "

@@ -90,20 +90,24 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
     safetensors model, converted from the GGUF now when the model was prepared for llama.cpp only."""
     from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf, prepare_model
     from veracity.models.registry import MODELS
-    from veracity.serving.engines.llamacpp import find_binary
+    from veracity.serving.engines.llamacpp import binary_missing
     from veracity.serving.engines import llamacpp_install
 
     lines = progress or (lambda s: None)
     bar = bar_to_lines(lines)
     if choice.name == "llama.cpp":
+        if binary_missing(settings) and choice.by != "hardware" and not llamacpp_install.install_running(settings):
+            from veracity.serving.engines.llamacpp import LLAMA_CPP
+
+            LLAMA_CPP.installed(settings)  # the user's choice, missing: one line naming the install, before a download
         if name == CPU_DEFAULT and not kept_gguf(settings, MODELS[name]).is_file():  # no conversion
             say(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
             fetch_smollm2_gguf(settings, lines)
-        if find_binary(settings) is None and llamacpp_install.install_running(settings):
+        if binary_missing(settings) and llamacpp_install.install_running(settings):
             say("waiting for the llama-server build running in the background (its log: "
                 f"{llamacpp_install.engine_dir(settings) / 'build.log'})")
             llamacpp_install.wait_for_install(settings, timeout_s=3600)
-        if find_binary(settings) is None and choice.by == "hardware":
+        if binary_missing(settings) and choice.by == "hardware":
             say("llama-server is not installed: building it now, once (a few minutes; `veracity engines install "
                 "llama.cpp` does it ahead, `veracity engines default vllm` uses vLLM instead)")
             llamacpp_install.install_llamacpp(settings, bar=bar, progress=say)
