@@ -233,6 +233,7 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(inst, "find_ninja", lambda: None)  # the stand-in cmake builds
     settings = Settings(home=home)
 
     fail.write_text("")
@@ -379,6 +380,7 @@ def _stand_in_build(tmp_path, monkeypatch, script: str, features: list[str]) -> 
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(inst, "find_ninja", lambda: None)  # the stand-in cmake builds
     return Settings(home=home), count, opts
 
 
@@ -620,3 +622,43 @@ def test_a_chosen_llama_cpp_that_is_missing_is_one_line_before_any_download(no_u
         managed.make_ready(no_user_choice, engine_choice.choose_engine(no_user_choice, CPU_DEFAULT), CPU_DEFAULT,
                            say=lambda s: None)
     assert "veracity engines install llama.cpp" in err.value.hint
+
+
+KILLED_INSTALL = """
+import sys
+from pathlib import Path
+from veracity.config import Settings
+from veracity.serving.engines import llamacpp_install as inst
+inst._run([sys.argv[2]], open(sys.argv[1], "w"), Path(sys.argv[1]))
+"""
+
+
+def test_a_killed_install_leaves_no_build_running(tmp_path):
+    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of SIGKILL."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tool = tmp_path / "ninja"
+    pidfile = tmp_path / "pid"
+    tool.write_text(f"#!/bin/sh\necho $$ > {pidfile}\necho '[1/9] Building'\nexec sleep 300\n")
+    tool.chmod(0o755)
+    install = subprocess.Popen([sys.executable, "-c", KILLED_INSTALL, str(tmp_path / "build.log"), str(tool)],
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        build = int(pidfile.read_text())
+        os.kill(install.pid, signal.SIGKILL)
+        install.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and Path(f"/proc/{build}").exists() and \
+                Path(f"/proc/{build}/stat").read_text().split()[2] != "Z":
+            time.sleep(0.05)
+        assert not Path(f"/proc/{build}").exists() or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z"
+    finally:
+        if install.poll() is None:
+            install.kill()
