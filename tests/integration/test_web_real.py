@@ -50,14 +50,17 @@ def web_url(request, tmp_path_factory):
 
     llm_endpoint = request.getfixturevalue("llm_endpoint")
     demo_style_index_dir = request.getfixturevalue("demo_style_index_dir")
+    from veracity.config import Settings
     from veracity.indexes.searcher import Searcher
+    from veracity.pipeline.config import VerifierConfig
     from veracity.serving.server import free_port
     from veracity.web.app import WebConfig, asgi
 
     searcher = Searcher(demo_style_index_dir)
     home = tmp_path_factory.mktemp("web-home")
-    config = WebConfig(home=home, searcher=searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
-                       job_concurrency=3, index_dir=str(demo_style_index_dir))
+    config = WebConfig(home=home, searcher=searcher, index_dir=str(demo_style_index_dir),
+                       verifier=VerifierConfig(endpoint=llm_endpoint.url, model=llm_endpoint.model, concurrency=3,
+                                               settings=Settings(home=home)))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(asgi(config), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -32,10 +32,15 @@ def rag_reply(messages, output_model, index):
                                         "cited_passages": cited})
 
 
-def make(tmp_path, llm=None, searcher="fake", **kw):
+def make(tmp_path, llm=None, searcher="fake", job_concurrency=None, **kw):
     llm = llm or ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply,
                               "direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
     searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
+    if job_concurrency is not None:  # claims in flight per job: the run configuration's
+        from veracity.config import Settings
+        from veracity.pipeline.config import VerifierConfig
+
+        kw["verifier"] = VerifierConfig(concurrency=job_concurrency, settings=Settings(home=tmp_path / "home"))
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
                        model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
     return TestClient(asgi(config), base_url="http://127.0.0.1"), config  # the Host the app is bound to

@@ -17,12 +17,14 @@ def parse_nvidia_smi(text: str) -> dict[str, Any] | None:
         if len(parts) != 3:
             continue
         try:
-            devices.append({"index": int(parts[0]), "used_mib": float(parts[1]), "total_mib": float(parts[2])})
+            devices.append({"index": int(parts[0]), "used_mib": float(parts[1]),
+                            "total_mib": float(parts[2])})
         except ValueError:
             continue
     if not devices:
         return None
-    return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
+    return {"used_mib": sum(d["used_mib"] for d in devices),
+            "total_mib": sum(d["total_mib"] for d in devices),
             "devices": devices, "source": "nvidia-smi"}
 
 
@@ -31,7 +33,8 @@ def gpu_memory() -> dict[str, Any] | None:
     if shutil.which("nvidia-smi"):
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used,memory.total",
-                                  "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+                                  "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=10)
             if out.returncode == 0:
                 return parse_nvidia_smi(out.stdout)
         except (OSError, subprocess.SubprocessError):
@@ -47,7 +50,8 @@ def gpu_memory() -> dict[str, Any] | None:
         for i in range(torch.cuda.device_count()):
             free, total = torch.cuda.mem_get_info(i)
             devices.append({"index": i, "used_mib": (total - free) / 2**20, "total_mib": total / 2**20})
-        return {"used_mib": sum(d["used_mib"] for d in devices), "total_mib": sum(d["total_mib"] for d in devices),
+        return {"used_mib": sum(d["used_mib"] for d in devices),
+            "total_mib": sum(d["total_mib"] for d in devices),
                 "devices": devices, "source": "torch.cuda.mem_get_info"}
     except Exception:  # torch missing or broken: no figure rather than a failed benchmark
         return None

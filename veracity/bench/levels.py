@@ -13,7 +13,8 @@ def level_dir_name(concurrency: int) -> str:
     return f"c{concurrency:04d}"
 
 
-def plan_level_sizes(levels: list[int], available: int, claims_per_level: int | None) -> tuple[list[int], bool]:
+def plan_level_sizes(levels: list[int], available: int,
+                     claims_per_level: int | None) -> tuple[list[int], bool]:
     """Claims per level, and whether they were cut down to fit ``available`` disjoint claims.
 
     An explicit ``claims_per_level`` that does not fit is an error; the defaults (max(8, 2 x concurrency))
@@ -26,13 +27,15 @@ def plan_level_sizes(levels: list[int], available: int, claims_per_level: int | 
                           hint="list each level once, e.g. --concurrency 1,4,16")
     if claims_per_level is not None:
         if claims_per_level < 1:
-            raise ConfigError(f"--claims-per-level must be at least 1, got {claims_per_level}", hint="e.g. --claims-per-level 16")
+            raise ConfigError(f"--claims-per-level must be at least 1, got {claims_per_level}",
+                              hint="e.g. --claims-per-level 16")
         sizes = [claims_per_level] * len(levels)
         if sum(sizes) > available:
             raise ConfigError(
                 f"{len(levels)} levels x {claims_per_level} claims need {sum(sizes)} distinct claims, "
                 f"the dataset has {available}",
-                hint="lower --claims-per-level or give fewer --concurrency levels (levels never reuse a claim)")
+                hint="lower --claims-per-level or give fewer --concurrency levels "
+                     "(levels never reuse a claim)")
         return sizes, False
     sizes = [default_claims_per_level(c) for c in levels]
     if sum(sizes) <= available:

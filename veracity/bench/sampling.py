@@ -1,5 +1,5 @@
-"""The endpoint's Prometheus ``/metrics`` scraped (:class:`MetricsProbe`) and sampled while a `bench throughput`
-level runs (:class:`Sampler`: the gauges every poll interval, GPU memory every few seconds)."""
+"""The endpoint's Prometheus ``/metrics`` scraped (:class:`MetricsProbe`) and sampled while a
+`bench throughput` level runs (:class:`Sampler`: the gauges every poll interval, GPU memory every few seconds)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ class Sampler:
             if "unreachable" not in self.warned:
                 self.warned.add("unreachable")
                 self.warn(f"cannot read {getattr(self.probe, 'url', 'the server metrics')} "
-                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): server-side figures are n/a")
+                          f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): "
+                          "server-side figures are n/a")
             return None
 
     async def _poll(self) -> None:

@@ -1,5 +1,5 @@
-"""`bench throughput`'s tables and reports: ``report.json``, ``report.md`` and ``scaling.png``, rewritten after
-every level."""
+"""`bench throughput`'s tables and reports: ``report.json``, ``report.md`` and ``scaling.png``, rewritten
+after every level."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _pair(a: Any, b: Any, spec: str = ".1f") -> str:
     return "n/a" if a is None and b is None else f"{fmt(a, spec)} / {fmt(b, spec)}"
 
 
-CLIENT_COLUMNS = ("conc.", "ok/failed", "claims/min", "prompt tok/s", "compl tok/s", "total tok/s", "calls/claim",
-                  "p50 s", "p95 s")
+CLIENT_COLUMNS = ("conc.", "ok/failed", "claims/min", "prompt tok/s", "compl tok/s", "total tok/s",
+                  "calls/claim", "p50 s", "p95 s")
 SERVER_COLUMNS = ("conc.", "prefix hit", "own hit", "TTFT s", "TPOT s", "running avg/max", "waiting avg/max",
                   "KV max", "srv reqs", "GPU MiB")
 
@@ -32,10 +32,12 @@ SERVER_COLUMNS = ("conc.", "prefix hit", "own hit", "TTFT s", "TPOT s", "running
 def client_rows(report: dict[str, Any]) -> list[list[str]]:
     rows = []
     for lv in report["levels"]:
-        rows.append([str(lv["concurrency"]), f"{lv['done']}/{lv['failed']}" + (" (stopped)" if lv.get("stopped") else ""),
+        stopped = " (stopped)" if lv.get("stopped") else ""
+        rows.append([str(lv["concurrency"]), f"{lv['done']}/{lv['failed']}{stopped}",
                      fmt(lv["claims_per_min"]), fmt(lv["prompt_tokens_per_s"], ".1f"),
                      fmt(lv["completion_tokens_per_s"], ".1f"), fmt(lv["tokens_per_s"], ".1f"),
-                     fmt(lv["llm_calls_per_claim"]), fmt(lv["latency_p50_s"], ".1f"), fmt(lv["latency_p95_s"], ".1f")])
+                     fmt(lv["llm_calls_per_claim"]), fmt(lv["latency_p50_s"], ".1f"),
+                     fmt(lv["latency_p95_s"], ".1f")])
     return rows
 
 
@@ -55,42 +57,50 @@ def server_rows(report: dict[str, Any]) -> list[list[str]]:
 
 
 def _md_table(columns: tuple[str, ...], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + ["| " + " | ".join(r) + " |" for r in rows]
+    head = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return head + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def render_markdown(report: dict[str, Any], plot: str | None) -> str:
-    sizes = ", ".join(f"{c}: {n}" for c, n in zip(report["levels_requested"], report["claims_per_level"], strict=True))
+    sizes = ", ".join(f"{c}: {n}" for c, n in zip(report["levels_requested"], report["claims_per_level"],
+                                                  strict=True))
+    gpu = report.get("gpu")
+    gpu_text = fmt((gpu or {}).get("total_mib"), ".0f", suffix=" MiB total") if gpu else "none (CPU)"
     lines = [f"# bench throughput: {report['method']} on {report['dataset']}", "",
              f"- status: {report['status']}",
-             f"- model: {report['model']} at {report['endpoint'] or '(stand-in LLM)'}; metrics: {report['metrics_url'] or 'n/a'}",
+             f"- model: {report['model']} at {report['endpoint'] or '(stand-in LLM)'}; "
+             f"metrics: {report['metrics_url'] or 'n/a'}",
              f"- index: {report['index_dir'] or 'none'}; method parameters: "
              f"`{json.dumps(report['params']) if report['params'] else 'defaults'}`",
              "- concurrency is the number of claims in flight; LLM requests in flight stay at "
-             f"{report.get('llm_concurrency') or 'the default'} at every level ($VERACITY_LLM_CONCURRENCY, default "
+             f"{report.get('llm_concurrency') or 'the default'} at every level "
+             "($VERACITY_LLM_CONCURRENCY, default "
              "256 = vLLM's default --max-num-seqs, so the client does not cap the server's batch)",
              f"- claims per level (concurrency: claims): {sizes}"
              f" (seed {report['seed']}, warm-up {report['warmup_claims']} claim(s) not reported)",
              f"- levels are independent: {report['disjointness']}. The server's prefix cache outlives a "
-             "benchmark: claims an earlier run sent (same dataset and seed) may still be cached; another --seed "
-             "gives claims it has not seen.",
-             f"- GPU: {fmt((report.get('gpu') or {}).get('total_mib'), '.0f', suffix=' MiB total') if report.get('gpu') else 'none (CPU)'}",
+             "benchmark: claims an earlier run sent (same dataset and seed) may still be cached; "
+             "another --seed gives claims it has not seen.",
+             f"- GPU: {gpu_text}",
              f"- started {report['started_at']}, finished {report.get('finished_at', '-')}", ""]
     lines += ["## Client side (whole pipeline)", "", *_md_table(CLIENT_COLUMNS, client_rows(report)), "",
-              "Tokens are the LLM usage of the claims that finished, over the level's wall time; calls/claim counts "
-              "LLM calls; p50 / p95 are per-claim latencies.", "",
+              "Tokens are the LLM usage of the claims that finished, over the level's wall time; "
+              "calls/claim counts LLM calls; p50 / p95 are per-claim latencies.", "",
               "## Server side (vLLM /metrics)", "", *_md_table(SERVER_COLUMNS, server_rows(report)), "",
-              "Prefix hit (prefix-cache hit rate), TTFT (mean time to first token), TPOT (mean time per output "
-              "token) and srv reqs (requests the server finished) are deltas of the server's counters over the "
-              "level; running / waiting requests and KV-cache usage (max) are polled every "
-              f"{report['poll_interval_s']} s; GPU MiB is the most GPU memory in use during the level. "
-              "n/a: the server does not expose the figure (or /metrics could not be read). Own hit is the share "
-              "of this benchmark's prompt tokens the server reported as cached (`usage.prompt_tokens_details`), "
-              "unaffected by other clients. * marks a level during which other clients used the server too.", ""]
+              "Prefix hit (prefix-cache hit rate), TTFT (mean time to first token), TPOT (mean time per "
+              "output token) and srv reqs (requests the server finished) are deltas of the server's "
+              "counters over the level; running / waiting requests and KV-cache usage (max) are polled "
+              f"every {report['poll_interval_s']} s; GPU MiB is the most GPU memory in use during the "
+              "level. n/a: the server does not expose the figure (or /metrics could not be read). Own "
+              "hit is the share of this benchmark's prompt tokens the server reported as cached "
+              "(`usage.prompt_tokens_details`), unaffected by other clients. * marks a level during "
+              "which other clients used the server too.", ""]
     if report["warnings"]:
         lines += ["## Warnings", ""] + [f"- {w}" for w in report["warnings"]] + [""]
     failed = [(lv["concurrency"], cid, why) for lv in report["levels"] for cid, why in lv["failed_claims"]]
     if failed:
-        lines += ["## Failed claims", ""] + [f"- concurrency {c}, claim {cid}: {why}" for c, cid, why in failed] + [""]
+        lines += ["## Failed claims", ""]
+        lines += [f"- concurrency {c}, claim {cid}: {why}" for c, cid, why in failed] + [""]
     if plot:
         lines += [f"![{plot}]({plot})", ""]
     return "\n".join(lines)
@@ -133,7 +143,8 @@ def write_reports(out_dir: Path, report: dict[str, Any]) -> None:
     """report.json, report.md and scaling.png; the reports are replaced atomically, so always readable."""
     out_dir = Path(out_dir)
     png = plot_scaling(out_dir, report)
-    for name, text in ((REPORT_JSON, json.dumps(report, indent=2, default=str)), (REPORT_MD, render_markdown(report, png))):
+    for name, text in ((REPORT_JSON, json.dumps(report, indent=2, default=str)),
+                       (REPORT_MD, render_markdown(report, png))):
         tmp = out_dir / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(out_dir / name)

@@ -50,7 +50,7 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
     """
     from veracity.config import load_settings
     from veracity.pipeline.api import open_index
-    from veracity.pipeline.config import check_concurrency
+    from veracity.pipeline.config import VerifierConfig
     from veracity.pipeline.types import MAX_CLAIM_CHARS
     from veracity.web.app import WebConfig, _loopback, asgi
 
@@ -75,8 +75,7 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
         raise ConfigError(f"--max-claim-chars must be between 1 and {MAX_CLAIM_CHARS:,}, got {claim_cap}",
                           hint="e.g. --max-claim-chars 2000")
     settings = load_settings(endpoint=endpoint, model=model)
-    jobs_n = concurrency if concurrency is not None else settings.concurrency
-    check_concurrency(jobs_n, settings.llm_concurrency)
+    run = VerifierConfig(concurrency=concurrency, settings=settings)  # the limits checked here, before any index
     _check_port(host, port)
     searcher = None
     if index is not None or settings.index_dir is not None or (settings.indexes_dir / "demo").exists():
@@ -87,10 +86,9 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
     from veracity.serving.server import ensure_endpoint
 
     url, served = ensure_endpoint(settings, model)  # the managed server, started if needed, like verify
-    config = WebConfig(home=settings.home, searcher=searcher, endpoint=url, model=served, token=token,
+    config = WebConfig(home=settings.home, searcher=searcher, verifier=run.replace(endpoint=url, model=served), token=token,
                        cors_origins=tuple(cors_origins), host=host, allowed_hosts=tuple(allowed_hosts), max_body_bytes=int(max_body_mb * 1024 * 1024),
                        max_claim_chars=claim_cap, max_checks=max_checks, max_jobs=max_jobs,
-                       job_concurrency=jobs_n, llm_concurrency=settings.llm_concurrency, settings=settings,
                        index_dir=str(getattr(searcher, "index_dir", "")) or None)
     app = asgi(config)
     shown = f"[{host}]" if ":" in host else host

@@ -56,9 +56,7 @@ _loopback = loopback  # the name `veracity web` and the tests import
 
 def create_app(config: WebConfig) -> FastAPI:
     """The app for ``config`` (see the module docstring)."""
-    from veracity.config import Settings
-
-    settings = config.settings or Settings(home=config.home)
+    settings = config.verifier.settings
     metrics = Metrics()
     store = Store(Path(config.home) / "web")
     checks = Checks(config.max_checks)
@@ -68,7 +66,6 @@ def create_app(config: WebConfig) -> FastAPI:
     def verifier_for(method: str, labels: str, params: dict[str, Any]) -> Any:
         """One Verifier per (method, labels, params), sharing the app's index and model client."""
         from veracity.pipeline.api import Verifier
-        from veracity.pipeline.config import VerifierConfig
 
         key = json.dumps([method, labels, params], sort_keys=True, default=str)
         if key not in verifiers:
@@ -78,9 +75,7 @@ def create_app(config: WebConfig) -> FastAPI:
                 if get_method(method).needs_index:
                     raise IndexDirError(f"method {method} needs an index and this server has none",
                                         hint="start `veracity web --index DIR`, or pick the method direct")
-            run = VerifierConfig(method=method, params=params, labels=labels, index=config.searcher,
-                                 endpoint=config.endpoint, model=config.model, settings=settings,
-                                 concurrency=config.job_concurrency, llm_concurrency=config.llm_concurrency)
+            run = config.verifier.replace(method=method, params=params, labels=labels, index=config.searcher)
             verifiers[key] = Verifier.from_config(run, llm=shared["llm"])
         return verifiers[key]
 
@@ -95,11 +90,11 @@ def create_app(config: WebConfig) -> FastAPI:
 
             if not config.endpoint:
                 raise ConfigError("the web app needs a model endpoint", hint="veracity web resolves one; pass --endpoint")
-            own_llm = LLMClient(config.endpoint, config.model, api_key=settings.api_key,
-                                concurrency=config.llm_concurrency, timeout_s=settings.request_timeout_s,
+            own_llm = LLMClient(config.endpoint, config.verifier.model, api_key=settings.api_key,
+                                concurrency=config.verifier.llm_concurrency, timeout_s=settings.request_timeout_s,
                                 temperature=settings.temperature, seed=settings.seed)
             shared["llm"] = own_llm
-        runner = JobRunner(store, verifier_for, config.job_concurrency, on_claim)
+        runner = JobRunner(store, verifier_for, config.verifier.concurrency, on_claim)
         shared["runner"] = runner
         runner.start()
         try:

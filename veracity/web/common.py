@@ -19,13 +19,15 @@ STATIC = Path(__file__).parent / "static"
 
 @dataclass
 class WebConfig:
-    """What ``veracity web`` configures. ``llm`` replaces the model client (tests: the scripted stand-in);
+    """What ``veracity web`` configures. ``verifier`` is the run configuration every check and job starts from
+    (:class:`~veracity.pipeline.config.VerifierConfig`: endpoint, model, claims in flight per job, LLM requests
+    in flight, settings; a request adds its method, parameters and label space); None: the defaults, with
+    ``home`` as the settings' home. ``llm`` replaces the model client (tests: the scripted stand-in);
     ``searcher`` is an open index (None: methods that need one answer 400)."""
 
     home: Path
     searcher: Any = None
-    endpoint: str | None = None
-    model: str | None = None
+    verifier: Any = None
     llm: Any = None
     token: str | None = None
     cors_origins: tuple[str, ...] = ()
@@ -35,9 +37,6 @@ class WebConfig:
     max_claim_chars: int = MAX_CLAIM_CHARS
     max_checks: int = 4
     max_jobs: int = 8
-    job_concurrency: int = 4
-    llm_concurrency: int = 256
-    settings: Any = None
     model_health: Callable[[], dict[str, Any]] | None = None
     index_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -45,6 +44,15 @@ class WebConfig:
     def __post_init__(self) -> None:
         if self.token is not None:
             check_token(self.token)
+        if self.verifier is None:
+            from veracity.config import Settings
+            from veracity.pipeline.config import VerifierConfig
+
+            self.verifier = VerifierConfig(settings=Settings(home=self.home))
+
+    @property
+    def endpoint(self) -> str | None:
+        return self.verifier.endpoint
 
 
 MIN_TOKEN_CHARS = 16
