@@ -91,15 +91,12 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
 
     from veracity.serving.engine_choice import choose_engine
 
-    name = model or default_model(settings)
-    choice = choose_engine(settings, name, engine_name, change="`--engine vllm`")
-    engine = get_engine(choice.name)
     spec = ServerSpec(
-        model=model or "", engine=engine.name, port=port, host=host, structured_backend=structured_backend,
+        model=model or "", engine=engine_name or "vllm", port=port, host=host, structured_backend=structured_backend,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
-        cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, engine_why=choice.why,
+        cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
     )
     check_spec(spec)
     if replicas < 1:
@@ -108,6 +105,10 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
         check_replica_ports(spec, replicas)  # out of range or taken: before anything starts
     if not timeout > 0:
         raise ConfigError(f"--timeout must be more than 0 seconds, got {timeout:g}", hint="e.g. --timeout 600")
+    name = model or default_model(settings)
+    choice = choose_engine(settings, name, engine_name, change="`--engine vllm`")
+    engine = get_engine(choice.name)
+    spec.engine, spec.engine_why = choice.name, choice.why
     err_console.print(choice.line(), highlight=False, markup=False)  # which engine and why: the first line
     from veracity.serving.managed import make_ready
 

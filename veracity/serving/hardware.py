@@ -45,7 +45,7 @@ def gpu_seen() -> bool:
 
 
 def default_model_for_hardware() -> str:
-    return GPU_DEFAULT if cuda_available() else CPU_DEFAULT
+    return GPU_DEFAULT if gpu_seen() else CPU_DEFAULT
 
 
 def gpu_count() -> int:
