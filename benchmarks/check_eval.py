@@ -164,25 +164,30 @@ def embedding_matcher() -> Matcher:
 # -- decomposition ---------------------------------------------------------------------------------------
 async def decompose_item(item: dict[str, Any], llm: Any, params: Any) -> dict[str, Any]:
     """Extract claims from each gold sentence (the response as context) and classify each gold claim."""
-    from veracity.check.extract import sentences_of
+    from veracity.check.extract import Sentence, claims_in_sentence, sentences_of, worthiness_of
     from veracity.check.roles import EXTRACTOR, WORTHINESS
     from veracity.pipeline.methods.base import MethodContext
     from veracity.pipeline.types import Trace
 
     trace = Trace()
-    ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params, seed=getattr(llm, "seed", None),  # type: ignore[arg-type]
-                        claim_id=item["id"])
 
-    async def one(s: dict[str, Any]) -> dict[str, Any]:
-        out = await EXTRACTOR(ctx, text=item["text"], sentence=s["text"])
-        cats = [(await WORTHINESS(ctx, claim=c)).category for c in s["claims"]]
-        return {"extracted": [c for c in out.claims if c.strip()], "predicted_categories": cats}
+    async def one(i: int, s: dict[str, Any]) -> dict[str, Any]:
+        # check's own path: the extractor, the sentence guard with its one re-ask, then check-worthiness (the
+        # model-free opinion rule, then the role) on each gold claim with its sentence
+        ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
+                            seed=getattr(llm, "seed", None), claim_id=f"{item['id']}#s{i}")
+        claims, lost = await claims_in_sentence(ctx, item["text"], Sentence(i, 0, 0, s["text"]), trace)
+        cats = [(await worthiness_of(c, s["text"], llm, params, ctx=ctx))[0] for c in s["claims"]]
+        return {"extracted": claims, "dropped": [d["claim"] for d in lost], "predicted_categories": cats}
 
-    results = await asyncio.gather(*(one(s) for s in item["sentences"]))
+    results = await asyncio.gather(*(one(i, s) for i, s in enumerate(item["sentences"], 1)))
     split = {s.text for s in sentences_of(item["text"])}
+    failed = {EXTRACTOR.fallback.event, WORTHINESS.fallback.event}  # type: ignore[union-attr]
     return {"id": item["id"], "sentences": [{**s, **r} for s, r in zip(item["sentences"], results, strict=True)],
             "splitter_exact": sum(1 for s in item["sentences"] if s["text"].strip() in split),
-            "fallbacks": sum(1 for e in trace.events if e["kind"].startswith("check."))}
+            "fallbacks": sum(1 for e in trace.events if e["kind"] in failed),
+            "reasked": sum(1 for e in trace.events if e["kind"] == "check.claim_outside_sentence"),
+            "dropped": sum(len(r["dropped"]) for r in results)}
 
 
 def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold: float, seed: int) -> dict[str, Any]:
@@ -198,7 +203,8 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
             matched += len(m)
             wpairs += list(zip(s["categories"], s["predicted_categories"], strict=False))
         per_item.append({"sentences": len(row["sentences"]), "gold": gold_n, "extracted": ext_n, "matched": matched,
-                         "worthiness": wpairs, "splitter_exact": row["splitter_exact"], "fallbacks": row["fallbacks"]})
+                         "worthiness": wpairs, "splitter_exact": row["splitter_exact"], "fallbacks": row["fallbacks"],
+                         "reasked": row.get("reasked", 0), "dropped": row.get("dropped", 0)})
 
     def ratio(num: str, den: str) -> Callable[[list[dict]], float | None]:
         return lambda xs: (sum(x[num] for x in xs) / sum(x[den] for x in xs)) if sum(x[den] for x in xs) else None
@@ -214,6 +220,8 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
                            "n_gold_claims": sum(x["gold"] for x in per_item),
                            "n_extracted_claims": sum(x["extracted"] for x in per_item),
                            "extraction_fallbacks": sum(x["fallbacks"] for x in per_item),
+                           "sentence_guard_reasks": sum(x["reasked"] for x in per_item),
+                           "sentence_guard_dropped": sum(x["dropped"] for x in per_item),
                            "matching_rule": f"all-MiniLM-L6-v2 cosine >= {threshold}, greedy one-to-one per sentence"}
     for name, fn in stats.items():
         out[name] = {"value": fn(per_item), "ci95": bootstrap(per_item, fn, seed=seed)}
@@ -283,11 +291,22 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
     if args.task == "decomposition":
         items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n, args.seed)
         cv = cv or _claim_verifier(args, "direct")  # only its client is used: no claim is verified here
-        rows = []
+        rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None  # each response's claims
+        if rows_file is not None:
+            rows_file.parent.mkdir(parents=True, exist_ok=True)
+        gate = asyncio.Semaphore(max(1, args.items_concurrency))
         async with cv.client() as llm:
-            for item in items:
-                rows.append(await decompose_item(item, llm, params))
-                print(f"{item['id']}: {sum(len(s['extracted']) for s in rows[-1]['sentences'])} claims", file=sys.stderr)
+            async def one_item(item: dict[str, Any]) -> dict[str, Any]:
+                async with gate:
+                    row = await decompose_item(item, llm, params)
+                if rows_file is not None:
+                    with rows_file.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps(row) + "\n")
+                print(f"{item['id']}: {sum(len(s['extracted']) for s in row['sentences'])} claims, "
+                      f"{row.get('dropped', 0)} dropped", file=sys.stderr)
+                return row
+
+            rows = list(await asyncio.gather(*(one_item(item) for item in items)))
         result = score_decomposition(rows, matcher or embedding_matcher(), args.match_threshold, args.seed)
     else:
         items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed, args.sources.split(","))

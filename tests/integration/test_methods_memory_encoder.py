@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.index import need_module
+
 from veracity.pipeline.methods.mermaid.memory import EvidenceMemory
 from veracity.pipeline.types import Evidence
 
@@ -11,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_semantic_recall_with_the_bundled_encoder(tmp_path):
-    pytest.importorskip("sentence_transformers")
+    need_module("sentence_transformers", "pip install -e '.[memory]'")
     path = tmp_path / "memory.sqlite"
     plain = EvidenceMemory(path)
     plain.store([Evidence("Eiffel Tower#0", "Eiffel Tower", "A wrought-iron lattice tower on the Champ de Mars in Paris."),
@@ -29,7 +31,7 @@ def test_semantic_recall_with_the_bundled_encoder(tmp_path):
 def test_loading_the_bundled_encoder_draws_no_transformers_bar(capfd):
     """transformers draws a raw "Loading weights" bar on stderr for every model it loads; a search or a batch
     that loads the encoder shows none of it, and the bars are left on for other code afterwards."""
-    pytest.importorskip("sentence_transformers")
+    need_module("sentence_transformers", "pip install -e '.[memory]'")
     from transformers.utils import logging as hf_logging
 
     from veracity.models.encoders import SentenceEncoder

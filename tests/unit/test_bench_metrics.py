@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from tests.fixtures.index import need_module
+
 from veracity.bench.metrics import (
     accuracy,
     claim_latency,
@@ -158,7 +160,8 @@ def test_orig_label_breakdown():
 
 
 def test_matches_sklearn_on_random_predictions():
-    skm = pytest.importorskip("sklearn.metrics")
+    need_module("sklearn.metrics", "pip install scikit-learn")
+    import sklearn.metrics as skm
     rng = random.Random(7)
     for labels in ([S, R], [S, R, N]):
         gold = [rng.choice(labels) for _ in range(300)]

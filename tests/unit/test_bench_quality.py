@@ -22,7 +22,7 @@ quality = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(quality)
 
 DATA = shared_data_dir()
-needs_hover = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+needs_hover = pytest.mark.usefixtures("shared_hover_data")  # missing data: fails under CI, skips elsewhere
 
 
 def test_cells_become_balanced_bench_runs_and_a_finished_cell_is_skipped(tmp_path, monkeypatch):

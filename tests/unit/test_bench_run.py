@@ -21,7 +21,7 @@ from veracity.pipeline.methods.direct import DirectJudgement
 from veracity.pipeline.methods.rag import RagJudgement
 
 DATA = shared_data_dir()
-pytestmark = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+pytestmark = pytest.mark.usefixtures("shared_hover_data")  # missing data: fails under CI, skips elsewhere
 
 
 def alternating_direct():

@@ -288,3 +288,21 @@ def test_a_model_here_as_its_gguf_alone_travels_as_that_and_llama_cpp_finds_it(t
     bundle_install.install_bundle(home, out, engine=False, progress=lambda s: None)
     assert resolve_gguf(home, name).read_bytes() == kept.read_bytes()
     assert set(load_prepared(home)) == {MODEL}  # registered: the model whose weights came along
+
+
+def test_pip_downloads_the_extra_asked_for_and_for_another_machine_wheels_only(tmp_path):
+    from veracity.bundle.create import pip_download_command
+
+    settings = make_home(tmp_path / "src-home")
+    wheel = tmp_path / "veracity-0.1.0-py3-none-any.whl"
+    here = BundleOptions(out=tmp_path / "b", llama_cpp="none", extras=["ray"])
+    cmd = pip_download_command(plan_bundle(settings, here), here, wheel, tmp_path / "w")
+    assert f"veracity[cpu,ray] @ {wheel.as_uri()}" in cmd and "--only-binary=:all:" not in cmd
+    other = BundleOptions(out=tmp_path / "b", llama_cpp="none", gpu=True, python="3.12",
+                          platform="manylinux_2_28_aarch64")
+    plan = plan_bundle(settings, other)
+    cmd = pip_download_command(plan, other, wheel, tmp_path / "w")
+    assert f"veracity[gpu] @ {wheel.as_uri()}" in cmd and "--only-binary=:all:" in cmd
+    assert cmd[cmd.index("--python-version") + 1] == "3.12" and cmd[cmd.index("--abi") + 1] == "cp312"
+    assert cmd[cmd.index("--platform") + 1] == "manylinux_2_28_aarch64"
+    assert plan.target["machine"] == "aarch64" and plan.requirement == "veracity[gpu]==0.1.0"

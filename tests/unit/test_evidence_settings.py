@@ -25,7 +25,7 @@ from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Trace
 
 DATA = shared_data_dir()
-needs_data = pytest.mark.skipif(DATA is None or not (DATA / "hover").exists(), reason="shared data not found")
+needs_data = pytest.mark.usefixtures("shared_hover_data")  # missing data: fails under CI, skips elsewhere
 
 GOLD = [
     {"title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."},

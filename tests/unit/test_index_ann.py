@@ -27,7 +27,9 @@ def write_shards(folder, vecs, shard_size):
         np.save(shard_path(folder, i // shard_size), vecs[i:i + shard_size])
 
 
-@pytest.mark.parametrize("n, expected", [(10_987, "Flat"), (100_000, "Flat"), (1_000_000, "IVF4096,SQ8"),
+@pytest.mark.parametrize("n, expected", [(10_987, "Flat"), (100_000, "Flat"), (100_001, "IVF2048,SQ8"),
+                                         (1_000_000, "IVF4096,SQ8"),
+                                         (2_000_000, "IVF8192_HNSW32,SQ8"),  # nlist at HNSW_QUANTIZER_FROM: HNSW
                                          (21_015_324, "IVF32768_HNSW32,SQ8")])
 def test_auto_factory_by_size(n, expected):
     assert ann.auto_factory(n) == expected

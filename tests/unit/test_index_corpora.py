@@ -36,7 +36,9 @@ def test_dpr_tsv_keeps_dpr_passages_and_maps_ids(tmp_path):
     assert [a.title for a in arts] == ["Aaron", "The Lost Sheep"]
     assert info.dump_date == "2018-12-20" and "DPR" in info.dump_date_from
     passages = [p for a in arts for p in chunk_article(a)]
-    assert [p.id for p in passages] == ["Aaron#0", "Aaron#1", "Aaron#2", "The Lost Sheep#0"]
+    # DPR's own passage ids survive (results compare with DPR / pyserini gold ids); n is the chunk number
+    assert [p.id for p in passages] == ["1", "2", "3", "4"]
+    assert [(p.title, p.n) for p in passages] == [("Aaron", 0), ("Aaron", 1), ("Aaron", 2), ("The Lost Sheep", 0)]
     assert passages[0].text == 'Aaron Aaron ( or ; "Ahärôn") is a prophet, high priest, and the brother of Moses.'
     assert passages[2].text == "God at Sinai granted Aaron the priesthood for himself"  # a short one is not merged
     work = tmp_path / "w"
@@ -46,7 +48,7 @@ def test_dpr_tsv_keeps_dpr_passages_and_maps_ids(tmp_path):
                lambda *a: None, lambda m: None)
     with sqlite3.connect(work / STORE_FILE) as conn:
         rows = conn.execute("SELECT idx, id FROM passages ORDER BY idx").fetchall()
-    assert rows == [(0, "Aaron#0"), (1, "Aaron#1"), (2, "Aaron#2"), (3, "The Lost Sheep#0")]  # idx = DPR id - 1
+    assert rows == [(0, "1"), (1, "2"), (2, "3"), (3, "4")]  # DPR's ids, and idx = DPR id - 1
 
 
 def test_dpr_tsv_gzip_and_bad_rows(tmp_path):
@@ -169,3 +171,21 @@ def test_a_folder_source_is_planned_not_zero(tmp_path):
 
     assert estimate_passages(_fever_folder(tmp_path), "fever", Chunking()) == (2, "counted (2 files read)")
     assert estimate_passages(_hotpot_folder(tmp_path), "hotpot-abstracts", Chunking()) == (3, "counted (3 files read)")
+
+
+def test_dpr_ids_are_the_stores_ids_and_titles_are_read_back_for_the_title_filter(tmp_path):
+    from veracity.indexes.bm25 import BM25Retriever
+    from veracity.indexes.store import PassageStore, PassageWriter
+
+    path = tmp_path / "psgs_w100.tsv"
+    path.write_text(DPR_TSV, encoding="utf-8")
+    arts, _ = read(path, "dpr-tsv")
+    writer = PassageWriter(tmp_path / STORE_FILE)
+    writer.add(p for a in arts for p in chunk_article(a))
+    writer.close()
+    store = PassageStore(tmp_path / STORE_FILE)
+    assert store.by_ids(["4"]) == {"4": ("The Lost Sheep", "The Lost Sheep is a parable of Jesus.")}
+    rows = sqlite3.connect(tmp_path / STORE_FILE).execute("select id, title, n from passages order by idx").fetchall()
+    assert rows == [("1", "Aaron", 0), ("2", "Aaron", 1), ("3", "Aaron", 2), ("4", "The Lost Sheep", 0)]
+    retriever = BM25Retriever(store, None)
+    assert retriever._title_of(("3", 1.0)) == "Aaron" and retriever._title_of(("Kyoto#2", 1.0)) == "Kyoto"

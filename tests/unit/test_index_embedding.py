@@ -53,9 +53,21 @@ def all_vectors(folder, n, shard_size):
     return np.concatenate([np.load(emb.shard_path(folder, i)) for i in range(emb.n_shards(n, shard_size))])
 
 
-def _worker(folder, n, shard_size, delay, out):
+def _worker(folder, n, shard_size, delay, out, counts=None, me=0):
+    def on_shard(i):
+        """After its first shard a worker waits (up to 30 s) until the other one has embedded a shard too, or
+        nothing is left: both work whatever the scheduler does (a loaded machine may start one late)."""
+        if counts is None:
+            return
+        with counts.get_lock():
+            counts[me] += 1
+        deadline = time.monotonic() + 30
+        while counts[1 - me] == 0 and time.monotonic() < deadline and \
+                emb.done_passages(folder, n, shard_size) < n:
+            time.sleep(0.01)
+
     got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(delay), shard_size=shard_size, batch_size=4,
-                                   poll=0.05)
+                                   poll=0.05, on_shard=on_shard)
     out.put((os.getpid(), got))
 
 
@@ -63,7 +75,8 @@ def test_two_processes_share_one_build_without_doing_a_shard_twice(tmp_path):
     n, shard = 90, 10
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(tmp_path, n, shard, 0.02, out)) for _ in range(2)]
+    counts = ctx.Array("i", 2)  # shards embedded by each worker
+    procs = [ctx.Process(target=_worker, args=(tmp_path, n, shard, 0.02, out, counts, me)) for me in range(2)]
     for p in procs:
         p.start()
     results = [out.get(timeout=60) for _ in procs]
@@ -160,6 +173,8 @@ def test_waits_for_shards_held_by_a_live_worker(tmp_path):
     t = threading.Thread(target=finish_later)
     t.start()
     got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4, poll=0.05)
+    # on return every shard exists: shard 1 was waited for, not left to the other worker (asserted before join)
+    assert emb.shard_path(tmp_path, 1).exists() and emb.done_passages(tmp_path, n, shard) == n
     t.join()
     assert got == 10 and emb.done_passages(tmp_path, n, shard) == n
     assert emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, wait=False) == 0

@@ -13,7 +13,7 @@ import warnings
 
 import click
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM, keep_every_passage, run_claims
 from veracity.pipeline.engine import Engine
@@ -59,11 +59,44 @@ def run(method, script, *, space=None, searcher=None, **params):
 # ----------------------------------------------------------------- the label space itself
 def test_spaces_names_and_the_binary_rule():
     assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY
+    for alias, space in (("2way", BINARY), ("two-way", BINARY), (" 2WAY ", BINARY), ("three-way", THREE_WAY),
+                         ("3-way", THREE_WAY)):  # every spelling --labels takes names the space it says
+        assert label_space(alias) is space, alias
+    assert "NOT_ENOUGH_INFO" not in label_space("2way") and not label_space("2way").allows_nei
     assert THREE_WAY.allows_nei and not BINARY.allows_nei
     assert "NOT_ENOUGH_INFO" not in BINARY and "REFUTED" in BINARY and Label.NOT_ENOUGH_INFO in THREE_WAY
     with pytest.raises(ConfigError, match="unknown label space 'bad'") as exc:
         label_space("bad")
     assert "\n" not in str(exc.value) and "--labels binary" in exc.value.hint
+    assert exc.value.hint == ("use --labels binary (SUPPORTED / REFUTED) or --labels 3way "
+                              "(SUPPORTED / REFUTED / NOT_ENOUGH_INFO)")  # the labels named as the flags take them
+    assert "MAYBE" not in BINARY and "MAYBE" not in THREE_WAY and 3 not in THREE_WAY  # not a label at all
+
+
+def test_narrowing_keeps_the_fields_contract():
+    """Binary narrows the label field and nothing else: the same schema name and module, the field still
+    required with its description, a nullable field still nullable, a required one still refusing null."""
+
+    class Step(BaseModel):
+        label: Label | None = Field(None, description="finish only: the verdict")
+
+    class Judged(BaseModel):
+        explanation: str
+        label: Label = Field(description="the verdict")
+
+    narrowed = BINARY.narrow(Judged)
+    old, new = Judged.model_fields["label"], narrowed.model_fields["label"]
+    assert narrowed.__name__ == "Judged" and narrowed.__module__ == Judged.__module__ == __name__
+    assert new.is_required() and old.is_required() and new.description == old.description and new.description
+    with pytest.raises(ValidationError):
+        narrowed.model_validate({"explanation": "x", "label": None})
+    with pytest.raises(ValidationError):
+        narrowed.model_validate({"explanation": "x", "label": "NOT_ENOUGH_INFO"})
+    assert narrowed.model_validate({"explanation": "x", "label": "REFUTED"}).label == "REFUTED"
+    step = BINARY.narrow(Step)
+    assert step().label is None and step.model_fields["label"].description == "finish only: the verdict"
+    assert step.model_validate({"label": None}).label is None
+    assert step.model_json_schema()["properties"]["label"]["anyOf"][0]["enum"] == ["SUPPORTED", "REFUTED"]
     assert THREE_WAY.options("a", "b", "c") == "SUPPORTED if a, REFUTED if b, NOT_ENOUGH_INFO if c"
     assert BINARY.options("a", "b", "c") == "SUPPORTED if a, REFUTED if b or c"
     assert THREE_WAY.narrow(DirectJudgement) is DirectJudgement  # 3way: the very same model
@@ -335,11 +368,11 @@ def test_verify_labels_option(monkeypatch, capsys):
 
 # ----------------------------------------------------------------- bench run
 def _bench(tmp_path):
-    from tests.fixtures.index import shared_data_dir
+    from tests.fixtures.index import missing, shared_data_dir
 
     data = shared_data_dir()
     if data is None or not (data / "hover").exists():
-        pytest.skip("shared data not found")
+        missing("shared data (../shared/data with hover/) not found; set VERACITY_DATA_DIR")
     from veracity.config import Settings
 
     return Settings(home=tmp_path / "home", data_dir=data)

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.fixtures.index import need_module
+
 from veracity.errors import ModelError
 from veracity.models import chunked
 from veracity.models.prepare import cpu_supports_bf16
@@ -352,7 +354,7 @@ def _settings(home: Path):
 def test_conversion_bar_hooks_the_gguf_loop_and_silences_transformers_bars_then_restores_both():
     """While `models prepare` shows its own bar, transformers' GGUF tensor loop reports to it and transformers'
     tqdm bars are off; afterwards both are as they were (the same switch the encoder's load uses)."""
-    pytest.importorskip("transformers")
+    need_module("transformers", "pip install transformers")
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
 

@@ -34,6 +34,8 @@ def span(quote: str, passage: str) -> str | None:
     ("\u2018Old Man River\u2019", "nicknamed 'Old Man River' by", "'Old Man River'"),
     # dashes: en / em dash, minus sign and hyphen are one dash
     ("1914-1918", "served 1914\u20131918 in France", "1914\u20131918"),
+    ("1914 \u2013 1918", "The war lasted 1914-1918.", "1914-1918"),  # a space before a dash does not count
+    ("1914 -1918", "The war lasted 1914-1918.", "1914-1918"),
     ("Paris \u2014 the capital", "Paris - the capital of France", "Paris - the capital"),
     # diacritics: composed and decomposed forms are the same letter (NFKC)
     ("Zu\u0308rich", "He moved to Z\u00fcrich in 1900.", "Z\u00fcrich"),

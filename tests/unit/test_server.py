@@ -180,8 +180,10 @@ def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypat
         assert srv.orphans(state) == [engine]
         res = CliRunner().invoke(cli, ["serve", "--status", "--json"])
         assert json.loads(res.output)["orphans"] == [engine]
+        assert res.exit_code == 1  # a dead server: a script asking `serve --status` gets "no"
         res = CliRunner().invoke(cli, ["serve", "--status"])
         assert f"pids {engine}" in res.output and "serve --stop` ends them" in res.output
+        assert res.exit_code == 1
         res = CliRunner().invoke(cli, ["serve", "--stop"])
         assert res.exit_code == 0 and "1 processes ended" in res.output, res.output
         assert srv.group_members(state.pid) == [] and not srv.pid_alive(engine)  # SIGTERM ignored: SIGKILL
@@ -211,6 +213,73 @@ def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, m
         assert url == "http://127.0.0.1:8000/v1"
     finally:
         srv.terminate_group(state.pid, grace_s=0.1)
+
+
+def _replace_dead_server(settings, monkeypatch, tmp_path):
+    """ensure_endpoint on a dead server, with a start that runs a real (sleeping) process and writes its
+    state; returns what was said, the spec started, and the exit handlers the command registered."""
+    said, specs, at_exit = [], [], []
+
+    def fake_start(settings, spec, **kw):
+        specs.append(spec)
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        new = ServerState("default", proc.pid, f"http://127.0.0.1:{spec.port}/v1", spec.model, "/x", spec.port,
+                          str(tmp_path / "l"), time.time(), [], "v")
+        state_path(settings).write_text(new.to_json())
+        return new
+
+    monkeypatch.setattr(launch, "start_server", fake_start)
+    monkeypatch.setattr(managed, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
+    monkeypatch.setattr(managed, "at_exit", at_exit.append)  # what the command registers for its exit
+    url, _ = ensure_endpoint(settings, notify=said.append)
+    return url, said, specs, at_exit
+
+
+def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_command(tmp_path, monkeypatch):
+    """issue 42: after the server was killed mid-batch, the rerun's replacement took a random port and was
+    left running. It takes the dead server's port (the user's) and is stopped when the command ends."""
+    monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
+    settings = Settings(home=tmp_path)
+    dead, engine = _crashed_server(settings)
+    port = srv.free_port()
+    state_path(settings).write_text(json.dumps({**json.loads(dead.to_json()), "port": port}))
+    try:
+        url, said, specs, at_exit = _replace_dead_server(settings, monkeypatch, tmp_path)
+        assert specs[0].port == port and url == f"http://127.0.0.1:{port}/v1"
+        assert len(said) == 1 and f"on its port {port}" in said[0] and "stopped when this command ends" in said[0]
+        new = read_state(settings)
+        assert srv.pid_alive(new.pid) and len(at_exit) == 1
+        at_exit[0]()  # the command ends
+        assert not srv.pid_alive(new.pid) and read_state(settings) is None
+    finally:
+        srv.terminate_group(dead.pid, grace_s=0.1)
+
+
+def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_later_server(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
+    settings = Settings(home=tmp_path)
+    dead, engine = _crashed_server(settings)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    state_path(settings).write_text(json.dumps({**json.loads(dead.to_json()), "port": taken}))
+    later = None
+    try:
+        url, said, specs, at_exit = _replace_dead_server(settings, monkeypatch, tmp_path)
+        assert specs[0].port != taken
+        assert f"its port {taken} is in use" in said[0] and url in said[0]
+        first = read_state(settings)
+        srv.terminate_group(first.pid, grace_s=0.1)
+        later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        state_path(settings).write_text(json.dumps({**json.loads(first.to_json()), "pid": later.pid}))
+        at_exit[0]()  # the state names another server by now (the user started one): it is left alone
+        assert srv.pid_alive(later.pid) and read_state(settings).pid == later.pid
+    finally:
+        holder.close()
+        srv.terminate_group(dead.pid, grace_s=0.1)
+        if later is not None:
+            srv.terminate_group(later.pid, grace_s=0.1)
 
 
 def test_state_file_status_and_stop(tmp_path):

@@ -44,6 +44,12 @@ def wait_until(cond, timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+def waiting_before(starts: fx.ServerStarts, i: int, timeout: float = 10.0) -> None:
+    """The start-up thread has decided not to start spares[i] yet and waits (an event, not a sleep): whatever
+    was started by now is all that starts until a spare is taken (or memory frees up)."""
+    wait_until(lambda: starts.waiting.is_set() and starts.waiting_for == i, timeout)
+
+
 def test_session_first_then_spares_never_more_than_ahead_waiting(fake_vllm, tmp_path, monkeypatch):
     monkeypatch.setattr(fx, "SPARES_AHEAD", 2)
     monkeypatch.setattr(fx, "_memory_available", lambda: fx.SPARE_MEMORY)
@@ -51,12 +57,12 @@ def test_session_first_then_spares_never_more_than_ahead_waiting(fake_vllm, tmp_
     starts = fx.ServerStarts(session, spares)
     starts.begin()
     wait_until(lambda: len(fake_vllm.log) == 3)
-    time.sleep(0.2)  # nothing more starts while two spares wait untaken
+    waiting_before(starts, 2)  # nothing more starts while two spares wait untaken
     assert fake_vllm.log == [("start", "test"), ("start", "spare-1"), ("start", "spare-2")]
     assert starts.session_endpoint().name == "test"
     assert starts.take_spare().name == "spare-1"
     wait_until(lambda: ("start", "spare-3") in fake_vllm.log)
-    time.sleep(0.2)
+    waiting_before(starts, 3)
     assert ("start", "spare-4") not in fake_vllm.log
     assert [starts.take_spare().name for _ in range(3)] == ["spare-2", "spare-3", "spare-4"]
     assert starts.take_spare() is None  # more than were counted: the fixture starts one on the spot
@@ -73,7 +79,7 @@ def test_a_second_spare_waits_only_where_memory_allows(fake_vllm, tmp_path, monk
     starts = fx.ServerStarts(None, spares)
     starts.begin()
     wait_until(lambda: len(fake_vllm.log) == 1)
-    time.sleep(0.2)
+    waiting_before(starts, 1)
     assert fake_vllm.log == [("start", "spare-1")]  # one waits whatever the memory
     free[0] = fx.SPARE_MEMORY
     wait_until(lambda: ("start", "spare-2") in fake_vllm.log, timeout=15)  # re-checked every 5 s

@@ -489,7 +489,8 @@ def test_state_changing_requests_need_their_declared_type_so_no_simple_cross_sit
         assert client.get("/v1/jobs").json() == [] and client.get("/v1/checks").json() == []
         # the browser says where a request comes from: another origin is refused even with the right type
         for headers in ({"Origin": "http://localhost:8399"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
-                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"}):
+                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"},
+                        {"Origin": "http://127.0.0.1:9999"}):  # the same host on another port, no Sec-Fetch-Site
             one_line_error(client.post("/v1/verify", content=claim, headers={**JSON_BODY, **headers}), 403,
                            "cross-site request refused")
             one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **headers}),

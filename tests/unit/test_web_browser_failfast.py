@@ -9,13 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+
+from tests.fixtures.index import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_page_test(chromium: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, float]:
-    pytest.importorskip("playwright.sync_api")
+    need_module("playwright.sync_api", "pip install playwright")
     # an endpoint that cannot answer: the child session starts no vLLM server in the background (one that
     # the failing browser would have it kill again: CPU taken from the tests around it); the page test
     # must fail on chromium before it asks for the model server, else it fails naming the endpoint instead

@@ -207,14 +207,23 @@ def config_keys() -> list[str]:
     return sorted(({f.name for f in dataclasses.fields(RunConfig)} - {"verifier"}) | set(RUN_KEYS))
 
 
+CONFIG_BYTES = 1 << 20  # a run config is a few hundred bytes of TOML
+
+
 def load_config(path: Path | str, *, settings: Settings | None = None, endpoint: str | None = None,
                 model: str | None = None, backend: str | None = None, ray_address: str | None = None,
                 ray_actors: int | None = None, **overrides: Any) -> RunConfig:
     """A RunConfig from a TOML file; ``overrides`` (not None) replace its values; ``params`` given there are
     added to the file's."""
+    from veracity.reading import read_file_limited
+
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        data, more = read_file_limited(path, CONFIG_BYTES)  # a device or a pipe is read with a bound
+        if more:
+            raise ConfigError(f"{path} is larger than {CONFIG_BYTES >> 20} MiB: not a run config",
+                              hint="see benchmarks/configs/ for examples")
+        raw = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}", hint="see benchmarks/configs/ for examples")
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

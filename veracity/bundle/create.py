@@ -243,6 +243,23 @@ def copy_items(root: Path, items: list[Item], bar: Bar = no_bar, progress: Progr
     return copied
 
 
+def pip_download_command(plan: Plan, options: BundleOptions, own_wheel: Path, wheels: Path) -> list[str]:
+    """``pip download`` of veracity's wheel with its extras and every dependency, for the bundle's target:
+    this machine, or ``--python`` / ``--platform`` (then wheels only: pip cannot build for another machine)."""
+    extras = plan.requirement.split("[", 1)[1].split("]", 1)[0]
+    cmd = [sys.executable, "-m", "pip", "download", "-d", str(wheels), "--progress-bar", "off",
+           f"veracity[{extras}] @ {own_wheel.resolve().as_uri()}"]
+    if options.python or options.platform:
+        target = plan.target
+        cmd += ["--only-binary=:all:", "--python-version", target["python"],
+                "--implementation", "cp", "--abi", "cp" + target["python"].replace(".", "")]
+        if options.platform:
+            cmd += ["--platform", options.platform]
+    else:  # building an sdist dependency offline needs these two
+        cmd += ["setuptools", "wheel"]
+    return cmd
+
+
 def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progress, bar: Bar) -> None:
     """veracity's wheel from this checkout, then pip download of it with its extra and every dependency."""
     wheels = root / WHEELS
@@ -257,17 +274,7 @@ def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progr
     if built.returncode != 0 or not own:
         raise BundleError(f"could not build veracity's wheel from {src}: {_last_line(built)}",
                           hint="pip install setuptools wheel, then run the command again")
-    extras = plan.requirement.split("[", 1)[1].split("]", 1)[0]
-    cmd = [sys.executable, "-m", "pip", "download", "-d", str(wheels), "--progress-bar", "off",
-           f"veracity[{extras}] @ {own[-1].resolve().as_uri()}"]
-    if options.python or options.platform:
-        target = plan.target
-        cmd += ["--only-binary=:all:", "--python-version", target["python"],
-                "--implementation", "cp", "--abi", "cp" + target["python"].replace(".", "")]
-        if options.platform:
-            cmd += ["--platform", options.platform]
-    else:  # building an sdist dependency offline needs these two
-        cmd += ["setuptools", "wheel"]
+    cmd = pip_download_command(plan, options, own[-1], wheels)
     progress(f"downloading the wheels of {plan.requirement} for {plan.target['platform_tag']}, Python "
              f"{plan.target['python']} with pip (those already in {wheels} are kept)")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)

@@ -111,6 +111,14 @@ def target_for(python: str | None, platform_tag: str | None) -> dict:
     return here
 
 
+def pip_platform(machine: dict) -> str:
+    """A pip platform tag for ``bundle create --platform`` that fits ``machine`` (manylinux at its glibc)."""
+    glibc = (machine.get("glibc") or "").removeprefix("glibc-").split(".")
+    if machine.get("sys_platform") == "linux" and len(glibc) >= 2 and all(p.isdigit() for p in glibc[:2]):
+        return f"manylinux_{glibc[0]}_{glibc[1]}_{machine['machine']}"
+    return machine["platform_tag"]
+
+
 def cpu_flags() -> set[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -137,7 +145,7 @@ def check_target(target: dict, here: dict | None = None) -> None:
         if target.get(key) != here[key]:
             raise BundleError(f"this bundle is for {theirs} ({key} {target.get(key)}), this machine is {mine}",
                               hint="make a bundle for this machine: `veracity bundle create DIR --python "
-                                   f"{here['python']} --platform {here['platform_tag']}` on the connected one")
+                                   f"{here['python']} --platform {pip_platform(here)}` on the connected one")
 
 
 # -- the manifest --------------------------------------------------------------------------------------------
@@ -278,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ok: {len(manifest['files'])} files, {human(manifest['total_bytes'])}", flush=True)
         if args.verify_only:
             return 0
+        if sys.prefix == sys.base_prefix and not os.environ.get("CONDA_PREFIX"):
+            raise BundleError(f"{sys.executable} is not in a virtual environment",
+                              hint="python3 -m venv .venv && . .venv/bin/activate, then run "
+                                   f"`python {root / INSTALLER}` again")
         install_packages(root, manifest, say=lambda s: print(s, flush=True))
     except BundleError as exc:
         print(f"error: {exc}", file=sys.stderr)

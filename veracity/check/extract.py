@@ -104,7 +104,7 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
         # index within the sentence, so it does not depend on how the sentences' calls interleave
         ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
                             seed=getattr(llm, "seed", None), claim_id=f"{tid}#s{sentence.index}")
-        texts, lost = await _claims_in_sentence(ctx, text, sentence, trace)
+        texts, lost = await claims_in_sentence(ctx, text, sentence, trace)
         dropped.extend(lost)
         cats: list[str] = []
         for claim in texts:
@@ -154,7 +154,7 @@ def _unique(claims: list[str]) -> list[str]:
     return list(dict.fromkeys(" ".join(c.split()) for c in claims if c.strip()))  # no empty or repeated claim
 
 
-async def _claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
+async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
                               trace: Trace) -> tuple[list[str], list[dict[str, Any]]]:
     """The extractor's claims for ``sentence`` that pass the sentence guard; the ones that fail are re-asked
     once (the failures named, in the same conversation), and whatever still fails is dropped (returned as

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from veracity.cli._common import console, fail, print_json
+from veracity.cli._common import console, err_console, fail, print_json
 from veracity.terminal import json_safe, terminal_safe
 from veracity.errors import VeracityError
 
@@ -224,8 +224,9 @@ def _build_kept(out: Path, stage: str | None) -> str:
 @click.argument("index_dir", type=click.Path(path_type=Path))
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Number of passages.")
-@click.option("--mode", type=click.Choice(["bm25", "dense", "hybrid"]), default="hybrid", show_default=True,
-              help="bm25, dense, or hybrid (reciprocal-rank fusion of both).")
+@click.option("--mode", type=click.Choice(["bm25", "dense", "hybrid"]), default=None,
+              help="bm25, dense, or hybrid (reciprocal-rank fusion of both); default hybrid, or the one part an "
+                   "index built with --no-dense / --no-bm25 has.")
 @click.option("--exclude-title", "exclude_titles", multiple=True, help="Hide this article (repeatable).")
 @click.option("--exclude-pattern", "exclude_patterns", multiple=True,
               help="Hide articles whose title matches this regex (repeatable).")
@@ -255,9 +256,26 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
             raise ConfigError(f"{flag} must be at least 1, got {value}", hint=f"e.g. {flag} {example}")
     with console.status("loading the index"):
         searcher = Searcher(index_dir, encoder=encoder, nprobe=nprobe, ef_search=ef_search)
+    have = searcher.modes
+    if (mode is None or mode == "hybrid") and "hybrid" not in have and have:
+        # an index with one part (--no-dense, --no-bm25): search that part, and say so
+        err_console.print(f"note: {terminal_safe(str(index_dir))} has no "
+                          f"{'dense vectors' if have[0] == 'bm25' else 'BM25 index'}: searching {have[0]} only",
+                          highlight=False, soft_wrap=True)
+        mode = have[0]
+    mode = mode or "hybrid"
+    exact = searcher.store.by_ids([query]) if hasattr(searcher, "store") else {}
+    if exact:  # the query is a passage id (title#n, or a corpus's own id such as DPR's): that passage first
+        from veracity.indexes.retriever import Hit
+
+        title, text = exact[query]
+        err_console.print(f"note: {terminal_safe(query)} is a passage id: that passage first", highlight=False,
+                          soft_wrap=True)
     with console.status("searching"):
         hits = searcher.search(query, k=k, mode=mode, exclude_titles=exclude_titles,
                                exclude_patterns=exclude_patterns)
+    if exact:
+        hits = [Hit(query, title, text, 0.0), *[h for h in hits if h.passage_id != query]][:k]
     if as_json:
         print_json([{"passage_id": h.passage_id, "title": h.title, "text": h.text, "score": h.score} for h in hits])
         return

@@ -53,7 +53,7 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
               "PORT+N-1 (GPU: one per device group of --tensor-parallel-size GPUs; CPU: the cores split between "
               "them); every command then uses all of them.")
 @click.option("--detach", is_flag=True, help="Keep the server running in the background (state file + log).")
-@click.option("--status", "show_status", is_flag=True, help="Show the managed server and exit.")
+@click.option("--status", "show_status", is_flag=True, help="Show the managed server and exit (status 1 when it is dead).")
 @click.option("--stop", "do_stop", is_flag=True, help="Stop the managed server and exit.")
 @click.option("--timeout", type=float, default=600, show_default=True, help="Seconds to wait for start-up.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -156,7 +156,8 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
 
 
 def _show_status(settings, as_json: bool) -> None:
-    """--status: the managed server, or every replica of the managed set."""
+    """--status: the managed server, or every replica of the managed set; exits 1 when one of them is dead
+    (0: running, starting, or none recorded)."""
     members = replica_statuses(settings)
     rows = [(state, status, orphans(state) if status == "dead" else []) for state, status in members]
     if as_json:
@@ -173,6 +174,8 @@ def _show_status(settings, as_json: bool) -> None:
             print_json({"status": _overall([st for _, st, _ in rows]),
                         "endpoint": ",".join(s.endpoint for s, st, _ in rows if st in ("running", "starting")),
                         "replicas": [{"status": st, **s.__dict__, "orphans": left} for s, st, left in rows]})
+        if any(status == "dead" for _, status, _ in rows):
+            raise SystemExit(1)
         return
     if not rows:
         from veracity.serving.engine_choice import choose_engine
@@ -197,6 +200,8 @@ def _show_status(settings, as_json: bool) -> None:
                               "`veracity serve --stop` ends them", highlight=False)
         elif status == "dead":
             err_console.print("the server process is gone; `veracity serve --stop` clears its state")
+    if any(status == "dead" for _, status, _ in rows):
+        raise SystemExit(1)  # a script asking whether the server is up gets "no" from the exit status
 
 
 def _overall(statuses: list[str]) -> str:

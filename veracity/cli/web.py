@@ -20,11 +20,14 @@ from veracity.errors import ConfigError
     "endpoint": "OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the managed local server, started if "
                 "needed)."})
 @click.option("--token", default=None,
-              help="Bearer token required on every route but /healthz: at least 16 characters, no whitespace. "
+              help="Bearer token required on every route but /healthz: at least 16 characters, 8 different ones, "
+              "64 bits, no whitespace and no simple pattern (veracity web --new-token makes one). "
               "Required when binding a non-loopback address. Visible to other users in `ps`: prefer "
               "--token-file or $VERACITY_WEB_TOKEN.")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
               help="Read the bearer token from this file (its first line).")
+@click.option("--new-token", is_flag=True, help="Print a new random bearer token (256 bits) and exit, e.g. "
+              "`veracity web --new-token > ~/.veracity/web-token` then --token-file ~/.veracity/web-token.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also accept requests whose Host header names NAME (repeatable; e.g. a reverse proxy's name). "
               "By default only the address bound (and localhost on loopback) is accepted.")
@@ -38,7 +41,7 @@ from veracity.errors import ConfigError
 @click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
 @config_options("concurrency", help={
     "concurrency": "Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16)."})
-def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, cors_origins, max_checks, max_jobs,
+def web(host, port, index, endpoint, model, token, token_file, new_token, allowed_hosts, cors_origins, max_checks, max_jobs,
         max_body_mb, max_claim_chars, concurrency) -> None:
     """Serve the page at / and the API under /v1/ (docs at /v1/docs).
 
@@ -46,8 +49,14 @@ def web(host, port, index, endpoint, model, token, token_file, allowed_hosts, co
     Examples:
       veracity web                                  # http://127.0.0.1:8080/
       veracity web --index ~/.veracity/indexes/demo --port 9000
-      openssl rand -hex 16 > ~/.veracity/web-token && veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
+      veracity web --new-token > ~/.veracity/web-token
+      veracity web --host 0.0.0.0 --token-file ~/.veracity/web-token
     """
+    if new_token:
+        from veracity.web.common import new_token as make_token
+
+        click.echo(make_token())
+        return
     from veracity.config import load_settings
     from veracity.pipeline.api import open_index
     from veracity.pipeline.config import VerifierConfig
@@ -131,18 +140,28 @@ def _uvicorn_server():
     return Server
 
 
+TOKEN_FILE_BYTES = 64 << 10  # read of a --token-file: its first line is the token
+
+
 def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
     """The token from --token, --token-file or $VERACITY_WEB_TOKEN (one of them), or None."""
     if given is not None and path is not None:
         raise ConfigError("pass --token or --token-file, not both", hint="--token-file keeps it out of `ps`")
     if path is None:
         return given if given is not None else (env if env else None)
+    from veracity.reading import read_file_limited
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        data, more = read_file_limited(path, TOKEN_FILE_BYTES)  # a device or a pipe is read with a bound
+        lines = data.decode("utf-8").splitlines()
+        if more and len(lines) < 2:  # no line break in the first 64 KiB: no token file
+            raise ConfigError(f"the token file {path} has no line break in its first {TOKEN_FILE_BYTES >> 10} KiB: "
+                              "not a token file", hint="write the token on the file's first line, e.g. "
+                              "veracity web --new-token > FILE")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"cannot read the token file {path} ({why})",
-                          hint="write the token on the file's first line, e.g. openssl rand -hex 16 > FILE") from None
+                          hint="write the token on the file's first line, e.g. veracity web --new-token > FILE") from None
     return lines[0].strip() if lines else ""
 
 

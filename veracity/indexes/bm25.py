@@ -110,6 +110,24 @@ def _detach_jvm_thread() -> None:
         pass
 
 
+def java_reason(exc: BaseException) -> str:
+    """A Java exception in a few words: its class's simple name and the first sentence of its message, without
+    the package path, the stack or a cut in the middle (``IndexNotFoundException: no segments* file found``)."""
+    text = " ".join(str(exc).split())
+    m = re.search(r"(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\s*:?\s*(.*)", text)
+    name, message = (m.group(1), m.group(2)) if m else (type(exc).__name__, text)
+    while True:  # drop parenthesised asides, nested ones included: "(resource BufferedChecksumIndexInput(...))"
+        shorter = re.sub(r"\s*\([^()]*\)", "", message)
+        if shorter == message:
+            break
+        message = shorter
+    message = re.split(r"(?<=[.;])\s|\s+at\s+[\w$.]+\(|: ", message, maxsplit=1)[0].strip().rstrip(".;:")
+    message = re.sub(r"\s*in\s+(?:MMap|NIOFS|FS)Directory@\S+.*$", "", message)  # Lucene's directory object
+    if len(message) > 100:
+        message = message[:100].rsplit(" ", 1)[0] + " ..."
+    return f"{name}: {message}" if message else name
+
+
 class BM25Index:
     """Thread-safe BM25 search (pyserini's LuceneSearcher is not safe for concurrent use: one lock)."""
 
@@ -124,8 +142,10 @@ class BM25Index:
             self._searcher = LuceneSearcher(str(path))
             self._searcher.set_bm25(k1, b)
         except Exception as exc:  # a Java exception: corrupt or foreign index
-            raise IndexDirError(f"BM25 index {path} cannot be opened ({str(exc).splitlines()[0][:160]})",
-                                hint="rebuild the index with --overwrite") from None
+            err = IndexDirError(f"BM25 index {path} cannot be opened ({java_reason(exc)})",
+                                hint="rebuild the index with --overwrite")
+            err.detail = java_reason(exc)
+            raise err from None
         self.num_docs = int(self._searcher.num_docs)
         self._lock = threading.Lock()
         self.docids = "passage-id"  # or "dpr-row": DPR passage numbers (a prebuilt wikipedia-dpr-100w)
@@ -169,8 +189,14 @@ class BM25Retriever(StoredPassagesRetriever):
 
     def ranked(self, query: str, k: int, keep: TitleFilter) -> list[tuple[str, float]]:
         """The top ``k`` ``(passage id, BM25 score)`` pairs whose titles ``keep`` lets through."""
-        return filtered_top(lambda d: self._hits(query, d), lambda it: split_passage_id(it[0])[0],
-                            k, keep, self.store.count)
+        return filtered_top(lambda d: self._hits(query, d), self._title_of, k, keep, self.store.count)
+
+    def _title_of(self, item: tuple[str, float]) -> str:
+        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id (DPR's)."""
+        pid = item[0]
+        if "#" in pid:
+            return split_passage_id(pid)[0]
+        return (self.store.by_ids([pid]).get(pid) or ("", ""))[0]
 
     def _hits(self, query: str, depth: int) -> list[tuple[str, float]]:
         hits = self.index.search(query, depth)

@@ -20,6 +20,7 @@ import dataclasses
 import datetime as _dt
 import hashlib
 import json
+import re
 import os
 import shutil
 import time
@@ -189,9 +190,10 @@ def _check_date(value: str | None) -> None:
 def _prepare_out(out: Path, overwrite: bool) -> None:
     """Refuse an ``--out`` that a build may not replace, before anything is read or written.
 
-    ``--overwrite`` replaces only a folder this project wrote: an index whose ``manifest.json`` says
-    ``kind: veracity-index`` with a ``format_version`` we know, or a half-built folder of ours (it holds
-    our ``build-state.json``). Any other non-empty folder is refused and left as it is (issue 29 point 2)."""
+    ``--overwrite`` replaces only a folder this project can prove it wrote: an index whose ``manifest.json``
+    says ``kind: veracity-index`` with a ``format_version`` we know (a ``build-state.json`` in it proves
+    nothing); the ``.NAME.building`` folder beside it is removed only when it holds our build state and
+    nothing else a build does not write. Any other non-empty folder is refused and left as it is."""
     if out.exists() and not out.is_dir():
         raise IndexDirError(f"output {out} exists and is not a directory", hint="pick another --out")
     if out.is_dir() and any(out.iterdir()):
@@ -203,20 +205,23 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
             raise IndexDirError(f"{out} is not an index veracity built ({why}): refusing to overwrite it",
                                 hint="pick another --out (--overwrite replaces only an index veracity built)")
     work = build_dir_for(out)
-    if work.is_dir() and any(work.iterdir()) and _not_ours(work):
-        raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+    why = _not_our_work(work) if work.is_dir() and any(work.iterdir()) else None
+    if why:
+        raise IndexDirError(f"{work} exists and is not a partial build of veracity's ({why}): refusing to remove it",
                             hint="move it away, or pick another --out")
 
 
+# what a build writes in its ``.NAME.building`` folder (see build_index): nothing else may be in one we remove
+_WORK_ENTRY = re.compile(r"(build-state\.json|build-state\.\d+\.tmp|(reading|faiss)\.claim"
+                         r"|\.(reading|faiss)\.claim\.[0-9a-f]{32}\.tmp|passages\.sqlite(-wal|-shm|-journal)?"
+                         r"|bm25|dense|dense-shards|manifest\.json)")
+_KEY = re.compile(r"[0-9a-f]{64}")  # a build's key: sha256 of its sources and options
+
+
 def _not_ours(folder: Path) -> str | None:
-    """Why ``folder`` is not an index or a half-built folder of ours (None: it is one)."""
-    state = folder / STATE_FILE
-    if state.is_file():
-        try:
-            if isinstance(json.loads(state.read_text(encoding="utf-8")).get("key"), str):
-                return None
-        except (ValueError, OSError, AttributeError):
-            pass
+    """Why ``folder`` (an ``--out``) is not an index veracity built (None: it is one). Only a manifest proves
+    it: ``kind: veracity-index`` with a ``format_version`` this veracity knows. A ``build-state.json`` in it
+    proves nothing (a build writes that file in its ``.NAME.building`` folder, never in the index)."""
     path = folder / MANIFEST_FILE
     if not path.is_file():
         return f"no {MANIFEST_FILE}"
@@ -229,6 +234,24 @@ def _not_ours(folder: Path) -> str | None:
     version = manifest.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MANIFEST_VERSION:
         return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"
+    return None
+
+
+def _not_our_work(work: Path) -> str | None:
+    """Why ``work`` (the ``.NAME.building`` folder beside an ``--out``) is not a half-built index of ours
+    (None: it is one): it must hold our ``build-state.json`` (a JSON object whose ``key`` is a build key) and
+    nothing a build does not write there."""
+    try:
+        state = json.loads((work / STATE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"no {STATE_FILE}"
+    except (ValueError, OSError):
+        return f"its {STATE_FILE} is not readable JSON"
+    if not isinstance(state, dict) or not isinstance(state.get("key"), str) or not _KEY.fullmatch(state["key"]):
+        return f"its {STATE_FILE} is not a veracity build state"
+    strangers = sorted(p.name for p in work.iterdir() if not _WORK_ENTRY.fullmatch(p.name))
+    if strangers:
+        return f"it holds {', '.join(strangers[:3])}{' ...' if len(strangers) > 3 else ''}, which a build does not write"
     return None
 
 
@@ -293,7 +316,15 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     if options.bm25_prebuilt is not None:  # a folder that is no Lucene index fails here, not after stage 1
         from veracity.indexes.bm25 import BM25Index
 
-        BM25Index(Path(options.bm25_prebuilt).resolve()).close()
+        prebuilt = Path(options.bm25_prebuilt).resolve()
+        try:
+            BM25Index(prebuilt).close()
+        except IndexDirError as exc:
+            raise IndexDirError(f"--bm25-prebuilt {prebuilt} is not a Lucene index that can be opened"
+                                f"{' (' + exc.detail + ')' if getattr(exc, 'detail', '') else ''}",
+                                hint="pass the folder of a Lucene index built from this corpus (e.g. pyserini's "
+                                     "wikipedia-dpr-100w for psgs_w100.tsv), or drop --bm25-prebuilt to build "
+                                     "BM25 from the corpus") from None
     expected, how = expected_passages(sources, options)  # the start of each source, read with the real reader
     if options.dense and options.faiss_factory.strip().lower() != AUTO:
         # a factory whose training sample cannot be had even from twice the expected passages: refused before
@@ -323,7 +354,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         else:
             log(f"resuming the partial build in {work}")
     elif work.exists():
-        if any(work.iterdir()) and _not_ours(work):  # only a folder of ours is cleared (a stranger's stays)
+        if any(work.iterdir()) and _not_our_work(work):  # only a folder of ours is cleared (a stranger's stays)
             raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
                                 hint="move it away, or pick another --out")
         shutil.rmtree(work)
@@ -373,7 +404,11 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         state.timings["read_bm25_passages_per_s"] = round(store_count / dt, 2) if dt > 0 else None
         state.n_passages = store_count
         if options.bm25_prebuilt is not None:
-            state.bm25_docids = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
+            try:
+                state.bm25_docids = _check_prebuilt(Path(options.bm25_prebuilt).resolve(), work)
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)  # a prebuilt index that does not fit: nothing is kept
+                raise
         state.passages_done = True
         save_state()
     n = state.n_passages

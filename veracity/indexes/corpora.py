@@ -3,14 +3,16 @@
 
 - ``dpr-tsv``: DPR's ``psgs_w100.tsv`` (Karpukhin et al. 2020, §4.1: the 2018-12-20 English Wikipedia cut
   into disjoint 100-word passages; 21,015,324 rows). Columns ``id``, ``text``, ``title`` behind a header
-  line, text quoted as CSV. The passages are kept as DPR cut them: DPR row ``id`` ``k`` of an article whose
-  rows are consecutive becomes passage ``title#n`` (n counting from 0 within the title), so with every row
-  kept the store's row ``idx`` is ``k - 1``.
+  line, text quoted as CSV. The passages are kept as DPR cut them and under DPR's own ids: DPR row ``id`` ``k``
+  is passage ``k`` (its chunk number ``n`` counts from 0 within its title, consecutive rows of one title
+  being one article), so results compare with DPR's and pyserini's gold passage ids, ``index search IDX k``
+  shows it, and with every row kept the store's row ``idx`` is ``k - 1``.
 - ``kilt``: the KILT knowledge source ``kilt_knowledgesource.json`` (Petroni et al. 2021, §2: the
   2019-08-01 dump; one JSON object a line with ``wikipedia_title`` and ``text``, a list of paragraphs whose
   first is the title, sections marked ``Section::::``, list items ``BULLET::::``).
 - ``fever``: FEVER's ``wiki-pages/wiki-NNN.jsonl`` (Thorne et al. 2018, §3.1: the June 2017 dump, the
-  introductory sections only) -- read by :func:`veracity.indexes.readers.read_jsonl`, dated here.
+  introductory sections only), one file or the whole ``wiki-pages/`` folder -- read by
+  :func:`veracity.indexes.readers.read_jsonl`, its tokenised text detokenised, dated here.
 - ``hotpot-abstracts``: HotpotQA's intro paragraphs ``enwiki-20171001-pages-meta-current-withlinks-
   abstracts/`` (Yang et al. 2018; the corpus HoVer was built on), a folder of ``AA/wiki_00.bz2`` ...
   files of JSON lines with ``title`` and ``text``, a list of sentences (hyperlinks as ``<a href>``).
@@ -56,7 +58,8 @@ def check_dpr_header(path: Path, header: list[str]) -> None:
 
 
 def read_dpr_tsv(path: Path, info, *, on_error: str = "raise") -> Iterator[Article]:
-    """DPR passages grouped by article (consecutive rows with one title), kept as DPR cut them."""
+    """DPR passages grouped by article (consecutive rows with one title), kept as DPR cut them and under DPR's
+    own passage ids (so retrieval results compare with DPR / pyserini gold ids)."""
     from veracity.indexes.readers import open_maybe_compressed
 
     _dated(info, DPR_DATE, "DPR psgs_w100 (2018-12-20 dump)")
@@ -72,6 +75,7 @@ def read_dpr_tsv(path: Path, info, *, on_error: str = "raise") -> Iterator[Artic
             check_dpr_header(path, header)
             title = None
             chunks: list[str] = []
+            ids: list[str] = []  # DPR's passage ids, kept as the passages' ids
             for row in rows:
                 lineno = rows.line_num
                 if len(row) != 3:
@@ -86,13 +90,14 @@ def read_dpr_tsv(path: Path, info, *, on_error: str = "raise") -> Iterator[Artic
                 if row_title != title:
                     if title and chunks:
                         info.articles += 1
-                        yield Article(title, " ".join(chunks), chunks=tuple(chunks))
-                    title, chunks = row_title, []
+                        yield Article(title, " ".join(chunks), chunks=tuple(chunks), chunk_ids=tuple(ids))
+                    title, chunks, ids = row_title, [], []
                 if text.strip():
                     chunks.append(text.strip())
+                    ids.append(pid.strip())
             if title and chunks:
                 info.articles += 1
-                yield Article(title, " ".join(chunks), chunks=tuple(chunks))
+                yield Article(title, " ".join(chunks), chunks=tuple(chunks), chunk_ids=tuple(ids))
         except (EOFError, OSError) as exc:
             raise CorpusError(f"{path} is truncated or unreadable after line {lineno} ({exc})",
                               hint="re-download the file") from exc

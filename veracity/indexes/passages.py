@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from veracity.errors import ConfigError
 
@@ -20,20 +20,25 @@ class Article:
     text: str
     chunks: tuple[str, ...] | None = None
     cut: tuple[str, ...] | None = None
+    # the corpus's own ids of ``chunks`` (DPR's passage ids), kept as the passages' ids so results compare
+    # with gold passage ids of the corpus (DPR, pyserini); None: ids are ``title#n``
+    chunk_ids: tuple[str, ...] | None = None
     documents: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Passage:
-    """A retrievable unit. ``id`` is ``title#n`` with n the 0-based chunk number in the article."""
+    """A retrievable unit. ``id`` is ``title#n`` with n the 0-based chunk number in the article, or the
+    corpus's own id (DPR's), then ``chunk`` holds n."""
 
     id: str
     title: str
     text: str
+    chunk: int | None = field(default=None, compare=False)
 
     @property
     def n(self) -> int:
-        return int(self.id.rsplit("#", 1)[1])
+        return self.chunk if self.chunk is not None else int(self.id.rsplit("#", 1)[1])
 
     def indexed_text(self) -> str:
         """What BM25 and the encoder see: the title, then the passage text."""
@@ -83,7 +88,8 @@ def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Pas
     if article.cut is not None:
         return [Passage(passage_id(article.title, i), article.title, t) for i, t in enumerate(article.cut)]
     if article.chunks is not None:
-        return [Passage(passage_id(article.title, i), article.title, " ".join(c.split()))
+        ids = article.chunk_ids
+        return [Passage(ids[i] if ids else passage_id(article.title, i), article.title, " ".join(c.split()), chunk=i)
                 for i, c in enumerate(article.chunks)]
     words = article.text.split()
     if not words:

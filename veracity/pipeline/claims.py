@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from veracity.errors import ConfigError, DataError
+from veracity.reading import MAX_LINE_BYTES, LineBudget, jsonl_lines
 from veracity.pipeline.types import MAX_CLAIM_CHARS, Claim
 
 
@@ -38,7 +40,17 @@ def claim_problem(text: Any) -> str | None:
         return "empty claim"
     if len(text) > MAX_CLAIM_CHARS:
         return f"claim has {len(text):,} characters, over the limit of {MAX_CLAIM_CHARS:,}"
-    return None
+    return surrogate_problem(text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(text: str) -> str | None:
+    """A lone surrogate (a ``\\udcff`` escape in JSON, or bytes decoded with surrogateescape) is no character:
+    it cannot be written as UTF-8, so a text holding one is refused instead of failing when its result is saved."""
+    m = _SURROGATE.search(text)
+    return None if m is None else f"a lone surrogate (\\u{ord(m.group()):04x}) at character {m.start() + 1}: not text"
 
 
 def default_claim_id(text: str) -> str:
@@ -70,17 +82,33 @@ class ClaimsFile:
 def read_claims_jsonl(path: Path | str) -> ClaimsFile:
     """Parse a claims file; bad lines are collected (file:line: reason), duplicate ids raise DataError."""
     path = Path(path)
+    hint = "pass a JSONL file: one {\"claim\": ...} per line"
     try:
-        data = path.read_bytes()
+        stream = open(path, "rb")
     except FileNotFoundError:
-        raise DataError(f"claims file {path} does not exist", hint="pass a JSONL file: one {\"claim\": ...} per line") from None
+        raise DataError(f"claims file {path} does not exist", hint=hint) from None
     except OSError as exc:
         raise DataError(f"cannot read claims file {path} ({exc.strerror})") from None
+    with stream:
+        return _read_claims(stream, path, hint)
+
+
+def _read_claims(stream: Any, path: Path, hint: str) -> ClaimsFile:
+    """The lines of an open claims file, read with a bound (:mod:`veracity.reading`)."""
     claims: list[Claim] = []
     rejected: list[RejectedLine] = []
     first_line: dict[str, int] = {}
     dups: dict[str, list[int]] = {}
-    for n, raw in enumerate(data.split(b"\n"), 1):
+    budget = LineBudget(f"claims file {path}", hint)
+
+    def reject(n: int, reason: str) -> None:
+        budget.bad_line(n, reason)
+        rejected.append(RejectedLine(str(path), n, reason))
+
+    for n, raw in jsonl_lines(stream, f"claims file {path}", hint):
+        if not isinstance(raw, bytes):  # TOO_LONG
+            reject(n, f"line over {MAX_LINE_BYTES >> 20} MiB")
+            continue
         if not raw.strip():
             continue
         try:
@@ -88,26 +116,26 @@ def read_claims_jsonl(path: Path | str) -> ClaimsFile:
             if n == 1:
                 line = line.lstrip("\ufeff")  # a byte-order mark written by some editors
         except UnicodeDecodeError as exc:
-            rejected.append(RejectedLine(str(path), n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"))
+            reject(n, f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            rejected.append(RejectedLine(str(path), n, f"not JSON ({exc.msg} at column {exc.colno})"))
+            reject(n, f"not JSON ({exc.msg} at column {exc.colno})")
             continue
         if not isinstance(obj, dict):
-            rejected.append(RejectedLine(str(path), n, f"not a JSON object (got {type(obj).__name__})"))
+            reject(n, f"not a JSON object (got {type(obj).__name__})")
             continue
         if "claim" not in obj:
-            rejected.append(RejectedLine(str(path), n, "no `claim` field"))
+            reject(n, "no `claim` field")
             continue
         problem = claim_problem(obj["claim"])
         if problem:
-            rejected.append(RejectedLine(str(path), n, problem))
+            reject(n, problem)
             continue
         raw_id = obj.get("id")
         if raw_id is not None and not isinstance(raw_id, (str, int)):
-            rejected.append(RejectedLine(str(path), n, f"`id` must be a string or an integer, not {type(raw_id).__name__}"))
+            reject(n, f"`id` must be a string or an integer, not {type(raw_id).__name__}")
             continue
         cid = str(raw_id) if raw_id is not None and str(raw_id).strip() else default_claim_id(obj["claim"])
         if cid in first_line:

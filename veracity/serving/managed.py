@@ -15,6 +15,7 @@ from veracity.serving.launch import Progress, orphans, say, server_status, stop_
 from veracity.serving.process import free_port, port_in_use
 from veracity.serving.replicas import replica_statuses
 from veracity.serving.spec import DEFAULT_PORT, ServerSpec
+from veracity.serving.state import read_state
 
 
 def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: Progress | None = None,
@@ -56,22 +57,58 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
             f"the managed server serves {state.model}, not {wanted}",
             hint="stop it with `veracity serve --stop`, or pass --model " + state.model,
         )
-    if state is not None:  # dead: end what is left of it (engine core, workers hold memory and the port)
-        left = orphans(state)
+    dead = state
+    if dead is not None:  # dead: end what is left of it (engine core, workers hold memory and the port)
+        left = orphans(dead)
         stop_server(settings)
-        (notify or say)(f"the managed server ({state.model}, pid {state.pid}) had died"
-            + (f"; ended {len(left)} process(es) it left behind" if left else "") + "; starting a new one")
     name = wanted or default_model(settings)
     choice = choose_engine(settings, name)
     engine = get_engine(choice.name)
-    # which engine and why, before anything slow (a dead server's replacement was announced above)
-    (notify or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve --stop` "
-                    "stops it" if state is None else choice.line())
+    port = replacement_port(dead.port if dead is not None else None)
+    if dead is None:  # which engine and why, before anything slow
+        (notify or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve --stop` "
+                        "stops it")
+    else:  # a replacement: on the dead one's port when it is free (else the port is named), and only for this run
+        where = (f"on its port {port}" if port == dead.port else
+                 f"on port {port} (its port {dead.port} is in use): http://127.0.0.1:{port}/v1")
+        (notify or say)(f"the managed server ({dead.model}, pid {dead.pid}, port {dead.port}) had died"
+                        + (f"; ended {len(left)} process(es) it left behind" if left else "")
+                        + f"; starting a replacement {where}, stopped when this command ends "
+                        "(`veracity serve --detach` starts one that stays)")
+        (notify or say)(choice.line())
     make_ready(settings, choice, name, say=notify or say, progress=progress)
-    port = DEFAULT_PORT if not port_in_use("127.0.0.1", DEFAULT_PORT) else free_port()
     state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port, engine_why=choice.why),
                                 timeout_s=timeout_s, progress=progress)
+    if dead is not None:
+        stop_with_this_process(settings, state)
     return state.endpoint, state.model
+
+
+def replacement_port(dead_port: int | None) -> int:
+    """The port of a new managed server: the dead one's (the port the user chose) when it is free, else the
+    default port when free, else any free port."""
+    for port in (dead_port, DEFAULT_PORT):
+        if port and not port_in_use("127.0.0.1", port):
+            return port
+    return free_port()
+
+
+def stop_with_this_process(settings: Settings, state) -> None:
+    """Stop the server ``state`` names when this process exits (a replacement started by a command is that
+    command's, not left running after it), unless the state file by then names another server."""
+    def stop() -> None:
+        current = read_state(settings, state.name)
+        if current is not None and current.pid == state.pid:
+            stop_server(settings, state.name)
+
+    at_exit(stop)
+
+
+def at_exit(fn) -> None:
+    """Run ``fn`` when this process exits (atexit; a test replaces this to run it itself)."""
+    import atexit
+
+    atexit.register(fn)
 
 
 def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:

@@ -56,17 +56,57 @@ class WebConfig:
 
 
 MIN_TOKEN_CHARS = 16
+MIN_TOKEN_DISTINCT = 8  # different characters in a token ("aaaaaaaaaaaaaaaa" has one)
+MIN_TOKEN_BITS = 64  # length x log2(the alphabet its character classes span)
+MIN_TOKEN_STEPS = 4  # different steps between neighbouring characters ("abcdefghijklmnop" has one)
+
+
+def token_bits(token: str) -> float:
+    """An upper estimate of a token's entropy: its length times log2 of the alphabet its character classes
+    span (lower case 26, upper case 26, digits 10, anything else 33)."""
+    import math
+
+    pool = (26 * any(c.islower() for c in token) + 26 * any(c.isupper() for c in token)
+            + 10 * any(c.isdigit() for c in token) + 33 * any(not c.isalnum() for c in token))
+    return len(token) * math.log2(pool) if pool > 1 else 0.0
 
 
 def check_token(token: str) -> None:
-    """A bearer token: at least 16 characters, no whitespace (ConfigError otherwise, before anything starts)."""
+    """A bearer token a guesser cannot walk through (ConfigError otherwise, before anything starts): at least
+    16 characters without whitespace, at least 8 different characters, an estimated 64 bits or more, and no
+    simple pattern (fewer than 4 different steps between neighbours: ``abcd...``, ``a1b2c3...``)."""
     from veracity.errors import ConfigError
 
-    hint = 'e.g. --token "$(openssl rand -hex 16)", or --token-file PATH'
+    hint = "generate one: `veracity web --new-token > FILE`, then --token-file FILE"
     if not token or any(c.isspace() for c in token):
         raise ConfigError("the token is empty or holds whitespace", hint=hint)
     if len(token) < MIN_TOKEN_CHARS:
         raise ConfigError(f"the token has {len(token)} characters, fewer than {MIN_TOKEN_CHARS}", hint=hint)
+    distinct = len(set(token))
+    if distinct < MIN_TOKEN_DISTINCT:
+        raise ConfigError(f"the token has {distinct} different characters, fewer than {MIN_TOKEN_DISTINCT}: "
+                          "too easy to guess", hint=hint)
+    bits = token_bits(token)
+    if bits < MIN_TOKEN_BITS:
+        raise ConfigError(f"the token carries at most {bits:.0f} bits, fewer than {MIN_TOKEN_BITS}: too easy to "
+                          "guess", hint=hint)
+    steps = {ord(b) - ord(a) for a, b in zip(token, token[1:], strict=False)}
+    if len(steps) < MIN_TOKEN_STEPS:
+        raise ConfigError("the token is a simple pattern (its characters follow each other in "
+                          f"{len(steps)} kinds of step): too easy to guess", hint=hint)
+
+
+def new_token() -> str:
+    """A fresh bearer token: 32 random bytes, URL-safe (43 characters, 256 bits), checked like any other."""
+    import secrets
+
+    while True:
+        token = secrets.token_urlsafe(32)
+        try:
+            check_token(token)
+        except Exception:  # noqa: BLE001 - a draw that looks like a pattern (vanishingly rare): draw again
+            continue
+        return token
 
 
 class TooBusy(Exception):

@@ -72,6 +72,9 @@ def read_json(path: Path, fmt: str, top: type) -> Any:
     return doc
 
 
+MAX_DATASET_BYTES = 4 << 30  # the largest benchmark file (FEVER's wiki pages are read elsewhere) is far smaller
+
+
 class open_text:
     """open(path) for text, turning undecodable bytes into a DataError that names the format."""
 
@@ -79,6 +82,11 @@ class open_text:
         self.path, self.fmt = path, fmt
 
     def __enter__(self):
+        size = self.path.stat().st_size
+        if size > MAX_DATASET_BYTES:  # read whole (or line by line without a bound): refused before reading
+            raise DataError(f"{self.path}: {size / 2**30:.1f} GiB, larger than any {self.fmt} file of the benchmarks "
+                            f"(the limit is {MAX_DATASET_BYTES >> 30} GiB)",
+                            hint="check that the file is the one the dataset's authors publish")
         self.fh = open(self.path, encoding="utf-8", newline="")
         return self
 
