@@ -73,9 +73,8 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
                  f"on port {port} (its port {dead.port} is in use): http://127.0.0.1:{port}/v1")
         (notify or say)(f"the managed server ({dead.model}, pid {dead.pid}, port {dead.port}) had died"
                         + (f"; ended {len(left)} process(es) it left behind" if left else "")
-                        + f"; starting a replacement {where}, stopped when this command ends "
+                        + f"; starting a replacement {where} ({choice.line()}), stopped when this command ends "
                         "(`veracity serve --detach` starts one that stays)")
-        (notify or say)(choice.line())
     make_ready(settings, choice, name, say=notify or say, progress=progress)
     state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port, engine_why=choice.why),
                                 timeout_s=timeout_s, progress=progress)
