@@ -46,6 +46,7 @@ from tests.integration.test_methods_end_to_end import (  # noqa: F401
 # request alone returned a valid object at temperature 0; schema enforcement on llama.cpp is measured by
 # test_which_schema_features_the_engine_enforces below instead (issue 33 point 3, reported to the lead).
 from tests.integration.test_serving import (  # noqa: F401
+    test_label_confidence_from_the_engines_logprobs,
     test_repeated_call_is_served_from_the_cache,
     test_unknown_model_name_gives_clear_error,
 )

@@ -124,3 +124,35 @@ async def test_schema_shapes_are_enforced_by_the_server(llm_endpoint):
     assert out.label in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
     assert isinstance(out.keywords, list) and len(out.keywords) <= 3
     assert out.subject.kind in ("person", "place", "organisation", "other")
+
+
+class LabelFirst(BaseModel):
+    label: Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
+    reason: str = Field(max_length=60)
+
+
+async def test_label_confidence_from_the_engines_logprobs(llm_endpoint):
+    """A deciding call's label probabilities come from the numbers the engine returned for that reply: over the
+    allowed values they sum to 1 (± 0.01), the reply's own label is among them, and asking for logprobs leaves
+    the reply itself unchanged (same request otherwise, temperature 0). vLLM reports them after the schema's
+    token mask (all the mass on allowed values); llama-server before its grammar (the test prints the mass)."""
+    # the labels named in the prompt, as every deciding role's instructions name them
+    msgs = [{"role": "system", "content": "You check claims. Reply in JSON: the label (SUPPORTED if the claim is "
+                                          "true, REFUTED if it is false, NOT_ENOUGH_INFO if you cannot tell), then a "
+                                          "few words why."},
+            {"role": "user", "content": "Claim: Paris is the capital of France."}]
+    async with LLMClient(llm_endpoint.url, llm_endpoint.model) as llm:
+        with usage_scope() as recs:
+            plain = await llm.generate(msgs, LabelFirst, role="test.confidence", max_tokens=48, seed=3)
+            asked = await llm.generate(msgs, LabelFirst, role="test.confidence", max_tokens=48, seed=3,
+                                       confidence_field="label")
+        owner = (await llm._client().get(llm_endpoint.url + "/models")).json()["data"][0].get("owned_by")
+    assert asked == plain  # requesting logprobs changed no token
+    got = recs[-1].label_probs
+    assert got is not None, "the engine returned no usable logprobs"
+    assert got["chosen"] == asked.label and set(got["probs"]) == {"SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"}
+    assert sum(got["probs"].values()) == pytest.approx(1.0, abs=0.01)
+    assert got["probs"][asked.label] > 0
+    print(f"engine {owner}: label {asked.label}, probabilities {got['probs']}, mass on allowed values {got['mass']:.4f}")
+    if owner == "vllm":  # raw_logprobs are read after the grammar bitmask: the allowed values hold everything
+        assert got["mass"] == pytest.approx(1.0, abs=0.01)

@@ -15,18 +15,11 @@ import json
 import httpx
 import pytest
 
-from veracity.pipeline.methods.trification import (
-    JUDGE,
-    NODE_TYPES,
-    PLANNER,
-    REFINE,
-    SEARCH,
-    SYNTHESIZE,
-    THINK,
-    NodeRun,
-    NodeSpec,
-    plan_model_for,
-)
+from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeSpec, plan_model_for
+
+from veracity.pipeline.methods.trification.method import NodeRun
+
+from veracity.pipeline.methods.trification.roles import JUDGE, PLANNER, REFINE, SEARCH, SYNTHESIZE, THINK
 from veracity.pipeline.types import Claim, Evidence
 from veracity.serving.structured import response_format_for
 

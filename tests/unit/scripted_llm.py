@@ -67,13 +67,17 @@ class ScriptedLLM:
     seed = 0
 
     def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list], None] | None = None,
-                 repeat_last: bool = False, delay: float | Callable[[Call], float] = 0.0):
+                 repeat_last: bool = False, delay: float | Callable[[Call], float] = 0.0,
+                 probs: Callable[[str, Any], dict[str, float] | None] | None = None):
         self.script: dict[str, Any] = {}
         for role, entry in (script or {}).items():
             self.script[role] = deque(entry) if isinstance(entry, (list, tuple)) else entry
         self.fail = fail
         self.repeat_last = repeat_last
         self.delay = delay
+        # a deciding role's call (confidence_field): probs(role, reply) -> its label distribution, recorded as a
+        # real endpoint's would be (veracity.serving.confidence.LabelProbs.to_dict); None: no logprobs
+        self.probs = probs
         self.calls: list[Call] = []
         self.usage: list[UsageRecord] = []
         self._seq = 0
@@ -97,7 +101,7 @@ class ScriptedLLM:
         return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
 
     async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None, seed=None,
-                       usage_sink=None):
+                       usage_sink=None, confidence_field=None):
         call = Call(role, list(messages), output_model, None, max_tokens, temperature, seed, self._next())
         self.calls.append(call)
         index = self._per_role.get(role, 0)
@@ -129,6 +133,11 @@ class ScriptedLLM:
                 raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
             call.reply = reply
             self._record(role, messages, reply.model_dump_json(), usage_sink)
+            if confidence_field and self.probs is not None:
+                dist = self.probs(role, reply)
+                if dist is not None:
+                    self.usage[-1].label_probs = {"field": confidence_field, "probs": dist, "mass": 1.0,
+                                                  "chosen": getattr(reply, confidence_field)}
             return reply
         finally:
             call.end_seq = self._next()

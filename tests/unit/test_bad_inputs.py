@@ -429,6 +429,10 @@ INDEX_SOURCES = [
 
 LABELS_AND_COMMANDS = [
     row("labels-bad", *ONE, "--method", "direct", "--labels", "bad", match="unknown label space 'bad'"),
+    row("min-confidence-above-1", *ONE, "--method", "direct", "--min-confidence", "1.5",
+        match="--min-confidence must be a number from 0 to 1"),
+    row("bench-run-min-confidence-negative", *RUN, "--method", "direct", "--min-confidence", "-0.2",
+        match="--min-confidence must be a number from 0 to 1"),
     row("bench-run-labels-bad", *RUN, "--method", "direct", "--labels", "bad", match="unknown label space 'bad'"),
     row("evidence-bad", *ONE, "--method", "direct", "--evidence", "web", match="unknown evidence setting 'web'"),
     row("evidence-gold-one-claim", *ONE, "--method", "direct", "--evidence", "gold", match="single CLAIM has none"),
@@ -448,6 +452,8 @@ CHECK = ("check", "--method", "direct", "--endpoint", "{fake}")
 CHECK_BATCH = (*CHECK, "-i", "{tmp}/texts/good.jsonl")
 TEXTS = [  # `veracity check`: the text, the texts file, its output, the report, the check-stage settings
     row("check-text-empty", *CHECK, "{tmp}/texts/empty.txt", match="empty text"),
+    row("check-min-confidence-above-1", *CHECK, "{tmp}/texts/good.txt", "--min-confidence", "2",
+        match="--min-confidence must be a number from 0 to 1"),
     row("check-text-blank", *CHECK, "{tmp}/texts/blank.txt", match="empty text"),
     row("check-stdin-empty", *CHECK, "-", match="stdin: empty text"),
     row("check-text-binary", *CHECK, "{tmp}/texts/binary.bin", match="binary file"),

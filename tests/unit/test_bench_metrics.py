@@ -272,7 +272,7 @@ async def test_invalid_replies_count_left_out_zofia_agents_and_trification_plans
     from tests.unit.scripted_llm import ScriptedLLM
     from veracity.bench.metrics import reply_reliability
     from veracity.errors import LLMOutputError
-    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.trification.method import verify_trification
     from veracity.pipeline.methods.zofia import verify_zofia
     from veracity.pipeline.types import Claim
 

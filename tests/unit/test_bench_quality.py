@@ -86,7 +86,7 @@ def test_table_names_the_parameters_a_run_set():
 async def _trification_run(handlers_, **params):
     from tests.unit.test_trification import make_ctx
     from tests.unit.test_trification_fidelity import CLAIM
-    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.trification.method import verify_trification
 
     ctx = make_ctx(ScriptedLLM(handlers_, repeat_last=True), **params)
     verdict = await verify_trification(CLAIM, ctx)

@@ -216,7 +216,7 @@ def trification_ctx(llm, space, **params):
 
 async def test_trification_no_plan_and_no_judge_are_forced_in_binary():
     from tests.unit.test_trification import N, handlers, plan
-    from veracity.pipeline.methods.trification import verify_trification
+    from veracity.pipeline.methods.trification.method import verify_trification
 
     no_judge_plan = plan(N("s_1", "SEARCH"), N("t_1", "THINK", ["s_1"]))
     for space, expected in ((THREE_WAY, Label.NOT_ENOUGH_INFO), (BINARY, Label.REFUTED)):
@@ -238,7 +238,8 @@ async def test_trification_no_plan_and_no_judge_are_forced_in_binary():
 
 async def test_trification_judge_keeps_three_labels_and_uncertain_label_must_lie_in_the_space():
     from tests.unit.test_trification import handlers
-    from veracity.pipeline.methods.trification import SPEC, verify_trification
+    from veracity.pipeline.methods.trification import SPEC
+    from veracity.pipeline.methods.trification.method import verify_trification
 
     ctx = trification_ctx(ScriptedLLM(handlers(judge=("Uncertain",)), repeat_last=True), BINARY, static=True)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)

@@ -5,25 +5,15 @@ from __future__ import annotations
 import pytest
 
 from veracity.pipeline.methods.base import MethodContext
-from veracity.pipeline.methods.trification import (
-    SPEC,
-    JudgeResult,
-    NodeRun,
-    NodeSpec,
-    TrificationParams,
-    VerificationPlan,
-    VerificationPlanNoRefine,
-    VerificationPlanSearchJudge,
-    descendants,
-    find_cycle,
-    label_from_judges,
-    plan_model_for,
-    prefix_subgraph,
-    repair_plan,
-    structural_repair,
-    validate_plan,
-    verify_trification,
-)
+from veracity.pipeline.methods.trification import SPEC
+from veracity.pipeline.methods.trification.graph import (NodeSpec, VerificationPlan,
+                                                         VerificationPlanNoRefine,
+                                                         VerificationPlanSearchJudge, descendants,
+                                                         find_cycle, plan_model_for, prefix_subgraph,
+                                                         repair_plan, structural_repair, validate_plan)
+from veracity.pipeline.methods.trification.method import (NodeRun, TrificationParams, label_from_judges,
+                                                          verify_trification)
+from veracity.pipeline.methods.trification.roles import JudgeResult
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Label, Trace
 

@@ -20,21 +20,12 @@ from tests.unit.scripted_llm import FakeSearcher, ScriptedLLM
 from tests.unit.test_trification import N, events, handlers, make_ctx, plan, user_text
 from veracity.errors import ConfigError, LLMOutputError
 from veracity.pipeline.methods.base import MethodContext
-from veracity.pipeline.methods.trification import (
-    MODIFY,
-    NODE_TYPES,
-    PLANNER,
-    SPEC,
-    NodeRun,
-    label_from_judges,
-    plan_model_for,
-    planner_example,
-    planner_system,
-    select_evidence,
-    specs_from_plan,
-    validate_plan,
-    verify_trification,
-)
+from veracity.pipeline.methods.trification import SPEC
+from veracity.pipeline.methods.trification.graph import (NODE_TYPES, plan_model_for, specs_from_plan,
+                                                         validate_plan)
+from veracity.pipeline.methods.trification.method import NodeRun, label_from_judges, verify_trification
+from veracity.pipeline.methods.trification.roles import (MODIFY, PLANNER, planner_example, planner_system,
+                                                         select_evidence)
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Evidence, Label, Trace
 

@@ -62,7 +62,8 @@ def test_verify_returns_the_cli_json_verdict_and_keeps_it_in_the_history(tmp_pat
         resp = client.post("/v1/verify", json={"claim": "The Eiffel Tower is in Berlin.", "method": "rag"})
         assert resp.status_code == 200, resp.text
         record = resp.json()
-        assert set(record) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}  # verify --json
+        assert set(record) == {"id", "claim", "label", "explanation", "method", "evidence", "confidence",
+                               "trace"}  # verify --json
         assert record["label"] == "REFUTED" and record["method"] == "rag"
         assert [e["passage_id"] for e in record["evidence"]] == ["Eiffel Tower#0"]
         assert [c["role"] for c in record["trace"]["llm_calls"]] == ["rag.select", "rag.judge"]  # select=auto
@@ -245,7 +246,7 @@ def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
         assert res.headers["content-type"].startswith("application/x-ndjson")
         rows = [json.loads(x) for x in res.text.splitlines()]
         assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2"] and {r["label"] for r in rows} == {"REFUTED"}
-        assert set(rows[0]) == {"id", "claim", "label", "explanation", "method", "evidence", "trace"}
+        assert set(rows[0]) == {"id", "claim", "label", "explanation", "method", "evidence", "confidence", "trace"}
         (listed,) = client.get("/v1/jobs").json()
         assert listed["id"] == job["id"] and listed["done"] == 3
         metrics = client.get("/metrics").text

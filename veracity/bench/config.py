@@ -28,7 +28,8 @@ from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.labels import THREE_WAY
 
 # the flat keys (config file and flags) that are run settings: VerifierConfig fields
-RUN_KEYS = ("method", "params", "labels", "evidence", "index", "concurrency", "llm_concurrency", "search_mode")
+RUN_KEYS = ("method", "params", "labels", "evidence", "index", "concurrency", "llm_concurrency", "search_mode",
+            "min_confidence", "calibration")
 # their types in a hand-written config file (VerifierConfig checks values, not what TOML made of them)
 _STR = ("method", "labels", "evidence", "search_mode")
 _INT = ("concurrency", "llm_concurrency")

@@ -55,6 +55,25 @@ def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
         fig.savefig(run_dir / "hops.png", dpi=110)
         plt.close(fig)
         made.append("hops.png")
+    conf = (metrics.get("confidence") or {}).get("metrics") or {}
+    if conf.get("curve"):
+        fig, ax = plt.subplots(figsize=(4.5, 3.2))
+        cov, acc = zip(*conf["curve"], strict=True)
+        ax.plot(cov, acc, color="#4477aa", label="as given")
+        raw = ((metrics.get("confidence") or {}).get("raw") or {}).get("curve")
+        if raw:
+            rc, ra = zip(*raw, strict=True)
+            ax.plot(rc, ra, color="#aa7744", linestyle="--", label="before the map")
+            ax.legend(fontsize=8)
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("coverage (most confident share answered)")
+        ax.set_ylabel("accuracy")
+        ax.set_title("risk-coverage")
+        fig.tight_layout()
+        fig.savefig(run_dir / "coverage.png", dpi=110)
+        plt.close(fig)
+        made.append("coverage.png")
     return made
 
 
@@ -76,6 +95,34 @@ def _evidence_line(run: dict[str, Any]) -> str:
         line += (f"; {gold['dropped_without_complete_gold']} of {gold['claims_read']} claims left out of the "
                  "selection for lack of complete gold evidence")
     return line
+
+
+def _confidence_section(run: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
+    """The verdicts' confidence (veracity/bench/selective.py): ECE, AUROC, accuracy at 100 / 80 / 60 % coverage,
+    before the calibration map too when one was applied."""
+    conf = metrics.get("confidence")
+    if not conf:
+        return []
+    settings = run_manifest(run).get("confidence") or {}
+    cal = settings.get("calibration")
+    lines = ["## Confidence", "",
+             f"{conf['with_confidence']} verdicts with a confidence, {conf['without']} without (no logprobs, or no "
+             f"deciding reply); {conf['abstained']} abstained (--min-confidence "
+             f"{settings.get('min_confidence')}). Calibration map: "
+             + (f"temperature {cal['temperature']} ({cal['path']})" if cal else "none") + ".", "",
+             "| confidence | ECE | AUROC right-vs-wrong | accuracy at 100 % | at 80 % | at 60 % |",
+             "|---|---|---|---|---|---|"]
+    for name, key in (("as given", "metrics"), ("before the map", "raw")):
+        m = conf.get(key)
+        if not m or not m.get("n"):
+            continue
+        ci = m["ci95"]
+        span = (lambda v, c: f"{v:.3f} [{c[0]:.3f}, {c[1]:.3f}]" if v is not None and c else "n/a")  # noqa: E731
+        lines.append(f"| {name} | {span(m['ece'], ci['ece'])} | {span(m['auroc'], ci['auroc'])} | "
+                     + " | ".join(span(m["accuracy_at"][k], ci["accuracy_at"][k]) for k in ("100%", "80%", "60%"))
+                     + " |")
+    lines.append("")
+    return lines
 
 
 CLAIMS_CSV = "predictions.csv"
@@ -238,6 +285,7 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         for k in tri["nodes_initial"]:
             lines.append(f"| {k} | {tri['nodes_initial'][k]:.2f} | {tri['nodes_final'][k]:.2f} |")
         lines.append("")
+    lines += _confidence_section(run, metrics)
     mer = (metrics.get("method_stats") or {}).get("mermaid")
     if mer:
         lines += ["## MERMAID executor", "",
@@ -252,15 +300,20 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     return "\n".join(lines)
 
 
+def run_dataset(run: dict[str, Any]) -> Dataset:
+    """The claims a run directory's run.json says it ran (the same sample, gold labels included)."""
+    cfg = run["config"]
+    return load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+                        hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
+                        evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
+
+
 def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
     """Score what the run directory holds and (re)write metrics.json, report.md and the plots."""
     run_dir = Path(run_dir)
     run = read_run(run_dir)
     if dataset is None:
-        cfg = run["config"]
-        dataset = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
-                               hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
-                               evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
+        dataset = run_dataset(run)
     wall = sum(s.get("elapsed_s", 0.0) for s in run.get("sessions", [])) or None
     # a run directory written before label spaces existed ran in 3way
     results = read_predictions(run_dir)

@@ -168,6 +168,9 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         finally:
             session["elapsed_s"] = time.perf_counter() - t0
             run["sessions"].append(session)
+            applied = verifier.engine.calibration_record()
+            if applied is not None:  # the served model's name is known once the client started
+                run["manifest"].setdefault("confidence", {})["calibration"] = applied
             _write_json(out_dir / RUN_FILE, run)
         metrics = finalize(out_dir, dataset)
         if stopped is not None:

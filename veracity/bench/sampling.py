@@ -1,5 +1,6 @@
 """The endpoint's Prometheus ``/metrics`` scraped (:class:`MetricsProbe`) and sampled while a
-`bench throughput` level runs (:class:`Sampler`: the gauges every poll interval, GPU memory every few seconds)."""
+`bench throughput` level runs (:class:`Sampler`: the gauges every poll interval, GPU memory every few
+seconds)."""
 
 from __future__ import annotations
 

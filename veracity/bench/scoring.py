@@ -13,6 +13,7 @@ from veracity.bench.datasets import Dataset
 from veracity.bench.manifest import PREDICTIONS_FILE
 from veracity.bench.metrics import (bootstrap_ci, efficiency_summary, evaluate, majority_baseline,
                                     orig_label_breakdown, reply_reliability)
+from veracity.bench.selective import run_confidence
 from veracity.pipeline.labels import FORCED_EVENT, LabelSpace, label_space
 from veracity.pipeline.types import Label
 
@@ -66,6 +67,9 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
     out["reliability"] = reply_reliability(rows)
     out["efficiency"] = efficiency_summary(rows, wall_time_s)
     out["method_stats"] = method_statistics(rows)
+    conf = run_confidence(rows, {r["id"]: gold[r["id"]][1].value for r in rows})
+    if conf is not None:
+        out["confidence"] = conf
     out["orig_labels"] = orig_label_breakdown([gold[r["id"]][0].meta.get("orig_label") for r in rows], p)
     hops = sorted({gold[r["id"]][0].meta.get("hops") for r in rows} - {None})
     if hops:

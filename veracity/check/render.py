@@ -116,13 +116,25 @@ def render_text(record: dict[str, Any]) -> Group:
                                            f" {control_safe(c.get('error', ''))}"))
                 continue
             cited = ", ".join(control_safe(e["passage_id"]) for e in c["evidence"]) or "no passage cited"
+            conf = c.get("confidence")
             parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", (VERDICT_WORD[label], VERDICT_STYLE[label]),
+                                       *([(f"  confidence {conf:.2f}", "dim")] if conf is not None else []),
+                                       *([("  ungrounded", "yellow")] if c.get("grounding") == "ungrounded" else []),
                                        (f"  [{cited}]", "cyan")))
             for e in c["evidence"]:
                 parts.append(Text.assemble("      ", (f"[{control_safe(e['passage_id'])}] ", "cyan"),
                                            (control_safe(e["title"]), "bold"), f": {control_safe(_snippet(e['text']))}"))
             parts.extend(_quote_lines(c))
     parts.append(Text("\n" + summary_line(record), style="bold"))
+    unsure = record["summary"].get("uncertain") or []
+    if unsure:
+        parts.append(Text(f"Uncertain ({len(unsure)}: abstained, or confidence below "
+                          f"{record['summary'].get('uncertain_below', 0.7):.2f}):", style="bold yellow"))
+        for u in unsure:
+            how = "abstained, would say " if u["abstained"] else ""
+            conf = f"{u['confidence']:.2f}" if u["confidence"] is not None else "n/a"
+            parts.append(Text(f"   {u['n']}. {control_safe(u['text'])}  ({how}{VERDICT_WORD[u['label']]}, confidence {conf}"
+                              + (", ungrounded" if u.get("grounding") == "ungrounded" else "") + ")", style="yellow"))
     return Group(*parts)
 
 
@@ -167,7 +179,11 @@ function show(i){
   s.claims.forEach(function(c,k){
     var d=el('div','claim');var head=el('div');head.appendChild(el('span',null,(k+1)+'. '+c.text+' '));
     if(c.category!=='factual'){head.appendChild(el('i',null,'('+c.category.replace('_',' ')+', not checked)'));d.appendChild(head);out.appendChild(d);return;}
-    head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));d.appendChild(head);
+    head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));
+    if(c.confidence!=null)head.appendChild(el('span',null,' confidence '+c.confidence.toFixed(2)+(c.confidence<(rec.summary.uncertain_below||0.7)?' (uncertain)':'')));
+    if(c.abstained)head.appendChild(el('span',null,' abstained: would say '+words[c.abstained_label]));
+    if(c.grounding==='ungrounded')head.appendChild(el('span',null,' ungrounded'));
+    d.appendChild(head);
     if(c.error)d.appendChild(el('div',null,c.error));
     if(c.explanation)d.appendChild(el('div',null,c.explanation));
     (c.explanation_lacks||[]).forEach(function(x){d.appendChild(el('div','warn','warning: '+x));});

@@ -40,6 +40,25 @@ def claims_to_verify(extraction: Extraction) -> list[Claim]:
     return [Claim(id=c.id, text=c.text, meta={"text_id": extraction.text_id}) for c in extraction.claims if c.factual]
 
 
+UNCERTAIN_BELOW = 0.7  # a verdict less sure than this is listed apart as uncertain (abstained ones always)
+
+
+def uncertain_claims(sentences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The factual claims whose verdict is unsure: abstained (``--min-confidence``), or a confidence below
+    :data:`UNCERTAIN_BELOW`; each with its number in the text, label (or the one it would give), confidence and
+    grounding."""
+    out, n = [], 0
+    for s in sentences:
+        for c in s["claims"]:
+            n += 1
+            conf = c.get("confidence")
+            if c.get("label") is None or not (c.get("abstained") or (conf is not None and conf < UNCERTAIN_BELOW)):
+                continue
+            out.append({"n": n, "id": c["id"], "text": c["text"], "label": c.get("abstained_label") or c["label"],
+                        "confidence": conf, "abstained": bool(c.get("abstained")), "grounding": c.get("grounding")})
+    return out
+
+
 def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method: str,
              gamma: int | None = None, header: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record of one text: text -> sentences (with their worst verdict) -> claims (verdict, evidence,
@@ -67,6 +86,9 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                                                                        for e in r["evidence"]])
                     if lacks:
                         item["explanation_lacks"] = lacks
+                    for key in ("confidence", "abstained", "abstained_label"):  # how sure the verdict is
+                        if key in r:
+                            item[key] = r[key]
                     mine.append(r["label"])
                 else:
                     item.update(label=None, error=r["error"])
@@ -80,7 +102,8 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
     summary = {"sentences": len(sentences), "claims": sum(categories.values()), "categories": categories,
                **text_scores(labels, gamma=gamma), "fallbacks": extraction.fallbacks,
                "dropped": len(extraction.dropped),
-               "no_factual_claim": categories["factual"] == 0}
+               "no_factual_claim": categories["factual"] == 0,
+               "uncertain": uncertain_claims(sentences), "uncertain_below": UNCERTAIN_BELOW}
     return {"id": extraction.text_id, "text": extraction.text, "method": method, "run": header or {"method": method},
             "summary": summary,
             "sentences": sentences, "dropped": extraction.dropped, "extraction_trace": extraction.trace}

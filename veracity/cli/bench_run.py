@@ -13,7 +13,7 @@ from veracity.cli._common import (RegistryHelp, config_options, console, dataset
                                   methods_listed, print_json)
 from veracity.cli.verify import backend_options
 from veracity.config import load_settings
-from veracity.errors import RESTART_HINT, EndpointError
+from veracity.errors import RESTART_HINT, ConfigError, EndpointError
 from veracity.terminal import terminal_safe
 
 
@@ -62,7 +62,7 @@ def _verify_ablations(fn):
               "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run state, "
               "MERMAID's memory, carries each claim's evidence to the next, as in MERMAID's memory setting).")
 @click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
-@_run_options("labels", "evidence", "index")
+@_run_options("labels", "evidence", "index", "min_confidence", "calibration")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -223,4 +223,39 @@ def compare_cmd(runs, as_markdown, out, as_json) -> None:
     console.print(table)
 
 
-COMMANDS = [run_cmd, compare_cmd]
+
+
+@click.command("calibrate")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the stored map as JSON.")
+def calibrate_cmd(run_dirs, as_json) -> None:
+    """Fit the confidence calibration map of a model, method and label space on bench runs of a dev split.
+
+    One temperature, fitted to the runs' verdict probabilities and gold labels (least negative log-likelihood),
+    stored beside the model ($VERACITY_HOME/models/<model>/calibration/<method>-<labels>.json) with the split it
+    was fitted on; `verify`, `check`, `bench run` and the web app apply it by default (--calibration off does
+    not) and `bench run` records it in run.json. Fit on a dev split, judge on another.
+
+    \b
+    Example:
+      veracity bench run --dataset feverous-s --method rag --evidence gold --limit 40 --seed 1 --out runs/dev
+      veracity bench calibrate runs/dev
+    """
+    from veracity.bench.calibrate import calibrate_runs
+
+    for d in run_dirs:
+        if not (d / "run.json").exists():
+            raise ConfigError(f"{d} is not a bench run directory (no run.json)",
+                              hint="pass the --out directory of a finished `veracity bench run`")
+    settings = load_settings()
+    m, path, summary = calibrate_runs(run_dirs, settings.home)
+    if as_json:
+        print_json({"path": str(path), **m.to_dict(), "summary": summary})
+        return
+    console.print(f"temperature {m.temperature} for {m.model} · {m.method} · {m.labels}, fitted on {summary['n']} "
+                  f"verdicts (NLL {m.nll_before} -> {m.nll_after}; ECE {summary['ece_before']} -> "
+                  f"{summary['ece_after']})", highlight=False)
+    console.print(f"stored in {path}", highlight=False)
+
+
+COMMANDS = [run_cmd, compare_cmd, calibrate_cmd]

@@ -40,11 +40,28 @@ def parse_params(items: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
+def confidence_text(record: dict) -> list[tuple[str, str]]:
+    """The verdict's confidence as text pieces: ``confidence 0.83`` (``n/a`` when the engine gave none), and
+    with --min-confidence an abstention with the label it would have given."""
+    if "confidence" not in record:
+        return []
+    c = record.get("confidence")
+    out = [(f"  confidence {c:.2f}" if c is not None else "  confidence n/a", _confidence_style(c))]
+    if record.get("abstained"):
+        out.append((f"  abstained: would say {record.get('abstained_label')}", "bold yellow"))
+    return out
+
+
+def _confidence_style(c: float | None) -> str:
+    return "dim" if c is None else "green" if c >= 0.9 else "yellow" if c >= 0.7 else "bold red"
+
+
 def render_verdict(record: dict) -> Panel:
     label = record["label"]
     grounding = record.get("grounding")  # with --param quotes=show|check
     parts: list = [Text.assemble(("Claim: ", "bold"), control_safe(record["claim"])), Text(""),
                    Text.assemble(("Verdict: ", "bold"), (label, LABEL_STYLE.get(label, "bold")),
+                                 *confidence_text(record),
                                  *([("  ungrounded: a quote is not in its passage", "bold yellow")]
                                    if grounding == "ungrounded" else [])),
                    Text(control_safe(record["explanation"] or "(no explanation)")), Text("")]
@@ -82,7 +99,7 @@ def backend_options(fn):
 # verify's (and check's) run settings: the VerifierConfig fields they offer, in --help order
 # (three groups, as they sit among verify's own flags; a new setting goes into one of them)
 RUN_OPTIONS_MODEL = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
-RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache")
+RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache", "min_confidence", "calibration")
 RUN_OPTIONS_BACKEND = ("backend", "ray_address", "ray_actors")
 RUN_OPTIONS = RUN_OPTIONS_MODEL + RUN_OPTIONS_EVIDENCE + RUN_OPTIONS_BACKEND
 
@@ -228,6 +245,8 @@ def verdict_line(record: dict, expected: str | None) -> Text:
     if expected is not None:
         parts.append(("  ✓" if expected == label else f"  ✗ (the line says {expected})",
                       "green" if expected == label else "red"))
+    if record.get("confidence") is not None or record.get("abstained"):  # a line says nothing of a missing one
+        parts += confidence_text(record)
     cited = ", ".join(control_safe(ev["passage_id"]) for ev in record["evidence"])
     parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim")]
     if record.get("grounding") == "ungrounded":

@@ -49,7 +49,7 @@ from veracity.pipeline.batch import prepare, run_batch
 from veracity.pipeline.claims import ClaimsFile, load_claims, make_claim
 from veracity.pipeline.config import VerifierConfig, check_concurrency
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
-from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, gold_retriever
+from veracity.pipeline.evidence import ClaimRetrievers
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods import DEFAULT_METHOD
 from veracity.pipeline.results import RunStats
@@ -67,7 +67,8 @@ class Verifier:
                  state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
                  evidence: str | None = None, retriever_for: ClaimRetrievers | None = None,
                  params: dict[str, Any] | None = None, backend: str = "local", ray_address: str | None = None,
-                 ray_actors: int | None = None, **more_params: Any):
+                 ray_actors: int | None = None, min_confidence: float | None = None, calibration: str = "auto",
+                 **more_params: Any):
         # method parameters: ``params={...}`` (a name there never collides with a Verifier setting, so
         # --param concurrency=3 is refused as no parameter of the method), or as keywords
         if retriever_for is not None:
@@ -78,7 +79,8 @@ class Verifier:
             evidence=evidence if evidence is not None else "open", index=index, endpoint=endpoint, model=model,
             concurrency=concurrency, llm_concurrency=llm_concurrency, backend=backend, ray_address=ray_address,
             ray_actors=ray_actors, state_dir=state_dir, cache=cache, search_mode=search_mode,
-            exclude_titles=tuple(exclude_titles), settings=settings or Settings())
+            exclude_titles=tuple(exclude_titles), min_confidence=min_confidence, calibration=calibration,
+            settings=settings or Settings())
         self._build(config, llm=llm, retriever_for=retriever_for)
 
     @classmethod
@@ -111,6 +113,7 @@ class Verifier:
     retriever_for = property(lambda self: self.engine.retriever_for)
     searcher = property(lambda self: self.engine.searcher)
     state_dir = property(lambda self: self.engine.state_dir)
+    min_confidence = property(lambda self: self.engine.min_confidence)
 
     @property
     def ray(self) -> Any:
@@ -136,8 +139,7 @@ class Verifier:
     async def averify(self, claim: str | Claim, on_event: Any = None) -> Verdict:
         """Verify one claim; ``on_event(dict)`` (optional) hears each step of its trace as it happens."""
         claim = make_claim(claim)
-        if self.retriever_for is gold_retriever:
-            check_gold_evidence([claim])  # before any server is contacted
+        self.engine.check_claims([claim])  # before any server is contacted
         self.engine.state()
         async with self.engine.client() as llm:
             return await self.engine.verify(claim, llm, on_event=on_event)

@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterable
 from veracity.pipeline.backends import get_backend
 from veracity.pipeline.claims import ClaimsFile, RejectedLine, load_claims
 from veracity.pipeline.engine import Engine
-from veracity.pipeline.evidence import check_gold_evidence, gold_retriever
 from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
 
 
@@ -29,8 +28,7 @@ def prepare(engine: Engine, claims: Any, out: Path | str | None) -> ClaimsFile:
     (``--evidence gold``), the results file (writable, resumable with these settings). The limits were checked
     where they entered (the run's config, or :meth:`Verifier.arun_batch`'s override)."""
     loaded = load_claims(claims)
-    if engine.retriever_for is gold_retriever:
-        check_gold_evidence(loaded.claims)  # before any server is contacted
+    engine.check_claims(loaded.claims)  # before any server is contacted
     if out is not None:  # a results file that cannot be written or resumed: before any server is contacted
         check_output(Path(out).expanduser(), engine.spec, engine.params, engine.label_space, engine.evidence)
     return loaded

@@ -107,6 +107,26 @@ def check_ray_options(address: str | None, actors: int | None) -> tuple[str | No
     return addr, actors or DEFAULT_RAY_ACTORS
 
 
+def check_calibration(value: Any) -> str:
+    from veracity.pipeline.calibration import check_calibration as check
+
+    return check(value)
+
+
+def check_min_confidence(value: Any) -> float | None:
+    """``--min-confidence``: None, or a number from 0 to 1 (a ConfigError otherwise)."""
+    if value is None:
+        return None
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        p = float("nan")
+    if isinstance(value, bool) or not 0.0 <= p <= 1.0:
+        raise ConfigError(f"--min-confidence must be a number from 0 to 1, got {value!r}",
+                          hint="e.g. --min-confidence 0.8 (a verdict less sure than that becomes NOT_ENOUGH_INFO)")
+    return p
+
+
 def _method_names() -> str:
     from veracity.pipeline.methods import METHODS
 
@@ -155,6 +175,13 @@ class VerifierConfig:
         "--state-dir", "Where a method keeps state across claims and runs, e.g. MERMAID's evidence memory in "
         "DIR/memory/ (default: $VERACITY_HOME, ~/.veracity).", type=Path, directory=True))
     cache: bool = _opt(False, Option("--cache", "Reuse cached model replies (on-disk response cache).", type=bool))
+    min_confidence: float | None = _opt(None, Option(
+        "--min-confidence", "Abstain below this confidence (0-1): such a verdict becomes NOT_ENOUGH_INFO, marked "
+        "abstained, with the label it would have given (default: never abstain).", metavar="P", type=float))
+    calibration: str = _opt("auto", Option(
+        "--calibration", "Confidence calibration: auto (apply the map `veracity bench calibrate` stored for the "
+        "model, method and label space, when there is one) or off (the model's own probabilities).",
+        metavar="auto|off", show_default=True))
     search_mode: str | None = None
     exclude_titles: tuple[str, ...] = ()
     settings: Settings = field(default_factory=Settings)
@@ -182,6 +209,8 @@ class VerifierConfig:
         if self.endpoint is not None:  # one URL or a comma-separated list: malformed or empty fails here
             split_endpoints(self.endpoint)
         put(self, "exclude_titles", tuple(self.exclude_titles))
+        put(self, "min_confidence", check_min_confidence(self.min_confidence))
+        put(self, "calibration", check_calibration(self.calibration))
         if self.state_dir is not None and not hasattr(self.state_dir, "open"):
             put(self, "state_dir", Path(self.state_dir).expanduser())
 

@@ -25,8 +25,9 @@ from typing import Any, AsyncIterator, Callable, Iterable
 from veracity.config import Settings
 from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.config import VerifierConfig
-from veracity.pipeline.evidence import ClaimRetrievers, claim_retrievers
+from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, claim_retrievers, gold_retriever
 from veracity.pipeline.labels import LabelSpace
+from veracity.pipeline.confidence import abstain, settle
 from veracity.pipeline.labels import label_space as label_space_of
 from veracity.pipeline.methods import MethodContext, MethodSpec
 from veracity.pipeline.tools import SourceIdentity, Tools
@@ -116,6 +117,7 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
         verdict.label = space.undecided(trace, f"the method returned {verdict.label.value}: {verdict.explanation}",
                                         path="runner")
     trace.llm_calls = list(sink)
+    settle(verdict, trace.llm_calls, space, spec.confidence)  # its label's probability (pipeline/confidence.py)
     trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
     trace.timings["llm_s"] = round(sum(getattr(c, "latency_s", 0.0) for c in trace.llm_calls), 4)
     trace.timings["tools_s"] = round(sum(t.latency_s for t in trace.tool_calls), 4)
@@ -182,6 +184,9 @@ class Engine:
         self.state_dir = config.run_state_dir
         self.exclude_titles: tuple[str, ...] = config.exclude_titles
         self.search_mode: str | None = config.search_mode
+        self.min_confidence: float | None = config.min_confidence
+        self.calibration: str = config.calibration
+        self._maps: dict[str, Any] = {}
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
         self._state: Any = state  # the method's run state, opened on first use (None: keeps none / not yet)
@@ -237,12 +242,56 @@ class Engine:
         async with client:
             yield client
 
-    # -- one claim -------------------------------------------------------------------------------------
+    # -- claims ----------------------------------------------------------------------------------------
+    def check_claims(self, claims: Iterable[Claim]) -> None:
+        """What the engine needs of claims before any server is contacted: with ``--evidence gold``, each
+        claim's own gold passages (a one-line DataError naming the claims without them)."""
+        if self.retriever_for is gold_retriever:
+            check_gold_evidence(list(claims))
+
     async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
         """Run the method on ``claim`` with the open client ``llm``."""
-        return await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
-                                exclude_titles=self.exclude_titles, search_mode=self.search_mode,
-                                label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+        verdict = await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
+                                   exclude_titles=self.exclude_titles, search_mode=self.search_mode,
+                                   label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+        return self.finish(verdict, llm)
+
+    def finish(self, verdict: Verdict, llm: Any) -> Verdict:
+        """The run's confidence settings on a method's verdict: the calibration map of the model, method and
+        label space (when one is stored and ``calibration`` is auto), then ``min_confidence``'s abstention."""
+        found = self.calibration_map(getattr(llm, "model", None))
+        if found is not None and verdict.label_probs is not None:
+            cmap = found[0]
+            verdict.raw_label_probs, verdict.raw_confidence = verdict.label_probs, verdict.confidence
+            verdict.label_probs = {k: round(v, 6) for k, v in cmap.apply(verdict.label_probs).items()}
+            p = verdict.label_probs.get(verdict.label.value)
+            verdict.confidence = round(p, 4) if p is not None else None
+        abstain(verdict, self.min_confidence)
+        return verdict
+
+    def calibration_map(self, model: str | None) -> Any:
+        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off, none)."""
+        if self.calibration == "off" or not model:
+            return None
+        if model not in self._maps:
+            from veracity.pipeline.calibration import load
+
+            self._maps[model] = load(self.settings.home, model, self.spec.name, self.label_space.name)
+        return self._maps[model]
+
+    def confidence_record(self, model: str | None = None) -> dict[str, Any]:
+        """What a run record says of the verdicts' confidence (:class:`~veracity.pipeline.results.RunManifest`)."""
+        return {"calibration": self.calibration_record(model), "calibration_setting": self.calibration,
+                "min_confidence": self.min_confidence}
+
+    def calibration_record(self, model: str | None = None) -> dict[str, Any] | None:
+        """What a run manifest records of the map applied (for ``model``, else the one the run's verdicts met):
+        its file, temperature and the split it was fitted on; None when none was applied."""
+        found = self.calibration_map(model) if model else next((m for m in self._maps.values() if m), None)
+        if found is None:
+            return None
+        cmap, path = found
+        return {"path": str(path), **cmap.to_dict()}
 
     def close(self) -> None:
         """Close the run state this engine opened (the index stays open: it may be the caller's)."""

@@ -284,12 +284,15 @@ class RunManifest:
     state_dir: Path | str | None
     label_space: LabelSpace | str | None
     evidence: str | None  # ``open`` unless given; a custom per-claim retriever: the name the caller gives it
+    # the verdicts' confidence settings for a served model: the calibration map applied (file, temperature, the
+    # split it was fitted on), the calibration setting and the abstention threshold (Engine.confidence_record)
+    confidence_of: Callable[[str | None], dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, engine: Any, out_path: Path | str) -> "RunManifest":
         """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into ``out_path``."""
         return cls(Path(out_path), engine.spec, engine.params, engine.searcher, engine.state_dir,
-                   engine.label_space, engine.evidence)
+                   engine.label_space, engine.evidence, getattr(engine, "confidence_record", None))
 
     def record(self, served: Any) -> dict[str, Any]:
         """The run's record with the model it runs on (a :class:`ServedModel`, or an LLM client)."""
@@ -318,6 +321,7 @@ class RunManifest:
             "index_dir": str(getattr(self.searcher, "index_dir", "")) or None,
             "veracity_version": __version__,
             "started_at": time.time(),
+            **({"confidence": self.confidence_of(served.model)} if self.confidence_of is not None else {}),
         }
 
     def write(self, served: Any) -> None:

@@ -200,6 +200,9 @@ class Role(Generic[T]):
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the paper section the role comes from
     turns: tuple[Turn, ...] = ()  # what the method sends later in this role's conversation (shown with --prompts)
+    # a deciding role: the name of its label field (an enum); its calls ask the engine for token logprobs and
+    # record the reply's distribution over that field's values (veracity.serving.confidence)
+    confidence: str | None = None
 
     @property
     def method(self) -> str:
@@ -240,18 +243,24 @@ class Role(Generic[T]):
 
     async def __call__(self, ctx: RoleContext, *, output: type[BaseModel] | None = None,
                        messages: list[Message] | None = None, trace_info: dict[str, Any] | None = None,
-                       **inputs: Any) -> Any:
+                       usage_sink: list[UsageRecord] | None = None, **inputs: Any) -> Any:
         """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
         restricted to the passages shown); ``messages`` replaces the rendered messages (a conversation the
-        method keeps, e.g. a ReAct history). Returns the validated reply, or the fallback's value."""
+        method keeps, e.g. a ReAct history); ``usage_sink`` receives this call's usage records (e.g. a deciding
+        call's label distribution). Returns the validated reply, or the fallback's value."""
         s = self.settings(ctx.params)
         msgs = messages if messages is not None else self.messages(**inputs)
         seed = request_seed(ctx.seed, ctx.claim_id, self.name, ctx.next_call_index(self.name))
         trace = ctx.trace
+        # a deciding role reads its label's probability (an added request field; the messages, the schema and
+        # the sampling are unchanged)
+        more: dict[str, Any] = {"confidence_field": self.confidence} if self.confidence else {}
+        if usage_sink is not None:
+            more["usage_sink"] = usage_sink
         if trace.listener is None:
             try:
                 return await ctx.llm.generate(msgs, output or self.output, role=self.name,
-                                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed)
+                                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed, **more)
             except LLMOutputError as exc:
                 return self._fall_back(ctx, exc, trace_info, inputs)
         # live progress: started, then finished (reply, tokens, latency) or failed, paired by step
@@ -262,8 +271,11 @@ class Role(Generic[T]):
         # the claim's usage_scope(), which the trace reads
         mine: list[UsageRecord] = []
         try:
+            more.pop("usage_sink", None)
             value = await ctx.llm.generate(msgs, output or self.output, role=self.name, max_tokens=s.max_tokens,
-                                           temperature=s.temperature, seed=seed, usage_sink=mine)
+                                           temperature=s.temperature, seed=seed, usage_sink=mine, **more)
+            if usage_sink is not None:
+                usage_sink.extend(mine)
         except LLMOutputError as exc:
             trace.notify("role.failed", step=step, role=self.name, error=str(exc), **_usage(mine, t0))
             return self._fall_back(ctx, exc, trace_info, inputs)

@@ -113,6 +113,15 @@ class Verdict:
     # "grounded" / "ungrounded"; None when the method did not quote (the result has neither key then)
     quotes: list[Any] | None = None  # veracity.pipeline.quotes.Quote
     grounding: str | None = None
+    # the verdict's own probability for its label (veracity.pipeline.confidence): from the deciding call's
+    # token logprobs, through the calibration map when one is applied; None when the engine gave none
+    confidence: float | None = None
+    label_probs: dict[str, float] | None = None  # the distribution over the run's labels it comes from
+    raw_confidence: float | None = None  # before the calibration map (set only when a map was applied)
+    raw_label_probs: dict[str, float] | None = None
+    # --min-confidence: below it the verdict is NOT_ENOUGH_INFO, marked abstained, with the label it would give
+    abstained: bool = False
+    abstained_label: Label | None = None
 
     def to_dict(self, claim: Claim | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -135,5 +144,14 @@ class Verdict:
                 from veracity.pipeline.words import quote_terms
 
                 out["quote_terms"] = quote_terms(claim.text, self.quotes)
+        out["confidence"] = self.confidence
+        if self.label_probs is not None:
+            out["label_probs"] = self.label_probs
+        if self.raw_label_probs is not None:
+            out["raw_confidence"] = self.raw_confidence
+            out["raw_label_probs"] = self.raw_label_probs
+        if self.abstained:
+            out["abstained"] = True
+            out["abstained_label"] = self.abstained_label.value if self.abstained_label else None
         out["trace"] = self.trace.to_dict()
         return out

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from veracity.config import split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
+from veracity.serving.confidence import TOP_LOGPROBS, allowed_values, label_probs
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
@@ -57,6 +58,10 @@ class UsageRecord:
     attempts: int = 1
     finish_reason: str | None = None
     started_at: float = field(default_factory=time.time)
+    # a deciding role's call (``generate(confidence_field=...)``): the reply's distribution over the label
+    # field's allowed values, from the engine's logprobs (veracity.serving.confidence.LabelProbs.to_dict);
+    # None when not asked for or when the engine returned no logprobs
+    label_probs: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,6 +108,10 @@ class ResponseCache:
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, content TEXT NOT NULL, "
             "prompt_tokens INTEGER, completion_tokens INTEGER, created REAL)"
         )
+        try:  # the label distribution of a deciding role's reply (added later: older files gain the column)
+            self._db.execute("ALTER TABLE replies ADD COLUMN label_probs TEXT")
+        except sqlite3.OperationalError:
+            pass
 
     @staticmethod
     def key(model: str, messages: list[Message], schema_fp: str, params: dict[str, Any]) -> str:
@@ -110,17 +119,24 @@ class ResponseCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> tuple[str, int, int] | None:
+        got = self.get_with_probs(key)
+        return got[:3] if got else None
+
+    def get_with_probs(self, key: str) -> tuple[str, int, int, dict[str, Any] | None] | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT content, prompt_tokens, completion_tokens FROM replies WHERE key = ?", (key,)
+                "SELECT content, prompt_tokens, completion_tokens, label_probs FROM replies WHERE key = ?", (key,)
             ).fetchone()
-        return (row[0], row[1], row[2]) if row else None
+        return (row[0], row[1], row[2], json.loads(row[3]) if row[3] else None) if row else None
 
-    def put(self, key: str, content: str, prompt_tokens: int, completion_tokens: int) -> None:
+    def put(self, key: str, content: str, prompt_tokens: int, completion_tokens: int,
+            label_probs: dict[str, Any] | None = None) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?)",
-                (key, content, prompt_tokens, completion_tokens, time.time()),
+                "INSERT OR REPLACE INTO replies (key, content, prompt_tokens, completion_tokens, created, "
+                "label_probs) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, content, prompt_tokens, completion_tokens, time.time(),
+                 json.dumps(label_probs) if label_probs else None),
             )
 
     def close(self) -> None:
@@ -169,6 +185,7 @@ class LLMClient:
         min_tokens_per_s: float = 2.0,
         health_interval_s: float = 5.0,
         notify: Notify | None = None,
+        logprobs: bool = True,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -184,6 +201,9 @@ class LLMClient:
         self.seed = seed
         self.max_tokens = max_tokens
         self.validation_retries = validation_retries
+        # deciding roles ask for token logprobs (their label's confidence); False never asks
+        self.logprobs = logprobs
+        self._said_no_logprobs = False
         # a reply is awaited at least max_tokens / min_tokens_per_s seconds: a long structured reply that
         # decodes slowly in a full batch on a CPU server is not cut off by the flat timeout
         self.min_tokens_per_s = min_tokens_per_s
@@ -326,10 +346,14 @@ class LLMClient:
         max_tokens: int | None = None,
         seed: int | None = None,
         usage_sink: list[UsageRecord] | None = None,
+        confidence_field: str | None = None,
     ) -> T:
         """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema.
         Each request's :class:`UsageRecord` goes to ``self.usage``, the current ``usage_scope()`` and
-        ``usage_sink`` when given."""
+        ``usage_sink`` when given. ``confidence_field`` (a deciding role's label field, an enum): the request
+        also asks for token logprobs, and the record's ``label_probs`` holds the reply's distribution over
+        the field's allowed values (:mod:`veracity.serving.confidence`; None when the engine gives none).
+        Asking for logprobs leaves sampling, and the cache key, as they were."""
         if not self._started:
             await self.start()
         assert self._sem is not None and self.model is not None
@@ -340,16 +364,18 @@ class LLMClient:
         }
         schema_fp = schema_fingerprint(output_model)
         key = ResponseCache.key(self.model, messages, schema_fp, params) if self.cache else None
+        values = allowed_values(output_model, confidence_field) if confidence_field and self.logprobs else None
         if self.cache is not None and key is not None:
-            hit = self.cache.get(key)
+            hit = self.cache.get_with_probs(key)
             if hit is not None:
-                content, pt, ct = hit
+                content, pt, ct, probs = hit
                 try:
                     value = output_model.model_validate_json(content)
                 except ValidationError:
                     value = None  # a stale entry from an older schema: ask again
                 if value is not None:
-                    self._record(UsageRecord(role, self.model, pt, ct, 0.0, cache_hit=True, attempts=0), usage_sink)
+                    self._record(UsageRecord(role, self.model, pt, ct, 0.0, cache_hit=True, attempts=0,
+                                             label_probs=probs if values else None), usage_sink)
                     return value
 
         last_error: ValidationError | None = None
@@ -362,6 +388,9 @@ class LLMClient:
                 "response_format": response_format_for(output_model),
                 **params,
             }
+            if values:  # reported only: the engine samples exactly as without them
+                body["logprobs"] = True
+                body["top_logprobs"] = TOP_LOGPROBS
             if vtry > 0:  # a truncated reply: give it room
                 body["max_tokens"] = params["max_tokens"] * 2
             t0 = time.perf_counter()
@@ -388,8 +417,10 @@ class LLMClient:
             except ValidationError as exc:
                 last_error = exc
                 continue
+            if values and confidence_field:
+                rec.label_probs = self._label_probs(raw, choice, confidence_field, values)
             if self.cache is not None and key is not None:
-                self.cache.put(key, raw, rec.prompt_tokens, rec.completion_tokens)
+                self.cache.put(key, raw, rec.prompt_tokens, rec.completion_tokens, rec.label_probs)
             return value
         first = last_error.errors()[0] if last_error and last_error.errors() else {}
         raise LLMOutputError(
@@ -399,6 +430,19 @@ class LLMClient:
             raw=raw,
             role=role,
         )
+
+    def _label_probs(self, raw: str, choice: dict[str, Any], field_name: str,
+                     values: tuple[str, ...]) -> dict[str, Any] | None:
+        """The reply's label distribution; an endpoint that returned no logprobs is told about once."""
+        lp = choice.get("logprobs")
+        if not (isinstance(lp, dict) and lp.get("content")):
+            if not self._said_no_logprobs:
+                self._said_no_logprobs = True
+                self.pool.notify(f"endpoint {self.base_url} returned no token logprobs: verdicts carry no "
+                                 "confidence (null)")
+            return None
+        got = label_probs(raw, lp, field_name, values)
+        return got.to_dict() if got is not None else None
 
     def _record(self, rec: UsageRecord, sink: list[UsageRecord] | None = None) -> None:
         self.usage.append(rec)

@@ -15,9 +15,12 @@ from veracity.pipeline.results import ResultSink, RunStats, ServedModel, claim_f
 from veracity.pipeline.types import Claim, Verdict
 
 
+Listener = Callable[[Claim], Callable[[dict[str, Any]], None] | None]  # a claim's on_event, or None
+
+
 async def verify_each(engine: Engine, llm: Any, claims: Iterable[Claim], concurrency: int, *,
                       accept: Callable[[Claim, Verdict], None], reject: Callable[[Claim, str], None],
-                      listener: Callable[[Claim], Callable[[dict[str, Any]], None] | None] | None = None) -> None:
+                      listener: Listener | None = None) -> None:
     """THE worker loop: ``concurrency`` workers take ``claims`` in order and run each on ``engine`` with the
     open client ``llm``; ``accept(claim, verdict)`` gets each verdict, ``reject(claim, why)`` each claim whose
     method failed (the others go on). An ``EndpointError`` (or an ``OutputError`` from ``accept``) stops every

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from veracity.errors import ConfigError
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.params import build_params
 from veracity.pipeline.roles import Role
 from veracity.pipeline.tools import Tools
@@ -40,7 +41,8 @@ class LLMLike(Protocol):
 
     async def generate(self, messages: list[dict[str, str]], output_model: type[T], *, role: str,
                        temperature: float | None = None, max_tokens: int | None = None,
-                       seed: int | None = None, usage_sink: list[Any] | None = None) -> T: ...
+                       seed: int | None = None, usage_sink: list[Any] | None = None,
+                       confidence_field: str | None = None) -> T: ...
 
 
 @runtime_checkable
@@ -93,6 +95,9 @@ class MethodSpec:
     # bench run's per-method statistics: results (dicts with their traces) -> a summary of the method's own
     # trace events, or None when no claim has them (Trification's Table 2, MERMAID's steps)
     run_statistics: Callable[[list[dict[str, Any]]], dict[str, Any] | None] | None = None
+    # how the verdict's confidence is read from the deciding calls' label distributions (pipeline/confidence.py;
+    # benchmarks/PAPERS.md per method); None: the method sets Verdict.label_probs itself, or has none
+    confidence: ConfidenceRule | None = None
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> Any:
         """Validated params with ``overrides`` applied (names, ``ROLE.max_tokens`` / ``ROLE.temperature``);

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams
@@ -46,7 +47,7 @@ def direct_turn(claim: Claim) -> list[dict[str, str]]:
 
 
 JUDGE = Role("direct.judge", output=DirectJudgement, render=direct_turn, instructions=direct_system,
-             max_tokens=256, summary="judges the claim from the model's own knowledge",
+             max_tokens=256, summary="judges the claim from the model's own knowledge", confidence="label",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
 
@@ -69,4 +70,5 @@ SPEC = MethodSpec(
     summary="The model alone, closed-book (no retrieval).",
     roles=(JUDGE,),
     needs_index=False,
+    confidence=ConfidenceRule(("direct.judge",), summary="the judge's label probability"),
 )

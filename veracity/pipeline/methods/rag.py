@@ -31,6 +31,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
@@ -88,6 +89,7 @@ def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) 
 
 
 JUDGE = Role("rag.judge", turns=(QUOTE_RETRY,), output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
+             confidence="label",
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
 
@@ -181,4 +183,6 @@ SPEC = MethodSpec(
     params_cls=RagParams,
     summary="Retrieve the top-k passages for the claim, then judge with citations.",
     roles=(JUDGE, SELECT),
+    confidence=ConfidenceRule(("rag.judge",), summary="the judge's label probability (its last call: with "
+                                                      "quotes=check, the retry)"),
 )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from veracity.errors import DataError, VeracityError
 from veracity.pipeline.methods import DEFAULT_METHOD
+from veracity.pipeline.confidence import abstain
 from veracity.web.common import WebContext, error, sse_response
 
 
@@ -22,6 +23,9 @@ class VerifyRequest(BaseModel):
     method: str = Field(DEFAULT_METHOD, description="A method of `veracity methods list`.")
     params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")
     labels: str = Field("3way", description="Label space: 3way or binary.")
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0, description=(
+        "Abstain below this confidence: such a verdict becomes NOT_ENOUGH_INFO, marked abstained, with the label "
+        "it would have given (as `veracity verify --min-confidence`)."))
 
 
 def router(ctx: WebContext) -> APIRouter:
@@ -49,6 +53,7 @@ def router(ctx: WebContext) -> APIRouter:
             except VeracityError:
                 metrics.claim(None, time.perf_counter() - t0)
                 raise
+            abstain(verdict, req.min_confidence)
             record = verdict.to_dict(claim)
             metrics.claim(record["label"], time.perf_counter() - t0)
         check_id = store.add_check(record)
@@ -67,6 +72,7 @@ def router(ctx: WebContext) -> APIRouter:
         task.add_done_callback(lambda _t: release())
 
         def finish(verdict: Any) -> tuple[str, dict[str, Any]]:
+            abstain(verdict, req.min_confidence)
             record = verdict.to_dict(claim)
             metrics.claim(record["label"], time.perf_counter() - t0)
             return "verdict", {"check_id": store.add_check(record), "record": record}

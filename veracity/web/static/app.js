@@ -93,6 +93,20 @@ function addTraceEvent(ev) {
   }
 }
 
+function minConfidence() {
+  // the page's "Min. confidence" (empty: never abstain)
+  const raw = $("#min-confidence").value.trim();
+  return raw === "" ? {} : {min_confidence: Number(raw)};
+}
+
+function confidenceLine(record) {
+  // the verdict's own probability for its label (null: the engine gave no logprobs)
+  const c = record.confidence;
+  const text = c == null ? "Confidence: not available (the model server returned no token probabilities)"
+    : "Confidence: " + c.toFixed(2) + (c < 0.7 ? " (unsure)" : "");
+  return el("p", {id: "confidence", class: c == null ? "dim" : (c < 0.7 ? "ungrounded" : "dim"), text});
+}
+
 function showVerdict(record, checkId) {
   const v = $("#verdict");
   const actions = el("div", {class: "actions"});
@@ -109,9 +123,17 @@ function showVerdict(record, checkId) {
     el("p", {class: "dim", text: record.method + " · " + s.llm_calls + " LLM calls · " +
       (s.prompt_tokens + s.completion_tokens) + " tokens · " + s.tool_calls + " tool calls"}),
     actions);
+  v.insertBefore(confidenceLine(record), actions);
+  if (record.abstained) {
+    v.insertBefore(el("p", {class: "ungrounded", id: "abstained",
+      text: "Abstained: the verdict would be " + record.abstained_label.replaceAll("_", " ") +
+        ", below the minimum confidence asked for."}), actions);
+  }
   if (record.grounding === "ungrounded") {
     v.insertBefore(el("p", {class: "ungrounded", id: "ungrounded",
-      text: "Ungrounded: a quote the verdict rests on is not in its passage."}), actions);
+      text: "Ungrounded: a quote the verdict rests on is not in its passage" +
+        (record.confidence != null && record.confidence < 0.7 ? ", and the model was unsure (confidence " +
+          record.confidence.toFixed(2) + ")." : ".")}), actions);
   }
   $("#evidence").replaceChildren(...evidenceCards(record));
 }
@@ -204,7 +226,8 @@ async function verify(event) {
   $("#trace-status").textContent = "(live)";
   try {
     const resp = await api("/v1/verify/stream", {method: "POST", headers: {"Content-Type": "application/json"},
-      body: JSON.stringify({claim, method: $("#method").value, labels: $("#labels").value, params: {}})});
+      body: JSON.stringify({claim, method: $("#method").value, labels: $("#labels").value, params: {},
+        ...minConfidence()})});
     await readEvents(resp, (name, payload) => {
       if (name === "trace") addTraceEvent(payload);
       else if (name === "verdict") {

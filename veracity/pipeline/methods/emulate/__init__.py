@@ -6,6 +6,7 @@ Figure 1, ``search.py`` the search results and web pages on the local index.
 
 from __future__ import annotations
 
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.emulate.method import EmulateParams, verify_emulate
 from veracity.pipeline.methods.emulate.roles import (ADDITIONAL_QUERY_GEN, CLASSIFIER, DET_HELPFUL,
@@ -20,6 +21,8 @@ SPEC = MethodSpec(
     params_cls=EmulateParams,
     summary="EMULATE: seven agents emulating a person searching and reading (4 queries x 2 results).",
     roles=ROLES,
+    confidence=ConfidenceRule(("emulate.classifier",), {"True": "SUPPORTED", "False": "REFUTED"},
+                              summary="the Classifier's True / False probability (True -> SUPPORTED)"),
     paper="emulate.txt",
 )
 

@@ -223,7 +223,7 @@ def classifier_turn(claim: Claim, bank: list[Page], use_knowledge: bool = False,
 
 CLASSIFIER = Role(
     "emulate.classifier", turns=(QUOTE_RETRY,), output=Classification, render=classifier_turn,
-    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
+    instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS, confidence="label",
     summary="Classifier: True or False from the evidence collected (True -> SUPPORTED, False -> REFUTED; "
             "use_knowledge=true: the model's knowledge where the evidence is silent)",
     # None: the method returns NOT_ENOUGH_INFO with the evidence collected

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.mermaid.stats import run_statistics
 from veracity.pipeline.methods.mermaid.memory import EvidenceMemory, MermaidState
@@ -19,6 +20,9 @@ SPEC = MethodSpec(
     params_cls=MermaidParams,
     summary="MERMAID: decomposer + evidence memory + ReAct executor (T_max=5).",
     roles=ROLES,
+    confidence=ConfidenceRule(("mermaid.executor", "mermaid.final"),
+                              summary="the label probability of the call that gave the verdict: the finishing "
+                                      "ReAct step, or the forced final answer"),
     state_cls=MermaidState,
     paper="mermaid.txt",
     run_statistics=run_statistics,

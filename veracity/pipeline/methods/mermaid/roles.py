@@ -131,7 +131,7 @@ OBSERVATION = Turn("observation", observation_message, {"observation": "{observa
 
 EXECUTOR = Role(
     "mermaid.executor", turns=(OBSERVATION, QUOTE_RETRY), output=ReactStep, render=executor_turn, instructions=executor_system,
-    max_tokens=MAX_TOKENS, summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
+    max_tokens=MAX_TOKENS, confidence="label", summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
                       event="mermaid.step"),
@@ -160,7 +160,7 @@ def final_turn() -> list[dict[str, str]]:
 
 FINAL = Role(
     "mermaid.final", turns=(QUOTE_RETRY,), output=FinalVerdict, render=final_turn, instructions=executor_system,
-    max_tokens=MAX_TOKENS,
+    max_tokens=MAX_TOKENS, confidence="label",
     summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO", event="mermaid.final"),

@@ -404,6 +404,7 @@ class NodeRun:
     synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
     finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
     label: str | None = None  # JUDGE only
+    label_probs: dict[str, float] | None = None  # JUDGE only: its reply's Supports / Refutes / Uncertain probabilities
     quotes: list[Any] | None = None  # JUDGE only, quotes=show|check: its quotes, located
     grounding: str | None = None  # JUDGE only, quotes=show|check: grounded / ungrounded
     insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain

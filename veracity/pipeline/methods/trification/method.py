@@ -65,11 +65,13 @@ modification, each node's start / finish, and the per-claim statistics of the pa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from veracity.errors import ConfigError, LLMOutputError
+from veracity.pipeline.confidence import aggregate
 from veracity.pipeline.grounding import QUOTE_MODES, ask_quoting, quoting, ungrounded_explanation
 from veracity.pipeline.labels import LabelSpace
 from veracity.pipeline.methods.base import MethodContext
@@ -422,7 +424,10 @@ class GraphRun:
     async def _judge(self, r: NodeRun, parents: list[NodeRun]) -> None:
         if self.p.quotes != "off":
             return await self._judge_quoting(r, parents)
-        out = await JUDGE(self.ctx, claim=self.claim, node=r, parents=parents, **self._shown(r))
+        mine: list = []
+        out = await JUDGE(self.ctx, claim=self.claim, node=r, parents=parents, usage_sink=mine, **self._shown(r))
+        got = mine[-1].label_probs if mine else None
+        r.label_probs = dict(got["probs"]) if got else None
         r.output = out.explanation
         r.label = out.label
         r.insufficient = out.label == "Uncertain"
@@ -601,4 +606,23 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
         quotes = [q for j in judges for q in (j.quotes or [])]
         grounding = "ungrounded" if any(j.grounding != "grounded" for j in judges) else "grounded"
         return Verdict(label, explanation, evidence, ctx.trace, "trification", quotes=quotes, grounding=grounding)
-    return Verdict(label, explanation, evidence, ctx.trace, "trification")
+    return Verdict(label, explanation, evidence, ctx.trace, "trification",
+                   label_probs=judges_distribution(judges, p, ctx.label_space))
+
+
+MAX_JUDGES_ENUMERATED = 8  # 3^8 combinations at most
+
+
+def judges_distribution(judges: list[NodeRun], p: "TrificationParams", space: LabelSpace) -> dict[str, float] | None:
+    """The verdict's label distribution (veracity's addition, pipeline/confidence.py): the probability that
+    :func:`label_from_judges` with the run's aggregation gives each label when every standing JUDGE answers
+    independently from its own reply's Supports / Refutes / Uncertain probabilities. None when a JUDGE has
+    none (no logprobs, a quoting JUDGE) or too many JUDGEs stand."""
+    if not judges or len(judges) > MAX_JUDGES_ENUMERATED or any(j.label_probs is None for j in judges):
+        return None
+
+    def rule(values: list[str]) -> Label:
+        return label_from_judges([dataclasses.replace(j, label=v) for j, v in zip(judges, values, strict=True)],
+                                 p.uncertain_label, p.judge_aggregation)
+
+    return aggregate([j.label_probs or {} for j in judges], rule, space)

@@ -487,7 +487,7 @@ def judge_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[
 
 JUDGE = Role(
     "trification.judge", turns=(QUOTE_RETRY,), output=JudgeResult, render=judge_turn, instructions=JUDGE_SYSTEM,
-    max_tokens=NODE_MAX_TOKENS,
+    max_tokens=NODE_MAX_TOKENS, confidence="label",
     summary="JUDGE node: Supports / Refutes / Uncertain on the propagated evidence; an invalid reply ends the "
             "node with status error (other JUDGEs may still rule)",
     extra={"paper": "§3.2 JUDGE node; A.2"},

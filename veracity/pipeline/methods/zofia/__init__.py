@@ -8,6 +8,7 @@ disambiguation), ``ner.py`` the supervised entity extractor on the packaged spaC
 
 from __future__ import annotations
 
+from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.zofia.method import (
     ZofiaParams,
@@ -35,6 +36,10 @@ SPEC = MethodSpec(
     params_cls=ZofiaParams,
     summary="ZoFia: entity-guided retrieval (saliency + SC-MMR), linguist/expert/claim agents, pro-con debate with a judge.",
     roles=ROLES,
+    confidence=ConfidenceRule(("zofia.judge",), {"R": "SUPPORTED", "F": "REFUTED", "I": "NOT_ENOUGH_INFO",
+                                                 "REAL": "SUPPORTED", "FAKE": "REFUTED"},
+                              summary="the last judge ruling's probabilities (R -> SUPPORTED, F -> REFUTED, "
+                                      "I (go on) -> NOT_ENOUGH_INFO)"),
     state_cls=ZofiaState,
     paper="zofia.txt",
 )

@@ -377,7 +377,7 @@ def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
 
 JUDGE = Role(
     "zofia.judge", turns=(QUOTE_RETRY,), output=DebateDecision, render=judge_turns, instructions=judge_system,
-    max_tokens=AGENT_MAX_TOKENS,
+    max_tokens=AGENT_MAX_TOKENS, confidence="decision",
     summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the last "
             "round: NOT_ENOUGH_INFO",
     # no ruling this round: another round, or INSUFFICIENT after the last one
@@ -425,7 +425,7 @@ def direct_judge_turn(pool: str, passages: list[Evidence] | None = None) -> list
 
 DIRECT_JUDGE = Role(
     "zofia.judge", turns=(QUOTE_RETRY,), output=DirectDecision, render=direct_judge_turn, instructions=direct_judge_system,
-    max_tokens=AGENT_MAX_TOKENS,
+    max_tokens=AGENT_MAX_TOKENS, confidence="decision",
     summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the judge)",
     fallback=Fallback(None, "INSUFFICIENT", agent="judge"),
     extra={"paper": "Table 2: w/o Debate"},

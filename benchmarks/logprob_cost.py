@@ -1,0 +1,86 @@
+"""What asking for token logprobs costs (issue 43): the same claims through one method with and without them.
+
+The deciding role's calls ask the engine for ``logprobs`` + ``top_logprobs`` (the verdict's confidence);
+``LLMClient(logprobs=False)`` never asks. This runs the same claims both ways, alternating (on, off, on, off,
+...), and prints claims/min per round and the ratio of the medians; the labels of both ways are compared
+claim by claim (they must be the same: logprobs only report).
+
+    python benchmarks/logprob_cost.py --endpoint http://127.0.0.1:8400/v1 --dataset feverous-s --evidence gold \
+        --limit 12 --rounds 3 --concurrency 4 --out logprob-cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from veracity.bench.datasets import load_dataset
+from veracity.config import Settings
+from veracity.pipeline.config import VerifierConfig
+from veracity.pipeline.engine import Engine
+from veracity.serving.client import LLMClient
+
+
+async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str]]:
+    config = VerifierConfig(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
+                            endpoint=args.endpoint, calibration="off", settings=Settings())
+    async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs) as llm:
+        engine = Engine(config, llm=llm)
+        gate = asyncio.Semaphore(args.concurrency)
+        labels: dict[str, str] = {}
+
+        async def run(claim) -> None:
+            async with gate:
+                v = await engine.verify(claim, llm)
+                labels[claim.id] = v.label.value
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(run(c) for c in claims))
+        wall = time.perf_counter() - t0
+        engine.close()
+    return len(claims) / wall * 60.0, labels
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--endpoint", required=True)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--method", default="rag")
+    ap.add_argument("--dataset", default="feverous-s")
+    ap.add_argument("--evidence", default="gold")
+    ap.add_argument("--labels", default="binary")
+    ap.add_argument("--index", default=None)
+    ap.add_argument("--limit", type=int, default=12)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    ds = load_dataset(args.dataset, None, limit=args.limit, seed=args.seed, evidence=args.evidence,
+                      sample="balanced")
+    claims = [c for c, _ in ds.claims]
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    seen: dict[bool, dict[str, str]] = {}
+    rows = []
+    for r in range(args.rounds):
+        for flag in (True, False):
+            rate, labels = await one_round(args, claims, flag)
+            rates[flag].append(rate)
+            seen.setdefault(flag, labels)
+            rows.append({"round": r, "logprobs": flag, "claims_per_min": round(rate, 3)})
+            print(json.dumps(rows[-1]), flush=True)
+    same = sum(seen[True][k] == seen[False].get(k) for k in seen[True])
+    on, off = statistics.median(rates[True]), statistics.median(rates[False])
+    summary = {"claims": len(claims), "median_on": round(on, 3), "median_off": round(off, 3),
+               "ratio_on_over_off": round(on / off, 4), "labels_same": f"{same}/{len(claims)}", "rounds": rows}
+    print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
