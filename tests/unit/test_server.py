@@ -194,6 +194,7 @@ def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypat
 
 def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, monkeypatch):
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
+    monkeypatch.setenv("VERACITY_ENGINE", "vllm")  # its model is "prepared" for vLLM below
     settings = Settings(home=tmp_path)
     state, engine = _crashed_server(settings)
     started, said = [], []
@@ -208,6 +209,7 @@ def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, m
         url, model = ensure_endpoint(settings, notify=said.append)
         assert started == [(CPU_DEFAULT, False)]  # the leftover engine was gone before the new start
         assert len(said) == 1 and "had died" in said[0] and "ended 1 process" in said[0]
+        assert "(engine vLLM (VERACITY_ENGINE=vllm))" in said[0]  # the replacement's engine and why
         assert url == "http://127.0.0.1:8000/v1"
     finally:
         srv.terminate_group(state.pid, grace_s=0.1)
@@ -228,6 +230,7 @@ def _replace_dead_server(settings, monkeypatch, tmp_path):
 
     monkeypatch.setattr(launch, "start_server", fake_start)
     monkeypatch.setattr(managed, "resolve_model_path_or_none", lambda settings, name: Path("/x"))
+    monkeypatch.setenv("VERACITY_ENGINE", "vllm")  # its model is "prepared" for vLLM just above
     monkeypatch.setattr(managed, "at_exit", at_exit.append)  # what the command registers for its exit
     url, _ = ensure_endpoint(settings, notify=said.append)
     return url, said, specs, at_exit

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from veracity.cli._common import console, print_json
+from veracity.cli._common import console, err_console, print_json
 from veracity.cli.models import _PrepareDisplay
 from veracity.config import load_settings
 from veracity.errors import ConfigError, VeracityError
@@ -104,17 +104,22 @@ def default(name: str | None) -> None:
     """Show the default engine of managed servers, or set it to NAME.
 
     Kept in $VERACITY_HOME/defaults.json; $VERACITY_ENGINE overrides it; `serve --engine` overrides both.
+    Unset, the hardware decides: vLLM where a GPU is seen, llama.cpp on a CPU-only machine for a model with a
+    GGUF (vLLM when llama.cpp is neither installed nor buildable there).
 
     \b
     Examples:
       veracity engines default
       veracity engines default llama.cpp
     """
-    from veracity.models.defaults import default_engine, set_default_engine
+    from veracity.models.defaults import set_default_engine
+    from veracity.serving.engine_choice import choose_engine
 
     settings = load_settings()
     if name is None:
-        console.print(default_engine(settings))
+        choice = choose_engine(settings)
+        console.print(choice.name, highlight=False)
+        err_console.print(f"({choice.why})", highlight=False, markup=False)
         return
     set_default_engine(settings, name)
     console.print(f"default engine: {name}")

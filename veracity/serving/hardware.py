@@ -29,8 +29,23 @@ def cuda_available() -> bool:
         return False
 
 
+# device files a GPU driver makes: without any of them there is no GPU to use, and torch (seconds to import)
+# is not asked
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/gpus", "/dev/kfd", "/dev/dxg")
+
+
+def gpu_seen() -> bool:
+    """Whether a GPU this process may use is seen (the engine rule's question): no driver device file or
+    an empty ``CUDA_VISIBLE_DEVICES`` answers at once; otherwise torch is asked."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
+        return False
+    if not any(os.path.exists(path) for path in GPU_DEVICE_FILES):
+        return False
+    return cuda_available()
+
+
 def default_model_for_hardware() -> str:
-    return GPU_DEFAULT if cuda_available() else CPU_DEFAULT
+    return GPU_DEFAULT if gpu_seen() else CPU_DEFAULT
 
 
 def gpu_count() -> int:

@@ -114,7 +114,7 @@ def launch(settings: Settings, spec: ServerSpec, name: str, engine: ServingEngin
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
     state = ServerState(name, proc.pid, spec.endpoint, spec.model, str(model_path), spec.port, str(log_path),
-                        time.time(), cmd, variant, replica, replicas, devices, engine.name)
+                        time.time(), cmd, variant, replica, replicas, devices, engine.name, spec.engine_why)
     state_path(settings, name).write_text(state.to_json())
     return state, proc
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.registry import CPU_DEFAULT
-from veracity.models.defaults import default_engine, default_model
+from veracity.models.defaults import default_model
+from veracity.serving.engine_choice import EngineChoice, choose_engine
 from veracity.serving import launch
 from veracity.serving.engines import get_engine
 from veracity.serving.launch import Progress, orphans, say, server_status, stop_server, wait_ready
@@ -61,32 +62,22 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
         left = orphans(dead)
         stop_server(settings)
     name = wanted or default_model(settings)
-    engine = get_engine(default_engine(settings))
-    if name == CPU_DEFAULT and engine.name == "vllm" and resolve_model_path_or_none(settings, name) is None:
-        from veracity.models.prepare import prepare_model
-
-        (notify or say)(f"no model is prepared: preparing {name}, the CPU default (`veracity models prepare NAME` "
-                         "prepares another)")
-        prepare_model(settings, name, progress=progress or (lambda s: None))
-    elif name == CPU_DEFAULT and engine.name == "llama.cpp":
-        from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf
-        from veracity.models.registry import MODELS
-
-        if not kept_gguf(settings, MODELS[name]).is_file():  # llama.cpp needs only the GGUF: no conversion
-            (notify or say)(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
-            fetch_smollm2_gguf(settings, progress or (lambda s: None))
+    choice = choose_engine(settings, name)
+    engine = get_engine(choice.name)
     port = replacement_port(dead.port if dead is not None else None)
-    if dead is None:
-        (notify or say)(f"starting a managed {engine.label} server for {name} (`veracity serve --stop` stops it)")
+    if dead is None:  # which engine and why, before anything slow
+        (notify or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve --stop` "
+                        "stops it")
     else:  # a replacement: on the dead one's port when it is free (else the port is named), and only for this run
         where = (f"on its port {port}" if port == dead.port else
                  f"on port {port} (its port {dead.port} is in use): http://127.0.0.1:{port}/v1")
         (notify or say)(f"the managed server ({dead.model}, pid {dead.pid}, port {dead.port}) had died"
                         + (f"; ended {len(left)} process(es) it left behind" if left else "")
-                        + f"; starting a replacement {where}, stopped when this command ends "
+                        + f"; starting a replacement {where} ({choice.line()}), stopped when this command ends "
                         "(`veracity serve --detach` starts one that stays)")
-    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port), timeout_s=timeout_s,
-                                progress=progress)
+    make_ready(settings, choice, name, say=notify or say, progress=progress)
+    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port, engine_why=choice.why),
+                                timeout_s=timeout_s, progress=progress)
     if dead is not None:
         stop_with_this_process(settings, state)
     return state.endpoint, state.model
@@ -123,3 +114,62 @@ def resolve_model_path_or_none(settings: Settings, name: str) -> Path | None:
     from veracity.models.prepare import prepared_path
 
     return prepared_path(settings, name)
+
+
+def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Progress,
+               progress: Progress | None = None) -> None:
+    """What ``choice`` needs before it serves ``name``, done now, each step said in one line first.
+
+    llama.cpp: its GGUF (SmolLM2's fetched when nothing is prepared), and llama-server: a build running in
+    the background is waited for; one missing is built now when the hardware rule chose llama.cpp (the
+    user's own choice of a missing engine stays the one-line error naming the install command). vLLM: the
+    safetensors model, converted from the GGUF now when the model was prepared for llama.cpp only."""
+    from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf, prepare_model
+    from veracity.models.registry import MODELS
+    from veracity.serving.engines.llamacpp import binary_missing
+    from veracity.serving.engines import llamacpp_install
+
+    lines = progress or (lambda s: None)
+    bar = bar_to_lines(lines)
+    if choice.name == "llama.cpp":
+        if binary_missing(settings) and choice.by != "hardware" and not llamacpp_install.install_running(settings):
+            from veracity.serving.engines.llamacpp import LLAMA_CPP
+
+            LLAMA_CPP.installed(settings)  # the user's choice, missing: one line naming the install, before a download
+        if name == CPU_DEFAULT and not kept_gguf(settings, MODELS[name]).is_file():  # no conversion
+            say(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
+            fetch_smollm2_gguf(settings, lines)
+        if binary_missing(settings) and llamacpp_install.install_running(settings):
+            say("waiting for the llama-server build running in the background (its log: "
+                f"{llamacpp_install.engine_dir(settings) / 'build.log'})")
+            llamacpp_install.wait_for_install(settings, timeout_s=3600)
+        if binary_missing(settings) and choice.by == "hardware":
+            say("llama-server is not installed: building it now, once (a few minutes; `veracity engines install "
+                "llama.cpp` does it ahead, `veracity engines default vllm` uses vLLM instead)")
+            llamacpp_install.install_llamacpp(settings, bar=bar, progress=say)
+        return
+    if resolve_model_path_or_none(settings, name) is not None:
+        return
+    if name == CPU_DEFAULT:
+        say(f"no model is prepared for vLLM: preparing {name}, the CPU default (`veracity models prepare NAME` "
+            "prepares another)")
+    elif name in MODELS and kept_gguf(settings, MODELS[name]) is not None and \
+            kept_gguf(settings, MODELS[name]).is_file():
+        say(f"{name} is prepared for llama.cpp only (its GGUF): converting it for vLLM now, once "
+            f"(`veracity models prepare {name} --engine vllm` does it ahead)")
+    else:
+        return  # not prepared at all: the engine's own one-line error names the prepare command
+    prepare_model(settings, name, engine="vllm", progress=say, bar=bar)
+
+
+def bar_to_lines(lines: Progress):
+    """A progress bar callback that reports through a line callback: each step once, then every tenth."""
+    last: dict[str, int] = {}
+
+    def bar(step: str, done: float, total: float | None) -> None:
+        tenth = int(10 * done / total) if total else -1
+        if last.get(step) == tenth:
+            return
+        last[step] = tenth
+        lines(f"{step}: {done:.0f} of {total:.0f}" if total else step)
+    return bar

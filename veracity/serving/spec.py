@@ -29,6 +29,7 @@ class ServerSpec:
     cpu_kv_cache_gib: float = 4.0
     max_num_seqs: int | None = None
     extra_args: list[str] = field(default_factory=list)
+    engine_why: str = ""  # why this engine (EngineChoice.why), kept in the state file for `serve --status`
 
     def validate(self) -> None:
         """Every setting but the engine's name (:func:`veracity.serving.engines.check_spec` checks all)."""

@@ -28,6 +28,7 @@ class ServerState:
     replicas: int = 1  # size of the set it was started in
     devices: str | None = None  # the GPUs (CUDA_VISIBLE_DEVICES) or CPU cores (VLLM_CPU_OMP_THREADS_BIND) it got
     engine: str = "vllm"  # which engine serves it (state files written before engines had names: vLLM)
+    engine_why: str = ""  # why that engine (the flag, VERACITY_ENGINE, the defaults file or the hardware)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

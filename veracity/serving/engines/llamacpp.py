@@ -43,6 +43,12 @@ def find_binary(settings: Settings) -> Path | None:
     return Path(on_path) if on_path else None
 
 
+def binary_missing(settings: Settings) -> bool:
+    """Whether no llama-server is there to run (none found, or the one named does not exist)."""
+    binary = find_binary(settings)
+    return binary is None or not binary.exists()
+
+
 def slots_and_threads(spec: ServerSpec, cores: int) -> tuple[int, int]:
     threads = max(1, cores)
     slots = spec.max_num_seqs or max(4, 2 * threads)

@@ -377,7 +377,7 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
     if force:
         shutil.rmtree(build, ignore_errors=True)
     log_path = root / "build.log"
-    ninja = shutil.which("ninja") or next((str(p) for p in [Path(sys.executable).parent / "ninja"] if p.is_file()), None)
+    ninja = find_ninja()
     generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
     if generator and (build / "CMakeCache.txt").is_file() and "CMAKE_GENERATOR:INTERNAL=Ninja" not in \
             (build / "CMakeCache.txt").read_text(errors="replace"):
@@ -390,7 +390,10 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
             opts = cmake_options(features)
             bar("configuring (cmake)", 0, None)
             _run([cmake, "-S", str(src), "-B", str(build), *generator, *opts], log, log_path)
-            _run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], log, log_path, bar=bar)
+            # ninja itself (not through `cmake --build`) is the direct child, so it gets SIGTERM when this
+            # process dies however it dies, and ends its compilers: nothing builds on after a killed install
+            _run([ninja, "-C", str(build), "-j", str(jobs), BINARY] if ninja else
+                 [cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], log, log_path, bar=bar)
             built = build / "bin" / BINARY
             died = _self_test(built)
             if died is None:
@@ -423,10 +426,27 @@ _STEP = re.compile(rb"^\[(\d+)/(\d+)\]")  # ninja's "[n/m] Building ..." lines
 _PERCENT = re.compile(rb"^\[\s*(\d+)%\]")  # make's "[ 45%] Building ..." (no ninja on the machine)
 
 
+def find_ninja() -> str | None:
+    """ninja on PATH, else the one pip's ``ninja`` package put beside this Python (None: make is used)."""
+    beside = Path(sys.executable).parent / "ninja"
+    return shutil.which("ninja") or (str(beside) if beside.is_file() else None)
+
+
+def _end_with_parent() -> None:
+    """In the child, before exec: SIGTERM it when the installing process dies (Linux' PR_SET_PDEATHSIG;
+    ninja and make end their compilers on SIGTERM), so a killed install leaves no build running."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: Ctrl-C still reaches the whole foreground group
+        pass
+
+
 def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
     log.write(f"# {' '.join(cmd)}\n")
     log.flush()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent)
     assert proc.stdout is not None
     said: collections.deque[str] = collections.deque(maxlen=400)  # this command's last lines, for the error
     try:
@@ -434,6 +454,7 @@ def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
             text = raw.decode(errors="replace")
             said.append(text.strip())
             log.write(text)
+            log.flush()  # build.log is what a user watches (and what a background build leaves)
             step = _STEP.match(raw)
             if bar is not None and step:
                 bar("building llama-server", int(step.group(1)), int(step.group(2)))
