@@ -45,6 +45,12 @@ def test_the_header_names_model_engine_index_dump_date_method_and_date(tmp_path)
     assert run["date"] in line
     page = report_html(rec)
     assert "dump date 2024-06-01" in page and "verified claims supported" in page
+    # a real run's header holds the server's address: the page names no URL (it fetches nothing), the
+    # record keeps it
+    rec["run"] = {**rec["run"], "endpoint": "http://127.0.0.1:8400/v1"}
+    page = report_html(rec)
+    assert "http://" not in page and "https://" not in page and "dump date 2024-06-01" in page
+    assert rec["run"]["endpoint"] == "http://127.0.0.1:8400/v1"
 
 
 def test_the_engine_is_read_from_the_managed_servers_state(tmp_path, monkeypatch):

@@ -211,7 +211,12 @@ def _script_json(obj: Any) -> str:
 
 
 def report_html(record: dict[str, Any]) -> str:
-    """One self-contained HTML page for a checked text (no network needed to open it)."""
+    """One self-contained HTML page for a checked text (no network needed to open it). The page embeds the
+    record without the run's endpoint: a report is shared, the address of the server it ran on is not part of
+    it (it stays in the JSON), and the page names no URL at all."""
+    run = record.get("run")
+    if isinstance(run, dict) and "endpoint" in run:
+        record = {**record, "run": {k: v for k, v in run.items() if k != "endpoint"}}
     values = {"__TITLE__": html.escape(str(record["id"])), "__SUMMARY__": _script_json(summary_line(record)),
               "__HEADER__": _script_json(header_line(record)), "__DATA__": _script_json(record)}
     # one pass over the template, so a placeholder's name inside the text is never substituted
