@@ -217,14 +217,14 @@ def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
     assert m["dump_date"] == "2018-12-20"
     with Searcher(tmp_path / "idx") as s:
         hits = s.search("shepherd parable ninety-nine", 2, "bm25")
-        assert hits[0].passage_id == "The Lost Sheep#0" and "ninety-nine" in hits[0].text
-        assert s.search("rod snake Pharaoh", 1, "bm25")[0].passage_id == "Aaron#1"
+        assert hits[0].passage_id == "3" and "ninety-nine" in hits[0].text  # DPR ids kept (issue 44)
+        assert s.search("rod snake Pharaoh", 1, "bm25")[0].passage_id == "2"
         assert [h.passage_id for h in s.search("Aaron prophet parable", 3, "bm25", exclude_titles=["Aaron"])] \
-            == ["The Lost Sheep#0"]
+            == ["3"]
     fewer = _lucene(tmp_path / "fewer", rows[:3])
     with pytest.raises(IndexDirError, match="holds 3 documents, the corpus 4 passages"):
         build_index(resolve_sources([tsv]), tmp_path / "idx2", BuildOptions(dense=False, bm25_prebuilt=fewer))
     swapped = _lucene(tmp_path / "swapped", [("1", "Aaron", rows[1][2]), ("2", "Aaron", rows[0][2]), *rows[2:]])
-    with pytest.raises(IndexDirError, match="does not match the corpus: document 1 is not passage 'Aaron#0'"):
+    with pytest.raises(IndexDirError, match="does not match the corpus: document 1 is not passage '1'"):
         build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False, bm25_prebuilt=swapped))
     assert not (tmp_path / "idx2").exists() and not (tmp_path / "idx3").exists()
