@@ -161,8 +161,11 @@ def test_a_start_up_failure_is_one_line_and_leaves_nothing(tmp_path):
     out = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--model", str(junk), "--detach")
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    assert lines[0].startswith("error: the llama.cpp server exited during start-up"), out.stderr
-    assert lines[1].startswith("hint:") and "full log" in lines[1]
+    # serve's first line names the engine and why (issue 39), then the failure in one line and its hint
+    assert lines[0] == "engine llama.cpp (--engine llama.cpp)", out.stderr
+    assert lines[1].startswith("error: the llama.cpp server exited during start-up"), out.stderr
+    assert lines[2].startswith("hint:") and "full log" in lines[2]
+    assert len(lines) == 3, out.stderr
     assert json.loads(_veracity(settings.home, "serve", "--status", "--json").stdout)["status"] == "stopped"
 
 
