@@ -260,3 +260,17 @@ async def run_claims(claims: Any, method: Any, llm: Any, searcher: Any, out: Any
                 METHODS.pop(spec.name, None)
             else:
                 METHODS[spec.name] = previous
+
+
+def script_every_verifier(monkeypatch, llm) -> None:
+    """Every ``Verifier`` built during the test (``Verifier(**kw)`` and ``Verifier.from_config`` both go
+    through ``_build``) talks to ``llm``: for commands run in-process through the CLI."""
+    from veracity.pipeline import api
+
+    real = api.Verifier._build
+
+    def with_llm(self, *a, **kw):
+        kw["llm"] = llm
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(api.Verifier, "_build", with_llm)

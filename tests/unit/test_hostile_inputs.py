@@ -307,21 +307,14 @@ HOSTILE_TEXTS = {  # name -> (bytes of a text file, what `check` says: an error 
 @pytest.fixture
 def scripted(monkeypatch):
     """verify and check on the scripted model, which repeats the claim back in its explanation."""
-    import veracity.pipeline.api as api
-    from tests.unit.scripted_llm import ScriptedLLM
+    from tests.unit.scripted_llm import ScriptedLLM, script_every_verifier
 
     def judge(m):
         return {"explanation": "Repeating: " + m[-1]["content"][-200:], "label": "NOT_ENOUGH_INFO"}
 
     llm = ScriptedLLM({"direct.judge": judge, "check.extractor": lambda m: {"claims": [m[-1]["content"][-150:]]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"}})
-    real = api.Verifier._build
-
-    def with_llm(self, *a, **kw):
-        kw["llm"] = llm
-        real(self, *a, **kw)
-
-    monkeypatch.setattr(api.Verifier, "_build", with_llm)
+    script_every_verifier(monkeypatch, llm)
     return llm
 
 

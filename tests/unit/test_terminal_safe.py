@@ -121,21 +121,14 @@ def test_an_error_line_shows_a_hostile_path_escaped(capsys):
 @pytest.fixture
 def scripted_verifier(monkeypatch):
     """verify and check run against the scripted model, which repeats the hostile strings back."""
-    import veracity.pipeline.api as api
-    from tests.unit.scripted_llm import ScriptedLLM
+    from tests.unit.scripted_llm import ScriptedLLM, script_every_verifier
 
     llm = ScriptedLLM({
         "direct.judge": lambda m: {"explanation": f"Because {TITLE_AND_CLEAR} {MARKUP}", "label": "SUPPORTED"},
         "check.extractor": lambda m: {"claims": [f"The sky {TITLE_AND_CLEAR}"]},
         "check.worthiness": lambda m: {"kind": "checkable_statement"},
     })
-    real = api.Verifier._build
-
-    def with_llm(self, *a, **kw):
-        kw["llm"] = llm
-        real(self, *a, **kw)
-
-    monkeypatch.setattr(api.Verifier, "_build", with_llm)
+    script_every_verifier(monkeypatch, llm)
     return llm
 
 
