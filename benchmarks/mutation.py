@@ -92,9 +92,17 @@ def show(work: Path, env: dict, name: str) -> str:
 
 
 def mutant_patterns(module: str, only: list[str]) -> list[str]:
-    """mutmut's names of the mutants of the functions (or classes' methods) named in ``only`` (globs)."""
+    """mutmut's names of the mutants of the functions, classes (every method) or ``Class.method`` named in
+    ``only`` (globs)."""
     prefix = "veracity." + module.replace("/", ".").removesuffix(".py")
-    return [p for name in only for p in (f"{prefix}.x_{name}__mutmut_*", f"{prefix}.x\u01c1{name}\u01c1*")]
+    out = []
+    for name in only:
+        if "." in name:
+            cls, method = name.split(".", 1)
+            out.append(f"{prefix}.x\u01c1{cls}\u01c1{method}__mutmut_*")
+        else:
+            out += [f"{prefix}.x_{name}__mutmut_*", f"{prefix}.x\u01c1{name}\u01c1*"]
+    return out
 
 
 def run_module(module: str, tests: list[str], work_root: Path, children: int, only: list[str] | None = None,
