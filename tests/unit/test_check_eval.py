@@ -53,9 +53,9 @@ def test_decomposition_scores_coverage_and_worthiness(tmp_path):
     needs_data()
     items = check_eval.decomposition_items(DATA / "factcheck-GPT-benchmark.jsonl", 3, seed=7)
     gold = {s["text"]: s["claims"] for it in items for s in it["sentences"]}
-    sentence = lambda m: m[-1]["content"].split("Sentence to split:\n", 1)[1]  # noqa: E731
+    sentence = lambda m: m[1]["content"].split("Sentence to split:\n", 1)[1]  # noqa: E731
     # the extractor returns the gold claims of every sentence but drops the last one: coverage < 1
-    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": gold[sentence(m)][:-1] or ["x"]},
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": gold[sentence(m)][:-1] or ["There it is."]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     res = asyncio.run(check_eval.run(args("decomposition"), cv=cv, matcher=exact))
