@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -92,18 +93,27 @@ def show(work: Path, env: dict, name: str) -> str:
 
 
 def mutant_patterns(module: str, only: list[str]) -> list[str]:
-    """mutmut's names of the mutants of the functions (or classes' methods) named in ``only`` (globs)."""
+    """mutmut's names of the mutants of the functions, classes (every method) or ``Class.method`` named in
+    ``only`` (globs)."""
     prefix = "veracity." + module.replace("/", ".").removesuffix(".py")
-    return [p for name in only for p in (f"{prefix}.x_{name}__mutmut_*", f"{prefix}.x\u01c1{name}\u01c1*")]
+    out = []
+    for name in only:
+        if "." in name:
+            cls, method = name.split(".", 1)
+            out.append(f"{prefix}.x\u01c1{cls}\u01c1{method}__mutmut_*")
+        else:
+            out += [f"{prefix}.x_{name}__mutmut_*", f"{prefix}.x\u01c1{name}\u01c1*"]
+    return out
 
 
 def run_module(module: str, tests: list[str], work_root: Path, children: int, only: list[str] | None = None,
-               survivors_only: bool = False, resume: bool = False) -> dict:
+               survivors_only: bool = False, resume: bool = False, budget: float | None = None) -> dict:
     """Run the module's mutants (those of the ``only`` functions, or the survivors of the last run with
     ``survivors_only``) and write its report. A survivors-only run re-tests the last run's survivors against
     the tests as they are now and keeps every other result of the last run (a test added cannot let a killed
     mutant survive). With ``resume`` a stopped run in the same ``--work`` folder goes on where it stopped
-    (its untested mutants only; counts and seconds add up); "not checked" in a report: never tested."""
+    (its untested mutants only; counts and seconds add up); "not checked" in a report: never tested.
+    ``budget``: seconds the run may take; then it is stopped and reports what it tested."""
     name = module.replace("/", ".").removesuffix(".py")
     work = work_root / name
     previous = None
@@ -129,8 +139,17 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     else:
         scratch_copy(work, module, tests)
     t0 = time.time()
-    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
-                         cwd=work, env=env, capture_output=True, text=True) if names != ["-none-left-"] else None
+    run = None
+    if names != ["-none-left-"]:
+        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+        try:
+            run.stdout_text, _ = run.communicate(timeout=budget)
+        except subprocess.TimeoutExpired:  # the time given is up: what was tested counts, the rest is "not checked"
+            os.killpg(run.pid, signal.SIGKILL)
+            run.stdout_text, _ = run.communicate()
+            run.returncode = 0
     seconds = round(time.time() - t0, 1)
     statuses = results(work, env)
     if patterns:  # the mutants this run was asked for (mutmut lists the others as not checked)
@@ -158,7 +177,7 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
               "counts": counts, "killed": killed, "killed_share": round(killed / tested, 4) if tested else None,
               "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0, "survivors": survivors,
-              "log_tail": (run.stdout + run.stderr)[-1500:] if run and run.returncode else ""}
+              "log_tail": (run.stdout_text or "")[-1500:] if run and run.returncode else ""}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
@@ -197,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="re-test only the last run's survivors (after adding tests), keeping its other results")
     ap.add_argument("--resume", action="store_true",
                     help="go on with a stopped run in the same --work folder (only its untested mutants)")
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="stop a module's run after this long and report the mutants tested (resume with --resume)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
     ap.add_argument("--table", action="store_true", help="print the markdown table of the results written so far")
     args = ap.parse_args(argv)
@@ -216,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     work_root = args.work or Path(tempfile.mkdtemp(prefix="veracity-mutation-"))
     for module in chosen:
         tests = [t for t in MODULES[module] if (REPO / t).exists()]
-        rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume)
+        rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
+                         args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
         print(f"veracity/{module}: {rep['killed']} of {rep['mutants']} mutants killed ({share}), "
               f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> {OUT / (module.replace('/', '.')[:-3] + '.json')}",

@@ -414,3 +414,37 @@ def test_each_combining_mark_stays_with_its_own_letter_in_the_offsets():
     assert norm == "z\u00fcrich" and spans == [(0, 1), (1, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
     norm, spans = normalise("e\u0301\u0302x")  # two marks on one letter
     assert norm[-1] == "x" and spans[-1] == (3, 4) and all(s == (0, 3) for s in spans[:-1])
+
+
+def test_the_grounding_texts_and_schemas_word_for_word():
+    from pydantic import BaseModel
+
+    from veracity.pipeline.grounding import Grounded, not_supported, quoted, retry_prompt, ungrounded_explanation
+    from veracity.pipeline.labels import THREE_WAY
+
+    assert retry_prompt(["a", "b"], THREE_WAY) == (
+        "Your quotes must be copied word for word from the passages they cite, and a verdict that the passages "
+        "settle must quote them. These do not hold:\n- a\n- b\nAnswer again: quote the exact words of the passages "
+        "your label rests on, or, if the passages do not say it, answer NOT_ENOUGH_INFO.")
+    assert retry_prompt(["a"], BINARY).endswith("answer REFUTED.") and retry_prompt(["a"], BINARY, "False").endswith(
+        "answer False.")
+    assert not_supported(THREE_WAY) is Label.NOT_ENOUGH_INFO and not_supported(BINARY) is Label.REFUTED
+
+    class Reply(BaseModel):
+        explanation: str
+        cited_passages: list[str]
+        label: str
+
+    model = quoted(Reply, "QuotedReply", "quotes from the passages shown")
+    assert list(model.model_fields) == ["explanation", "label", "quotes"] and model.__name__ == "QuotedReply"
+    assert model.model_json_schema()["properties"]["quotes"]["maxItems"] == 5
+    assert quoting(model, ["A#0"], enabled=False) is model
+    schema = quoting(model, ["A#0", "B#0", "A#0"], at_most=2).model_json_schema()
+    assert schema["$defs"]["PassageQuote"]["properties"]["passage_id"]["enum"] == ["A#0", "B#0"]  # once each
+    assert schema["properties"]["quotes"]["maxItems"] == 2
+
+    reply = model(explanation="It says so.", label="SUPPORTED", quotes=[])
+    g = Grounded(reply, [], "ungrounded", problems=["x is not in passage [A#0]", "the verdict quotes no passage"])
+    assert ungrounded_explanation(g) == ("Ungrounded: x is not in passage [A#0]; the verdict quotes no passage. "
+                                         "The judge had answered SUPPORTED: It says so.")
+    assert ungrounded_explanation(g, "T").endswith("answered SUPPORTED: T")
