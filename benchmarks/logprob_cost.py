@@ -26,8 +26,8 @@ from veracity.serving.client import LLMClient
 
 
 async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str]]:
-    config = VerifierConfig(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
-                            endpoint=args.endpoint, calibration="off", settings=Settings())
+    config = VerifierConfig.of(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
+                               endpoint=args.endpoint, calibration="off", settings=Settings())
     async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs) as llm:
         engine = Engine(config, llm=llm)
         gate = asyncio.Semaphore(args.concurrency)
