@@ -239,7 +239,7 @@ def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(t
 
     def config(**kw):
         return ThroughputConfig.of(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2, seed=3,
-                                warmup=1, index=searcher, poll_interval_s=0.005, **kw)
+                                   warmup=1, index=searcher, poll_interval_s=0.005, **kw)
 
     report = bench_throughput(config(params={"t_max": 3}), tmp_path / "out", settings=Settings(home=tmp_path / "home"),
                               llm=llm, probe=None)
@@ -340,7 +340,7 @@ def run(tmp_path, levels, per_level, *, server=None, warmup=1, n_claims=20, llm=
         server.llm = llm
         llm.on_call = server.call
     cfg = ThroughputConfig.of(method="direct", levels=levels, dataset=write_claims(tmp_path / "claims.jsonl", n_claims),
-                           claims_per_level=per_level, seed=3, warmup=warmup, poll_interval_s=0.005)
+                              claims_per_level=per_level, seed=3, warmup=warmup, poll_interval_s=0.005)
     warnings: list[str] = []
     report = bench_throughput(cfg, tmp_path / out, settings=Settings(home=tmp_path / "home"), llm=llm, probe=server,
                               warn=warnings.append, **kw)
@@ -479,7 +479,7 @@ def test_endpoint_down_is_one_clear_error(tmp_path):
 
     url = f"http://127.0.0.1:{free_port()}/v1"
     cfg = ThroughputConfig.of(method="direct", levels=[1], dataset=write_claims(tmp_path / "claims.jsonl", 4),
-                           claims_per_level=1)
+                              claims_per_level=1)
     with pytest.raises(EndpointError, match=f"the model endpoint {url} does not answer") as info:
         bench_throughput(cfg, tmp_path / "out", settings=Settings(home=tmp_path / "home", endpoint=url))
     assert "veracity serve" in info.value.hint
