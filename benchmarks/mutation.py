@@ -19,10 +19,12 @@ listed in BENCHMARKS.md ("Mutation testing") with why they are equivalent.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,47 +92,116 @@ def show(work: Path, env: dict, name: str) -> str:
                           text=True).stdout.strip()
 
 
-def run_module(module: str, tests: list[str], work_root: Path, children: int) -> dict:
+def mutant_patterns(module: str, only: list[str]) -> list[str]:
+    """mutmut's names of the mutants of the functions, classes (every method) or ``Class.method`` named in
+    ``only`` (globs)."""
+    prefix = "veracity." + module.replace("/", ".").removesuffix(".py")
+    out = []
+    for name in only:
+        if "." in name:
+            cls, method = name.split(".", 1)
+            out.append(f"{prefix}.x\u01c1{cls}\u01c1{method}__mutmut_*")
+        else:
+            out += [f"{prefix}.x_{name}__mutmut_*", f"{prefix}.x\u01c1{name}\u01c1*"]
+    return out
+
+
+def run_module(module: str, tests: list[str], work_root: Path, children: int, only: list[str] | None = None,
+               survivors_only: bool = False, resume: bool = False, budget: float | None = None) -> dict:
+    """Run the module's mutants (those of the ``only`` functions, or the survivors of the last run with
+    ``survivors_only``) and write its report. A survivors-only run re-tests the last run's survivors against
+    the tests as they are now and keeps every other result of the last run (a test added cannot let a killed
+    mutant survive). With ``resume`` a stopped run in the same ``--work`` folder goes on where it stopped
+    (its untested mutants only; counts and seconds add up); "not checked" in a report: never tested.
+    ``budget``: seconds the run may take; then it is stopped and reports what it tested."""
     name = module.replace("/", ".").removesuffix(".py")
     work = work_root / name
-    scratch_copy(work, module, tests)
+    previous = None
+    if survivors_only:
+        path = OUT / f"{name}.json"
+        if not path.exists():
+            raise SystemExit(f"error: no earlier run of veracity/{module} to take the survivors from\n"
+                             f"hint: run `python benchmarks/mutation.py {module}` first")
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        names = [s["name"] for s in previous["survivors"] if s["status"] in ("survived", "no tests")]
+        only = previous.get("only")
+        if not names:
+            return previous
+    else:
+        names = mutant_patterns(module, only) if only else []
     env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("CI", None)
+    patterns = names
+    if resume and (work / "mutants").is_dir() and previous is None:
+        # go on where a stopped run of this scratch copy left off: only the mutants it has not tested yet
+        names = [n for n, s in results(work, env).items() if s == "not checked"
+                 and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns))] or ["-none-left-"]
+    else:
+        scratch_copy(work, module, tests)
     t0 = time.time()
-    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=work,
-                         env=env, capture_output=True, text=True)
+    run = None
+    if names != ["-none-left-"]:
+        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+        try:
+            run.stdout_text, _ = run.communicate(timeout=budget)
+        except subprocess.TimeoutExpired:  # the time given is up: what was tested counts, the rest is "not checked"
+            os.killpg(run.pid, signal.SIGKILL)
+            run.stdout_text, _ = run.communicate()
+            run.returncode = 0
     seconds = round(time.time() - t0, 1)
     statuses = results(work, env)
+    if patterns:  # the mutants this run was asked for (mutmut lists the others as not checked)
+        statuses = {n: s for n, s in statuses.items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
+    if resume:
+        seconds += (json.loads((work / "seconds.json").read_text()) if (work / "seconds.json").exists() else 0)
+        (work / "seconds.json").write_text(json.dumps(seconds))
+    rerun = None
+    if previous is not None:
+        rerun = {"survivors_retested": len(names), "killed_now": sum(1 for n in names if statuses.get(n) in
+                                                                         ("killed", "timeout")),
+                 "seconds": seconds, "first_run_seconds": previous["seconds"]}
+        old = {s["name"]: s["status"] for s in previous["survivors"]}
+        statuses = {**{f"killed-before-{i}": "killed" for i in range(previous["killed"])},
+                    **{n: statuses.get(n, st) for n, st in old.items()}}
+        seconds = previous["seconds"]
     counts: dict[str, int] = {}
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
     killed = counts.get("killed", 0) + counts.get("timeout", 0)  # a mutant that hangs the tests is caught too
     total = sum(counts.values())
+    tested = total - counts.get("not checked", 0)  # a stopped run leaves some untested: not in the share
     survivors = [{"name": n, "status": s, "diff": show(work, env, n)} for n, s in sorted(statuses.items())
-                 if s not in ("killed", "timeout")]
-    report = {"module": f"veracity/{module}", "tests": tests, "mutants": total, "counts": counts,
-              "killed": killed, "killed_share": round(killed / total, 4) if total else None,
-              "seconds": seconds, "returncode": run.returncode, "survivors": survivors,
-              "log_tail": (run.stdout + run.stderr)[-1500:] if run.returncode else ""}
+                 if s not in ("killed", "timeout", "not checked")]
+    report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
+              "counts": counts, "killed": killed, "killed_share": round(killed / tested, 4) if tested else None,
+              "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0, "survivors": survivors,
+              "log_tail": (run.stdout_text or "")[-1500:] if run and run.returncode else ""}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (OUT / f"{name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 
 
 def markdown_table() -> str:
     """The killed share per module, from benchmarks/results/mutation/*.json (for BENCHMARKS.md)."""
-    rows = ["| module | unit tests | mutants | killed | survived | no test reaches | killed share | run |",
-            "|---|---|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| module | mutated | unit tests | mutants | not tested | killed | survived | no test reaches | "
+            "killed share of tested | run |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for module in MODULES:
         path = OUT / f"{module.replace('/', '.').removesuffix('.py')}.json"
+        tests = ", ".join(Path(t).name for t in MODULES[module])
         if not path.exists():
-            rows.append(f"| `veracity/{module}` | {', '.join(Path(t).name for t in MODULES[module])} | not run | | | | | |")
+            rows.append(f"| `veracity/{module}` | | {tests} | not run | | | | | | |")
             continue
         r = json.loads(path.read_text(encoding="utf-8"))
         share = "n/a" if r["killed_share"] is None else f"{100 * r['killed_share']:.1f} %"
-        rows.append(f"| `veracity/{module}` | {', '.join(Path(t).name for t in r['tests'])} | {r['mutants']} | "
-                    f"{r['killed']} | {r['counts'].get('survived', 0)} | {r['counts'].get('no tests', 0)} | {share} | "
-                    f"{r['seconds']:.0f} s |")
+        scope = ", ".join(f"`{n}`" for n in r["only"]) if r.get("only") else "all"
+        run = f"{r['seconds']:.0f} s"
+        if r.get("rerun"):
+            run += f" + {r['rerun']['seconds']:.0f} s (survivors re-tested)"
+        rows.append(f"| `veracity/{module}` | {scope} | {', '.join(Path(t).name for t in r['tests'])} | {r['mutants']} | "
+                    f"{r['counts'].get('not checked', 0)} | {r['killed']} | {r['counts'].get('survived', 0)} | {r['counts'].get('no tests', 0)} | {share} | "
+                    f"{run} |")
     return "\n".join(rows)
 
 
@@ -139,6 +210,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("modules", nargs="*", help="modules under veracity/ (default: all of MODULES)")
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     ap.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
+    ap.add_argument("--only", action="append", default=None, metavar="NAME",
+                    help="mutate only these functions or classes of the module (globs; repeatable)")
+    ap.add_argument("--survivors", action="store_true",
+                    help="re-test only the last run's survivors (after adding tests), keeping its other results")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with a stopped run in the same --work folder (only its untested mutants)")
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="stop a module's run after this long and report the mutants tested (resume with --resume)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
     ap.add_argument("--table", action="store_true", help="print the markdown table of the results written so far")
     args = ap.parse_args(argv)
@@ -158,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     work_root = args.work or Path(tempfile.mkdtemp(prefix="veracity-mutation-"))
     for module in chosen:
         tests = [t for t in MODULES[module] if (REPO / t).exists()]
-        rep = run_module(module, tests, work_root, args.max_children)
+        rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
+                         args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
         print(f"veracity/{module}: {rep['killed']} of {rep['mutants']} mutants killed ({share}), "
               f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> {OUT / (module.replace('/', '.')[:-3] + '.json')}",

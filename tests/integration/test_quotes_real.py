@@ -62,6 +62,60 @@ def test_rag_quotes_check_end_to_end(llm_endpoint, tmp_path):
     assert not (amazon["label"] == "SUPPORTED" and not all(q["found"] for q in amazon["quotes"]))
 
 
+class FirstJudgeReplyGiven:
+    """The real client, except that the first ``rag.judge`` reply is the one given (recorded like a real
+    call): whether the model misquotes on its own cannot be relied on, so the mismatch is put there and the
+    retry after it is the real server's."""
+
+    def __init__(self, real, reply: dict):
+        from tests.unit.scripted_llm import ScriptedLLM
+
+        self.real, self.reply, self.given = real, reply, ScriptedLLM({"rag.judge": [reply]})
+        self.model, self.base_url = real.model, real.base_url
+
+    async def generate(self, messages, output_model, *, role, **kw):
+        if role == "rag.judge" and self.given.count("rag.judge") == 0:
+            return await self.given.generate(messages, output_model, role=role, **kw)
+        return await self.real.generate(messages, output_model, role=role, **kw)
+
+
+def test_a_misquoting_verdict_is_retried_once_on_the_real_server_and_never_supported(llm_endpoint):
+    """The grounding rules on the real server, whatever the model would have answered first: a SUPPORTED
+    verdict quoting words the Amazon passage does not hold ("flows into the Pacific Ocean") costs exactly
+    one retry (the real model's, with the mismatch in its prompt), and the verdict is SUPPORTED only on quotes
+    found in their passages; a retry that misquotes again is NOT_ENOUGH_INFO, "Ungrounded: ..."."""
+    from veracity.serving.client import LLMClient
+
+    texts = {p["id"]: p["text"] for p in AMAZON}
+    wrong = {"explanation": "The passage says so.", "label": "SUPPORTED",
+             "quotes": [{"passage_id": "Amazon River#0", "quote": "The Amazon River flows into the Pacific Ocean"}]}
+
+    async def run():
+        async with LLMClient(llm_endpoint.url, llm_endpoint.model) as real:
+            llm = FirstJudgeReplyGiven(real, wrong)
+            v = Verifier(method="rag", evidence="gold", llm=llm, quotes="check", **{"judge.max_tokens": 512})
+            async with v.engine.client() as client:
+                verdict = await v.engine.verify(CLAIMS[0], client)
+            return verdict.to_dict(CLAIMS[0]), llm
+
+    record, llm = asyncio.run(run())
+    calls = [c for c in record["trace"]["llm_calls"] if c["role"] == "rag.judge"]
+    mismatches = [e for e in record["trace"]["events"] if e["kind"] == MISMATCH_EVENT]
+    assert len(calls) == 2  # exactly one retry, whatever the retry says
+    assert [e["attempt"] for e in mismatches] in ([1], [1, 2])  # the given reply's mismatch, and the retry's if any
+    assert llm.given.count("rag.judge") == 1  # the retry went to the real server
+    for q in record["quotes"]:
+        at = locate(q["text"], texts[q["passage_id"]])
+        assert (q["start"], q["end"]) == (at if at else (None, None)) and q["found"] == (at is not None)
+    if len(mismatches) == 1:  # the real retry quoted its passages (or quoted nothing, as NOT_ENOUGH_INFO may)
+        assert all(q["found"] for q in record["quotes"]) and record["grounding"] in ("grounded", "ungrounded")
+        assert record["grounding"] == "grounded" or record["label"] == "NOT_ENOUGH_INFO"
+    else:
+        assert record["grounding"] == "ungrounded" and record["label"] == "NOT_ENOUGH_INFO"
+        assert record["explanation"].startswith("Ungrounded: ")
+    assert record["label"] != "SUPPORTED" or all(q["found"] for q in record["quotes"])
+
+
 def test_zofia_judges_quote_through_the_real_server(llm_endpoint):
     """ZoFia's debate judge with quotes=check through the method's own call and the real server (no retrieval
     and no debaters, so CI pays for the judge only; verify_zofia's wiring and the w/o-debate judge are

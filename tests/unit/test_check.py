@@ -308,3 +308,38 @@ def test_an_empty_claim_list_does_not_validate_so_no_sentence_is_dropped_silentl
     rec = asyncio.run(check_text("Marie Curie won two Nobel Prizes.", verifier(llm, tmp_path), tid="t"))
     assert [c["text"] for c in rec["sentences"][0]["claims"]] == ["Marie Curie won two Nobel Prizes."]
     assert rec["summary"]["fallbacks"]["check.extractor"] == 1
+
+
+def test_score_boundaries():
+    """The rules of the long-form score at their edges (each one a line of check/score.py's docstring)."""
+    from veracity.check.score import MIN_DECIDED, worst
+
+    # a text's verdict: REFUTED before NOT_ENOUGH_INFO before SUPPORTED; other values ignored, None when none
+    assert worst(["SUPPORTED", "NOT_ENOUGH_INFO", "REFUTED"]) == "REFUTED"
+    assert worst(["SUPPORTED", "unchecked", "NOT_ENOUGH_INFO"]) == "NOT_ENOUGH_INFO"
+    assert worst(["failed", None, "SUPPORTED"]) == "SUPPORTED"
+    assert worst(["unchecked", "failed", None]) is None and worst([]) is None
+    assert sentence_verdict(["SUPPORTED", "SUPPORTED"]) == "SUPPORTED"
+    assert sentence_verdict([None, "SUPPORTED", None]) == "SUPPORTED"  # a failed claim hides no verdict
+    assert sentence_verdict(iter(["REFUTED", "NOT_ENOUGH_INFO"])) == "REFUTED"  # any iterable, read once
+    # the length penalty: below gamma verified claims, f * exp(1 - gamma / n); none at gamma or with gamma=0
+    assert factscore(3, 4) == pytest.approx(0.75 * math.exp(1 - 10 / 4))
+    assert factscore(9, 9) == pytest.approx(math.exp(1 - 10 / 9))
+    assert factscore(5, 5, gamma=5) == 1.0 and factscore(1, 4, gamma=0) == 0.25
+    assert factscore(0, 4) == 0.0 and factscore(1, -1) is None
+    # precision from MIN_DECIDED decided claims on; NOT_ENOUGH_INFO is not decided, failed claims are counted
+    assert MIN_DECIDED == 3
+    three = text_scores(["SUPPORTED", "REFUTED", "REFUTED", "NOT_ENOUGH_INFO", None])
+    assert three["factual_precision"] == pytest.approx(1 / 3) and "precision_withheld" not in three
+    assert three["counts"] == {"SUPPORTED": 1, "REFUTED": 2, "NOT_ENOUGH_INFO": 1, "failed": 1}
+    assert three["decided"] == 3 and three["nei_share"] == 0.25 and "factscore" not in three
+    two = text_scores(["REFUTED", "SUPPORTED"])
+    assert two["factual_precision"] is None and two["precision_withheld"] == \
+        "only 2 decided claims (at least 3 needed)"
+    none = text_scores(["NOT_ENOUGH_INFO", None])
+    assert none["factual_precision"] is None and "precision_withheld" not in none and none["nei_share"] == 1.0
+    assert text_scores([None])["nei_share"] is None and text_scores([])["decided"] == 0
+    scored = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO", None], gamma=0)
+    assert scored["factscore"] == pytest.approx(2 / 3) and scored["factscore_gamma"] == 0  # NEI is not supported
+    penalised = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO"], gamma=4)
+    assert penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4 / 3)) and penalised["factscore_gamma"] == 4

@@ -70,3 +70,71 @@ def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
     assert "zofia or newmethod." in run_help and "liar, newset, or jsonl:PATH." in run_help
     tp_help = " ".join(CliRunner().invoke(throughput_cmd, ["--help"], terminal_width=1000).output.split())
     assert "Verification method: direct, rag, mermaid, emulate, trification, zofia or newmethod." in tp_help
+
+
+def test_the_run_options_are_validated_at_their_edges(tmp_path):
+    """The config's validation rules one by one, each at its edge, with the one line (and hint) a user sees."""
+    from pathlib import Path
+
+    from veracity.config import Settings
+    from veracity.errors import ConfigError
+    from veracity.pipeline.config import (DEFAULT_RAY_ACTORS, check_address, check_concurrency, check_min_confidence,
+                                          check_ray_options)
+
+    def refused(call, *args) -> ConfigError:
+        with pytest.raises(ConfigError) as err:
+            call(*args)
+        assert "\n" not in str(err.value)
+        return err.value
+
+    check_concurrency(1, 1)
+    err = refused(check_concurrency, 0, 1)
+    assert str(err) == "claims in flight (--concurrency, $VERACITY_CONCURRENCY) must be an integer of at least 1, got 0"
+    assert err.hint == "e.g. --concurrency 16"
+    err = refused(check_concurrency, 4, 0)
+    assert str(err).startswith("LLM requests in flight (--llm-concurrency, $VERACITY_LLM_CONCURRENCY)")
+    assert err.hint == "e.g. --llm-concurrency 256"
+    for bad in (True, 2.0, "3", None):
+        refused(check_concurrency, bad, 1)
+        refused(check_concurrency, 1, bad)
+
+    for ok in ("auto", " auto ", "10.0.0.5:6379", "head:1", "head:65535", "ray://head", "ray://head:10001"):
+        assert check_address(ok) == ok.strip(), ok
+    for bad, problem in ((":6379", "no host name"), ("head", "no host name"), ("ray://", "no host name"),
+                         ("head:0", "port '0' is not a number from 1 to 65535"), ("head:65536", "port '65536'"),
+                         ("head:x", "port 'x'"), ("a b:1", "not HOST:PORT"), ("ray://a/b:1", "not HOST:PORT")):
+        err = refused(check_address, bad)
+        assert str(err).startswith(f"--ray-address {bad!r} is not a Ray address: {problem}"), (bad, str(err))
+        assert "auto" in err.hint and "HOST:PORT" in err.hint
+    assert check_ray_options(None, None) == (None, DEFAULT_RAY_ACTORS)
+    assert check_ray_options("  ", 3) == (None, 3) and check_ray_options("auto", 1) == ("auto", 1)
+    for bad in (0, True, 1.5):
+        err = refused(check_ray_options, None, bad)
+        assert str(err) == f"--ray-actors must be an integer of at least 1, got {bad!r}"
+    refused(check_ray_options, "head:0", 2)
+
+    assert check_min_confidence(None) is None and check_min_confidence(0) == 0.0
+    assert check_min_confidence(1) == 1.0 and check_min_confidence("0.5") == 0.5
+    for bad in (1.01, -0.01, True, "x", float("nan"), [0.5]):
+        err = refused(check_min_confidence, bad)
+        assert str(err) == f"--min-confidence must be a number from 0 to 1, got {bad!r}"
+
+    settings = Settings(home=tmp_path / "home")
+    config = VerifierConfig(settings=settings, backend=" Local ", labels="2way", state_dir="~/state",
+                            exclude_titles=["a"], method="direct", evidence="none")
+    assert (config.backend, config.labels, config.method, config.evidence) == ("local", "binary", "direct", "none")
+    assert config.state_dir == Path("~/state").expanduser() and config.exclude_titles == ("a",)
+    assert config.params == {} and config.concurrency == settings.concurrency
+    assert config.llm_concurrency == settings.llm_concurrency
+    assert VerifierConfig(settings=settings, concurrency=3, llm_concurrency=5).llm_concurrency == 5
+    err = refused(lambda: VerifierConfig(settings=settings, backend="spark"))
+    assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"
+    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto"))
+    assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"
+    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto", ray_actors=2))
+    assert str(err) == "--ray-address and --ray-actors apply to --backend ray only"
+    assert err.hint == "add --backend ray, or drop --ray-address and --ray-actors"
+    ray = VerifierConfig(settings=settings, backend="RAY", ray_address=" ")
+    assert (ray.backend, ray.ray_address, ray.ray_actors) == ("ray", None, DEFAULT_RAY_ACTORS)
+    refused(lambda: VerifierConfig(settings=settings, concurrency=0))
+    refused(lambda: VerifierConfig(settings=settings, min_confidence=2))

@@ -171,3 +171,39 @@ def test_few_lists_still_get_a_measured_nprobe(tmp_path):
     facts = build_faiss(tmp_path / "shards", 400, 32, "IVF2,SQ8", tmp_path / "i.faiss", shard_size=100,
                         recall_queries=40)
     assert facts["search"]["nprobe"] == 2 and list(facts["search"]["recall_by_nprobe"]) == ["2"]
+
+
+@pytest.mark.parametrize("factory, needs, nlist, hnsw, min_train, train_size", [
+    ("Flat", False, None, False, 0, 0),                      # exact: nothing to train
+    ("HNSW32", False, None, True, 0, 0),                     # a graph: nothing to train, searched by efSearch
+    ("SQ8", True, None, False, 1, ann.PQ_TRAIN_MIN),         # a scalar codebook: any sample, 256 x 39 drawn
+    ("PQ4", True, None, False, ann.PQ_TRAIN_MIN, ann.PQ_TRAIN_MIN),  # PQ codebooks want 256 x 39
+    ("IVF64,SQ8", True, 64, False, 30 * 64, ann.PQ_TRAIN_MIN),      # 30 per list, the codebook's sample
+    ("IVF64,PQ4", True, 64, False, ann.PQ_TRAIN_MIN, ann.PQ_TRAIN_MIN),
+    ("IVF1024,SQ8", True, 1024, False, 30 * 1024, 39 * 1024),       # 39 per list once that is more
+])
+def test_factory_facts_say_what_training_needs(factory, needs, nlist, hnsw, min_train, train_size):
+    facts = ann.factory_facts(factory, 8)
+    assert (facts.factory, facts.needs_training, facts.nlist, facts.hnsw, facts.min_train, facts.train_size) == \
+        (factory, needs, nlist, hnsw, min_train, train_size)
+
+
+def test_factory_check_refuses_one_vector_short_of_the_sample_and_says_the_fix():
+    assert ann.check_factory("IVF64,SQ8", 8, 1920).nlist == 64  # exactly 30 per list: accepted
+    with pytest.raises(ConfigError) as err:
+        ann.check_factory("IVF64,SQ8", 8, 1919)
+    assert str(err.value) == ("--faiss-factory IVF64,SQ8 needs at least 1,920 training vectors (30 per list x 64 "
+                              "lists); the corpus has 1,919 passages")
+    assert err.value.hint == "use --faiss-factory auto (here: Flat), or fewer IVF lists (at most 63)"
+    with pytest.raises(ConfigError) as err:
+        ann.check_factory("PQ4", 8, 10)
+    assert "needs at least 9,984 training vectors (its codebooks); the corpus has 10 passages" in str(err.value)
+    assert err.value.hint.endswith("(at most 1)")
+    assert ann.check_factory("PQ4", 8, None).min_train == ann.PQ_TRAIN_MIN  # None: only the string is checked
+    assert ann.check_factory("Flat", 8, 1).needs_training is False
+
+
+def test_auto_is_resolved_by_corpus_size_whatever_its_case():
+    assert ann.resolve_factory(" AUTO ", 100_001) == "IVF2048,SQ8" and ann.resolve_factory("auto", 5) == "Flat"
+    assert ann.resolve_factory("IVF64,SQ8", 100_001) == "IVF64,SQ8"
+    assert ann.auto_factory(4_194_305) == "IVF16384_HNSW32,SQ8"  # the next power of two above 4 x sqrt(n)

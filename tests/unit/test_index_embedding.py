@@ -293,3 +293,68 @@ def test_a_build_finished_by_another_process_ends_the_wait(tmp_path):
     t.join()
     assert got == 10 and not folder.exists()
     assert emb.try_claim(folder, 0) is None
+
+
+def test_a_claim_names_its_owner_and_an_unreadable_one_names_nobody(tmp_path):
+    claim = emb.try_claim(tmp_path, 0)
+    assert emb.claim_owner(claim.path) == f"pid {os.getpid()} on {socket.gethostname()}"
+    for i, body in enumerate(["", "{not json", json.dumps({"pid": 5}), json.dumps([1, 2])], 1):
+        emb.claim_path(tmp_path, i).write_text(body)
+        assert emb.claim_owner(emb.claim_path(tmp_path, i)) == "", body
+    assert emb.claim_owner(tmp_path / "none.claim") == ""
+
+
+def test_a_claim_is_stale_by_its_owner_on_this_host_else_by_its_age(tmp_path):
+    here = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    path = tmp_path / "c.claim"
+    assert not emb.claim_is_stale(path, 60)  # no claim: nothing to take over
+    t = time.time()
+    os_time = (t - 30, t - 30)
+    # this host's: its process decides, whatever the age
+    path.write_text(json.dumps({"host": here, "pid": os.getpid()}))
+    os.utime(path, (t - 3600, t - 3600))
+    assert not emb.claim_is_stale(path, 60)
+    path.write_text(json.dumps({"host": here, "pid": dead.pid}))
+    assert emb.claim_is_stale(path, 60)
+    # another host's, an unreadable one, or one whose pid is no number: the heartbeat's age decides
+    for body in (json.dumps({"host": "elsewhere.example", "pid": os.getpid()}), "", "{not json",
+                 json.dumps({"host": here, "pid": str(os.getpid())})):
+        path.write_text(body)
+        os.utime(path, os_time)
+        assert not emb.claim_is_stale(path, 60), body
+        assert emb.claim_is_stale(path, 29), body
+        assert not emb.claim_is_stale(path, 60, now=t + 29), body  # 59 s old at `now`
+        assert emb.claim_is_stale(path, 60, now=t + 31), body
+
+
+def test_a_claim_is_not_made_for_a_done_shard_nor_kept_when_it_was_done_meanwhile(tmp_path):
+    path = emb.claim_path(tmp_path, 0)
+    assert emb.acquire(path, done=lambda: True) is None and not list(tmp_path.iterdir())
+    checks = []
+
+    def done_after_the_link() -> bool:  # done at the second look: finished by its previous owner meanwhile
+        checks.append(path.exists())
+        return len(checks) > 1
+
+    assert emb.acquire(path, done=done_after_the_link) is None
+    assert checks == [False, True] and not list(tmp_path.iterdir())  # the claim made is given back
+    assert emb.acquire(tmp_path / "gone" / "shard-00000.claim") is None  # the build folder is gone
+    claim = emb.acquire(path, device="cuda:1")
+    body = json.loads(path.read_text())
+    assert claim == emb.ShardClaim(path, body["token"]) and body["device"] == "cuda:1" and len(body["token"]) == 32
+
+
+def test_a_heartbeat_renews_the_claim_and_release_leaves_an_unreadable_one(tmp_path):
+    claim = emb.try_claim(tmp_path, 0)
+    os.utime(claim.path, (1, 1))
+    emb.heartbeat(claim)
+    assert time.time() - claim.path.stat().st_mtime < 60
+    claim.path.write_text("{not json")
+    emb.release(claim)  # not provably ours: kept
+    assert claim.path.exists()
+    claim.path.unlink()
+    emb.heartbeat(claim)  # a claim already gone: nothing to renew, no error
+    emb.release(claim)
+    assert not claim.path.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 
@@ -458,3 +459,63 @@ def test_rag_select_auto_selects_among_index_passages_but_not_among_a_claims_gol
     assert spec.make_params().select == "auto"  # the default since the seed-3 test of BENCHMARKS.md
     with pytest.raises(ConfigError, match="one of false, true, auto"):
         spec.make_params({"select": "sometimes"})
+
+
+def test_read_done_ids_edges(tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert read_done_ids(out) == set() and not out.exists()  # nothing yet: nothing written either
+    out.write_text('\n{"id": 7}\n   \n{"id": "c1", "label": "SUPPORTED"}\n')
+    assert read_done_ids(out) == {"7", "c1"}  # ids as strings, blank lines skipped
+    for bad, n in (('{"id": 1}\n\n{"no_id": 2}\n', 3), ('[1, 2]\n', 1), (b'{"id": "\xff"}\n', 1)):
+        out.write_bytes(bad if isinstance(bad, bytes) else bad.encode())
+        with pytest.raises(DataError) as err:
+            read_done_ids(out)
+        assert str(err.value).startswith(f"{out}:{n}: not a result line") and "-o" in err.value.hint
+    out.write_bytes(b'{"id": "a"}\n{"id": "b"')  # a torn last line is cut off, byte for byte
+    assert read_done_ids(out) == {"a"} and out.read_bytes() == b'{"id": "a"}\n'
+    out.write_bytes(b'{"id": "a"}\n[3]')  # a last line that is JSON but no result: torn too
+    assert read_done_ids(out) == {"a"} and out.read_bytes() == b'{"id": "a"}\n'
+
+
+def test_check_output_refuses_what_cannot_be_resumed_before_any_call(tmp_path):
+    from veracity.pipeline.labels import BINARY
+    from veracity.pipeline.results import check_output
+
+    spec = METHODS["direct"]
+    params = spec.make_params()
+    with pytest.raises(DataError, match="is a directory"):
+        check_output(tmp_path, spec, params)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DataError, match="is a file, not a folder"):
+        check_output(tmp_path / "file" / "deeper" / "r.jsonl", spec, params)
+    check_output(tmp_path / "new" / "deeper" / "r.jsonl", spec, params)  # folders made later: fine
+    assert not (tmp_path / "new").exists()  # writes nothing
+    out = tmp_path / "r.jsonl"
+    check_output(out, spec, params)
+    assert not out.exists()  # the write test leaves nothing behind
+    out.write_text('{"id": "a"}\nnot json\n{"id": "b"}\n')
+    with pytest.raises(DataError, match=r"r.jsonl:2: not a result line"):
+        check_output(out, spec, params)
+    out.write_text('{"id": "a"}\n{"id": "b", "lab')  # a torn last line: read_done_ids repairs it later
+    check_output(out, spec, params)
+    manifest = tmp_path / "r.jsonl.manifest.json"
+    same = {"method": "direct", "params": json.loads(json.dumps(dataclasses.asdict(params), default=str))}
+    for body in ("{broken", "[]", "{}", json.dumps(same), json.dumps({**same, "label_space": "3way",
+                                                                      "evidence": "open"})):
+        manifest.write_text(body)
+        check_output(out, spec, params)  # unreadable or empty manifests, and the same run's, are no obstacle
+    refused = [({**same, "method": "rag"}, "holds results of method rag"),
+               ({**same, "params": {"roles": {"x": 1}}}, "with other parameters"),
+               ({**same, "label_space": "binary"}, "in the binary label space"),
+               ({**same, "evidence": "gold"}, "with --evidence gold")]
+    for body, words in refused:
+        manifest.write_text(json.dumps(body))
+        with pytest.raises(ConfigError, match=words):
+            check_output(out, spec, params)
+    manifest.write_text(json.dumps(same))  # no label space recorded: 3-way; no evidence recorded: open
+    with pytest.raises(ConfigError, match="in the 3way label space; resuming in the binary") as err:
+        check_output(out, spec, params, BINARY)
+    assert err.value.hint == "pass another -o, or --labels 3way as before"
+    with pytest.raises(ConfigError, match="--evidence open; resuming with --evidence none") as err:
+        check_output(out, spec, params, None, "none")
+    assert err.value.hint == "pass another -o, or --evidence open as before"

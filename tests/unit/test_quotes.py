@@ -365,3 +365,86 @@ def test_check_shows_the_quotes_in_json_terminal_and_html():
     assert "warning: the quotes never mention Amazon River" in out
     page = report_html(rec)
     assert "c.quotes" in page and "the largest river by discharge volume of water" in page
+
+
+# ----------------------------------------------------------------- the chunk-edge rule, boundary by boundary
+# each quote is 50 characters, so the part a chunk holds must be at least 25 (half the quote; EDGE_MIN_CHARS
+# is 20) and end (or start) at a word boundary
+@pytest.mark.parametrize("quote, passage, expected", [
+    # the quote's first 25 characters end the passage: found, the offsets cover them in the original text
+    ("Marie Curie discovered it radium and polonium 1898", "In her notes: Marie  Curie discovered it",
+     "Marie  Curie discovered it"),
+    # 26 characters (the search tries every length, not every other one)
+    ("Marie Curie discovered two element radium polonium", "In her notes: Marie Curie discovered two",
+     "Marie Curie discovered two"),
+    # the quote's last 25 characters start the passage
+    ("Marie Curie discovered a radium and polonium, 1898", "Radium and  polonium, 1898 were named then.",
+     "Radium and  polonium, 1898"),
+    # one character short of half the quote, at either edge: not found
+    ("Marie Curie discovered a radium and polonium, 1898", "In her notes: Marie Curie discovered a", None),
+    ("Marie Curie discovered it radium and polonium 1898", "radium and polonium 1898 were named then.", None),
+    # the edge cuts a word of the quote: the passage's words are not the quote's
+    ("the elements radium and polonium in 1898", "Curie discovered the elements radium and polo", None),
+    ("the elements radium and polonium in 1898", "ements radium and polonium in 1898 by Curie.", None),
+])
+def test_a_quote_cut_by_the_chunk_edge_needs_half_of_it_at_a_word_boundary(quote, passage, expected):
+    from veracity.pipeline.quotes import locate_at_edge
+
+    assert locate(quote, passage) is None  # not a whole quote of the passage
+    at = locate_at_edge(quote, passage)
+    assert (None if at is None else passage[at[0]:at[1]]) == expected
+    (q,) = check_quotes([("p", quote)], [Evidence("p", "t", passage)])
+    assert q.found == (expected is not None) and q.at_edge == (expected is not None)
+    assert (q.start, q.end) == (at if at else (None, None))
+
+
+def test_a_quote_found_twice_is_located_at_its_first_occurrence():
+    passage = "The river floods. Later the river floods again."
+    assert locate("the river floods", passage) == (0, 16)
+    assert locate('"the river floods."', passage) == (0, 16)  # the core, without the marks and full stop
+
+
+def test_a_quote_of_only_marks_and_dots_is_never_found_even_where_the_passage_has_them():
+    for quote in ("...", '"."', '" ... "', "."):
+        assert locate(quote, 'Wait... he said "." and left.') is None, quote
+
+
+def test_each_combining_mark_stays_with_its_own_letter_in_the_offsets():
+    norm, spans = normalise("Zu\u0308rich")  # u + combining diaeresis: one letter, two characters
+    assert norm == "z\u00fcrich" and spans == [(0, 1), (1, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
+    norm, spans = normalise("e\u0301\u0302x")  # two marks on one letter
+    assert norm[-1] == "x" and spans[-1] == (3, 4) and all(s == (0, 3) for s in spans[:-1])
+
+
+def test_the_grounding_texts_and_schemas_word_for_word():
+    from pydantic import BaseModel
+
+    from veracity.pipeline.grounding import Grounded, not_supported, quoted, retry_prompt, ungrounded_explanation
+    from veracity.pipeline.labels import THREE_WAY
+
+    assert retry_prompt(["a", "b"], THREE_WAY) == (
+        "Your quotes must be copied word for word from the passages they cite, and a verdict that the passages "
+        "settle must quote them. These do not hold:\n- a\n- b\nAnswer again: quote the exact words of the passages "
+        "your label rests on, or, if the passages do not say it, answer NOT_ENOUGH_INFO.")
+    assert retry_prompt(["a"], BINARY).endswith("answer REFUTED.") and retry_prompt(["a"], BINARY, "False").endswith(
+        "answer False.")
+    assert not_supported(THREE_WAY) is Label.NOT_ENOUGH_INFO and not_supported(BINARY) is Label.REFUTED
+
+    class Reply(BaseModel):
+        explanation: str
+        cited_passages: list[str]
+        label: str
+
+    model = quoted(Reply, "QuotedReply", "quotes from the passages shown")
+    assert list(model.model_fields) == ["explanation", "label", "quotes"] and model.__name__ == "QuotedReply"
+    assert model.model_json_schema()["properties"]["quotes"]["maxItems"] == 5
+    assert quoting(model, ["A#0"], enabled=False) is model
+    schema = quoting(model, ["A#0", "B#0", "A#0"], at_most=2).model_json_schema()
+    assert schema["$defs"]["PassageQuote"]["properties"]["passage_id"]["enum"] == ["A#0", "B#0"]  # once each
+    assert schema["properties"]["quotes"]["maxItems"] == 2
+
+    reply = model(explanation="It says so.", label="SUPPORTED", quotes=[])
+    g = Grounded(reply, [], "ungrounded", problems=["x is not in passage [A#0]", "the verdict quotes no passage"])
+    assert ungrounded_explanation(g) == ("Ungrounded: x is not in passage [A#0]; the verdict quotes no passage. "
+                                         "The judge had answered SUPPORTED: It says so.")
+    assert ungrounded_explanation(g, "T").endswith("answered SUPPORTED: T")

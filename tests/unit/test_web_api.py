@@ -589,3 +589,56 @@ def test_the_web_command_reads_its_token_from_a_file_or_the_environment_and_chec
         _token("x", f, None)
     with pytest.raises(ConfigError, match="cannot read the token file"):
         _token(None, tmp_path / "missing", None)
+
+
+def test_the_guards_rules_one_by_one(tmp_path):
+    """The web guard's rules as functions, each at its edge: Host names, loopback, same origin (scheme, port,
+    case), a proxy's origin, and where a token may come from."""
+    import socket
+
+    from veracity.web.guard import Guard, host_allowed, host_name, loopback
+
+    assert host_name(" Example.COM:8080 ") == "example.com" and host_name("[::1]:8080") == "::1"
+    assert host_name("[::1") == "::1" and host_name("::1") == "::1" and host_name("") == ""
+    assert loopback("localhost") and loopback("127.0.0.2") and loopback("[::1]") and loopback("::1")
+    assert not loopback("10.0.0.1") and not loopback("localhost.example") and not loopback("")
+    # a loopback bind: localhost and loopback addresses, any case and port; nothing else
+    assert host_allowed("LOCALHOST:80", "127.0.0.1") and host_allowed("127.0.0.5:1", "127.0.0.1")
+    assert host_allowed("127.0.0.1", "localhost") and host_allowed("[::1]:80", "[::1]")
+    assert not host_allowed("10.0.0.1", "127.0.0.1") and not host_allowed("localhost.evil.example", "127.0.0.1")
+    # a wildcard bind: any address, localhost and this machine's names; a name served to nobody else is refused
+    for bound in ("0.0.0.0", "::"):
+        assert host_allowed("10.1.2.3:8000", bound) and host_allowed("localhost", bound)
+        assert host_allowed(socket.gethostname().upper(), bound) and not host_allowed("evil.example", bound)
+    # one address: that address (and --allowed-host names, whatever their port), not localhost
+    assert not host_allowed("localhost", "10.0.0.5") and not host_allowed("127.0.0.1", "10.0.0.5")
+    assert host_allowed("Proxy.Example:443", "10.0.0.5", ("proxy.example",))
+    assert host_allowed("proxy.example", "10.0.0.5", ("proxy.example:8443",))
+    assert not host_allowed("other.example", "10.0.0.5", ("proxy.example",)) and not host_allowed(":80", "0.0.0.0")
+
+    same = Guard._same_origin
+    assert same("http://127.0.0.1:8000", " 127.0.0.1:8000 ") and same("HTTPS://LOCALHOST:8000", "localhost:8000")
+    assert not same("http://127.0.0.1:9999", "127.0.0.1:8000") and not same("http://127.0.0.1", "127.0.0.1:8000")
+    assert not same("ftp://127.0.0.1:8000", "127.0.0.1:8000") and not same("http://", "")
+    assert not same("null", "null") and not same("127.0.0.1:8000", "127.0.0.1:8000")
+
+    def guard(**kw) -> Guard:
+        return Guard(None, WebConfig(home=tmp_path / "home", **kw), None)
+
+    proxy = guard(allowed_hosts=("Checks.Example.org",))
+    assert proxy._proxied("https://checks.example.org") and proxy._proxied("http://checks.example.org:8443")
+    assert not proxy._proxied("ftp://checks.example.org") and not proxy._proxied("https://other.example.org")
+    assert not proxy._proxied("checks.example.org") and not guard()._proxied("https://checks.example.org")
+
+    def scope(*headers: tuple[str, str]) -> dict:
+        return {"headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]}
+
+    assert guard()._authorised(scope())  # no token configured: everyone
+    locked = guard(token=TOKEN)
+    assert locked._authorised(scope(("Authorization", f"Bearer {TOKEN}")))
+    assert locked._authorised(scope(("authorization", f"bearer   {TOKEN}  ")))  # the scheme in any case
+    assert locked._authorised(scope(("Cookie", f"theme=dark; veracity_token={TOKEN.replace('-', '%2D')}; x=1")))
+    for headers in ((), (("Authorization", f"Basic {TOKEN}"),), (("Authorization", "Bearer "),),
+                    (("Authorization", f"Bearer {TOKEN}x"),), (("Cookie", f"veracity_tokenx={TOKEN}"),),
+                    (("Cookie", f"other={TOKEN}"),), (("Authorization", TOKEN),)):
+        assert not locked._authorised(scope(*headers)), headers
