@@ -120,21 +120,22 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
         assert str(err) == f"--min-confidence must be a number from 0 to 1, got {bad!r}"
 
     settings = Settings(home=tmp_path / "home")
-    config = VerifierConfig(settings=settings, backend=" Local ", labels="2way", state_dir="~/state",
-                            exclude_titles=["a"], method="direct", evidence="none")
-    assert (config.backend, config.labels, config.method, config.evidence) == ("local", "binary", "direct", "none")
-    assert config.state_dir == Path("~/state").expanduser() and config.exclude_titles == ("a",)
-    assert config.params == {} and config.concurrency == settings.concurrency
-    assert config.llm_concurrency == settings.llm_concurrency
-    assert VerifierConfig(settings=settings, concurrency=3, llm_concurrency=5).llm_concurrency == 5
-    err = refused(lambda: VerifierConfig(settings=settings, backend="spark"))
+    config = VerifierConfig.of(settings=settings, backend=" Local ", labels="2way", state_dir="~/state",
+                               exclude_titles=["a"], method="direct", evidence="none")
+    ex, method, evidence = config.execution, config.method, config.evidence
+    assert (ex.backend, method.labels, method.name, evidence.setting) == ("local", "binary", "direct", "none")
+    assert ex.state_dir == Path("~/state").expanduser() and evidence.exclude_titles == ("a",)
+    assert method.params == {} and ex.concurrency == settings.concurrency
+    assert ex.llm_concurrency == settings.llm_concurrency
+    assert VerifierConfig.of(settings=settings, concurrency=3, llm_concurrency=5).execution.llm_concurrency == 5
+    err = refused(lambda: VerifierConfig.of(settings=settings, backend="spark"))
     assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"
-    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto"))
+    err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto"))
     assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"
-    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto", ray_actors=2))
+    err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto", ray_actors=2))
     assert str(err) == "--ray-address and --ray-actors apply to --backend ray only"
     assert err.hint == "add --backend ray, or drop --ray-address and --ray-actors"
-    ray = VerifierConfig(settings=settings, backend="RAY", ray_address=" ")
+    ray = VerifierConfig.of(settings=settings, backend="RAY", ray_address=" ").execution
     assert (ray.backend, ray.ray_address, ray.ray_actors) == ("ray", None, DEFAULT_RAY_ACTORS)
-    refused(lambda: VerifierConfig(settings=settings, concurrency=0))
-    refused(lambda: VerifierConfig(settings=settings, min_confidence=2))
+    refused(lambda: VerifierConfig.of(settings=settings, concurrency=0))
+    refused(lambda: VerifierConfig.of(settings=settings, min_confidence=2))
