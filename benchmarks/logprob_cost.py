@@ -3,7 +3,9 @@
 The deciding role's calls ask the engine for ``logprobs`` + ``top_logprobs`` (the verdict's confidence);
 ``LLMClient(logprobs=False)`` never asks. This runs the same claims both ways, alternating (on, off, on, off,
 ...), and prints claims/min per round and the ratio of the medians; the labels of both ways are compared
-claim by claim (they must be the same: logprobs only report).
+claim by claim (they must be the same: logprobs only report). With ``--server-pid`` (a llama-server on this
+machine) each round also records the CPU seconds the server and this process spent: on a loaded machine the
+wall-clock rate swings with the load, while CPU seconds per claim hardly do.
 
     python benchmarks/logprob_cost.py --endpoint http://127.0.0.1:8400/v1 --dataset feverous-s --evidence gold \
         --limit 12 --rounds 3 --concurrency 4 --out logprob-cost.json
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -25,10 +28,19 @@ from veracity.pipeline.engine import Engine
 from veracity.serving.client import LLMClient
 
 
-async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str]]:
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc), 0 without a pid."""
+    if not pid:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str], dict]:
     config = VerifierConfig.of(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
                                endpoint=args.endpoint, calibration="off", settings=Settings())
-    async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs) as llm:
+    async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs,
+                         timeout_s=Settings().request_timeout_s) as llm:
         engine = Engine(config, llm=llm)
         gate = asyncio.Semaphore(args.concurrency)
         labels: dict[str, str] = {}
@@ -38,11 +50,13 @@ async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> t
                 v = await engine.verify(claim, llm)
                 labels[claim.id] = v.label.value
 
-        t0 = time.perf_counter()
+        t0, s0, c0 = time.perf_counter(), cpu_s(args.server_pid), time.process_time()
         await asyncio.gather(*(run(c) for c in claims))
         wall = time.perf_counter() - t0
+        cpu = {"server_cpu_s_per_claim": round((cpu_s(args.server_pid) - s0) / len(claims), 3),
+               "client_cpu_s_per_claim": round((time.process_time() - c0) / len(claims), 3)}
         engine.close()
-    return len(claims) / wall * 60.0, labels
+    return len(claims) / wall * 60.0, labels, cpu
 
 
 async def main() -> None:
@@ -58,25 +72,30 @@ async def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--server-pid", type=int, default=None, help="a local llama-server's pid: also count its CPU")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     ds = load_dataset(args.dataset, None, limit=args.limit, seed=args.seed, evidence=args.evidence,
                       sample="balanced")
     claims = [c for c, _ in ds.claims]
     rates: dict[bool, list[float]] = {True: [], False: []}
+    cpus: dict[bool, list[float]] = {True: [], False: []}
     seen: dict[bool, dict[str, str]] = {}
     rows = []
     for r in range(args.rounds):
         for flag in (True, False):
-            rate, labels = await one_round(args, claims, flag)
+            rate, labels, cpu = await one_round(args, claims, flag)
             rates[flag].append(rate)
+            cpus[flag].append(cpu["server_cpu_s_per_claim"] + cpu["client_cpu_s_per_claim"])
             seen.setdefault(flag, labels)
-            rows.append({"round": r, "logprobs": flag, "claims_per_min": round(rate, 3)})
+            rows.append({"round": r, "logprobs": flag, "claims_per_min": round(rate, 3), **cpu})
             print(json.dumps(rows[-1]), flush=True)
     same = sum(seen[True][k] == seen[False].get(k) for k in seen[True])
     on, off = statistics.median(rates[True]), statistics.median(rates[False])
     summary = {"claims": len(claims), "median_on": round(on, 3), "median_off": round(off, 3),
-               "ratio_on_over_off": round(on / off, 4), "labels_same": f"{same}/{len(claims)}", "rounds": rows}
+               "ratio_on_over_off": round(on / off, 4),
+               "cpu_s_per_claim_on": round(statistics.median(cpus[True]), 3),
+               "cpu_s_per_claim_off": round(statistics.median(cpus[False]), 3), "labels_same": f"{same}/{len(claims)}", "rounds": rows}
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2) + "\n")

@@ -87,9 +87,16 @@ def results(work: Path, env: dict) -> dict[str, str]:
     return found
 
 
-def show(work: Path, env: dict, name: str) -> str:
-    return subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env, capture_output=True,
-                          text=True).stdout.strip()
+def diffs(work: Path, env: dict, module: str, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff, all read by one process (a ``mutmut show`` per mutant costs a start-up each)."""
+    if not names:
+        return {}
+    code = ("import json, sys\nfrom mutmut.mutation.diff_apply import get_diff_for_mutant\n"
+            "for n in json.load(sys.stdin):\n"
+            f"    print(json.dumps([n, get_diff_for_mutant(n, path={('veracity/' + module)!r})]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, input=json.dumps(names),
+                         capture_output=True, text=True).stdout
+    return dict(json.loads(line) for line in out.splitlines() if line.startswith("["))
 
 
 def mutant_patterns(module: str, only: list[str]) -> list[str]:
@@ -172,8 +179,9 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     killed = counts.get("killed", 0) + counts.get("timeout", 0)  # a mutant that hangs the tests is caught too
     total = sum(counts.values())
     tested = total - counts.get("not checked", 0)  # a stopped run leaves some untested: not in the share
-    survivors = [{"name": n, "status": s, "diff": show(work, env, n)} for n, s in sorted(statuses.items())
-                 if s not in ("killed", "timeout", "not checked")]
+    left = [n for n, s in sorted(statuses.items()) if s not in ("killed", "timeout", "not checked")]
+    shown = diffs(work, env, module, [n for n in left if not n.startswith("killed-before-")])
+    survivors = [{"name": n, "status": statuses[n], "diff": shown.get(n, "")} for n in left]
     report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
               "counts": counts, "killed": killed, "killed_share": round(killed / tested, 4) if tested else None,
               "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0, "survivors": survivors,
