@@ -359,8 +359,9 @@ def make_src(tmp_path: Path) -> tuple[Path, Path]:
     return home, make_index(tmp_path / "demo")
 
 
-@pytest.mark.parametrize("where, nth", [("create._copy", 3), ("create.sha256_of", 4), ("create.write_manifest", 1)])
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("where, nth, sig", [  # each one starts a veracity process (about a second on an idle machine)
+    ("create._copy", 3, "SIGINT"), ("create.sha256_of", 4, "SIGINT"), ("create._copy", 3, "SIGKILL"),
+    ("create.write_manifest", 1, "SIGKILL")])
 def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_command_completes_it(tmp_path, where,
                                                                                                  nth, sig):
     home, index = make_src(tmp_path)
@@ -391,8 +392,8 @@ def _state(home: Path) -> dict:
             "staged": sorted(p.name for p in home.rglob("*") if "bundle-" in p.name) if home.exists() else []}
 
 
-@pytest.mark.parametrize("where, nth", [("install._link_or_copy", 3), ("staged._moves", 1)])
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("where, nth, sig", [("install._link_or_copy", 3, "SIGINT"), ("staged._moves", 1, "SIGINT"),
+                                             ("install._link_or_copy", 3, "SIGKILL")])
 def test_install_stopped_part_way_registers_nothing_and_the_same_command_completes_it(made, tmp_path, where, nth,
                                                                                        sig):
     _, out = made
