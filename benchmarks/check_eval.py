@@ -162,8 +162,9 @@ def embedding_matcher() -> Matcher:
 
 
 # -- decomposition ---------------------------------------------------------------------------------------
-async def decompose_item(item: dict[str, Any], llm: Any, params: Any) -> dict[str, Any]:
-    """Extract claims from each gold sentence (the response as context) and classify each gold claim."""
+async def decompose_item(item: dict[str, Any], llm: Any, params: Any, worthiness: bool = True) -> dict[str, Any]:
+    """Extract claims from each gold sentence (the response as context) and classify each gold claim (not
+    with ``worthiness`` false: ``--no-worthiness``, extraction alone, one call per gold claim fewer)."""
     from veracity.check.extract import Sentence, claims_in_sentence, sentences_of, worthiness_of
     from veracity.check.roles import EXTRACTOR, WORTHINESS
     from veracity.pipeline.methods.base import MethodContext
@@ -177,7 +178,7 @@ async def decompose_item(item: dict[str, Any], llm: Any, params: Any) -> dict[st
         ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
                             seed=getattr(llm, "seed", None), claim_id=f"{item['id']}#s{i}")
         claims, lost = await claims_in_sentence(ctx, item["text"], Sentence(i, 0, 0, s["text"]), trace)
-        cats = [(await worthiness_of(c, s["text"], llm, params, ctx=ctx))[0] for c in s["claims"]]
+        cats = [(await worthiness_of(c, s["text"], llm, params, ctx=ctx))[0] for c in s["claims"]] if worthiness else []
         return {"extracted": claims, "dropped": [d["claim"] for d in lost], "predicted_categories": cats}
 
     results = await asyncio.gather(*(one(i, s) for i, s in enumerate(item["sentences"], 1)))
@@ -191,9 +192,12 @@ async def decompose_item(item: dict[str, Any], llm: Any, params: Any) -> dict[st
 
 
 def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold: float, seed: int) -> dict[str, Any]:
+    from veracity.check.opinions import opinion_rule
+
     per_item = []
     for row in rows:
         gold_n = ext_n = matched = 0
+        ruled_n = ruled_matched = 0  # the extracted claims the model-free opinion rule leaves to verification
         wpairs = []
         for s in row["sentences"]:
             sim = matcher(s["claims"], s["extracted"])
@@ -201,8 +205,12 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
             gold_n += len(s["claims"])
             ext_n += len(s["extracted"])
             matched += len(m)
+            left = {e for e, c in enumerate(s["extracted"]) if opinion_rule(c, s["text"]) is None}
+            ruled_n += len(left)
+            ruled_matched += sum(1 for _, e in m if e in left)
             wpairs += list(zip(s["categories"], s["predicted_categories"], strict=False))
         per_item.append({"sentences": len(row["sentences"]), "gold": gold_n, "extracted": ext_n, "matched": matched,
+                         "ruled": ruled_n, "ruled_matched": ruled_matched,
                          "worthiness": wpairs, "splitter_exact": row["splitter_exact"], "fallbacks": row["fallbacks"],
                          "reasked": row.get("reasked", 0), "dropped": row.get("dropped", 0)})
 
@@ -215,6 +223,9 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
     stats = {"claims_per_sentence_extracted": ratio("extracted", "sentences"),
              "claims_per_sentence_gold": ratio("gold", "sentences"),
              "coverage": ratio("matched", "gold"), "precision": ratio("matched", "extracted"),
+             # beside it, not instead of it: precision over the claims `check` would still verify after the
+             # model-free opinion rule (claims of "should ..." or "?" sentences, which annotators gave no claim)
+             "precision_rule_factual": ratio("ruled_matched", "ruled"),
              "worthiness_accuracy": wacc, "splitter_exact": ratio("splitter_exact", "sentences")}
     out: dict[str, Any] = {"n_responses": len(per_item), "n_sentences": sum(x["sentences"] for x in per_item),
                            "n_gold_claims": sum(x["gold"] for x in per_item),
@@ -298,7 +309,7 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
         async with cv.client() as llm:
             async def one_item(item: dict[str, Any]) -> dict[str, Any]:
                 async with gate:
-                    row = await decompose_item(item, llm, params)
+                    row = await decompose_item(item, llm, params, worthiness=not args.no_worthiness)
                 if rows_file is not None:
                     with rows_file.open("a", encoding="utf-8") as f:
                         f.write(json.dumps(row) + "\n")
@@ -361,6 +372,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--match-threshold", type=float, default=0.75)
     p.add_argument("--items-concurrency", type=int, default=1,
                    help="response: texts checked at once (each verifies its claims --concurrency at a time)")
+    p.add_argument("--no-worthiness", action="store_true",
+                   help="decomposition: extraction alone, no check-worthiness call on the gold claims")
     p.add_argument("--out", default=None, help="write the result JSON here (else stdout)")
     return p
 

@@ -48,7 +48,7 @@ def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
             return {"claims": ["Marie Curie married Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
         if sent == S[1]:
             return {"claims": ["Marie Curie met Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
-        return {"claims": [sent]}
+        return {"claims": [sent.replace("She ", "Marie Curie ").replace("The wall", "The Great Wall of China")]}
 
     llm = ScriptedLLM({"check.extractor": extractor, "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
@@ -97,3 +97,41 @@ def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence
     assert opinion_rule("The Great Wall of China is long.") is None
     assert opinion_rule("Electric cars will replace petrol cars.")[0] == "opinion"
     assert opinion_rule("What is the capital of France?")[0] == "not_a_claim"
+
+
+def test_fragments_fail_and_a_claim_starting_with_a_pronoun_is_named():
+    from veracity.check.guard import fragment, replaces, unresolved_reference, without_near_duplicates
+    gp = "The 1932 Australian Grand Prix was a race held on a dirt track circuit in Victoria, Australia."
+    assert not check_claim("held on a dirt track circuit", gp, gp).ok  # seed 11's fragments
+    assert "not a full sentence" in check_claim("in Victoria, Australia", gp, gp).reason
+    assert not fragment("iPhone 12 was released in 2020.")  # a name with a capital inside is a sentence
+    assert unresolved_reference("It was contested over 40 laps.") == "it"
+    assert unresolved_reference("This win was led by Diego Maradona.") == "this"
+    assert unresolved_reference("Italy won the cup.") == ""
+    assert replaces("The 1932 Australian Grand Prix was contested over 40 laps.", "It was contested over 40 laps.")
+    assert not replaces("It was contested over 40 laps.", "It was contested over 40 laps.")
+    kept, dup = without_near_duplicates(["The race was won by driver Bill Thompson.", "The race was won by Bill Thompson.",
+                                         "Bill Thompson drove a Bugatti Type 37A."])
+    assert kept == ["The race was won by driver Bill Thompson.", "Bill Thompson drove a Bugatti Type 37A."]
+    assert dup == ["The race was won by Bill Thompson."]
+
+
+def test_a_pronoun_is_reasked_and_replaced_in_place_or_kept(tmp_path):
+    text = "Argentina is a country. They won the tournament in 1986. It rained all day."
+    asked: list[str] = []
+
+    def extractor(m):
+        sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
+        if len(m) > 2:
+            asked.append(m[-1]["content"])
+            return {"claims": ["Argentina won the tournament in 1986."] if "They" in asked[-1] else ["It rained all day."]}
+        return {"claims": [sent, "Argentina won the tournament in 1986."] if sent.startswith("They") else [sent]}
+
+    llm = ScriptedLLM({"check.extractor": extractor, "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text(text, cv, tid="t"))
+    assert len(asked) == 2 and "starts with 'they'" in asked[0]
+    # "They won ..." replaced by its resolved form, which the first reply also gave: one claim, not two
+    assert [c["text"] for c in rec["sentences"][1]["claims"]] == ["Argentina won the tournament in 1986."]
+    assert [c["text"] for c in rec["sentences"][2]["claims"]] == ["It rained all day."]  # nothing better: kept

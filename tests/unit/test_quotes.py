@@ -377,8 +377,9 @@ def test_check_shows_the_quotes_in_json_terminal_and_html():
     # 26 characters (the search tries every length, not every other one)
     ("Marie Curie discovered two element radium polonium", "In her notes: Marie Curie discovered two",
      "Marie Curie discovered two"),
-    # the quote's last 25 characters start the passage
-    ("Marie Curie discovered a radium and polonium, 1898", "Radium and  polonium, 1898 were named then.",
+    # the quote's last 25 characters start the passage (the word before them has more than one letter, so
+    # only the space right before the part marks the boundary)
+    ("Marie Curie found in its radium and polonium, 1898", "Radium and  polonium, 1898 were named then.",
      "Radium and  polonium, 1898"),
     # one character short of half the quote, at either edge: not found
     ("Marie Curie discovered a radium and polonium, 1898", "In her notes: Marie Curie discovered a", None),

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from veracity.check.guard import check_claim
+from veracity.check.guard import check_claim, replaces, unresolved_reference, without_near_duplicates
 from veracity.check.opinions import opinion_rule
 from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt
 from veracity.pipeline.methods.base import MethodContext
@@ -158,19 +158,25 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
                               trace: Trace) -> tuple[list[str], list[dict[str, Any]]]:
     """The extractor's claims for ``sentence`` that pass the sentence guard; the ones that fail are re-asked
     once (the failures named, in the same conversation), and whatever still fails is dropped (returned as
-    ``{"sentence", "claim", "reason"}``). A sentence left with no claim is checked as itself."""
+    ``{"sentence", "claim", "reason"}``). A claim that starts with a pronoun is re-asked with the others and
+    kept when the re-ask gives no claim that replaces it; near-duplicates are dropped and counted. A sentence
+    left with no claim is checked as itself."""
     info = {"sentence": sentence.index}
     sent = EXTRACTOR.messages(text=text, sentence=sentence.text)
     first = await EXTRACTOR(ctx, messages=sent, trace_info=info, text=text, sentence=sentence.text)
     claims = _unique(list(first.claims))
-    kept = [c for c in claims if check_claim(c, sentence.text, text).ok]
-    failing = {c: check_claim(c, sentence.text, text).reason for c in claims if c not in kept}
+    verdicts = {c: check_claim(c, sentence.text, text) for c in claims}
+    kept = [c for c in claims if verdicts[c].ok]
+    failing = {c: verdicts[c].reason for c in claims if not verdicts[c].ok}
+    # not decontextualised: re-asked with the others, but not dropped (a claim with "It" is still the sentence's)
+    unresolved = {c: f"starts with {w!r}: write the name it refers to in the text"
+                  for c in kept if (w := unresolved_reference(c))}
     lost: list[dict[str, Any]] = []
-    if failing:
+    if failing or unresolved:
         trace.event(GUARD_EVENT, sentence=sentence.index, attempt=1,
-                    claims=[{"claim": c, "reason": r} for c, r in failing.items()])
+                    claims=[{"claim": c, "reason": r} for c, r in {**failing, **unresolved}.items()])
         again = [*sent, {"role": "assistant", "content": first.model_dump_json()},
-                 {"role": "user", "content": guard_retry_prompt(failing)}]
+                 {"role": "user", "content": guard_retry_prompt({**failing, **unresolved})}]
         fell_back = sum(1 for e in trace.events if e.get("kind") == EXTRACTOR.fallback.event)  # type: ignore[union-attr]
         second = await EXTRACTOR(ctx, messages=again, trace_info={**info, "retry": "sentence_guard"},
                                  text=text, sentence=sentence.text)
@@ -178,10 +184,18 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
             for c in _unique(list(second.claims)):
                 v = check_claim(c, sentence.text, text)
                 if v.ok and c not in kept:
-                    kept.append(c)
+                    old = next((u for u in unresolved if u in kept and replaces(c, u)), None)
+                    if old is not None:
+                        kept[kept.index(old)] = c  # the same claim with its referent named, in its place
+                    else:
+                        kept.append(c)
                 elif not v.ok and c not in failing:
                     lost.append({"sentence": sentence.index, "claim": c, "reason": v.reason})
         lost = [{"sentence": sentence.index, "claim": c, "reason": r} for c, r in failing.items()] + lost
+    kept, repeated = without_near_duplicates(kept)
+    lost += [{"sentence": sentence.index, "claim": c, "reason": "repeats another claim of the sentence"}
+             for c in repeated]
+    if failing or unresolved or repeated:
         trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost], kept=kept)
     if not kept:  # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does)
         kept = [" ".join(sentence.text.split())]

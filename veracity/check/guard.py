@@ -16,16 +16,33 @@ therefore read against its sentence:
 - the claim must keep at least one content word of its sentence (a claim with none is another sentence's).
 
 A claim that fails is re-asked once (:mod:`veracity.check.extract`), then dropped and counted.
+
+Three more model-free readings, added after the seed-11 measurement (BENCHMARKS.md, issue 44) showed where
+precision went:
+
+- a fragment ("held on a dirt track circuit", "in Victoria, Australia": it starts with a lower-case word, or
+  has fewer than three words) is not a claim: it fails like a copied sentence (re-asked, then dropped);
+- a claim that starts with a pronoun or a demonstrative ("It was contested over 40 laps", "They won the
+  tournament in 1986", "This win was led by ...") was not decontextualised: it is re-asked once with the
+  pronoun named (:func:`unresolved_reference`), and kept as it is when the re-ask gives nothing better;
+- of two claims of one sentence where one's content words are the other's but for at most
+  :data:`NEAR_DUPLICATE_WORDS` ("The race was won by Bill Thompson" beside "... by driver Bill Thompson"),
+  the shorter is dropped (:func:`without_near_duplicates`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from veracity.pipeline.words import CONNECTORS, STOPWORDS, content, stem, words
 
 MAX_ANTECEDENTS = 2  # "He told her ...": two referents resolved in one claim
 MAX_RUN_WORDS = 5  # the longest antecedent phrase, in content words ("University of California, Los Angeles")
+MIN_CLAIM_WORDS = 3  # "Paris is beautiful": fewer words is a fragment
+NEAR_DUPLICATE_WORDS = 2  # a claim whose content words are another's but for this many is that claim again
+_REFERENCES = frozenset("it its they their them he his him she her this these those".split())
+_FIRST_WORD = re.compile(r"[^\w]*([^\W\d_][\w'’-]*)")
 
 @dataclass(frozen=True)
 class Verdict:
@@ -41,6 +58,9 @@ def _phrase_in(run: list[str], tokens: list[str]) -> bool:
 
 def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     """Whether ``claim`` stays in ``sentence`` of ``text`` (module docstring); the reason when it does not."""
+    why = fragment(claim)
+    if why:
+        return Verdict(False, why)
     own = set(content(sentence))
     toks = [w for w in words(claim)]
     stems = [stem(w) if w not in STOPWORDS else None for w in toks]
@@ -90,3 +110,44 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
             return Verdict(False, "joins words that are not one phrase of the text: " + " ".join(toks[k] for k in r),
                            tuple(dict.fromkeys(foreign)))
     return Verdict(True, "", tuple(dict.fromkeys(foreign)))
+
+
+def fragment(claim: str) -> str:
+    """Why ``claim`` is a fragment rather than a sentence (empty when it is a sentence): it starts with a
+    lower-case word ("held on a dirt track circuit"; a name such as "iPhone" has a capital inside) or has
+    fewer than :data:`MIN_CLAIM_WORDS` words."""
+    m = _FIRST_WORD.match(claim)
+    if m and m.group(1).islower():
+        return f"is not a full sentence (starts with {m.group(1)!r})"
+    if len(words(claim)) < MIN_CLAIM_WORDS:
+        return "is not a full sentence (too short)"
+    return ""
+
+
+def unresolved_reference(claim: str) -> str:
+    """The pronoun or demonstrative ``claim`` starts with ("It", "They", "This"), lower-cased; empty when it
+    starts otherwise. Such a claim does not stand on its own: the extractor was asked to name the referent."""
+    m = _FIRST_WORD.match(claim)
+    w = m.group(1).lower() if m else ""
+    return w if w in _REFERENCES else ""
+
+
+def replaces(new: str, old: str) -> bool:
+    """Whether ``new`` (a re-asked claim) is ``old`` with its reference resolved: it starts with no pronoun
+    and keeps all of ``old``'s content words but one."""
+    if unresolved_reference(new):
+        return False
+    mine, theirs = set(content(old)), set(content(new))
+    return len(mine - theirs) <= 1 and bool(mine & theirs)
+
+
+def without_near_duplicates(claims: list[str]) -> tuple[list[str], list[str]]:
+    """``claims`` without the near-duplicates of another (module docstring), and the ones left out."""
+    sets = [set(content(c)) for c in claims]
+    out: list[str] = []
+    dup: list[str] = []
+    for i, c in enumerate(claims):
+        covered = any(j != i and sets[i] <= sets[j] and len(sets[j] - sets[i]) <= NEAR_DUPLICATE_WORDS
+                      and (sets[i] != sets[j] or j < i) for j in range(len(claims)))
+        (dup if covered and sets[i] else out).append(c)
+    return out, dup
