@@ -55,7 +55,7 @@ async def run_config(endpoints: list[str], claims: list[dict[str, str]], method:
     kw = {"max_tokens": max_tokens} if max_tokens else {}
     llm = LLMClient(",".join(endpoints), None, concurrency=256, notify=notes.append, **kw)
     async with llm:
-        verifier = Verifier.from_config(VerifierConfig(method=method, index=index), llm=llm)
+        verifier = Verifier.from_config(VerifierConfig.of(method=method, index=index), llm=llm)
         t0 = time.perf_counter()
         stats = await verifier.averify_many(claims, out=out, concurrency=concurrency)
         wall = time.perf_counter() - t0

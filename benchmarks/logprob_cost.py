@@ -37,8 +37,8 @@ def cpu_s(pid: int | None) -> float:
 
 
 async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str], dict]:
-    config = VerifierConfig(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
-                            endpoint=args.endpoint, calibration="off", settings=Settings())
+    config = VerifierConfig.of(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
+                               endpoint=args.endpoint, calibration="off", settings=Settings())
     async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs,
                          timeout_s=Settings().request_timeout_s) as llm:
         engine = Engine(config, llm=llm)

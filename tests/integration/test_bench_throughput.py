@@ -18,8 +18,8 @@ pytestmark = pytest.mark.integration
 def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_searcher, tmp_path):
     data = shared_data_dir()
     assert data is not None and (data / "hover").is_dir()  # the index fixture already needed the HoVer files
-    cfg = ThroughputConfig(method="rag", levels=[1, 2], dataset="hover", data_dir=str(data), claims_per_level=2,
-                           seed=11, index=hover_searcher, warmup=0, params={"k": 3, "passage_max_words": 60})
+    cfg = ThroughputConfig.of(method="rag", levels=[1, 2], dataset="hover", data_dir=str(data), claims_per_level=2,
+                              seed=11, index=hover_searcher, warmup=0, params={"k": 3, "passage_max_words": 60})
     out = tmp_path / "tp"
     report = bench_throughput(cfg, out, settings=Settings(home=tmp_path / "home", endpoint=llm_endpoint.url,
                                                           model=llm_endpoint.model))

@@ -59,8 +59,8 @@ def web_url(request, tmp_path_factory):
     searcher = Searcher(demo_style_index_dir)
     home = tmp_path_factory.mktemp("web-home")
     config = WebConfig(home=home, searcher=searcher, index_dir=str(demo_style_index_dir),
-                       verifier=VerifierConfig(endpoint=llm_endpoint.url, model=llm_endpoint.model, concurrency=3,
-                                               settings=Settings(home=home)))
+                       verifier=VerifierConfig.of(endpoint=llm_endpoint.url, model=llm_endpoint.model, concurrency=3,
+                                                  settings=Settings(home=home)))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(asgi(config), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -244,14 +244,14 @@ async def run_claims(claims: Any, method: Any, llm: Any, searcher: Any, out: Any
     previous = METHODS.get(spec.name)
     METHODS[spec.name] = spec
     try:
-        config = VerifierConfig(
+        config = VerifierConfig.of(
             method=spec.name, params=dict(params or {}), index=searcher, state_dir=state_dir,
             labels=getattr(label_space, "name", label_space) or "3way",
             evidence=evidence or ("custom" if retriever_for is not None else "open"))
         engine = Engine(config, llm=llm, retriever_for=retriever_for, state=state)
         try:
             return await run_batch(engine, list(claims), out, concurrency=concurrency,
-                                   llm_concurrency=config.llm_concurrency, **batch)
+                                   llm_concurrency=config.execution.llm_concurrency, **batch)
         finally:
             engine.close()
     finally:

@@ -195,7 +195,7 @@ def test_emulate_and_mermaid_configs_set_every_setting(path: Path):
     if cfg.method == "mermaid":  # memory carried claim to claim: the dataset's order, one claim in flight
         assert cfg.order == "dataset", "MERMAID configs run in the dataset's order"
         if cfg.params["memory"]:
-            assert cfg.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"
+            assert cfg.verifier.execution.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"
 
 
 @pytest.fixture(scope="module")

@@ -238,8 +238,8 @@ def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(t
     claims = write_claims(tmp_path / "claims.jsonl", 20)
 
     def config(**kw):
-        return ThroughputConfig(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2, seed=3,
-                                warmup=1, index=searcher, poll_interval_s=0.005, **kw)
+        return ThroughputConfig.of(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2, seed=3,
+                                   warmup=1, index=searcher, poll_interval_s=0.005, **kw)
 
     report = bench_throughput(config(params={"t_max": 3}), tmp_path / "out", settings=Settings(home=tmp_path / "home"),
                               llm=llm, probe=None)
@@ -339,8 +339,8 @@ def run(tmp_path, levels, per_level, *, server=None, warmup=1, n_claims=20, llm=
     if isinstance(server, FakeServer):
         server.llm = llm
         llm.on_call = server.call
-    cfg = ThroughputConfig(method="direct", levels=levels, dataset=write_claims(tmp_path / "claims.jsonl", n_claims),
-                           claims_per_level=per_level, seed=3, warmup=warmup, poll_interval_s=0.005)
+    cfg = ThroughputConfig.of(method="direct", levels=levels, dataset=write_claims(tmp_path / "claims.jsonl", n_claims),
+                              claims_per_level=per_level, seed=3, warmup=warmup, poll_interval_s=0.005)
     warnings: list[str] = []
     report = bench_throughput(cfg, tmp_path / out, settings=Settings(home=tmp_path / "home"), llm=llm, probe=server,
                               warn=warnings.append, **kw)
@@ -457,20 +457,20 @@ def test_bad_options_fail_before_anything_runs(tmp_path):
     base = dict(levels=[1, 2], dataset=write_claims(tmp_path / "claims.jsonl", 6))
     settings = Settings(home=tmp_path / "home")
     with pytest.raises(ConfigError, match="unknown method 'nope'"):
-        bench_throughput(ThroughputConfig(method="nope", **base), tmp_path / "a", settings=settings, llm=llm)
+        bench_throughput(ThroughputConfig.of(method="nope", **base), tmp_path / "a", settings=settings, llm=llm)
     with pytest.raises(DataError, match="unknown dataset 'nope'"):
-        bench_throughput(ThroughputConfig(method="direct", levels=[1], dataset="nope"), tmp_path / "b",
+        bench_throughput(ThroughputConfig.of(method="direct", levels=[1], dataset="nope"), tmp_path / "b",
                          settings=settings, llm=llm)
     with pytest.raises(ConfigError, match="need 10 distinct claims, the dataset has 5"):
-        bench_throughput(ThroughputConfig(method="direct", claims_per_level=5, **base), tmp_path / "c",
+        bench_throughput(ThroughputConfig.of(method="direct", claims_per_level=5, **base), tmp_path / "c",
                          settings=settings, llm=llm)
     with pytest.raises(ConfigError, match="has no parameter"):
-        bench_throughput(ThroughputConfig(method="direct", params={"t_max": 3}, **base), tmp_path / "d",
+        bench_throughput(ThroughputConfig.of(method="direct", params={"t_max": 3}, **base), tmp_path / "d",
                          settings=settings, llm=llm)
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "mine.txt").write_text("x")
     with pytest.raises(ConfigError, match="not empty"):
-        bench_throughput(ThroughputConfig(method="direct", **base), tmp_path / "e", settings=settings, llm=llm)
+        bench_throughput(ThroughputConfig.of(method="direct", **base), tmp_path / "e", settings=settings, llm=llm)
     assert llm.calls == [] and not any((tmp_path / d).exists() for d in "abcd")
 
 
@@ -478,8 +478,8 @@ def test_endpoint_down_is_one_clear_error(tmp_path):
     from veracity.serving.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
-    cfg = ThroughputConfig(method="direct", levels=[1], dataset=write_claims(tmp_path / "claims.jsonl", 4),
-                           claims_per_level=1)
+    cfg = ThroughputConfig.of(method="direct", levels=[1], dataset=write_claims(tmp_path / "claims.jsonl", 4),
+                              claims_per_level=1)
     with pytest.raises(EndpointError, match=f"the model endpoint {url} does not answer") as info:
         bench_throughput(cfg, tmp_path / "out", settings=Settings(home=tmp_path / "home", endpoint=url))
     assert "veracity serve" in info.value.hint

@@ -327,6 +327,10 @@ def test_score_boundaries():
     assert factscore(9, 9) == pytest.approx(math.exp(1 - 10 / 9))
     assert factscore(5, 5, gamma=5) == 1.0 and factscore(1, 4, gamma=0) == 0.25
     assert factscore(0, 4) == 0.0 and factscore(1, -1) is None
+    assert factscore(1, 1) == pytest.approx(math.exp(1 - 10))  # one verified claim is scored, with the penalty
+    assert factscore(12, 12) == 1.0 and factscore(6, 12) == 0.5  # above gamma: no penalty
+    # a value outside the severity order ranks as NOT_ENOUGH_INFO does: above SUPPORTED, below REFUTED
+    assert sentence_verdict(["SUPPORTED", "OTHER"]) == "OTHER" and sentence_verdict(["OTHER", "REFUTED"]) == "REFUTED"
     # precision from MIN_DECIDED decided claims on; NOT_ENOUGH_INFO is not decided, failed claims are counted
     assert MIN_DECIDED == 3
     three = text_scores(["SUPPORTED", "REFUTED", "REFUTED", "NOT_ENOUGH_INFO", None])

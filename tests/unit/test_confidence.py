@@ -221,11 +221,11 @@ def test_engine_abstains_below_min_confidence_with_a_scripted_distribution():
                       probs=lambda role, reply: {"SUPPORTED": 0.55, "REFUTED": 0.25, "NOT_ENOUGH_INFO": 0.2})
     from veracity.pipeline.config import VerifierConfig
 
-    eng = Engine(VerifierConfig(method="direct", min_confidence=0.7, calibration="off"), llm=llm)
+    eng = Engine(VerifierConfig.of(method="direct", min_confidence=0.7, calibration="off"), llm=llm)
     v = asyncio.run(eng.verify(Claim("c", "x"), llm))
     assert v.abstained and v.label is Label.NOT_ENOUGH_INFO and v.abstained_label is Label.SUPPORTED
     assert v.confidence == pytest.approx(0.55)
-    eng = Engine(VerifierConfig(method="direct", calibration="off"), llm=llm)
+    eng = Engine(VerifierConfig.of(method="direct", calibration="off"), llm=llm)
     v = asyncio.run(eng.verify(Claim("c", "x"), llm))
     assert v.label is Label.SUPPORTED and v.confidence == pytest.approx(0.55)
 

@@ -3,8 +3,6 @@ setting, and the values go back into a config unchanged."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import click
 import pytest
 
@@ -22,14 +20,13 @@ def _by_name(cmd: click.Command) -> dict[str, click.Parameter]:
 @pytest.mark.parametrize("cmd", [verify, check], ids=["verify", "check"])
 def test_every_config_option_is_on_the_command_as_the_config_declares_it(cmd):
     params = _by_name(cmd)
-    fields = {f.name: f for f in dataclasses.fields(VerifierConfig)}
     for name, opt in VerifierConfig.options():
         p = params[name]
         assert p.opts == [opt.flag] and p.help == opt.help, name
-        default = fields[name].default
+        default = VerifierConfig.option_default(name)
         if opt.type is bool:
             assert p.is_flag, name  # off unless given (checked by parsing below)
-        elif default is not dataclasses.MISSING:
+        elif default is not None:
             assert p.default == default, name
 
 
@@ -56,7 +53,8 @@ def test_the_values_make_the_config():
     assert ctx.params["cache"] is False and ctx.params["backend"] == "local"
     names = {name for name, _ in VerifierConfig.options()} - {"params"}
     config = VerifierConfig.from_options({k: v for k, v in ctx.params.items() if k in names})
-    assert (config.method, config.labels, config.evidence, config.concurrency) == ("direct", "binary", "none", 3)
+    assert (config.method.name, config.method.labels, config.evidence.setting, config.execution.concurrency) == (
+        "direct", "binary", "none", 3)
 
 
 def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
@@ -122,21 +120,22 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
         assert str(err) == f"--min-confidence must be a number from 0 to 1, got {bad!r}"
 
     settings = Settings(home=tmp_path / "home")
-    config = VerifierConfig(settings=settings, backend=" Local ", labels="2way", state_dir="~/state",
-                            exclude_titles=["a"], method="direct", evidence="none")
-    assert (config.backend, config.labels, config.method, config.evidence) == ("local", "binary", "direct", "none")
-    assert config.state_dir == Path("~/state").expanduser() and config.exclude_titles == ("a",)
-    assert config.params == {} and config.concurrency == settings.concurrency
-    assert config.llm_concurrency == settings.llm_concurrency
-    assert VerifierConfig(settings=settings, concurrency=3, llm_concurrency=5).llm_concurrency == 5
-    err = refused(lambda: VerifierConfig(settings=settings, backend="spark"))
+    config = VerifierConfig.of(settings=settings, backend=" Local ", labels="2way", state_dir="~/state",
+                               exclude_titles=["a"], method="direct", evidence="none")
+    ex, method, evidence = config.execution, config.method, config.evidence
+    assert (ex.backend, method.labels, method.name, evidence.setting) == ("local", "binary", "direct", "none")
+    assert ex.state_dir == Path("~/state").expanduser() and evidence.exclude_titles == ("a",)
+    assert method.params == {} and ex.concurrency == settings.concurrency
+    assert ex.llm_concurrency == settings.llm_concurrency
+    assert VerifierConfig.of(settings=settings, concurrency=3, llm_concurrency=5).execution.llm_concurrency == 5
+    err = refused(lambda: VerifierConfig.of(settings=settings, backend="spark"))
     assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"
-    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto"))
+    err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto"))
     assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"
-    err = refused(lambda: VerifierConfig(settings=settings, ray_address="auto", ray_actors=2))
+    err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto", ray_actors=2))
     assert str(err) == "--ray-address and --ray-actors apply to --backend ray only"
     assert err.hint == "add --backend ray, or drop --ray-address and --ray-actors"
-    ray = VerifierConfig(settings=settings, backend="RAY", ray_address=" ")
+    ray = VerifierConfig.of(settings=settings, backend="RAY", ray_address=" ").execution
     assert (ray.backend, ray.ray_address, ray.ray_actors) == ("ray", None, DEFAULT_RAY_ACTORS)
-    refused(lambda: VerifierConfig(settings=settings, concurrency=0))
-    refused(lambda: VerifierConfig(settings=settings, min_confidence=2))
+    refused(lambda: VerifierConfig.of(settings=settings, concurrency=0))
+    refused(lambda: VerifierConfig.of(settings=settings, min_confidence=2))

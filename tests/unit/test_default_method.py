@@ -20,10 +20,10 @@ def test_the_default_is_rag_the_method_benchmarks_measure_best():
 
 
 def test_config_api_and_request_models_default_to_it():
-    assert VerifierConfig().method == DEFAULT_METHOD
+    assert VerifierConfig().method.name == DEFAULT_METHOD
     v = Verifier(llm=ScriptedLLM({}), evidence="none")
     try:
-        assert v.config.method == DEFAULT_METHOD
+        assert v.config.method.name == DEFAULT_METHOD
     finally:
         v.close()
     assert VerifyRequest(claim="Paris is big.").method == DEFAULT_METHOD

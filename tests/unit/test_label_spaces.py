@@ -419,7 +419,8 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
     assert (rows["b"]["labels"], rows["b"]["NEI"], rows["b"]["forced"]) == ("3way", "1.00", "n/a")
 
     # a run is resumed in its own space only
-    with pytest.raises(ConfigError, match="holds a run in the 3way label space; this one would be binary"):
+    # (the predictions file's resume guard, made once by the batch's checks, before the endpoint)
+    with pytest.raises(ConfigError, match="holds results in the 3way label space; resuming in the binary space"):
         bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "b", settings=settings, llm=llm)
     with pytest.raises(ConfigError, match="unknown label space 'two'"):
         RunConfig.of(dataset="hover", method="direct", labels="two")

@@ -515,7 +515,7 @@ def test_check_output_refuses_what_cannot_be_resumed_before_any_call(tmp_path):
     manifest.write_text(json.dumps(same))  # no label space recorded: 3-way; no evidence recorded: open
     with pytest.raises(ConfigError, match="in the 3way label space; resuming in the binary") as err:
         check_output(out, spec, params, BINARY)
-    assert err.value.hint == "pass another -o, or --labels 3way as before"
+    assert err.value.hint == "pass another -o (bench run: --out), or --labels 3way as before"
     with pytest.raises(ConfigError, match="--evidence open; resuming with --evidence none") as err:
         check_output(out, spec, params, None, "none")
     assert err.value.hint == "pass another -o, or --evidence open as before"

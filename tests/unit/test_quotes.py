@@ -449,3 +449,24 @@ def test_the_grounding_texts_and_schemas_word_for_word():
     assert ungrounded_explanation(g) == ("Ungrounded: x is not in passage [A#0]; the verdict quotes no passage. "
                                          "The judge had answered SUPPORTED: It says so.")
     assert ungrounded_explanation(g, "T").endswith("answered SUPPORTED: T")
+
+
+def test_whitespace_at_the_ends_and_inside_runs_maps_back_exactly():
+    norm, spans = normalise("  Zurich  ")  # spaces before and after: dropped
+    assert norm == "zurich" and spans[0] == (2, 3) and spans[-1] == (7, 8)
+    assert normalise("ab  c") == ("ab c", [(0, 1), (1, 2), (2, 4), (4, 5)])  # a run later in the text: one space
+    assert locate("  flows into the  ", "It flows into the sea.") == (3, 17)
+
+
+def test_attributions_read_negations_in_any_case_and_quoted_spans_from_three_words():
+    from veracity.pipeline.quotes import unsupported_attributions
+
+    ev = [Evidence("Amazon River#0", "Amazon River", AMAZON["Amazon River"][0])]
+    assert unsupported_attributions("The passage says Nothing about the mouth of the river.", ev) == []
+    both = unsupported_attributions("The passage says nothing about Peru. The passage states that the Amazon "
+                                    "flows into the Pacific.", ev)
+    assert len(both) == 1 and "Pacific" in both[0]  # a negated attribution does not end the reading
+    assert unsupported_attributions('It is "the Pacific Ocean" here.', ev) == [
+        '"the Pacific Ocean" is not in the passages']  # three words: checked
+    assert unsupported_attributions('It is "Pacific Ocean" here.', ev) == []  # two words: too short to tell
+    assert unsupported_attributions('It is "the largest river" here.', ev) == []  # three words found

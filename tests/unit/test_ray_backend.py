@@ -85,8 +85,9 @@ def free_port() -> int:
 # -- options ----------------------------------------------------------------------------------------------
 def ray_options(backend, address=None, actors=None):
     """(backend, Ray options) as the run's config checks and normalises them (the one place)."""
-    c = VerifierConfig(method="direct", backend=backend, ray_address=address, ray_actors=actors)
-    return c.backend, (None if c.backend == "local" else RayOptions(address=c.ray_address, actors=c.ray_actors))
+    c = VerifierConfig.of(method="direct", backend=backend, ray_address=address, ray_actors=actors)
+    ex = c.execution
+    return ex.backend, (None if ex.backend == "local" else RayOptions(address=ex.ray_address, actors=ex.ray_actors))
 
 
 def verify_many_ray(v, claims, out=None, concurrency=None, progress=False, on_result=None, rows=None):

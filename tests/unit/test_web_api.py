@@ -40,7 +40,7 @@ def make(tmp_path, llm=None, searcher="fake", job_concurrency=None, **kw):
         from veracity.config import Settings
         from veracity.pipeline.config import VerifierConfig
 
-        kw["verifier"] = VerifierConfig(concurrency=job_concurrency, settings=Settings(home=tmp_path / "home"))
+        kw["verifier"] = VerifierConfig.of(concurrency=job_concurrency, settings=Settings(home=tmp_path / "home"))
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
                        model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
     return TestClient(asgi(config), base_url="http://127.0.0.1"), config  # the Host the app is bound to

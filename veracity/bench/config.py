@@ -91,13 +91,13 @@ class RunConfig:
             get_method(method)  # an unknown method is named before its ablations
             params.update(ablation_params(method, out.ablations))
         settings = settings or Settings()
-        out.verifier = VerifierConfig(
+        out.verifier = VerifierConfig.of(
             **run, params=params, labels=labels if labels is not None else THREE_WAY.name,
             endpoint=endpoint if endpoint is not None else settings.endpoint,
             model=model if model is not None else settings.model,
             backend=backend or "local", ray_address=ray_address, ray_actors=ray_actors, settings=settings)
         if labels is not None:
-            out.labels = out.verifier.labels  # the canonical name
+            out.labels = out.verifier.method.labels  # the canonical name
         return out
 
     @classmethod
@@ -131,17 +131,15 @@ class RunConfig:
             raise _bad_type("paper", "a table", self.paper)
 
     # -- the run settings, read from the verifier config --------------------------------------------------
-    method = property(lambda self: self.verifier.method)
-    evidence = property(lambda self: self.verifier.evidence)
-    index = property(lambda self: self.verifier.index)
-    concurrency = property(lambda self: self.verifier.concurrency)
-    llm_concurrency = property(lambda self: self.verifier.llm_concurrency)
-    search_mode = property(lambda self: self.verifier.search_mode)
+    method = property(lambda self: self.verifier.method.name)
+    evidence = property(lambda self: self.verifier.evidence.setting)
+    index = property(lambda self: self.verifier.evidence.index)
+    search_mode = property(lambda self: self.verifier.evidence.search_mode)
 
     @property
     def params(self) -> dict[str, Any]:
         """The method's parameter overrides: the config's ``params`` and its ablations' (checked)."""
-        return dict(self.verifier.params)
+        return dict(self.verifier.method.params)
 
     def method_overrides(self) -> dict[str, Any]:
         return self.params
@@ -156,15 +154,16 @@ class RunConfig:
         verifier = self.verifier.replace(**run) if run else self.verifier
         out = dataclasses.replace(self, verifier=verifier, **changes)
         if "labels" in run and out.labels is not None:
-            out.labels = verifier.labels
+            out.labels = verifier.method.labels
         return out
 
     def record(self) -> dict[str, Any]:
         """The flat form ``run.json`` keeps under ``config`` (the keys a config file has)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "verifier"}
+        flat = self.verifier.flat()
         for key in RUN_KEYS:  # the run settings, from the verifier config (the label space: as asked)
             if key != "labels":
-                out[key] = getattr(self.verifier, key)
+                out[key] = flat[key]
         out["index"] = str(out["index"]) if out["index"] is not None else None
         return json.loads(json.dumps(out, default=str))
 

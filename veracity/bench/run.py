@@ -46,13 +46,12 @@ from typing import Any, Callable
 
 from veracity.bench.config import RunConfig
 from veracity.bench.datasets import load_dataset
-from veracity.bench.manifest import (PREDICTIONS_FILE, RUN_FILE, _versions,
-                                     _write_json, describe_endpoint, evidence_meaning, leakage_check, read_run,
-                                     run_manifest)
+from veracity.bench.manifest import (PREDICTIONS_FILE, RUN_FILE, _versions, _write_json, describe_endpoint,
+                                     evidence_meaning, leakage_check, read_run)
 from veracity.bench.report import finalize
 from veracity.config import Settings
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, endpoint_stop_hint
-from veracity.pipeline.labels import THREE_WAY, label_space
+from veracity.pipeline.labels import label_space
 from veracity.pipeline.results import RunManifest, ServedModel
 
 
@@ -107,19 +106,19 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         if before_gold is not None and before_gold != (dataset.gold or {}).get("file_sha256"):
             raise ConfigError(f"{out_dir} was run on other gold evidence files (sha256 differs)",
                               hint="restore the original files or start a new run directory")
-        before = run_manifest(previous).get("label_space") or THREE_WAY.name  # runs before label spaces: 3way
-        if before != space.name:
-            raise ConfigError(f"{out_dir} holds a run in the {before} label space; this one would be {space.name}",
-                              hint=f"pass --labels {before} to resume it, or another --out directory")
     # the run directory is the run's state directory (MERMAID keeps its evidence memory there): runs do
     # not feed each other, and resuming a run keeps its state
+    # (the endpoint and model are the config's: RunConfig.of filled them in from the settings, once)
     config = cfg.verifier.replace(labels=space.name, state_dir=out_dir, settings=settings,
-                                  endpoint=cfg.verifier.endpoint or settings.endpoint,
-                                  model=cfg.verifier.model or settings.model,
                                   index=cfg.index if cfg.evidence == "open" else None)
-    overrides = dict(config.params)
+    overrides = dict(config.method.params)
     verifier = Verifier.from_config(config, llm=llm)
     try:
+        for c, g in dataset.claims:  # each prediction carries its gold label (Verdict.to_dict)
+            c.meta["gold_label"] = g.value
+        # the batch's checks, before the endpoint or any write: the claims, their gold evidence, and the
+        # predictions file's resume guard (the same method, parameters, label space and evidence setting)
+        _, claims = verifier.prepare_many([c for c, _ in dataset.claims], out_dir / PREDICTIONS_FILE, None)
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage, cfg.evidence)
         if llm is not None:
             model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__), "server": {"managed": False}}
@@ -156,10 +155,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         t0 = time.perf_counter()
         stopped: EndpointError | None = None
         try:
-            for c, g in dataset.claims:  # each prediction carries its gold label (Verdict.to_dict)
-                c.meta["gold_label"] = g.value
-            stats = verifier.verify_many([c for c, _ in dataset.claims], out=out_dir / PREDICTIONS_FILE,
-                                         progress=progress, on_result=on_result)
+            stats = verifier.verify_many(claims, out=out_dir / PREDICTIONS_FILE, progress=progress,
+                                         on_result=on_result)
             session.update(done=stats.done, failed=[list(f) for f in stats.failed])
         except EndpointError as exc:
             stopped = exc

@@ -47,6 +47,7 @@ from veracity.bench.sampling import MetricsProbe, Sampler
 from veracity.bench.throughput_report import write_reports
 from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, EndpointError
+from veracity.pipeline.config import VerifierConfig
 
 DEFAULT_LEVELS = (1, 4, 16, 64)
 SETTLE_S = 0.5
@@ -57,23 +58,24 @@ Notify = Callable[[str], None]
 # -- the benchmark ----------------------------------------------------------------------------------
 @dataclass
 class ThroughputConfig:
-    method: str
+    """A throughput benchmark: the run's ``verifier`` config (method, parameters and index, checked once when
+    it is built; :meth:`of` builds it from them) and the benchmark's own settings."""
+
+    verifier: VerifierConfig
     levels: list[int] = field(default_factory=lambda: list(DEFAULT_LEVELS))
     dataset: str = "hover"
     data_dir: str | None = None
     claims_per_level: int | None = None
     seed: int = 0
-    index: Any = None  # a directory, or an open searcher
-    params: dict[str, Any] = field(default_factory=dict)
     warmup: int = 1  # claims verified (at concurrency 1) before the first level, not reported
     poll_interval_s: float = 0.5
-    verifier: Any = None  # the run's VerifierConfig: method and parameters checked once, here
 
-    def __post_init__(self) -> None:
-        if self.verifier is None:
-            from veracity.pipeline.config import VerifierConfig
-
-            self.verifier = VerifierConfig(method=self.method, params=self.params)
+    @classmethod
+    def of(cls, *, method: str, params: dict[str, Any] | None = None, index: Any = None,
+           **rest: Any) -> "ThroughputConfig":
+        """From the method, its parameters and the index (a directory, or an open searcher) and the
+        benchmark's settings (``rest``)."""
+        return cls(verifier=VerifierConfig.of(method=method, params=params or {}, index=index), **rest)
 
 
 def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
@@ -172,7 +174,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         raise ConfigError(f"--warmup must be 0 or more, got {cfg.warmup}", hint="e.g. --warmup 1")
     if cfg.poll_interval_s <= 0:
         raise ConfigError("the metrics poll interval must be positive")
-    spec = cfg.verifier.spec  # method and parameters were checked when the config was built
+    spec = cfg.verifier.method.spec  # method and parameters were checked when the config was built
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
@@ -194,9 +196,10 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     # the index before the endpoint: a wrong --index is reported without starting or waiting for a server
     searcher = None
     own_searcher = False
-    if spec.needs_index or cfg.index is not None:
-        searcher = open_index(cfg.index, settings)
-        own_searcher = searcher is not cfg.index
+    index = cfg.verifier.evidence.index
+    if spec.needs_index or index is not None:
+        searcher = open_index(index, settings)
+        own_searcher = searcher is not index
     if llm is None:
         try:
             url, model = _resolve_endpoint(settings)
@@ -220,7 +223,7 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     report: dict[str, Any] = {
         "kind": "veracity-bench-throughput",
         "method": spec.name,
-        "params": cfg.params,
+        "params": dict(cfg.verifier.method.params),
         "dataset": dataset.name if not cfg.dataset.startswith("jsonl:") else cfg.dataset,
         "dataset_sha256": dataset.sha256,
         "seed": cfg.seed,
@@ -245,12 +248,14 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     }
     write_reports(out_dir, report)
 
+    # verdicts in the dataset's label space, as `bench run` gives them, on the open index and the endpoint
+    run = cfg.verifier.replace(labels=dataset.label_space.name, index=searcher, endpoint=url, model=model,
+                               settings=settings)
+
     def verifier_for(level_dir: Path, concurrency: int) -> Any:
-        # claims in flight vary; LLM requests in flight stay at the default; the level's folder is its state
-        # dir; verdicts in the dataset's label space, as `bench run` gives them
-        config = cfg.verifier.replace(labels=dataset.label_space.name, index=searcher, endpoint=url, model=model,
-                                      concurrency=concurrency, state_dir=level_dir, settings=settings)
-        return Verifier.from_config(config, llm=llm)
+        # claims in flight vary (only the execution part is built again); LLM requests in flight stay at the
+        # default; the level's folder is its state dir
+        return Verifier.from_config(run.replace(concurrency=concurrency, state_dir=level_dir), llm=llm)
 
     stopped: EndpointError | None = None
     warned: set[str] = set()

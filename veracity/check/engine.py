@@ -91,7 +91,7 @@ class ClaimVerifier:
         manifest = getattr(eng.searcher, "manifest", None)
         if isinstance(manifest, dict):
             dump = index_dump_date(manifest)
-            where = eng.config.index if eng.config is not None and eng.config.index is not None else None
+            where = eng.config.evidence.index
             out["index"] = {"name": Path(str(where)).name if where else manifest.get("kind", "index"),
                             "path": str(where) if where else None, "passages": manifest.get("passages"),
                             "dump_date": dump.isoformat() if dump else None}

@@ -196,12 +196,10 @@ def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bo
     and dataset supply what a flag leaves out): every option defaults to None, and a registry option takes
     any name (the config names a bad one in one line). The values arrive under the field names, ready for
     ``VerifierConfig.from_options``."""
-    import dataclasses
     from pathlib import Path
 
     from veracity.pipeline.config import VerifierConfig
 
-    fields = {f.name: f for f in dataclasses.fields(VerifierConfig)}
     opts = dict(VerifierConfig.options(*names))
     unknown = [n for n in names if n not in opts]
     if unknown:
@@ -209,7 +207,7 @@ def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bo
 
     def decorate(fn: Any) -> Any:
         for name in reversed(names):
-            opt, f = opts[name], fields[name]
+            opt = opts[name]
             text = (help or {}).get(name, opt.help)
             kw: dict[str, Any] = {"cls": RegistryHelp, "help_from": text} if callable(text) else {"help": text}
             if opt.metavar:
@@ -219,7 +217,7 @@ def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bo
                 if not defaults:
                     kw["default"] = None
             else:
-                default = f.default if f.default is not dataclasses.MISSING else None
+                default = VerifierConfig.option_default(name)
                 kw["default"] = (opt.cli_default if opt.cli_default is not None else default) if defaults else None
                 kw["show_default"] = opt.show_default and defaults
                 kw["multiple"] = opt.multiple

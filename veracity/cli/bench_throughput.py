@@ -57,9 +57,9 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
     from veracity.cli.verify import parse_params
 
     levels = parse_int_list(concurrency, "--concurrency")
-    cfg = ThroughputConfig(method=method, levels=levels, dataset=dataset, data_dir=data_dir,
-                           claims_per_level=claims_per_level, seed=seed, index=index, params=parse_params(params),
-                           warmup=warmup)
+    cfg = ThroughputConfig.of(method=method, levels=levels, dataset=dataset, data_dir=data_dir,
+                              claims_per_level=claims_per_level, seed=seed, index=index, params=parse_params(params),
+                              warmup=warmup)
     settings = load_settings(endpoint=endpoint, model=model)
     safe = method.replace("/", "_")
     out_dir = out_dir or Path("bench-results") / f"throughput-{safe}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -33,7 +33,7 @@ def build_claim_verifier(opts: dict):
     from veracity.pipeline.api import Verifier
 
     config = run_config(opts, opts["semantic_memory"])  # verify's checks, once
-    if config.evidence == "gold":
+    if config.evidence.setting == "gold":
         raise ConfigError("--evidence gold needs claims that carry their gold evidence: extracted claims have none",
                           hint="use --evidence open (the index) or --evidence none (closed book)")
     return ClaimVerifier(Verifier.from_config(config))

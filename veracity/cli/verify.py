@@ -183,7 +183,7 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
     if input_path is not None and _same_file(input_path, output_path):
         raise ConfigError(f"-o {output_path} is the claims file given with -i: results would be appended to it",
                           hint="pass another -o, e.g. -o results.jsonl")
-    if config.evidence == "gold" and claim is not None:
+    if config.evidence.setting == "gold" and claim is not None:
         raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has none",
                           hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} passages, "
                                "or use --evidence open (an index) or --evidence none (closed book)")
@@ -192,8 +192,8 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
         from veracity.pipeline.claims import make_claim
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
-    if opts["index"] is not None and config.evidence != "open":
-        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence}",
+    if opts["index"] is not None and config.evidence.setting != "open":
+        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence.setting}",
                           highlight=False)
     verifier = Verifier.from_config(config)
     try:

@@ -65,11 +65,7 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
 
     import os
 
-    from veracity.web.common import check_token
-
     token = _token(token, token_file, os.environ.get("VERACITY_WEB_TOKEN"))
-    if token is not None:
-        check_token(token)
     if not _loopback(host) and not token:
         raise ConfigError(f"binding {host} exposes the app beyond this machine and needs a token",
                           hint="pass --token SECRET (clients send `Authorization: Bearer SECRET`), or bind 127.0.0.1")
@@ -84,7 +80,11 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
         raise ConfigError(f"--max-claim-chars must be between 1 and {MAX_CLAIM_CHARS:,}, got {claim_cap}",
                           hint="e.g. --max-claim-chars 2000")
     settings = load_settings(endpoint=endpoint, model=model)
-    run = VerifierConfig(concurrency=concurrency, settings=settings)  # the limits checked here, before any index
+    # the app's configuration, before any index or server: the token and the limits are checked here, once
+    config = WebConfig(home=settings.home, verifier=VerifierConfig.of(concurrency=concurrency, settings=settings),
+                       token=token, cors_origins=tuple(cors_origins), host=host, allowed_hosts=tuple(allowed_hosts),
+                       max_body_bytes=int(max_body_mb * 1024 * 1024), max_claim_chars=claim_cap,
+                       max_checks=max_checks, max_jobs=max_jobs)
     _check_port(host, port)
     searcher = None
     if index is not None or settings.index_dir is not None or (settings.indexes_dir / "demo").exists():
@@ -95,10 +95,8 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
     from veracity.serving.server import ensure_endpoint
 
     url, served = ensure_endpoint(settings, model)  # the managed server, started if needed, like verify
-    config = WebConfig(home=settings.home, searcher=searcher, verifier=run.replace(endpoint=url, model=served), token=token,
-                       cors_origins=tuple(cors_origins), host=host, allowed_hosts=tuple(allowed_hosts), max_body_bytes=int(max_body_mb * 1024 * 1024),
-                       max_claim_chars=claim_cap, max_checks=max_checks, max_jobs=max_jobs,
-                       index_dir=str(getattr(searcher, "index_dir", "")) or None)
+    config.searcher, config.index_dir = searcher, str(getattr(searcher, "index_dir", "")) or None
+    config.verifier = config.verifier.replace(endpoint=url, model=served)  # only the endpoint part is new
     app = asgi(config)
     shown = f"[{host}]" if ":" in host else host
     err_console.print(f"veracity web on http://{shown}:{port}/ (API docs /v1/docs; model {url}; "

@@ -47,7 +47,7 @@ from typing import Any, Iterable
 from veracity.config import Settings
 from veracity.pipeline.batch import prepare, run_batch
 from veracity.pipeline.claims import ClaimsFile, load_claims, make_claim
-from veracity.pipeline.config import VerifierConfig, check_concurrency
+from veracity.pipeline.config import ExecutionConfig, VerifierConfig
 from veracity.pipeline.engine import Engine, default_index_dir, open_index  # noqa: F401 (part of the API)
 from veracity.pipeline.evidence import ClaimRetrievers
 from veracity.pipeline.labels import LabelSpace
@@ -73,7 +73,7 @@ class Verifier:
         # --param concurrency=3 is refused as no parameter of the method), or as keywords
         if retriever_for is not None:
             evidence = str(evidence) if evidence is not None else "custom"
-        config = VerifierConfig(
+        config = VerifierConfig.of(
             method=method, params={**more_params, **(params or {})},
             labels=labels.name if isinstance(labels, LabelSpace) else (labels if labels is not None else "3way"),
             evidence=evidence if evidence is not None else "open", index=index, endpoint=endpoint, model=model,
@@ -97,15 +97,15 @@ class Verifier:
 
     # -- what the run is (read-only views of the config and the engine) -------------------------------
     settings = property(lambda self: self.config.settings)
-    backend = property(lambda self: self.config.backend)
-    concurrency = property(lambda self: self.config.concurrency)
-    llm_concurrency = property(lambda self: self.config.llm_concurrency)
-    endpoint = property(lambda self: self.config.endpoint)
-    model = property(lambda self: self.config.model)
-    cache = property(lambda self: self.config.cache)
-    exclude_titles = property(lambda self: self.config.exclude_titles)
-    search_mode = property(lambda self: self.config.search_mode)
-    param_overrides = property(lambda self: dict(self.config.params))
+    backend = property(lambda self: self.config.execution.backend)
+    concurrency = property(lambda self: self.config.execution.concurrency)
+    llm_concurrency = property(lambda self: self.config.execution.llm_concurrency)
+    endpoint = property(lambda self: self.config.endpoint.url)
+    model = property(lambda self: self.config.endpoint.model)
+    cache = property(lambda self: self.config.endpoint.cache)
+    exclude_titles = property(lambda self: self.config.evidence.exclude_titles)
+    search_mode = property(lambda self: self.config.evidence.search_mode)
+    param_overrides = property(lambda self: dict(self.config.method.params))
     spec = property(lambda self: self.engine.spec)
     params = property(lambda self: self.engine.params)
     label_space = property(lambda self: self.engine.label_space)
@@ -118,11 +118,12 @@ class Verifier:
     @property
     def ray(self) -> Any:
         """The Ray options of ``backend="ray"`` (None for local)."""
-        if self.config.backend != "ray":
+        ex = self.config.execution
+        if ex.backend != "ray":
             return None
         from veracity.pipeline.backends.ray import RayOptions
 
-        return RayOptions(address=self.config.ray_address, actors=self.config.ray_actors)
+        return RayOptions(address=ex.ray_address, actors=ex.ray_actors)
 
     def state(self) -> Any:
         """The method's run state (e.g. MERMAID's evidence memory), opened once from ``state_dir``."""
@@ -161,12 +162,11 @@ class Verifier:
         return n, prepare(self.engine, claims, out)
 
     def _claims_in_flight(self, concurrency: int | None) -> int:
-        """The batch's claims in flight: the config's (checked when it was built), or this call's, checked here
-        where it enters."""
+        """The batch's claims in flight: the config's (checked when it was built), or this call's, which enters
+        here and is checked by the config's execution part, as any other value of it."""
         if concurrency is None:
             return self.concurrency
-        check_concurrency(concurrency, self.llm_concurrency)
-        return concurrency
+        return ExecutionConfig(concurrency=concurrency, llm_concurrency=self.llm_concurrency).concurrency
 
     async def arun_batch(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                          progress: bool = False, on_result: Any = None,

@@ -14,6 +14,7 @@ import contextlib
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -23,15 +24,27 @@ from veracity.pipeline.engine import Engine
 from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
 
 
-def prepare(engine: Engine, claims: Any, out: Path | str | None) -> ClaimsFile:
+@dataclass
+class PreparedClaims(ClaimsFile):
+    """Claims :func:`prepare` has checked for one engine and results file: :func:`run_batch` takes them as
+    they are (a caller that checks early, ``bench run``, before its endpoint, does not check twice)."""
+
+    engine: Any = None
+    out: Path | None = None
+
+
+def prepare(engine: Engine, claims: Any, out: Path | str | None) -> PreparedClaims:
     """The loaded claims, after every check of a batch that needs no server: the claims, their gold evidence
     (``--evidence gold``), the results file (writable, resumable with these settings). The limits were checked
     where they entered (the run's config, or :meth:`Verifier.arun_batch`'s override)."""
+    out_path = Path(out).expanduser() if out is not None else None
+    if isinstance(claims, PreparedClaims) and claims.engine is engine and claims.out == out_path:
+        return claims
     loaded = load_claims(claims)
     engine.check_claims(loaded.claims)  # before any server is contacted
-    if out is not None:  # a results file that cannot be written or resumed: before any server is contacted
-        check_output(Path(out).expanduser(), engine.spec, engine.params, engine.label_space, engine.evidence)
-    return loaded
+    if out_path is not None:  # a results file that cannot be written or resumed: before any server is contacted
+        check_output(out_path, engine.spec, engine.params, engine.label_space, engine.evidence)
+    return PreparedClaims(loaded.claims, loaded.rejected, engine, out_path)
 
 
 async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, *, concurrency: int,

@@ -27,8 +27,8 @@ from veracity.errors import ConfigError, IndexDirError
 from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.evidence import ClaimRetrievers, check_gold_evidence, claim_retrievers, gold_retriever
 from veracity.pipeline.labels import LabelSpace
-from veracity.pipeline.confidence import abstain, settle
 from veracity.pipeline.labels import label_space as label_space_of
+from veracity.pipeline.confidence import abstain, settle
 from veracity.pipeline.methods import MethodContext, MethodSpec
 from veracity.pipeline.tools import SourceIdentity, Tools
 from veracity.pipeline.types import Claim, Trace, Verdict
@@ -92,7 +92,8 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     """Run ``spec`` on one claim; the verdict's trace holds every LLM call and tool call it made.
 
     ``state`` is the method's open run state (:func:`open_run_state`), required when the method keeps one.
-    ``label_space`` (default 3way) is passed to the method as ``ctx.label_space``; a verdict outside it
+    ``label_space`` (default 3way; the engine passes its config's :class:`LabelSpace`) is passed to the
+    method as ``ctx.label_space``; a verdict outside it
     (a method path that still returned NOT_ENOUGH_INFO in the binary space) gets the binary rule
     (:meth:`LabelSpace.undecided`, traced). ``retriever_for`` (a per-claim retriever factory, e.g.
     :func:`claim_retrievers`) replaces the index's retriever: the claim's tools use
@@ -101,7 +102,9 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
                           hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
-    space = label_space_of(label_space)
+    # the engine passes its config's LabelSpace (resolved once, with the config); a name given by a direct
+    # caller enters here
+    space = label_space if isinstance(label_space, LabelSpace) else label_space_of(label_space)
     trace = Trace(listener=on_event)
     retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
     manifest = getattr(searcher, "manifest", None) if retriever_for is None else None
@@ -171,21 +174,22 @@ class Engine:
                  state: Any = None):
         self.config: VerifierConfig = config
         self.settings: Settings = config.settings
-        self.spec: MethodSpec = config.spec
-        self.params = config.method_params()
-        self.label_space: LabelSpace = config.label_space
-        self.evidence = config.evidence
+        method, evidence = config.method, config.evidence
+        self.spec: MethodSpec = method.spec
+        self.params = method.parsed  # built and checked once, with the config
+        self.label_space: LabelSpace = method.label_space
+        self.evidence = evidence.setting
         self.retriever_for: ClaimRetrievers | None = (
-            retriever_for if retriever_for is not None else claim_retrievers(config.evidence)
-            if config.evidence != "custom" else None)
+            retriever_for if retriever_for is not None else claim_retrievers(evidence.setting)
+            if evidence.setting != "custom" else None)
         # an index is read only in the open setting (a per-claim retriever replaces it)
-        wants_index = self.retriever_for is None and (self.spec.needs_index or config.index is not None)
-        self.searcher = open_index(config.index, self.settings) if wants_index else None
+        wants_index = self.retriever_for is None and (self.spec.needs_index or evidence.index is not None)
+        self.searcher = open_index(evidence.index, self.settings) if wants_index else None
         self.state_dir = config.run_state_dir
-        self.exclude_titles: tuple[str, ...] = config.exclude_titles
-        self.search_mode: str | None = config.search_mode
-        self.min_confidence: float | None = config.min_confidence
-        self.calibration: str = config.calibration
+        self.exclude_titles: tuple[str, ...] = evidence.exclude_titles
+        self.search_mode: str | None = evidence.search_mode
+        self.min_confidence: float | None = method.min_confidence
+        self.calibration: str = method.calibration
         self._maps: dict[str, Any] = {}
         self._llm = llm
         self._resolved: tuple[str, str | None] | None = None
@@ -210,19 +214,20 @@ class Engine:
         """(endpoint URL, model name or None): the one configured, else the managed server (started if
         needed)."""
         if self._resolved is None:
-            if self.config.endpoint:
-                self._resolved = (self.config.endpoint, self.config.model)
+            endpoint = self.config.endpoint
+            if endpoint.url:
+                self._resolved = (endpoint.url, endpoint.model)
             else:
                 from veracity.serving.server import ensure_endpoint
 
-                self._resolved = ensure_endpoint(self.settings, self.config.model)
+                self._resolved = ensure_endpoint(self.settings, endpoint.model)
         return self._resolved
 
     def client(self, llm_concurrency: int | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
         """``async with engine.client() as llm``: the LLM client (started: the endpoint answered and serves the
         model), with at most ``llm_concurrency`` requests in flight (default: the config's)."""
         if llm_concurrency is None:
-            llm_concurrency = self.config.llm_concurrency
+            llm_concurrency = self.config.execution.llm_concurrency
         return self._client(llm_concurrency or 1)
 
     @contextlib.asynccontextmanager
@@ -237,7 +242,7 @@ class Engine:
         client = LLMClient(
             url, model, api_key=s.api_key, concurrency=llm_concurrency, timeout_s=s.request_timeout_s,
             temperature=s.temperature, seed=s.seed,
-            cache_path=(s.cache_dir / "responses.sqlite") if self.config.cache else None,
+            cache_path=(s.cache_dir / "responses.sqlite") if self.config.endpoint.cache else None,
         )
         async with client:
             yield client

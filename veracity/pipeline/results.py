@@ -192,7 +192,8 @@ def _check_manifest(out_path: Path, spec: MethodSpec, params: Any, space: LabelS
         raise ConfigError(
             f"{out_path} holds results in the {old.get('label_space', THREE_WAY.name)} label space; "
             f"resuming in the {space.name} space would mix them",
-            hint=f"pass another -o, or --labels {old.get('label_space', THREE_WAY.name)} as before",
+            hint=f"pass another -o (bench run: --out), or --labels {old.get('label_space', THREE_WAY.name)} "
+                 "as before",
         )
     if old.get("evidence", "open") != setting:  # files from before evidence settings: open
         raise ConfigError(

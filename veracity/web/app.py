@@ -90,11 +90,12 @@ def create_app(config: WebConfig) -> FastAPI:
 
             if not config.endpoint:
                 raise ConfigError("the web app needs a model endpoint", hint="veracity web resolves one; pass --endpoint")
-            own_llm = LLMClient(config.endpoint, config.verifier.model, api_key=settings.api_key,
-                                concurrency=config.verifier.llm_concurrency, timeout_s=settings.request_timeout_s,
+            own_llm = LLMClient(config.endpoint, config.verifier.endpoint.model, api_key=settings.api_key,
+                                concurrency=config.verifier.execution.llm_concurrency,
+                                timeout_s=settings.request_timeout_s,
                                 temperature=settings.temperature, seed=settings.seed)
             shared["llm"] = own_llm
-        runner = JobRunner(store, verifier_for, config.verifier.concurrency, on_claim)
+        runner = JobRunner(store, verifier_for, on_claim)
         shared["runner"] = runner
         runner.start()
         try:

@@ -42,7 +42,7 @@ class WebConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.token is not None:
+        if self.token is not None:  # the token's one check, for `veracity web` and the Python API alike
             check_token(self.token)
         if self.verifier is None:
             from veracity.config import Settings
@@ -52,7 +52,7 @@ class WebConfig:
 
     @property
     def endpoint(self) -> str | None:
-        return self.verifier.endpoint
+        return self.verifier.endpoint.url
 
 
 MIN_TOKEN_CHARS = 16

@@ -188,13 +188,13 @@ VerifierFor = Callable[[str, str, dict[str, Any]], Any]  # (method, labels, para
 
 
 class JobRunner:
-    """Runs queued jobs one at a time on the app's event loop (each with ``concurrency`` claims in flight)."""
+    """Runs queued jobs one at a time on the app's event loop (each with the claims in flight of its Verifier's
+    config: the app's run configuration)."""
 
-    def __init__(self, store: Store, verifier_for: VerifierFor, concurrency: int,
+    def __init__(self, store: Store, verifier_for: VerifierFor,
                  on_claim: Callable[[dict[str, Any] | None, float], None] | None = None):
         self.store = store
         self.verifier_for = verifier_for
-        self.concurrency = concurrency
         self.on_claim = on_claim  # metrics: (record or None for a failure, seconds)
         self.progress: dict[str, Progress] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -242,7 +242,7 @@ class JobRunner:
         try:
             verifier = self.verifier_for(job["method"], job["labels"], job["params"])
             stats = await verifier.averify_many(self.store.claims_path(job_id), out=self.store.results_path(job_id),
-                                                concurrency=self.concurrency, on_result=on_result)
+                                                on_result=on_result)
         except asyncio.CancelledError:  # the app is stopping: the job stays running and resumes at start
             raise
         except (EndpointError, OutputError) as exc:

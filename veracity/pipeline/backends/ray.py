@@ -362,10 +362,11 @@ def run(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int
     written and the results stream into the sink. ``rows`` replaces the Ray pipeline (a callable
     ``(claims, recipe, options, concurrency) -> rows``; tests)."""
     config = engine.config
-    options = RayOptions(address=config.ray_address, actors=config.ray_actors or DEFAULT_RAY_ACTORS)
+    ex, settings = config.execution, config.settings
+    options = RayOptions(address=ex.ray_address, actors=ex.ray_actors or DEFAULT_RAY_ACTORS)
     stats = sink.stats
     if not pending:
-        sink.open(ServedModel(config.model, config.endpoint, config.settings.temperature, config.settings.seed))
+        sink.open(ServedModel(config.endpoint.model, config.endpoint.url, settings.temperature, settings.seed))
         return stats
     served = served_model(engine)
     with contextlib.ExitStack() as stack:

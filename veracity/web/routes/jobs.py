@@ -26,25 +26,22 @@ def router(ctx: WebContext) -> APIRouter:
                                            "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
     async def create_job(request: Request, method: str = DEFAULT_METHOD, labels: str = "3way",
                          params: str = Query("{}", description="method parameters as a JSON object")) -> JSONResponse:
-        from veracity.pipeline.labels import label_space
-        from veracity.pipeline.methods import get_method
-
         try:
             parsed = json.loads(params)
         except json.JSONDecodeError:
             parsed = None
         if not isinstance(parsed, dict):
             raise ConfigError("params must be a JSON object", hint='e.g. params={"t_max": 3}')
-        spec = get_method(method)  # unknown names: one line, before anything is kept
-        space = label_space(labels)
-        spec.check_label_space(spec.make_params(parsed), space)
+        # the job's Verifier, built now: its config checks the method, parameters and label space (one line
+        # each, before anything is kept) and is the one the runner takes up
+        run = ctx.verifier_for(method, labels, parsed).config.method
         if store.count_active() >= config.max_jobs:
             raise TooBusy(f"{config.max_jobs} jobs are queued or running, the limit", retry_after=30)
         body = await request.body()
         if not body.strip():
             raise DataError("the uploaded claims file is empty",
                             hint='one JSON object per line, e.g. {"id": "c1", "claim": "Paris is in France."}')
-        job = store.create_job(body, method, space.name, parsed)
+        job = store.create_job(body, method, run.labels, parsed)
         ctx.runner.submit(job["id"])
         return JSONResponse(job_view(store, ctx.runner, job), status_code=201,
                             headers={"Location": f"/v1/jobs/{job['id']}"})
