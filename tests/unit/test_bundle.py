@@ -306,3 +306,190 @@ def test_pip_downloads_the_extra_asked_for_and_for_another_machine_wheels_only(t
     assert cmd[cmd.index("--python-version") + 1] == "3.12" and cmd[cmd.index("--abi") + 1] == "cp312"
     assert cmd[cmd.index("--platform") + 1] == "manylinux_2_28_aarch64"
     assert plan.target["machine"] == "aarch64" and plan.requirement == "veracity[gpu]==0.1.0"
+
+
+# -- Ctrl-C, a kill, a full disk: the real command in a child process, stopped at a chosen point ---------------
+# The child runs `veracity bundle ...` (run_main, the CLI's own error policy) with one function wrapped so that
+# at its Nth call the process sends itself SIGINT (what Ctrl-C does) or SIGKILL: the interrupt lands at the same
+# place every run, in seconds, with no network.
+DRIVER = r"""
+import os, signal, sys
+from veracity.bundle import create, install
+
+where, nth, sig = sys.argv[1], int(sys.argv[2]), getattr(signal, sys.argv[3])
+module, name = where.split(".")
+mod = {"create": create, "install": install, "staged": install._Staged}[module]
+real = getattr(mod, name)
+calls = [0]
+
+def stopping(*a, **kw):
+    calls[0] += 1
+    if calls[0] == nth:
+        if name == "_copy":  # killed part way through a copy: its partial file is left behind
+            a[1].parent.mkdir(parents=True, exist_ok=True)
+            a[1].with_name("." + a[1].name + ".part").write_bytes(b"half")
+        os.kill(os.getpid(), sig)
+    return real(*a, **kw)
+
+setattr(mod, name, stopping)
+from veracity.cli import main
+sys.argv = ["veracity", *sys.argv[4:]]
+main()
+"""
+
+
+def stopped(tmp_path: Path, home: Path, where: str, nth: int, sig: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
+    env.update(VERACITY_HOME=str(home), NO_COLOR="1", COLUMNS="200",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", DRIVER, where, str(nth), sig, *args], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def one_interrupted_line(proc: subprocess.CompletedProcess) -> str:
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 130 and len(lines) == 1 and lines[0].startswith("interrupted: "), proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return lines[0]
+
+
+def make_src(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "src-home"
+    make_home(home)
+    return home, make_index(tmp_path / "demo")
+
+
+@pytest.mark.parametrize("where, nth, sig", [  # each one starts a veracity process (about a second on an idle machine)
+    ("create._copy", 3, "SIGINT"), ("create.sha256_of", 4, "SIGINT"), ("create._copy", 3, "SIGKILL"),
+    ("create.write_manifest", 1, "SIGKILL")])
+def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_command_completes_it(tmp_path, where,
+                                                                                                 nth, sig):
+    home, index = make_src(tmp_path)
+    out = tmp_path / "bundle"
+    args = ["bundle", "create", str(out), "--no-wheels", "--llama-cpp", "none", "--index", str(index)]
+    proc = stopped(tmp_path, home, where, nth, sig, *args)
+    if sig == "SIGINT":
+        line = one_interrupted_line(proc)
+        assert "unfinished" in line and "run the same command again" in line
+    else:
+        assert proc.returncode == -9
+    assert not (out / MANIFEST).exists()  # an unfinished bundle cannot be taken for a finished one
+    code, _, err = run(["bundle", "verify", str(out)], tmp_path / "h")
+    assert code != 0 and "no manifest.json" in one_error(err)
+    code, _, err = run(args, home)  # the same command again
+    assert code == 0, err
+    manifest = verify_bundle(out)
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST}
+    assert set(manifest["files"]) == on_disk  # no partial copy or stale manifest left, none listed
+    assert not [p for p in on_disk if p.endswith((".part", ".tmp"))]
+
+
+def _state(home: Path) -> dict:
+    """What a home has registered and placed: prepared.json, defaults.json, the engine folder, staged leftovers."""
+    read = lambda p: p.read_text() if p.is_file() else None  # noqa: E731
+    return {"prepared": read(home / "models" / "prepared.json"), "defaults": read(home / "defaults.json"),
+            "engine": sorted(p.name for p in (home / "engines").rglob("*")) if (home / "engines").exists() else [],
+            "staged": sorted(p.name for p in home.rglob("*") if "bundle-" in p.name) if home.exists() else []}
+
+
+@pytest.mark.parametrize("where, nth, sig", [("install._link_or_copy", 3, "SIGINT"), ("staged._moves", 1, "SIGINT"),
+                                             ("install._link_or_copy", 3, "SIGKILL")])
+def test_install_stopped_part_way_registers_nothing_and_the_same_command_completes_it(made, tmp_path, where, nth,
+                                                                                       sig):
+    _, out = made
+    home = tmp_path / "offline-home"
+    (home / "models").mkdir(parents=True)
+    before = _state(home)
+    proc = stopped(tmp_path, home, where, nth, sig, "bundle", "install", str(out), "--no-engine", "--no-packages")
+    after = _state(home)
+    if sig == "SIGINT":
+        line = one_interrupted_line(proc)
+        assert "nothing from" in line and "run the same command again" in line
+        assert after == before  # nothing registered, nothing staged left behind, no engine
+    else:
+        assert proc.returncode == -9
+        assert {k: after[k] for k in ("prepared", "defaults", "engine")} == \
+            {k: before[k] for k in ("prepared", "defaults", "engine")}
+    assert load_prepared(Settings(home=home)) == {}
+    # the same install again (in this process: the command's doctor step is not what is tested here)
+    bundle_install.install_bundle(Settings(home=home), out, engine=False, progress=lambda s: None)
+    prepared = load_prepared(Settings(home=home))
+    assert (prepared[MODEL].path / "model.safetensors").read_bytes() == \
+        (out / "models" / MODEL / "weights" / "model.safetensors").read_bytes()
+    assert (home / "indexes" / "demo" / "bm25" / "segment").is_file() and not _state(home)["staged"]
+
+
+def test_ctrl_c_while_a_reinstall_moves_files_into_place_leaves_the_registered_model_whole(made, tmp_path):
+    _, out = made
+    home = tmp_path / "offline-home"
+    bundle_install.install_bundle(Settings(home=home), out, engine=False, progress=lambda s: None)
+    proc = stopped(tmp_path, home, "staged._moves", 1, "SIGINT", "bundle", "install", str(out), "--no-engine",
+                   "--no-packages")
+    assert proc.returncode == 130, proc.stderr
+    prepared = load_prepared(Settings(home=home))  # the moves finished before the interrupt was taken
+    assert (prepared[MODEL].path / "model.safetensors").is_file() and not _state(home)["staged"]
+
+
+def test_the_bundles_install_py_stopped_by_ctrl_c_is_one_line_and_130(made, tmp_path):
+    _, out = made
+    driver = ("import os, runpy, signal, sys, hashlib\n"
+              "real = hashlib.sha256\n"
+              "n = [0]\n"
+              "def stopping(*a):\n"
+              "    n[0] += 1\n"
+              "    if n[0] == 3: os.kill(os.getpid(), signal.SIGINT)\n"
+              "    return real(*a)\n"
+              "hashlib.sha256 = stopping\n"
+              f"sys.argv = [{str(out / 'install.py')!r}]\n"
+              f"runpy.run_path({str(out / 'install.py')!r}, run_name='__main__')\n")
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-S", "-c", driver], env=clean, capture_output=True, text=True,
+                          timeout=60)
+    line = one_interrupted_line(proc)
+    assert "nothing from the bundle is registered" in line and "install.py" in line
+
+
+def test_create_drops_wheels_an_interrupted_download_left_torn(tmp_path):
+    import zipfile
+
+    from veracity.bundle.create import drop_broken_wheels
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    with zipfile.ZipFile(wheels / "whole-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("whole/__init__.py", "x = 1\n" * 200)
+    data = (wheels / "whole-1.0-py3-none-any.whl").read_bytes()
+    (wheels / "torn-1.0-py3-none-any.whl").write_bytes(data[: len(data) // 2])
+    (wheels / "sdist-1.0.tar.gz").write_bytes(b"kept as it is")
+    (wheels / ".x.whl.part").write_bytes(b"half")
+    dropped = drop_broken_wheels(wheels)
+    assert sorted(p.name for p in dropped) == [".x.whl.part", "torn-1.0-py3-none-any.whl"]
+    assert sorted(p.name for p in wheels.iterdir()) == ["sdist-1.0.tar.gz", "whole-1.0-py3-none-any.whl"]
+
+
+FULL_DISK = r"""
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as a full disk fails
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))  # the fake weights are 4096 bytes
+def no_link(*a, **kw):  # a bundle on another disk (a USB stick): copied, so the limit is met
+    raise OSError(18, "Invalid cross-device link")
+os.link = no_link
+from veracity.cli import main
+sys.argv = ["veracity", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_really_full_disk_during_install_is_one_line_and_registers_nothing(made, tmp_path):
+    _, out = made
+    home = tmp_path / "offline-home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
+    env.update(VERACITY_HOME=str(home), NO_COLOR="1", COLUMNS="200",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK, "bundle", "install", str(out), "--no-engine",
+                           "--no-packages"], env=env, capture_output=True, text=True, timeout=120)
+    line = one_error(proc.stderr)
+    assert proc.returncode == 1 and "disk filled" in line and "nothing was registered" in line, proc.stderr
+    assert load_prepared(Settings(home=home)) == {} and not (home / "defaults.json").exists()
+    assert not (home / "models" / MODEL).exists() and not (home / "indexes" / "demo").exists()
+    assert not _state(home)["staged"]

@@ -243,6 +243,31 @@ def copy_items(root: Path, items: list[Item], bar: Bar = no_bar, progress: Progr
     return copied
 
 
+def drop_broken_wheels(wheels: Path) -> list[Path]:
+    """Remove the wheels in ``wheels`` that are not whole zip files (a download or copy stopped part way) and
+    pip's temporary files; pip download keeps any file already there by name, so a torn wheel would otherwise
+    go into the bundle. Returns what was removed."""
+    import zipfile
+
+    dropped = []
+    for path in sorted(wheels.iterdir()) if wheels.is_dir() else []:
+        if not path.is_file():
+            continue
+        if path.suffix == ".whl":
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    whole = bool(zf.namelist())  # a torn file has no central directory (it is at the end)
+            except (zipfile.BadZipFile, OSError, EOFError):
+                whole = False
+            if whole:
+                continue
+        elif not path.name.endswith((".part", ".tmp")):
+            continue
+        path.unlink()
+        dropped.append(path)
+    return dropped
+
+
 def pip_download_command(plan: Plan, options: BundleOptions, own_wheel: Path, wheels: Path) -> list[str]:
     """``pip download`` of veracity's wheel with its extras and every dependency, for the bundle's target:
     this machine, or ``--python`` / ``--platform`` (then wheels only: pip cannot build for another machine)."""
@@ -267,6 +292,10 @@ def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progr
     src = project_root()
     for old in wheels.glob("veracity-*.whl"):
         old.unlink()
+    dropped = drop_broken_wheels(wheels)
+    if dropped:
+        progress(f"removed {len(dropped)} wheel(s) an interrupted download left unfinished: "
+                 f"{', '.join(p.name for p in dropped[:3])}{' ...' if len(dropped) > 3 else ''}")
     bar("building veracity's wheel", 0, None)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                             "-w", str(wheels), str(src)], capture_output=True, text=True)
@@ -282,11 +311,16 @@ def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progr
     assert proc.stdout is not None
     count = 0
     bar("resolving and downloading wheels (pip)", 0, None)
-    for line in proc.stdout:
-        lines.append(line.rstrip())
-        if line.startswith("Collecting "):  # one per package pip resolves (and downloads, or finds kept)
-            count += 1
-            bar("resolving and downloading wheels (pip)", count, None)
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("Collecting "):  # one per package pip resolves (and downloads, or finds kept)
+                count += 1
+                bar("resolving and downloading wheels (pip)", count, None)
+    except BaseException:  # Ctrl-C (or a kill of this process alone): pip does not go on by itself
+        proc.kill()
+        proc.wait()
+        raise
     if proc.wait() != 0:
         last = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
         raise BundleError(f"pip download failed: {last.strip()[:240]}",
@@ -314,6 +348,10 @@ def create_bundle(settings: Settings, options: BundleOptions, *, progress: Progr
     started = time.monotonic()
     timings: dict[str, float] = {}
     (root / mf.MANIFEST).unlink(missing_ok=True)  # an unfinished bundle has no manifest
+    (root / (mf.MANIFEST + ".tmp")).unlink(missing_ok=True)  # a manifest whose writing was killed
+    for part in root.rglob(".*.part"):  # copies a kill stopped part way (a Ctrl-C removes its own)
+        if part.is_file():
+            part.unlink()
     if options.wheels:
         t0 = time.monotonic()
         fetch_wheels(root, plan, options, progress, bar)

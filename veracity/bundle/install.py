@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ from veracity.config import Settings
 from veracity.models.chunked import Bar, no_bar
 
 Progress = Callable[[str], None]
+# a full disk: no space, a quota, or a file-size limit (ulimit -f) reached while copying
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:
@@ -100,20 +103,40 @@ class _Staged:
                 stage.unlink(missing_ok=True)
 
     def commit(self) -> None:
+        """Each staged folder or file into its place. What was there is renamed aside first and removed only
+        after the new one is in place, so an interrupt leaves each place whole (the old or the new); Ctrl-C
+        waits until every move is done (the renames take moments)."""
+        pending: list[int] = []
+        try:  # a Python handler runs in the main thread whichever thread the signal reaches (a mask does not)
+            previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+        except ValueError:  # not the main thread: nothing to defer
+            previous = None
+        try:
+            self._moves()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        if pending:
+            raise KeyboardInterrupt
+
+    def _moves(self) -> None:
         for stage, final in self.moves:
-            if final.is_dir():
-                shutil.rmtree(final)
-            elif final.exists():
-                final.unlink()
+            aside = final.parent / f".{final.name}.bundle-replaced"
+            if aside.is_dir():
+                shutil.rmtree(aside)
+            aside.unlink(missing_ok=True)
+            if final.exists() or final.is_symlink():
+                final.replace(aside)
             stage.replace(final)
+            if aside.is_dir() and not aside.is_symlink():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                aside.unlink(missing_ok=True)
 
 
 def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: Path | None = None,
                   progress: Progress = print) -> tuple[list[str], list[Path]]:
     """Models and indexes: staged, moved into place, then registered. Returns (models, index folders)."""
-    from veracity.models.defaults import remember_first_model
-    from veracity.models.prepared import PreparedModel, _save_prepared, load_prepared
-
     models = manifest.get("models", [])
     indexes = manifest.get("indexes", [])
     index_dir = index_dir or settings.indexes_dir
@@ -125,19 +148,33 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
             if m.get("weights"):
                 staged.folder(root, m["weights"], manifest, settings.models_dir / m["name"])
             if m.get("gguf"):
-                gguf = Path(m["gguf"])
                 staged.file(root / m["gguf"], _gguf_place(settings, m))
         for i in indexes:
             progress(f"index {i['name']}: into {index_dir / i['name']}")
             staged.folder(root, i["path"], manifest, index_dir / i["name"])
-    except OSError as exc:
+    except BaseException as exc:  # a full disk, Ctrl-C, ...: nothing staged stays behind, nothing registered
         staged.discard()
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        if isinstance(exc, OSError) and exc.errno in FULL:
             raise BundleError(f"the disk filled while installing the bundle's models and indexes ({exc.filename or ''}); "
                               "nothing was registered and what was written is removed",
                               hint="free disk space and run the same command again")
         raise
     staged.commit()
+    try:
+        return _register_models(settings, models, indexes, index_dir, progress)
+    except OSError as exc:  # prepared.json is written whole (a temporary file, then renamed) or not at all
+        if exc.errno in FULL:
+            raise BundleError(f"the disk filled while registering the bundle's models ({exc.filename or ''}); "
+                              "their files are in place but nothing was registered",
+                              hint="free disk space and run the same command again")
+        raise
+
+
+def _register_models(settings: Settings, models: list[dict], indexes: list[dict], index_dir: Path,
+                     progress: Progress) -> tuple[list[str], list[Path]]:
+    from veracity.models.defaults import remember_first_model
+    from veracity.models.prepared import PreparedModel, _save_prepared, load_prepared
+
     # registered last: a model is in prepared.json only once its files are in place
     prepared = load_prepared(settings)
     registered = [m for m in models if m.get("weights")]  # a GGUF alone is found where models prepare keeps it

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -296,8 +297,24 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return _interrupted("nothing from the bundle is registered yet (pip installs each package whole or "
+                            f"not at all); run `python {root / INSTALLER}` again to go on")
     cmd = [sys.executable, "-m", "veracity", "bundle", "install", str(root), "--no-packages", "--checked", *rest]
-    return subprocess.call(cmd)
+    child = subprocess.Popen(cmd)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # Ctrl-C reaches the child too (it prints its own line): wait for it;
+            if child.poll() is None:  # an interrupt sent to this process alone is passed on
+                child.send_signal(signal.SIGINT)
+
+
+def _interrupted(what: str) -> int:
+    """One line on stderr and the shell's code for Ctrl-C (130), as veracity's own commands do."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(f"interrupted: {what}", file=sys.stderr, flush=True)
+    return 130
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import click
 
 from rich.markup import escape
 
+from veracity.cli import interrupt
 from veracity.cli._common import console, print_json
 from veracity.cli.models import _PrepareDisplay
 from veracity.config import load_settings
@@ -70,6 +71,8 @@ def create(out: Path, models: tuple[str, ...], indexes: tuple[Path, ...], gpu: b
                   f"{', '.join(i['name'] for i in plan.indexes) or 'none'}; llama.cpp "
                   f"{'+'.join(k for k in ('source', 'binary') if plan.llama_cpp.get(k)) or 'none'}; "
                   f"{human(plan.copy_bytes)} of local files to copy", highlight=False, markup=False)
+    interrupt.keep(f"the bundle at {out} is unfinished (it has no manifest.json until the end); run the same "
+                   "command again: it keeps the files already there with the right sha256")
     with _PrepareDisplay() as display:
         manifest = create_bundle(settings, options, progress=lambda s: display.message(escape(s)),
                                  bar=display.bar, plan=plan)
@@ -96,6 +99,7 @@ def verify(root: Path, files_only: bool) -> None:
     """
     from veracity.bundle.manifest import human, verify_bundle
 
+    interrupt.keep("the check stopped; nothing was changed: run the same command again")
     with _PrepareDisplay() as display:
         manifest = verify_bundle(root, check_machine=not files_only, bar=display.bar)
     console.print(f"[green]ok[/] {root}: {len(manifest['files'])} files, {human(manifest['total_bytes'])}, "
@@ -122,6 +126,8 @@ def install(root: Path, index_dir: Path | None, no_engine: bool, no_packages: bo
     from veracity.bundle.install import install_bundle
 
     settings = load_settings()
+    interrupt.keep(f"nothing from {root} is registered until all its files are in place (models and indexes are "
+                   "staged under hidden names, removed when stopped); run the same command again to finish")
     with _PrepareDisplay() as display:
         done = install_bundle(settings, root, packages=not no_packages, checked=checked, engine=not no_engine,
                               index_dir=index_dir, progress=lambda s: display.message(escape(s)), bar=display.bar)
