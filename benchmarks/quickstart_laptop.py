@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -50,8 +49,22 @@ def _kib(pid: int, path: str, key: str) -> int:
     return 0
 
 
+def _ancestors() -> set[int]:
+    """This process and the ones it runs under (a shell that exported VERACITY_HOME carries it too)."""
+    pids, pid = set(), os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
 def processes_of(home: str) -> list[int]:
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and _with_home(int(d), home)]
+    """The processes running with this VERACITY_HOME, this script and its parents left out."""
+    mine = _ancestors()
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in mine and _with_home(int(d), home)]
 
 
 class MemorySampler:
@@ -167,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     else:  # stop
         rec = run_stage("serve --stop", veracity("serve", "--stop"), home)
         time.sleep(1)
-        extra["left_running"] = [p for p in processes_of(str(home)) if p != os.getpid()]
+        extra["left_running"] = processes_of(str(home))
     rec.update(extra)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with a.out.open("a") as fh:

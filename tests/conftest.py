@@ -2,7 +2,7 @@
 
 import os
 
-pytest_plugins = ["tests.fixtures.server", "tests.fixtures.index"]
+pytest_plugins = ["tests.fixtures.server", "tests.fixtures.index", "tests.fixtures.netcut"]
 
 
 def pytest_configure(config) -> None:

@@ -15,6 +15,12 @@ from veracity.config import Settings
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(scope="module")
+def llm_endpoint(vllm_endpoint):
+    """The server-side figures are read from vLLM's /metrics."""
+    return vllm_endpoint
+
+
 def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_searcher, tmp_path):
     data = shared_data_dir()
     assert data is not None and (data / "hover").is_dir()  # the index fixture already needed the HoVer files

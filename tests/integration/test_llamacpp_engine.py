@@ -3,12 +3,13 @@ prepared SmolLM2's GGUF as it is.
 
 - supervised like vLLM: ``serve --engine llama.cpp`` start / ``--status`` / ``--stop``, a start-up error
   in one line, nothing left running;
-- the same client, roles and schemas unchanged: the serving and end-to-end method tests run here again
-  against llama.cpp (imported below, so they take this module's ``llm_endpoint``);
+- the same client, roles and schemas unchanged: vLLM's serving tests that hold for llama.cpp run here
+  again against llama-server (imported below, so they take this module's ``llm_endpoint``); the methods end
+  to end and the client-side faults run on llama.cpp in their own modules, on the session's server of the
+  default engine;
 - which JSON-schema features the engine enforces while decoding (string bounds, array sizes, enums in
   arrays), and that whatever it lets through is refused by pydantic after decoding;
-- every fault of ``test_faults.py`` on llama.cpp (the client killed / interrupted, the results file full,
-  slow / failing / cut replies, the server killed mid-batch): nothing lost or doubled, nothing left running.
+- the server killed mid-batch: nothing lost or doubled, nothing left running.
 
 Under ``CI=true`` a missing llama-server fails these tests (``.ci/run`` installs it).
 """
@@ -27,79 +28,27 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from tests.fixtures.server import LLAMA_MARK, Endpoint, missing, wait_for_llama_server_build
-from tests.integration.test_faults import (  # noqa: F401  (collected here, against llama.cpp)
-    _kill_mid_batch_then_resume,
-    _members,
-    test_a_faulty_network_loses_nothing,
-    test_client_interrupted_prints_a_summary_and_exits_130,
-    test_client_killed_mid_batch_then_resumed,
-    test_results_file_that_cannot_grow_stops_the_run_then_resumed,
-)
-from tests.integration.test_methods_end_to_end import (  # noqa: F401
-    test_method_end_to_end,
-    test_rag_with_evidence_selection_end_to_end,
-)
-# test_serving's test_schema_shapes_are_enforced_by_the_server is not run here: on a shared server
-# (after the fault and method tests) SmolLM2 on llama.cpp once answered its "Ignore JSON. Write a poem"
-# prompt with a reply that did not close within 128 and then 256 tokens (json_invalid), though the same
-# request alone returned a valid object at temperature 0; schema enforcement on llama.cpp is measured by
-# test_which_schema_features_the_engine_enforces below instead (issue 33 point 3, reported to the lead).
+from tests.fixtures.server import LLAMA_MARK, llama_home, start_llama
+from tests.integration.test_faults import _kill_mid_batch_then_resume, _members
+# the client-side faults, the methods end to end and the rest run on llama.cpp in their own modules (it is the
+# default engine without a GPU: the session's llm_endpoint); vLLM's serving tests that hold for llama.cpp
+# too run here against llama-server
 from tests.integration.test_serving import (  # noqa: F401
     test_label_confidence_from_the_engines_logprobs,
     test_repeated_call_is_served_from_the_cache,
     test_unknown_model_name_gives_clear_error,
 )
-from veracity.config import Settings
 from veracity.models.registry import CPU_DEFAULT
 
 pytestmark = [pytest.mark.integration, getattr(pytest.mark, LLAMA_MARK)]
-
-
-def _home_with_the_gguf(tmp: Path) -> Settings:
-    """A home whose prepared SmolLM2 and its GGUF are the user's (tests never prepare models themselves)."""
-    from veracity.errors import VeracityError
-    from veracity.models.prepare import kept_gguf, resolve_gguf
-    from veracity.models.registry import MODELS
-    from veracity.serving.engines.llamacpp import LLAMA_CPP
-
-    user = Settings()
-    wait_for_llama_server_build()  # the README's test block may still be building it in the background
-    try:
-        LLAMA_CPP.installed(user)
-    except VeracityError as exc:
-        missing(f"{exc} ({exc.hint})")
-    try:
-        gguf = resolve_gguf(user, CPU_DEFAULT)
-    except VeracityError as exc:
-        missing(f"no GGUF of {CPU_DEFAULT}: {exc}")
-    home = tmp / "home"
-    settings = Settings(home=home)
-    target = kept_gguf(settings, MODELS[CPU_DEFAULT])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.symlink_to(gguf)
-    binary = user.home / "engines"
-    if binary.is_dir():
-        (home / "engines").symlink_to(binary)
-    return settings
-
-
-def _start(settings: Settings, name: str) -> Endpoint:
-    from veracity.serving.server import ServerSpec, free_port, start_server
-
-    t0 = time.monotonic()
-    state = start_server(settings, ServerSpec(model=CPU_DEFAULT, engine="llama.cpp", port=free_port()), name=name,
-                         timeout_s=300)
-    print(f"llama-server ready in {time.monotonic() - t0:.1f} s")
-    return Endpoint(state.endpoint, state.model, state.pid, state.log_path, settings.home, name)
 
 
 @pytest.fixture(scope="module")
 def llm_endpoint(tmp_path_factory):
     from veracity.serving.server import stop_server
 
-    settings = _home_with_the_gguf(tmp_path_factory.mktemp("llamacpp"))
-    ep = _start(settings, "test-llamacpp")
+    settings = llama_home(tmp_path_factory.mktemp("llamacpp"))
+    ep = start_llama(settings, "test-llamacpp")
     try:
         yield ep
     finally:
@@ -111,8 +60,8 @@ def llm_endpoint(tmp_path_factory):
 def killable_llm_server(tmp_path_factory):
     from veracity.serving.server import stop_server
 
-    settings = _home_with_the_gguf(tmp_path_factory.mktemp("llamacpp-kill"))
-    ep = _start(settings, "killable")
+    settings = llama_home(tmp_path_factory.mktemp("llamacpp-kill"))
+    ep = start_llama(settings, "killable")
     try:
         yield ep
     finally:
@@ -130,7 +79,7 @@ def _veracity(home: Path, *args: str, timeout: float = 300) -> subprocess.Comple
 def test_serve_start_status_stop_leaves_nothing_running(tmp_path):
     from veracity.serving.server import free_port
 
-    settings = _home_with_the_gguf(tmp_path)
+    settings = llama_home(tmp_path)
     port = free_port()
     t0 = time.monotonic()
     started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--port", str(port), "--detach", "--json")
@@ -155,7 +104,7 @@ def test_serve_start_status_stop_leaves_nothing_running(tmp_path):
 
 
 def test_a_start_up_failure_is_one_line_and_leaves_nothing(tmp_path):
-    settings = _home_with_the_gguf(tmp_path)
+    settings = llama_home(tmp_path)
     junk = tmp_path / "broken.gguf"
     junk.write_bytes(b"GGUF" + b"\0" * 64)
     out = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--model", str(junk), "--detach")
@@ -172,7 +121,7 @@ def test_a_start_up_failure_is_one_line_and_leaves_nothing(tmp_path):
 def test_replicas_share_the_cores_and_stop_together(tmp_path):
     from veracity.serving.server import free_port, port_in_use
 
-    settings = _home_with_the_gguf(tmp_path)
+    settings = llama_home(tmp_path)
     port = next(p for p in (free_port() for _ in range(50)) if p < 65535 and not port_in_use("127.0.0.1", p + 1))
     started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--replicas", "2", "--port", str(port),
                         "--detach", "--json")

@@ -58,9 +58,13 @@ def ray_module():
 @pytest.fixture(scope="module")
 def ray_cluster(ray_module):
     ray = ray_module
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                 object_store_memory=256 * 1024**2)
+    if not ray.is_initialized():  # as veracity starts a local instance: its head asks no cloud (offline.py)
+        from veracity.config import default_home
+        from veracity.offline import local_ray_start
+
+        with local_ray_start(default_home()):
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                     object_store_memory=256 * 1024**2)
     yield ray
     ray.shutdown()
 

@@ -10,10 +10,20 @@ import httpx
 import pytest
 from pydantic import BaseModel, Field
 
+from tests.integration.test_methods_end_to_end import (  # noqa: F401  (one method end to end on vLLM)
+    test_rag_with_evidence_selection_end_to_end,
+)
 from veracity.errors import EndpointError
 from veracity.serving.client import LLMClient, usage_scope
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def llm_endpoint(vllm_endpoint):
+    """These tests are about vLLM's own serving (tests/integration/test_llamacpp_engine.py runs the ones
+    that hold for llama.cpp against llama-server); rag end to end runs here on vLLM too."""
+    return vllm_endpoint
 
 
 class Entity(BaseModel):

@@ -25,6 +25,12 @@ from veracity.serving.structured import response_format_for
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture(scope="module")
+def llm_endpoint(vllm_endpoint):
+    """Trification's grammars compiled by vLLM's structured-output backend."""
+    return vllm_endpoint
+
 CLAIM = Claim("g1", "Carnegie Hall Tower is located in the same city as Staten Island.")
 PASSAGES = [
     Evidence("Carnegie Hall Tower#0", "Carnegie Hall Tower",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -662,3 +663,50 @@ def test_a_killed_install_leaves_no_build_running(tmp_path):
     finally:
         if install.poll() is None:
             install.kill()
+
+
+def test_the_build_plan_optimises_the_token_path_and_not_the_rest(tmp_path):
+    """The plan's cmake include on a stand-in of llama.cpp's tree (real cmake, configure only): the CPU
+    kernels end at -O3, the grammar at -O2, the rest of llama and everything else at -O0; the server's
+    sources go in unity batches; ``--full-opt`` (no plan) leaves Release's -O3 everywhere."""
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.fail("cmake is needed to build llama-server (apt-get install cmake)")
+    src = tmp_path / "llama.cpp"
+    for rel in ("ggml/ops.cpp", "src/llama-grammar.cpp", "src/llama-batch.cpp", "tools/server/server.cpp",
+                "tools/server/server-http.cpp"):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text("int f_%s() { return 0; }\n" % rel.replace("/", "_").replace("-", "_").replace(".", "_"))
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.19)\nproject(stand_in CXX)\nadd_subdirectory(ggml)\nadd_subdirectory(src)\n"
+        "add_subdirectory(tools/server)\n")
+    (src / "ggml" / "CMakeLists.txt").write_text("add_library(ggml-cpu STATIC ops.cpp)\n")
+    (src / "src" / "CMakeLists.txt").write_text("add_library(llama STATIC llama-grammar.cpp llama-batch.cpp)\n")
+    (src / "tools" / "server" / "CMakeLists.txt").write_text(
+        "add_library(server-context STATIC server.cpp server-http.cpp)\n")
+
+    def flags(build: Path, extra: list[str]) -> dict[str, list[str]]:
+        subprocess.run([cmake, "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *extra], check=True, capture_output=True)
+        out = {}
+        for entry in json.loads((build / "compile_commands.json").read_text()):
+            levels = [w for w in entry["command"].split() if w.startswith("-O")]
+            out[Path(entry["file"]).name] = levels
+        return out
+
+    plan = inst.opt_plan_options(tmp_path / "b1" / "build", cmake)
+    assert plan and (tmp_path / "b1" / "opt-plan.cmake").is_file()
+    got = flags(tmp_path / "b1" / "build", plan)
+    last = {name: levels[-1] for name, levels in got.items() if levels}
+    assert last["ops.cpp"] == "-O3" and last["llama-grammar.cpp"] == "-O2" and last["llama-batch.cpp"] == "-O0"
+    assert "server.cpp" not in last  # compiled inside a unity batch at the base level
+    assert any(name.startswith("unity_") and levels[-1] == "-O0" for name, levels in got.items())
+    full = flags(tmp_path / "b2" / "build", [])
+    assert {levels[-1] for levels in full.values()} == {"-O3"}
+
+
+def test_an_old_cmake_builds_everything_optimised(tmp_path):
+    old = tmp_path / "cmake"
+    old.write_text("#!/bin/sh\necho 'cmake version 3.16.3'\n")
+    old.chmod(0o755)
+    assert inst.opt_plan_options(tmp_path / "build", str(old)) == []

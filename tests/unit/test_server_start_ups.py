@@ -119,22 +119,28 @@ def _item(nodeid: str, *fixtures: str, marks: tuple[str, ...] = ()):
 
 
 def test_collection_order_runs_serverless_modules_first_and_server_killers_last():
-    """... and the llama.cpp modules after them: a llama-server build started behind the session (the
-    README's test block) has the whole session to finish."""
+    """... then the modules on the default engine, llama.cpp (the session's ``llm_endpoint``, ``web_url``, a
+    private llama-server, the llama.cpp module): a llama-server build started behind the session (the
+    README's test block) has the whole session to finish. vLLM's modules come before, while its start-ups
+    run in the background."""
     items = [_item("tests/integration/test_llama.py::t1", "llm_endpoint", marks=(fx.LLAMA_MARK,)),
              _item("tests/integration/test_llama.py::t2", marks=(fx.LLAMA_MARK,)),
              _item("tests/integration/test_a.py::t1", "llm_endpoint"),
              _item("tests/integration/test_faults.py::t1", "llm_endpoint"),
-             _item("tests/integration/test_faults.py::t2", "killable_llm_server", "llm_endpoint"),
+             _item("tests/integration/test_faults.py::t2", "killable_llm_server", "vllm_endpoint"),
              _item("tests/integration/test_index.py::t1", "hover_index_dir"),
              _item("tests/integration/test_web.py::t1", "web_url"),
+             _item("tests/integration/test_vllm.py::t1", "vllm_endpoint"),
+             _item("tests/integration/test_pool.py::t1", "killable_llama_server", "llm_endpoint"),
              _item("tests/unit/test_x.py::t1"), _item("tests/unit/test_x.py::t2")]
     fx.pytest_collection_modifyitems(None, None, items)
     assert [i.nodeid for i in items] == [
         "tests/integration/test_index.py::t1", "tests/unit/test_x.py::t1", "tests/unit/test_x.py::t2",
-        "tests/integration/test_a.py::t1", "tests/integration/test_web.py::t1",
-        "tests/integration/test_faults.py::t1", "tests/integration/test_faults.py::t2",
-        "tests/integration/test_llama.py::t1", "tests/integration/test_llama.py::t2"]
+        "tests/integration/test_vllm.py::t1",
+        "tests/integration/test_llama.py::t1", "tests/integration/test_llama.py::t2",
+        "tests/integration/test_a.py::t1", "tests/integration/test_faults.py::t1",
+        "tests/integration/test_faults.py::t2", "tests/integration/test_web.py::t1",
+        "tests/integration/test_pool.py::t1"]
     assert fx._demand(items) == (True, 1)
 
 
@@ -142,16 +148,42 @@ def test_a_modules_own_fixture_of_the_same_name_is_not_a_vllm_server():
     def ours():
         pass
 
-    def theirs():  # e.g. the llama.cpp module's own llm_endpoint / killable_llm_server
+    def theirs():  # e.g. the llama.cpp module's own killable_llm_server, or a vLLM module's llm_endpoint
         pass
 
     ours.__module__, theirs.__module__ = fx.__name__, "tests.integration.test_llamacpp_engine"
 
-    def item(nodeid, func):
-        defs = {n: [SimpleNamespace(func=func)] for n in ("llm_endpoint", "killable_llm_server")}
+    def item(nodeid, func, names=("vllm_endpoint", "killable_llm_server")):
+        defs = {n: [SimpleNamespace(func=func)] for n in names}
         return SimpleNamespace(nodeid=nodeid, fixturenames=list(defs),
                                _fixtureinfo=SimpleNamespace(name2fixturedefs=defs))
 
     items = [item("tests/integration/test_llamacpp_engine.py::t", theirs), item("tests/integration/test_faults.py::t", ours)]
     assert fx._demand(items) == (True, 1)
     assert fx._server_fixtures(items[0]) == set()
+    # a module that rebinds llm_endpoint to the session's vLLM server needs vLLM, not a llama-server
+    rebound = item("tests/integration/test_serving.py::t", theirs, ("llm_endpoint",))
+    rebound._fixtureinfo.name2fixturedefs["vllm_endpoint"] = [SimpleNamespace(func=ours)]
+    rebound.fixturenames.append("vllm_endpoint")
+    assert fx._server_fixtures(rebound) == {"vllm_endpoint"}
+
+
+def test_the_session_vllm_server_stops_after_its_last_test(fake_vllm, tmp_path, monkeypatch):
+    """The llama.cpp modules after vLLM's get its cores and memory: the session's vLLM server is stopped as
+    soon as the last collected test that uses it has finished, once."""
+    session, _ = slots(tmp_path, 0)
+    starts = fx.ServerStarts(session, [])
+    monkeypatch.setattr(fx, "_STARTS", [starts])
+    items = [_item("tests/integration/test_vllm.py::t1", "vllm_endpoint"),
+             _item("tests/integration/test_vllm.py::t2", "vllm_endpoint"),
+             _item("tests/integration/test_a.py::t1", "llm_endpoint")]
+    fx.pytest_collection_modifyitems(None, None, items)
+    starts.begin()
+    ep = starts.session_endpoint()
+    fx.pytest_runtest_logfinish("tests/integration/test_vllm.py::t1", None)
+    assert ("stop", "test") not in fake_vllm.log and not ep.stopped
+    fx.pytest_runtest_logfinish("tests/integration/test_vllm.py::t2", None)
+    assert fake_vllm.log.count(("stop", "test")) == 1 and ep.stopped
+    fx.pytest_runtest_logfinish("tests/integration/test_a.py::t1", None)
+    starts.close()
+    assert fake_vllm.log.count(("stop", "test")) == 1

@@ -61,7 +61,10 @@ def list_engines(as_json: bool) -> None:
 @click.option("--from", "source", type=click.Path(path_type=Path), default=None,
               help="Install without network: the pinned llama-cpp-python sdist (built here) or a llama-server "
               "binary built elsewhere.")
-def install(name: str, force: bool, jobs: int | None, source: Path | None) -> None:
+@click.option("--full-opt", is_flag=True,
+              help="Compile all of llama-server at -O3 (about twice the build time; the default optimises only the "
+              "token path, as fast when serving).")
+def install(name: str, force: bool, jobs: int | None, source: Path | None, full_opt: bool) -> None:
     """Install engine NAME (llama.cpp: builds llama-server into $VERACITY_HOME/engines/llama.cpp).
 
     llama.cpp's sources come from the llama-cpp-python source distribution on the package index (pip,
@@ -89,9 +92,10 @@ def install(name: str, force: bool, jobs: int | None, source: Path | None) -> No
     with _PrepareDisplay() as display:
         if source is not None:
             info = install_from_local(settings, source, force=force, jobs=jobs, bar=display.bar,
-                                      progress=display.message)
+                                      progress=display.message, full_opt=full_opt)
         else:
-            info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message)
+            info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message,
+                                    full_opt=full_opt)
     console.print(f"[green]installed[/] llama-server ({info['source']}) at {info['binary']}")
     console.print(f"CPU features: {', '.join(info['features']) or 'baseline'}")
     if info.get("timings"):

