@@ -2,12 +2,16 @@
 
 Steps (each writes its results as it goes, so a long run can be read while it works):
 
-``corpus``  gathers real text the machine holds — the demo's Vital-Article summaries, the HoVer gold paragraphs
-            and the dump sample's articles cut into ~100-word passages, plus the claim / statement sentences of
-            the benchmark sets in ``../shared/data`` (LIAR, FEVER, HoVer, FEVEROUS, Factcheck-Bench) — and embeds
+``corpus``  gathers real text the machine holds — the demo's Vital-Article summaries, the HoVer gold
+paragraphs
+            and the dump sample's articles cut into ~100-word passages, plus the claim / statement sentences
+            of
+            the benchmark sets in ``../shared/data`` (LIAR, FEVER, HoVer, FEVEROUS, Factcheck-Bench) — and
+            embeds
             it with the default encoder (all-MiniLM-L6-v2) into resumable shards under ``--work``; it records
             passages/s per kind of text.
-``recall``  the real vectors: ``--faiss-factory auto`` (what a build of that many passages picks, trained the way
+``recall``  the real vectors: ``--faiss-factory auto`` (what a build of that many passages picks, trained the
+way
             the build trains) against exact search, recall@10 over held-out queries for several nprobe values.
 ``speed``   synthetic unit vectors at ``--n`` (default 1,000,000): the index ``auto`` picks for that size, its
             recall@10 at the default nprobe against exact search (synthetic: clustered Gaussian, so not a
@@ -46,7 +50,8 @@ def _passages(texts_out: list[tuple[str, str]]) -> None:
     from veracity.indexes.readers import SourceInfo
     from veracity.indexes.sources import read_articles
 
-    sources = [(demo_archive(), "demo"), (DATA / "wiki_corpus_hover_gold" / "hover_dev_gold_paragraphs.jsonl", "hover")]
+    sources = [(demo_archive(), "demo"), (DATA / "wiki_corpus_hover_gold" / "hover_dev_gold_paragraphs.jsonl",
+                                          "hover")]
     sources += [(p, "wiki-xml") for p in sorted((DATA / "wiki_dump_sample").glob("*.bz2"))]
     seen = set()
     for path, fmt in sources:
@@ -86,7 +91,8 @@ def corpus(args) -> None:
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)
     texts: list[tuple[str, str]] = []
-    _sentences(texts)  # sentences first: several times cheaper to embed than passages, so most vectors come early
+    # sentences first: several times cheaper to embed than passages, so most vectors come early
+    _sentences(texts)
     n_pass = -len(texts)
     _passages(texts)
     n_pass += len(texts)
@@ -99,8 +105,10 @@ def corpus(args) -> None:
     texts = uniq
     kinds = [k for k, _ in texts]
     (work / "corpus.json").write_text(json.dumps({"texts": len(texts), "passages": kinds.count("passage"),
-                                                  "sentences": kinds.count("sentence"), "passages_read": n_pass}))
-    print(f"{len(texts)} texts ({kinds.count('passage')} passages, {kinds.count('sentence')} sentences)", flush=True)
+                                                  "sentences": kinds.count("sentence"),
+                                                  "passages_read": n_pass}))
+    print(f"{len(texts)} texts ({kinds.count('passage')} passages, {kinds.count('sentence')} sentences)",
+          flush=True)
     enc = load_encoder(None)
     rates = {}
     t0 = time.perf_counter()
@@ -188,12 +196,14 @@ def _timed(index, queries) -> dict:
         cpu.append((time.thread_time() - c) * 1000)
         wall.append((time.perf_counter() - t) * 1000)
     pct = lambda xs, p: round(float(np.percentile(xs, p)), 3)  # noqa: E731
-    return {"p50_ms": pct(wall, 50), "p99_ms": pct(wall, 99), "cpu_p50_ms": pct(cpu, 50), "cpu_p99_ms": pct(cpu, 99),
+    return {"p50_ms": pct(wall, 50), "p99_ms": pct(wall, 99), "cpu_p50_ms": pct(cpu, 50),
+            "cpu_p99_ms": pct(cpu, 99),
             "queries": len(wall), "threads": 1}
 
 
 def speed(args) -> None:
-    """1M vectors derived from the real ones (each a real vector plus Gaussian noise of norm ~0.6, re-normalized:
+    """1M vectors derived from the real ones (each a real vector plus Gaussian noise of norm ~0.6,
+    re-normalized:
     the real vectors' spread, at 1M): the factory ``auto`` picks, built by the build's code (recall tuned on
     held-out vectors), then opened memory-mapped and searched one query at a time on one thread."""
     import shutil
@@ -215,11 +225,14 @@ def speed(args) -> None:
         x = base[rng.integers(0, len(base), m)] + rng.normal(scale=0.6 / np.sqrt(dim), size=(m, dim))
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         np.save(tmp / f"shard-{i // shard:05d}.npy", x.astype(np.float32))
-    res = {"vectors": n, "base_real_vectors": len(base), "dim": dim, "generate_s": round(time.perf_counter() - t0, 1),
+    res = {"vectors": n, "base_real_vectors": len(base), "dim": dim,
+           "generate_s": round(time.perf_counter() - t0, 1),
            "load_1min_at_start": os.getloadavg()[0]}
     t0 = time.perf_counter()
-    facts = build_faiss(tmp, n, dim, "auto", work / "speed.faiss", shard_size=shard, recall_queries=args.queries)
-    res.update(build_s=round(time.perf_counter() - t0, 1), facts=facts, peak_rss_gib_build=round(_rss_gib(), 2),
+    facts = build_faiss(tmp, n, dim, "auto", work / "speed.faiss", shard_size=shard,
+                        recall_queries=args.queries)
+    res.update(build_s=round(time.perf_counter() - t0, 1), facts=facts, peak_rss_gib_build=round(_rss_gib(),
+                                                                                                 2),
                index_bytes=(work / "speed.faiss").stat().st_size,
                shards_bytes=sum(p.stat().st_size for p in tmp.glob("*.npy")))
     _write(work / "speed.json", res)
@@ -274,14 +287,17 @@ def project(args) -> None:
     gib = 2**30
     src = [Source(Path("enwiki-pages-articles-multistream.xml.bz2"), "wiki-xml")]
     rows = []
-    for label, hw in (("2 cores", Hardware(2, [], 24 * gib, 10**13)), ("16 cores", Hardware(16, [], 128 * gib, 10**13)),
+    for label, hw in (("2 cores", Hardware(2, [], 24 * gib, 10**13)), ("16 cores", Hardware(16, [], 128 * gib,
+                                                                                            10**13)),
                       ("16 cores + 1 GPU", Hardware(16, [(0, 80 * gib)], 128 * gib, 10**13)),
-                      ("16 cores + 8 GPUs", Hardware(16, [(i, 80 * gib) for i in range(8)], 128 * gib, 10**13))):
+                      ("16 cores + 8 GPUs", Hardware(16, [(i, 80 * gib) for i in range(8)], 128 * gib,
+                                                     10**13))):
         plan = make_plan(src, BuildOptions(workers=hw.cores), 384, hw, passages=args.passages)
         rows.append({"hardware": label, "factory": plan.factory,
                      **{st.name: round(st.seconds / 3600, 2) for st in plan.stages},
                      "total_h": round(sum(st.seconds for st in plan.stages) / 3600, 2),
-                     "disk_peak_gib": round(plan.disk_peak / gib, 1), "disk_final_gib": round(plan.disk_final / gib, 1),
+                     "disk_peak_gib": round(plan.disk_peak / gib, 1),
+                     "disk_final_gib": round(plan.disk_final / gib, 1),
                      "faiss_ram_gib": round(plan.search_ram / gib, 1)})
     work = Path(args.work).expanduser()
     work.mkdir(parents=True, exist_ok=True)

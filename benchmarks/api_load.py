@@ -49,7 +49,8 @@ def free_port() -> int:
 
 def load_claims(args) -> list[dict]:
     if args.claims_file:
-        rows = [json.loads(x) for x in Path(args.claims_file).read_text(encoding="utf-8").splitlines() if x.strip()]
+        rows = [json.loads(x) for x in Path(args.claims_file).read_text(encoding="utf-8").splitlines()
+                if x.strip()]
         rows = rows[:args.claims]
     else:
         from veracity.bench.datasets import load_dataset
@@ -122,7 +123,8 @@ async def api_side(args, claims: list[dict], port: int) -> dict:
     t0 = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(args.clients)))
     wall = time.perf_counter() - t0
-    return {"answered": len(latencies), "unsent": queue.qsize(), "errors": dict(errors), "labels": dict(labels),
+    return {"answered": len(latencies), "unsent": queue.qsize(), "errors": dict(errors),
+            "labels": dict(labels),
             "latency_p50_s": quantile(latencies, 0.5), "latency_p99_s": quantile(latencies, 0.99),
             "wall_s": wall, "claims_per_min": 60 * len(latencies) / wall if wall > 0 else 0.0}
 
@@ -145,7 +147,8 @@ def cli_side(args, claims_path: Path, out: Path, home: Path) -> dict:
     records = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
     lat = [r["trace"]["timings"]["total_s"] for r in records]
     failed = [ln for ln in stderr.splitlines() if ln.startswith("failed")]
-    return {"answered": len(records), "exit_code": code, "errors": {"failed claims": len(failed)} if failed else {},
+    return {"answered": len(records), "exit_code": code,
+            "errors": {"failed claims": len(failed)} if failed else {},
             "labels": dict(Counter(r["label"] for r in records)),
             "latency_p50_s": quantile(lat, 0.5), "latency_p99_s": quantile(lat, 0.99), "wall_s": wall,
             "claims_per_min": 60 * len(records) / wall if wall > 0 else 0.0, "command": shlex.join(cmd)}
@@ -203,18 +206,22 @@ def main() -> None:
     api["command"] = (f"{shlex.join(app_cmd)}  +  {args.clients} httpx clients POST /v1/verify "
                       f"(method {args.method}, labels {args.labels})")
     ratio = api["claims_per_min"] / cli["claims_per_min"] if cli["claims_per_min"] > 0 else float("nan")
-    report = {"claims": len(claims), "clients": args.clients, "method": args.method, "warmup": not args.no_warmup,
+    report = {"claims": len(claims), "clients": args.clients, "method": args.method,
+              "warmup": not args.no_warmup,
               "order":
-              "cli first" if args.cli_first else "api first", "api": api, "cli": cli, "api_over_cli_claims_per_min": ratio,
+              "cli first" if args.cli_first else "api first", "api": api, "cli": cli,
+              "api_over_cli_claims_per_min": ratio,
               "benchmark": shlex.join([sys.executable] + sys.argv)}
     (args.out / "api_load.json").write_text(json.dumps(report, indent=2))
     print(f"# API load: {len(claims)} claims, {args.clients} clients / --concurrency {args.clients}, "
-          f"method {args.method} ({report['order']}, {'after a warm-up pass' if report['warmup'] else 'no warm-up'})\n")
+          f"method {args.method} ({report['order']}, "
+          f"{'after a warm-up pass' if report['warmup'] else 'no warm-up'})\n")
     print("| side | answered | errors | p50 s | p99 s | claims/min |")
     print("|---|---|---|---|---|---|")
     for name, side in (("API", api), ("CLI", cli)):
         errs = ", ".join(f"{k}: {v}" for k, v in side["errors"].items()) or "0"
-        print(f"| {name} | {side['answered']} | {errs} | {side['latency_p50_s']:.2f} | {side['latency_p99_s']:.2f} "
+        print(f"| {name} | {side['answered']} | {errs} | {side['latency_p50_s']:.2f} | "
+              f"{side['latency_p99_s']:.2f} "
               f"| {side['claims_per_min']:.1f} |")
     print(f"\nAPI / CLI claims per minute: {ratio:.2f}")
     print(f"\nbenchmark: {report['benchmark']}\nAPI: {api['command']}\nCLI: {cli['command']}")

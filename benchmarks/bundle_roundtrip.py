@@ -51,7 +51,7 @@ t2=$(date +%s)
 t3=$(date +%s)
 echo "VERIFY_SECONDS $((t3 - t2))"
 "$V" serve --stop
-"""
+"""  # noqa: E501
 
 
 def human(n: float) -> str:
@@ -60,10 +60,12 @@ def human(n: float) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--home", default=str(Path.home() / ".veracity"), help="the connected machine's VERACITY_HOME")
+    ap.add_argument("--home", default=str(Path.home() / ".veracity"),
+                    help="the connected machine's VERACITY_HOME")
     ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct", help="the model the five claims run on")
     ap.add_argument("--also", action="append", default=[], metavar="MODEL",
-                    help="another model to carry (e.g. the prepared smollm2-135m-instruct, which doctor counts "
+                    help="another model to carry (e.g. the prepared smollm2-135m-instruct, which doctor "
+                         "counts "
                          "as a prepared model when --model is here as its GGUF alone)")
     ap.add_argument("--index", default=str(Path.home() / ".veracity" / "indexes" / "demo"))
     ap.add_argument("--bundle", default="/work/bundles/roundtrip")
@@ -110,12 +112,15 @@ def main() -> int:
         result["create_seconds"] = manifest["timings"]["total"]
 
     audit = work / "audit.jsonl"
-    inside_env = {k: v for k, v in os.environ.items() if not k.startswith(("VERACITY_", "PIP_", "VIRTUAL_ENV"))}
+    inside_env = {k: v for k, v in os.environ.items() if not k.startswith(("VERACITY_", "PIP_",
+                                                                           "VIRTUAL_ENV"))}
     inside_env.update(VERACITY_HOME=str(work / "home"), BUNDLE=str(bundle), WORK=str(work), MODEL=args.model,
-                      CLAIMS=str(ROOT / "examples" / "claims.jsonl"), INDEX_NAME=Path(args.index).resolve().name,
+                      CLAIMS=str(ROOT / "examples" / "claims.jsonl"),
+                      INDEX_NAME=Path(args.index).resolve().name,
                       BASE_PYTHON=getattr(sys, "_base_executable", sys.executable), PYTHONPATH=str(AUDIT),
                       VERACITY_NET_AUDIT=str(audit), COLUMNS="200", NO_COLOR="1",
-                      PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "/.venv/" not in p))
+                      PATH=os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                           if "/.venv/" not in p))
     t0 = time.monotonic()
     inside = subprocess.run(["unshare", "--net", "bash", "-c", INSIDE], env=inside_env, text=True,
                             capture_output=True, cwd=work)
@@ -140,7 +145,8 @@ def main() -> int:
     result["right"] = sum(1 for k, v in labels.items() if got.get(k) == v)
     result["claims"] = len(labels)
     attempts = [json.loads(ln) for ln in audit.read_text().splitlines()] if audit.exists() else []
-    result["network_attempts"] = [{k: a[k] for k in ("library", "event", "host", "port", "argv")} for a in attempts]
+    result["network_attempts"] = [{k: a[k] for k in ("library", "event", "host", "port",
+                                                     "argv")} for a in attempts]
     result["namespace_exit"] = inside.returncode
     return _done(result, args)
 

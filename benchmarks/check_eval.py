@@ -76,19 +76,22 @@ def decomposition_items(path: Path, n: int | None, seed: int) -> list[dict[str, 
     for i, row in enumerate(read_jsonl(path)):
         sentences = [{"text": s["text"], "claims": list(s.get("claims") or []),
                       "categories": list(s.get("claim_checkworthiness") or [])}
-                     for _, s in sorted(row["sentences"].items(), key=lambda kv: int(kv[0].removeprefix("sentence")))]
+                     for _, s in sorted(row["sentences"].items(),
+                                        key=lambda kv: int(kv[0].removeprefix("sentence")))]
         out.append({"id": f"fcgpt-{i}", "text": row["response"], "sentences": sentences})
     return sample(out, n, seed)
 
 
-def response_items(path: Path, n: int | None, seed: int, sources: Sequence[str] = SOURCES) -> list[dict[str, Any]]:
+def response_items(path: Path, n: int | None, seed: int, sources: Sequence[str] = SOURCES) -> list[dict[str,
+                                                                                                        Any]]:
     """Factbench responses of ``sources`` with a true/false response label: ``{id, text, false, claims:
     [{text, label}]}``."""
     out = []
     for i, row in enumerate(read_jsonl(path)):
         if row.get("source") not in sources or not isinstance(row.get("response_label"), bool):
             continue
-        claims = [{"text": c, "label": lab} for c, lab in zip(row.get("claims") or [], row.get("claim_labels") or [],
+        claims = [{"text": c, "label": lab} for c, lab in zip(row.get("claims") or [],
+                                                              row.get("claim_labels") or [],
                                                                strict=False)]
         out.append({"id": f"{row['source']}-{i}", "source": row["source"], "text": row["response"],
                     "false": row["response_label"] is False, "claims": claims})
@@ -134,7 +137,8 @@ def accuracy(pairs: list[tuple[Any, Any]]) -> float | None:
 
 def greedy_matches(sim: list[list[float]], threshold: float) -> list[tuple[int, int]]:
     """(gold, extracted) pairs, most similar first, each side used once, similarity >= threshold."""
-    cells = sorted(((s, g, e) for g, row in enumerate(sim) for e, s in enumerate(row) if s >= threshold), reverse=True)
+    cells = sorted(((s, g, e) for g, row in enumerate(sim) for e, s in enumerate(row) if s >= threshold),
+                   reverse=True)
     used_g: set[int] = set()
     used_e: set[int] = set()
     out = []
@@ -162,7 +166,8 @@ def embedding_matcher() -> Matcher:
 
 
 # -- decomposition ---------------------------------------------------------------------------------------
-async def decompose_item(item: dict[str, Any], llm: Any, params: Any, worthiness: bool = True) -> dict[str, Any]:
+async def decompose_item(item: dict[str, Any], llm: Any, params: Any, worthiness: bool = True) -> dict[str,
+                                                                                                       Any]:
     """Extract claims from each gold sentence (the response as context) and classify each gold claim (not
     with ``worthiness`` false: ``--no-worthiness``, extraction alone, one call per gold claim fewer)."""
     from veracity.check.extract import Sentence, claims_in_sentence, sentences_of, worthiness_of
@@ -178,20 +183,23 @@ async def decompose_item(item: dict[str, Any], llm: Any, params: Any, worthiness
         ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
                             seed=getattr(llm, "seed", None), claim_id=f"{item['id']}#s{i}")
         claims, lost = await claims_in_sentence(ctx, item["text"], Sentence(i, 0, 0, s["text"]), trace)
-        cats = [(await worthiness_of(c, s["text"], llm, params, ctx=ctx))[0] for c in s["claims"]] if worthiness else []
+        cats = [(await worthiness_of(c, s["text"], llm, params,
+                                     ctx=ctx))[0] for c in s["claims"]] if worthiness else []
         return {"extracted": claims, "dropped": [d["claim"] for d in lost], "predicted_categories": cats}
 
     results = await asyncio.gather(*(one(i, s) for i, s in enumerate(item["sentences"], 1)))
     split = {s.text for s in sentences_of(item["text"])}
     failed = {EXTRACTOR.fallback.event, WORTHINESS.fallback.event}  # type: ignore[union-attr]
-    return {"id": item["id"], "sentences": [{**s, **r} for s, r in zip(item["sentences"], results, strict=True)],
+    return {"id": item["id"], "sentences": [{**s, **r} for s, r in zip(item["sentences"], results,
+                                                                       strict=True)],
             "splitter_exact": sum(1 for s in item["sentences"] if s["text"].strip() in split),
             "fallbacks": sum(1 for e in trace.events if e["kind"] in failed),
             "reasked": sum(1 for e in trace.events if e["kind"] == "check.claim_outside_sentence"),
             "dropped": sum(len(r["dropped"]) for r in results)}
 
 
-def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold: float, seed: int) -> dict[str, Any]:
+def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold: float,
+                        seed: int) -> dict[str, Any]:
     from veracity.check.opinions import opinion_rule
 
     per_item = []
@@ -209,13 +217,16 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
             ruled_n += len(left)
             ruled_matched += sum(1 for _, e in m if e in left)
             wpairs += list(zip(s["categories"], s["predicted_categories"], strict=False))
-        per_item.append({"sentences": len(row["sentences"]), "gold": gold_n, "extracted": ext_n, "matched": matched,
+        per_item.append({"sentences": len(row["sentences"]), "gold": gold_n, "extracted": ext_n,
+                         "matched": matched,
                          "ruled": ruled_n, "ruled_matched": ruled_matched,
-                         "worthiness": wpairs, "splitter_exact": row["splitter_exact"], "fallbacks": row["fallbacks"],
+                         "worthiness": wpairs, "splitter_exact": row["splitter_exact"],
+                         "fallbacks": row["fallbacks"],
                          "reasked": row.get("reasked", 0), "dropped": row.get("dropped", 0)})
 
     def ratio(num: str, den: str) -> Callable[[list[dict]], float | None]:
-        return lambda xs: (sum(x[num] for x in xs) / sum(x[den] for x in xs)) if sum(x[den] for x in xs) else None
+        return lambda xs: (sum(x[num] for x in xs) / sum(x[den] for x in xs)) if sum(x[den]
+                                                                                     for x in xs) else None
 
     def wacc(xs: list[dict]) -> float | None:
         return accuracy([p for x in xs for p in x["worthiness"]])
@@ -224,7 +235,8 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
              "claims_per_sentence_gold": ratio("gold", "sentences"),
              "coverage": ratio("matched", "gold"), "precision": ratio("matched", "extracted"),
              # beside it, not instead of it: precision over the claims `check` would still verify after the
-             # model-free opinion rule (claims of "should ..." or "?" sentences, which annotators gave no claim)
+             # model-free opinion rule (claims of "should ..." or "?" sentences, which annotators gave no
+             # claim)
              "precision_rule_factual": ratio("ruled_matched", "ruled"),
              "worthiness_accuracy": wacc, "splitter_exact": ratio("splitter_exact", "sentences")}
     out: dict[str, Any] = {"n_responses": len(per_item), "n_sentences": sum(x["sentences"] for x in per_item),
@@ -233,7 +245,8 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
                            "extraction_fallbacks": sum(x["fallbacks"] for x in per_item),
                            "sentence_guard_reasks": sum(x["reasked"] for x in per_item),
                            "sentence_guard_dropped": sum(x["dropped"] for x in per_item),
-                           "matching_rule": f"all-MiniLM-L6-v2 cosine >= {threshold}, greedy one-to-one per sentence"}
+                           "matching_rule": f"all-MiniLM-L6-v2 cosine >= {threshold}, greedy one-to-one per "
+                                            "sentence"}
     for name, fn in stats.items():
         out[name] = {"value": fn(per_item), "ci95": bootstrap(per_item, fn, seed=seed)}
     confusion: dict[str, dict[str, int]] = {}
@@ -257,10 +270,12 @@ async def response_item(item: dict[str, Any], cv: Any, params: Any) -> dict[str,
     async with cv.client() as llm:
         verdicts = await cv.verify_claims(gold_claims, llm)
     claim_pairs = []
-    for c, gold in zip(gold_claims, [c["label"] for c in item["claims"] if isinstance(c["label"], bool)], strict=True):
+    for c, gold in zip(gold_claims, [c["label"] for c in item["claims"] if isinstance(c["label"], bool)],
+                       strict=True):
         said = {"SUPPORTED": True, "REFUTED": False}.get(verdicts[c.id].get("label"))
         claim_pairs.append((gold, (not gold) if said is None else said))  # undecided or failed: wrong
-    return {"id": item["id"], "source": item["source"], "gold_false": item["false"], "predicted_false": predicted_false,
+    return {"id": item["id"], "source": item["source"], "gold_false": item["false"],
+            "predicted_false": predicted_false,
             "claim_pairs": claim_pairs, "summary": rec["summary"]}
 
 
@@ -277,7 +292,8 @@ def score_response(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     def claim_acc(xs):
         return accuracy([tuple(p) for x in xs for p in x["claim_pairs"]])
 
-    out: dict[str, Any] = {"n_responses": len(rows), "n_gold_claims": sum(len(x["claim_pairs"]) for x in rows),
+    out: dict[str, Any] = {"n_responses": len(rows),
+                           "n_gold_claims": sum(len(x["claim_pairs"]) for x in rows),
                            "by_source": {s: sum(1 for x in rows if x["source"] == s) for s in SOURCES},
                            "claim_rule": "NOT_ENOUGH_INFO or a failed claim counts as a wrong answer"}
     for name, fn in (("response_macro_f1", resp_f1), ("response_accuracy", resp_acc),
@@ -300,7 +316,8 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
     params = STAGE.make_params({})
     t0 = time.time()
     if args.task == "decomposition":
-        items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n, args.seed)
+        items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n,
+                                    args.seed)
         cv = cv or _claim_verifier(args, "direct")  # only its client is used: no claim is verified here
         rows_file = Path(args.out).with_suffix(".rows.jsonl") if args.out else None  # each response's claims
         if rows_file is not None:
@@ -320,7 +337,8 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
             rows = list(await asyncio.gather(*(one_item(item) for item in items)))
         result = score_decomposition(rows, matcher or embedding_matcher(), args.match_threshold, args.seed)
     else:
-        items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed, args.sources.split(","))
+        items = response_items(Path(args.data or DATA / "Factbench.jsonl"), args.n, args.seed,
+                               args.sources.split(","))
         cv = cv or _claim_verifier(args, args.method)
         # each finished response is appended to OUT.rows.jsonl at once; a run started again with the same
         # --out, --n and --seed takes its finished responses from there and checks only the others
@@ -331,7 +349,8 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
                 if line.strip():
                     row = json.loads(line)
                     done[row["id"]] = row
-            print(f"resuming: {sum(1 for i in items if i['id'] in done)} of {len(items)} responses already checked "
+            print(f"resuming: {sum(1 for i in items if i['id'] in done)} of {len(items)} responses already "
+                  "checked "
                   f"({rows_file})", file=sys.stderr)
         if rows_file is not None:
             rows_file.parent.mkdir(parents=True, exist_ok=True)
@@ -345,7 +364,8 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
             if rows_file is not None:
                 with rows_file.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")
-            print(f"{item['id']}: predicted false={row['predicted_false']} gold false={item['false']}", file=sys.stderr)
+            print(f"{item['id']}: predicted false={row['predicted_false']} gold false={item['false']}",
+                  file=sys.stderr)
             return row
 
         rows = list(await asyncio.gather(*(one(item) for item in items)))
@@ -360,7 +380,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("task", choices=("decomposition", "response"))
     p.add_argument("--n", type=int, default=None, help="items in the seeded sample (default: all)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data", default=None, help="the dataset file (default: ../shared/data/factcheck_bench/...)")
+    p.add_argument("--data", default=None,
+                   help="the dataset file (default: ../shared/data/factcheck_bench/...)")
     p.add_argument("--sources", default=",".join(SOURCES), help="response: Factbench sources to sample from")
     p.add_argument("--method", default="rag")
     p.add_argument("--index", default=None)

@@ -1,8 +1,10 @@
 """Issue 43's measurement from bench run directories: fit the temperature map on the dev runs, apply it to
-the held-out runs' raw label distributions, and print ECE before / after, AUROC and accuracy at 100 / 80 / 60 %
+the held-out runs' raw label distributions, and print ECE before / after, AUROC and accuracy at 100 / 80 / 60
+%
 coverage with bootstrap intervals (``veracity/bench/selective.py``), per held-out run and pooled.
 
-    python benchmarks/confidence_eval.py --dev runs/dev-rag-feverous-gold --heldout runs/heldout-rag-feverous-gold
+    python benchmarks/confidence_eval.py --dev runs/dev-rag-feverous-gold --heldout
+    runs/heldout-rag-feverous-gold
 
 The dev runs and the held-out runs must be of one model, method and label space; the held-out runs are never
 used to fit anything. The map is stored in $VERACITY_HOME as ``veracity bench calibrate`` stores it.
@@ -51,14 +53,16 @@ def main() -> None:
     args = ap.parse_args()
     cmap, path, summary = calibrate_runs(args.dev, Settings().home)
     report = {"map": {"temperature": cmap.temperature, "path": str(path), "nll_before": cmap.nll_before,
-                      "nll_after": cmap.nll_after, "fitted_on": cmap.fitted_on}, "dev": summary, "heldout": {}}
+                      "nll_after": cmap.nll_after, "fitted_on": cmap.fitted_on}, "dev": summary,
+              "heldout": {}}
     pooled: list = []
     for d in args.heldout:
         rows = rows_of(d)
         pooled += rows
         report["heldout"][d.name] = {"n": len(rows), "before": metrics(rows), "after": metrics(rows, cmap)}
     if len(args.heldout) > 1:
-        report["heldout"]["pooled"] = {"n": len(pooled), "before": metrics(pooled), "after": metrics(pooled, cmap)}
+        report["heldout"]["pooled"] = {"n": len(pooled), "before": metrics(pooled), "after": metrics(pooled,
+                                                                                                     cmap)}
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

@@ -62,7 +62,8 @@ async def run_config(endpoints: list[str], claims: list[dict[str, str]], method:
         pool = llm.pool.stats()
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     prompt = sum(c.get("prompt_tokens", 0) for r in rows for c in r.get("trace", {}).get("llm_calls", []))
-    completion = sum(c.get("completion_tokens", 0) for r in rows for c in r.get("trace", {}).get("llm_calls", []))
+    completion = sum(c.get("completion_tokens", 0) for r in rows for c in r.get("trace", {}).get("llm_calls",
+                                                                                                 []))
     calls = sum(len(r.get("trace", {}).get("llm_calls", [])) for r in rows)
     done = len(rows)
     return {
@@ -87,23 +88,27 @@ def paper_model(tokens_per_s: float, tokens_per_claim: float, replicas: list[int
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = ["| endpoints | claims done / asked | failed | wall s | claims/min | total tok/s | LLM calls/claim "
+    lines = ["| endpoints | claims done / asked | failed | wall s | claims/min | total tok/s | LLM "
+             "calls/claim "
              "| tokens/claim (prompt + completion) | requests per endpoint | failovers |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:
         lines.append(f"| {r['endpoints']} | {r['done']}/{r['claims']} | {r['failed']} | {r['wall_s']:.1f} | "
-                     f"{r['claims_per_min']:.2f} | {r['tokens_per_s']:.1f} | {r['llm_calls_per_claim']:.2f} | "
+                     f"{r['claims_per_min']:.2f} | {r['tokens_per_s']:.1f} | {r['llm_calls_per_claim']:.2f} "
+                     "| "
                      f"{r['prompt_tokens_per_claim']:.0f} + {r['completion_tokens_per_claim']:.0f} | "
                      f"{' / '.join(map(str, r['requests_per_endpoint']))} | {r['failovers']} |")
     m = report["model"]
     lines += ["", f"speed-up of 2 endpoints over 1: {report['speedup']:.2f}x (balancing efficiency e = "
               f"{report['efficiency']:.2f})", "",
               f"model on paper: claims/min(N) = N x e x 60 x R / T with R = {m['tokens_per_s']:.1f} tok/s "
-              f"(one replica, measured above), T = {m['tokens_per_claim']:.0f} tokens/claim ({report['method']}, "
+              f"(one replica, measured above), T = {m['tokens_per_claim']:.0f} tokens/claim "
+              f"({report['method']}, "
               "from the traces)", "",
               "| replicas N | claims/min, e = 1 | claims/min, e measured |", "|---|---|---|"]
     for ideal, measured in zip(m["ideal"], m["measured_e"], strict=True):
-        lines.append(f"| {ideal['replicas']} | {ideal['claims_per_min']:.1f} | {measured['claims_per_min']:.1f} |")
+        lines.append(f"| {ideal['replicas']} | {ideal['claims_per_min']:.1f} | "
+                     f"{measured['claims_per_min']:.1f} |")
     return "\n".join(lines)
 
 
@@ -125,7 +130,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     runs: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="veracity-scaling-") as tmp:
         for i, ep in enumerate(endpoints):  # every server compiles the schemas once before timing
-            await run_config([ep], warmup[2 * i:2 * i + 2], args.method, args.index, 2, Path(tmp) / f"warm{i}.jsonl",
+            await run_config([ep], warmup[2 * i:2 * i + 2], args.method, args.index, 2,
+                             Path(tmp) / f"warm{i}.jsonl",
                              args.max_tokens)
         for k, part in zip(order, slices, strict=True):
             print(f"running {len(part)} claims through {k} endpoint(s) ...", file=sys.stderr, flush=True)
@@ -143,7 +149,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                   "ideal": paper_model(one["tokens_per_s"], tokens_per_claim, replicas),
                   "measured_e": paper_model(one["tokens_per_s"], tokens_per_claim, replicas, speedup / 2),
                   "assumptions": [
-                      "each replica sustains the measured tokens/s at the same batch occupancy (claims in flight "
+                      "each replica sustains the measured tokens/s at the same batch occupancy (claims in "
+                      "flight "
                       "per replica kept equal: scale --concurrency with N)",
                       "tokens per claim do not depend on the replica count (same model, same prompts)",
                       "retrieval and the client are not the bottleneck (a search takes milliseconds)",
@@ -154,7 +161,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--endpoints", required=True, help="two endpoints serving the same model, comma-separated")
+    ap.add_argument("--endpoints", required=True,
+                    help="two endpoints serving the same model, comma-separated")
     ap.add_argument("--method", default="direct")
     ap.add_argument("--index", default=None, help="index directory (methods that retrieve)")
     ap.add_argument("--dataset", default="hover", help="a bench dataset name or jsonl:PATH")

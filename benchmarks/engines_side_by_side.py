@@ -80,7 +80,8 @@ def quickstart(endpoint: str, model: str, index: Path, work: Path) -> dict:
     claims = ROOT / "examples" / "claims.jsonl"
     gold = {r["id"]: r["label"] for r in _rows(claims)}
     out = work / "quickstart.jsonl"
-    seconds, _ = _veracity(["verify", "-i", str(claims), "-o", str(out), "--endpoint", endpoint, "--model", model,
+    seconds, _ = _veracity(["verify", "-i", str(claims), "-o", str(out), "--endpoint", endpoint, "--model",
+                            model,
                             "--index", str(index), "-q"])
     labels = {r["id"]: r["label"] for r in _rows(out)}
     return {"seconds": round(seconds, 1), "right": sum(labels.get(k) == v for k, v in gold.items()),
@@ -153,7 +154,8 @@ def main() -> None:
         with args.out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         short = {lv["concurrency"]: (lv["client"]["requests_s"], lv["client"]["output_tok_s"],
-                                     lv["client"]["schema_valid_rate"]) for lv in (row["bench_llm"] or {}).get("levels", [])}
+                                     lv["client"]["schema_valid_rate"]) for lv in (row["bench_llm"]
+                                                                                   or {}).get("levels", [])}
         quick = row["quickstart"] and (row["quickstart"]["right"], row["quickstart"]["seconds"])
         cell = row["rag_cell"] and (row["rag_cell"]["accuracy"], row["rag_cell"]["ci95"]["accuracy"])
         print(engine, row["start_s"], "s start,", row["rss_mib_after"], "MiB,", short, "quick start", quick,

@@ -8,7 +8,8 @@ accuracy and macro-F1 with bootstrap intervals, and the share of REFUTED claims 
 confidence is the one each prediction carries (``--calibration off`` runs: the model's own probability; a
 binary temperature map keeps the order of confidences, so it moves τ, not the labels τ gives).
 
-    python benchmarks/fever_threshold.py --dev-binary runs/dev-fever-binary --heldout-binary runs/ho-fever-binary \
+    python benchmarks/fever_threshold.py --dev-binary runs/dev-fever-binary --heldout-binary
+    runs/ho-fever-binary \
         --heldout-3way runs/ho-fever-3way
 """
 
@@ -40,7 +41,8 @@ def scored(run_dir: Path) -> dict[str, tuple[str, str, float | None]]:
 
 def thresholded(rows: dict, tau: float) -> dict[str, str]:
     """The 3-way label of each binary verdict: NOT_ENOUGH_INFO below τ (or without a confidence)."""
-    return {k: (said if conf is not None and conf >= tau else "NOT_ENOUGH_INFO") for k, (said, _, conf) in rows.items()}
+    return {k: (said if conf is not None and conf >= tau else "NOT_ENOUGH_INFO") for k, (said, _,
+                                                                                         conf) in rows.items()}  # noqa: E501
 
 
 def summary(gold: list[str], pred: list[str]) -> dict:
@@ -70,9 +72,11 @@ def main() -> None:
     binary, three = scored(args.heldout_binary), scored(args.heldout_3way)
     both = sorted(set(binary) & set(three))
     from_threshold = thresholded(binary, tau)
-    report = {"tau": tau, "dev_n": len(dev), "dev_accuracy_by_tau": {str(t): round(a, 4) for t, a in dev_acc.items()},
+    report = {"tau": tau, "dev_n": len(dev), "dev_accuracy_by_tau": {str(t): round(a, 4) for t,
+                                                                     a in dev_acc.items()},
               "heldout_claims_in_both": len(both),
-              "binary_plus_threshold": summary([binary[k][1] for k in both], [from_threshold[k] for k in both]),
+              "binary_plus_threshold": summary([binary[k][1] for k in both],
+                                               [from_threshold[k] for k in both]),
               "model_3way": summary([three[k][1] for k in both], [three[k][0] for k in both])}
     text = json.dumps(report, indent=2)
     print(text)

@@ -51,7 +51,8 @@ def main(argv: list[str]) -> int:
         return 2
     src, dst = Path(argv[0]), Path(argv[1])
     if not src.is_file():
-        print(f"error: {src} not found; hint: it is feverous_s/feverous_s_dev_gold_sentences.jsonl of the data",
+        print(f"error: {src} not found; hint: it is feverous_s/feverous_s_dev_gold_sentences.jsonl of the "
+              "data",
               file=sys.stderr)
         return 2
     grouped = pages(src.read_text(encoding="utf-8").splitlines())

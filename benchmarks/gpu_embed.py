@@ -2,15 +2,18 @@
 
 Two steps, because the GPU machine has no model hub, no FAISS and carries at most 64 MiB:
 
-  python benchmarks/gpu_embed.py prepare CARRY [--index ~/.veracity/indexes/demo] [--refs 4000] [--queries 500]
-      here: the default encoder saved in fp16 (45 MB), the index's passage store, its CPU float32 vectors of the
+  python benchmarks/gpu_embed.py prepare CARRY [--index ~/.veracity/indexes/demo] [--refs 4000] [--queries
+  500]
+      here: the default encoder saved in fp16 (45 MB), the index's passage store, its CPU float32 vectors of
+      the
       first REFS passages (read back from the index's Flat FAISS file, so exactly what `index build` wrote on
       this machine) and QUERIES HoVer claims with their CPU vectors.
   python benchmarks/gpu_embed.py run CARRY --out DIR [--copies 20]
       on the GPU machine: a passage store of COPIES times the index's passages (the same real text repeated,
       fresh ids), then
         1. the encoder alone at batch 256 / 1024 / the planned batch (passages/s, peak GPU memory);
-        2. `embed_on_devices(plan_workers())`, the code `index build` runs on a GPU machine: one spawned worker
+        2. `embed_on_devices(plan_workers())`, the code `index build` runs on a GPU machine: one spawned
+        worker
            per visible device, shards claimed and written, end to end (including each worker's start);
         3. agreement of the GPU fp16 vectors with the CPU float32 ones: cosine per passage, and recall@10 of
            exact search over the REFS passages for the QUERIES claims (GPU query and passage vectors against
@@ -53,7 +56,8 @@ def prepare(carry: Path, index: Path, refs: int, queries: int) -> None:
     ref = flat.reconstruct_n(0, refs).astype(np.float32)
     np.save(carry / "ref_passages.npy", ref)
     claims = []
-    with open(ROOT.parent / "shared" / "data" / "hover" / "hover_dev_release_v1.1.json", encoding="utf-8") as f:
+    with open(ROOT.parent / "shared" / "data" / "hover" / "hover_dev_release_v1.1.json",
+              encoding="utf-8") as f:
         for row in json.load(f)[:queries]:
             claims.append(row["claim"])
     (carry / "queries.json").write_text(json.dumps(claims), encoding="utf-8")
@@ -69,8 +73,10 @@ def build_store(base: Path, out: Path, copies: int) -> int:
     dst = sqlite3.connect(out)
     dst.execute("PRAGMA journal_mode=OFF")
     dst.execute("PRAGMA synchronous=OFF")
-    dst.executescript("CREATE TABLE passages (idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL,"
-                      " n INTEGER NOT NULL, text TEXT NOT NULL); CREATE INDEX passages_title ON passages(title, n);")
+    dst.executescript("CREATE TABLE passages (idx INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT "
+                      "NOT NULL,"
+                      " n INTEGER NOT NULL, text TEXT NOT NULL); CREATE INDEX passages_title ON "
+                      "passages(title, n);")
     k = 0
     for c in range(copies):
         batch = []
@@ -155,7 +161,8 @@ def run(carry: Path, out: Path, copies: int, scaling: list[int] | None = None) -
     gpu_q = enc.encode(claims, batch_size=256)
     cos = np.sum(gpu_p * ref_p, axis=1)
     result["agreement"] = {"passages": len(ref_p), "queries": len(claims),
-                           "cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()), 6),
+                           "cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()),
+                                                                                           6),
                            "recall_at_10": round(_recall(ref_p, ref_q, gpu_p, gpu_q), 4)}
     save()
 
@@ -163,7 +170,8 @@ def run(carry: Path, out: Path, copies: int, scaling: list[int] | None = None) -
     folder = work / "shards"
     shard_size = 16384
     t = time.perf_counter()
-    embedded = embed_on_devices(work / "passages.sqlite", n, folder, encoder_dir, plans, shard_size=shard_size)
+    embedded = embed_on_devices(work / "passages.sqlite", n, folder, encoder_dir, plans,
+                                shard_size=shard_size)
     dt = time.perf_counter() - t
     first = np.load(shard_path(folder, 0))
     result["embed_on_devices"] = {"passages": embedded, "shard_size": shard_size, "seconds": round(dt, 1),

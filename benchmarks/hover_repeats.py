@@ -2,7 +2,8 @@
 
 A random HoVer sample rarely returns to an entity (2 of the 50 seeded claims share a supporting article
 with an earlier claim), so the memory has nothing to reuse there. Across HoVer dev, 68 articles support
-claims of two or more different HotpotQA questions (67 of two, one of three), hence the defaults. This picks ENTITIES articles that are
+claims of two or more different HotpotQA questions (67 of two, one of three), hence the defaults. This picks
+ENTITIES articles that are
 supporting facts of at least PER_ENTITY dev claims, takes PER_ENTITY claims for each (no claim twice, each
 from a different HotpotQA question),
 and interleaves them (A1 B1 ... A2 B2 ...): at a concurrency below ENTITIES, a claim's earlier
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.entities < 1 or args.per_entity < 2:
-        print("error: --entities must be >= 1 and --per-entity >= 2 (a repeat needs two claims)", file=sys.stderr)
+        print("error: --entities must be >= 1 and --per-entity >= 2 (a repeat needs two claims)",
+              file=sys.stderr)
         return 2
     try:
         records = load_dataset("hover", variant="dev").claims
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                     "id": claim.id, "claim": claim.text, "label": label, "entity": title,
                     "gold_titles": claim.meta["gold_titles"], "hops": claim.meta["hops"],
                 }, ensure_ascii=False) + "\n")
-    print(f"{args.out}: {args.entities * args.per_entity} claims, entities: {', '.join(t for t, _ in groups)}")
+    print(f"{args.out}: {args.entities * args.per_entity} claims, entities: {', '.join(t for t, _ in groups)}")  # noqa: E501
     return 0
 
 

@@ -59,7 +59,8 @@ def article_wikitexts(dump: Path) -> list[tuple[str, str]]:
             rev = _child(elem, "revision")
             text = (_child(rev, "text").text or "") if rev is not None else ""
             if ns == "0" and _child(elem, "redirect") is None and not re.match(r"\s*#redirect", text, re.I) \
-                    and not title.startswith(("List of ", "Lists of ")) and not title.endswith("(disambiguation)"):
+                    and not title.startswith(("List of ",
+                                              "Lists of ")) and not title.endswith("(disambiguation)"):
                 out.append((title, text))
             elem.clear()
     return out
@@ -119,7 +120,8 @@ def cmd_cleaner(args) -> None:
            "articles_jaccard_ge_0.95": sum(j >= 0.95 for j in js),
            "tokens_mwparser": total_old, "tokens_fast": total_new,
            "tokens_only_mwparser": sum(only_old.values()), "tokens_only_fast": sum(only_new.values()),
-           "top_only_mwparser": only_old.most_common(25), "top_only_fast": only_new.most_common(25)}, args.out)
+           "top_only_mwparser": only_old.most_common(25), "top_only_fast": only_new.most_common(25)},
+          args.out)
     for j, title, lost, gained in jaccards[:args.examples]:
         examples.append({"title": title, "jaccard": round(j, 4), "only_mwparser": lost.most_common(12),
                          "only_fast": gained.most_common(12)})
@@ -156,7 +158,8 @@ def _run_stage1(dump: Path, workers: int, cleaner: str, bm25: bool, limit: int |
         if progress_file is not None and now - last[0] > 10:
             last[0] = now
             with open(progress_file, "a") as f:
-                f.write(json.dumps({"t": time.strftime("%H:%M:%S"), "workers": workers, "passages": done}) + "\n")
+                f.write(json.dumps({"t": time.strftime("%H:%M:%S"), "workers": workers,
+                                    "passages": done}) + "\n")
 
     from veracity.indexes import parallel
 
@@ -178,7 +181,8 @@ def _run_stage1(dump: Path, workers: int, cleaner: str, bm25: bool, limit: int |
         u0 = _usage()
         m0 = time.thread_time()
         t0 = time.perf_counter()
-        infos = _read_into(work, [Source(dump, fmt)], [SourceInfo(str(dump), fmt).to_dict()], options, progress,
+        infos = _read_into(work, [Source(dump, fmt)], [SourceInfo(str(dump), fmt).to_dict()], options,
+                           progress,
                            lambda m: None)
         wall = time.perf_counter() - t0
         main_cpu = time.thread_time() - m0
@@ -214,7 +218,8 @@ def cmd_stage1(args) -> None:
     bounds: dict[int, list[float]] = {}
     for workers in args.workers_list:
         for _ in range(args.repeat):
-            rec = _run_stage1(args.dump, workers, args.cleaner, not args.no_bm25, args.limit, args.bm25_threads,
+            rec = _run_stage1(args.dump, workers, args.cleaner, not args.no_bm25, args.limit,
+                              args.bm25_threads,
                               args.progress)
             rec["cpu_efficiency"] = round(rec["cpu_s"] / (max(1, workers) * rec["wall_s"]), 2)
             _emit(rec, args.out)

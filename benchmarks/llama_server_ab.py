@@ -29,8 +29,10 @@ CLAIMS = ["The Eiffel Tower is in Berlin.", "Marie Curie won two Nobel prizes.",
 
 def ask(port: int, claim: str) -> int:
     body = {"model": "m", "max_tokens": 96, "temperature": 0, "seed": 0,
-            "messages": [{"role": "system", "content": "You check claims against your knowledge. Reply in JSON."},
-                         {"role": "user", "content": f"Claim: {claim}\nGive the label and a short explanation."}],
+            "messages": [{"role": "system",
+                          "content": "You check claims against your knowledge. Reply in JSON."},
+                         {"role": "user",
+                          "content": f"Claim: {claim}\nGive the label and a short explanation."}],
             "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": SCHEMA}}}
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
@@ -39,7 +41,8 @@ def ask(port: int, claim: str) -> int:
 
 
 def one_run(binary: str, model: str, port: int, threads: int) -> tuple[float, int, float, int]:
-    proc = subprocess.Popen([binary, "--model", model, "--port", str(port), "--host", "127.0.0.1", "--ctx-size",
+    proc = subprocess.Popen([binary, "--model", model, "--port", str(port), "--host", "127.0.0.1",
+                             "--ctx-size",
                              "16384", "--parallel", "4", "--threads", str(threads), "--no-webui"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})

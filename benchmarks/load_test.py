@@ -69,16 +69,20 @@ def one_round(args, claims: Path, out: Path) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     wall = time.perf_counter() - t0
-    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
+    records = [json.loads(line)
+               for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
     latencies = [r["trace"]["timings"]["total_s"] for r in records]
     ids = [r["id"] for r in records]
     return {
         "exit_code": proc.returncode, "written": len(records), "duplicated": len(ids) - len(set(ids)),
-        "failed": args.n - len(set(ids)), "fallback_rate": (sum(map(fell_back, records)) / len(records)) if records else None,
+        "failed": args.n - len(set(ids)), "fallback_rate": (sum(map(fell_back,
+                                                                    records)) / len(records)) if records
+            else None,
         "latency_p50_s": quantile(latencies, 0.5), "latency_p99_s": quantile(latencies, 0.99),
         "latency_mean_s": statistics.fmean(latencies) if latencies else None,
         "wall_s": wall, "claims_per_min": 60 * len(records) / wall if wall > 0 else 0.0,
-        "stderr_tail": proc.stderr[-600:], "summary": proc.stdout.strip().splitlines()[-1:] if proc.stdout else [],
+        "stderr_tail": proc.stderr[-600:],
+            "summary": proc.stdout.strip().splitlines()[-1:] if proc.stdout else [],
     }
 
 
@@ -103,21 +107,25 @@ def main() -> None:
     try:
         for r in range(1, args.rounds + 1):
             start_s = restart_server(args.port, args.model)
-            res = {"round": r, "server_start_s": start_s, **one_round(args, claims, args.out / f"round{r}.jsonl")}
+            res = {"round": r, "server_start_s": start_s, **one_round(args, claims,
+                                                                      args.out / f"round{r}.jsonl")}
             rounds.append(res)
             (args.out / "load.json").write_text(json.dumps({"command": " ".join(sys.argv), "claims": args.n,
-                                                            "in_flight": args.in_flight, "method": args.method,
+                                                            "in_flight": args.in_flight,
+                                                            "method": args.method,
                                                             "rounds": rounds}, indent=2))
             print(f"round {r}: {res['written']}/{args.n} written, {res['failed']} failed, "
                   f"p50 {res['latency_p50_s']:.1f}s p99 {res['latency_p99_s']:.1f}s", flush=True)
     finally:
         subprocess.run(VERACITY + ["serve", "--stop"], check=False, capture_output=True)
     print(f"\n`{' '.join(['python'] + sys.argv)}`\n")
-    print("| round | claims | in flight | written | failed | duplicated | fallback rate | p50 s | p99 s | wall s | claims/min |")
+    print("| round | claims | in flight | written | failed | duplicated | fallback rate | p50 s | p99 s | "
+          "wall s | claims/min |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for res in rounds:
         fb = "n/a" if res["fallback_rate"] is None else f"{res['fallback_rate']:.2f}"
-        print(f"| {res['round']} | {args.n} | {args.in_flight} | {res['written']} | {res['failed']} | {res['duplicated']} "
+        print(f"| {res['round']} | {args.n} | {args.in_flight} | {res['written']} | {res['failed']} | "
+              f"{res['duplicated']} "
               f"| {fb} | {res['latency_p50_s']:.1f} | {res['latency_p99_s']:.1f} | {res['wall_s']:.0f} "
               f"| {res['claims_per_min']:.1f} |")
     sys.exit(0 if all(r["failed"] == 0 and r["duplicated"] == 0 for r in rounds) else 1)

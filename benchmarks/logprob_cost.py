@@ -7,7 +7,8 @@ claim by claim (they must be the same: logprobs only report). With ``--server-pi
 machine) each round also records the CPU seconds the server and this process spent: on a loaded machine the
 wall-clock rate swings with the load, while CPU seconds per claim hardly do.
 
-    python benchmarks/logprob_cost.py --endpoint http://127.0.0.1:8400/v1 --dataset feverous-s --evidence gold \
+    python benchmarks/logprob_cost.py --endpoint http://127.0.0.1:8400/v1 --dataset feverous-s --evidence
+    gold \
         --limit 12 --rounds 3 --concurrency 4 --out logprob-cost.json
 """
 
@@ -36,8 +37,10 @@ def cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str], dict]:
-    config = VerifierConfig.of(method=args.method, labels=args.labels, evidence=args.evidence, index=args.index,
+async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> tuple[float, dict[str, str],
+                                                                                     dict]:
+    config = VerifierConfig.of(method=args.method, labels=args.labels, evidence=args.evidence,
+                               index=args.index,
                                endpoint=args.endpoint, calibration="off", settings=Settings())
     async with LLMClient(args.endpoint, args.model, concurrency=args.concurrency, logprobs=logprobs,
                          timeout_s=Settings().request_timeout_s) as llm:
@@ -72,7 +75,8 @@ async def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--server-pid", type=int, default=None, help="a local llama-server's pid: also count its CPU")
+    ap.add_argument("--server-pid", type=int, default=None,
+                    help="a local llama-server's pid: also count its CPU")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     ds = load_dataset(args.dataset, None, limit=args.limit, seed=args.seed, evidence=args.evidence,
@@ -95,7 +99,8 @@ async def main() -> None:
     summary = {"claims": len(claims), "median_on": round(on, 3), "median_off": round(off, 3),
                "ratio_on_over_off": round(on / off, 4),
                "cpu_s_per_claim_on": round(statistics.median(cpus[True]), 3),
-               "cpu_s_per_claim_off": round(statistics.median(cpus[False]), 3), "labels_same": f"{same}/{len(claims)}", "rounds": rows}
+               "cpu_s_per_claim_off": round(statistics.median(cpus[False]), 3),
+               "labels_same": f"{same}/{len(claims)}", "rounds": rows}
     print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,4 +1,5 @@
-"""Mutation testing of the core rules (mutmut): each module's mutants run against that module's unit tests only.
+"""Mutation testing of the core rules (mutmut): each module's mutants run against that module's unit tests
+only.
 
     python benchmarks/mutation.py                      # every module below, one after another
     python benchmarks/mutation.py pipeline/labels.py   # one (or several) of them
@@ -59,7 +60,8 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
     shutil.copytree(REPO / "veracity", work / "veracity", ignore=ignore)
     shutil.copytree(REPO / "veracity" / "web" / "static", work / "veracity" / "web" / "static")
     shutil.copytree(REPO / "tests", work / "tests", ignore=ignore)
-    shutil.copytree(REPO / "benchmarks", work / "benchmarks", ignore=shutil.ignore_patterns("results", "__pycache__"))
+    shutil.copytree(REPO / "benchmarks", work / "benchmarks", ignore=shutil.ignore_patterns("results",
+                                                                                            "__pycache__"))
     for name in ("README.md", "DEVELOPERS.md"):  # a few tests read them
         shutil.copy2(REPO / name, work / name)
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
@@ -148,12 +150,14 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     t0 = time.time()
     run = None
     if names != ["-none-left-"]:
-        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children),
+                                *names],
                                cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
         try:
             run.stdout_text, _ = run.communicate(timeout=budget)
-        except subprocess.TimeoutExpired:  # the time given is up: what was tested counts, the rest is "not checked"
+        # the time given is up: what was tested counts, the rest is "not checked"
+        except subprocess.TimeoutExpired:
             os.killpg(run.pid, signal.SIGKILL)
             run.stdout_text, _ = run.communicate()
             run.returncode = 0
@@ -162,7 +166,8 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     if patterns:  # the mutants this run was asked for (mutmut lists the others as not checked)
         statuses = {n: s for n, s in statuses.items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
     if resume:
-        seconds += (json.loads((work / "seconds.json").read_text()) if (work / "seconds.json").exists() else 0)
+        seconds += (json.loads((work / "seconds.json").read_text()) if (work / "seconds.json").exists()
+                    else 0)
         (work / "seconds.json").write_text(json.dumps(seconds))
     rerun = None
     if previous is not None:
@@ -183,11 +188,14 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     shown = diffs(work, env, module, [n for n in left if not n.startswith("killed-before-")])
     survivors = [{"name": n, "status": statuses[n], "diff": shown.get(n, "")} for n in left]
     report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
-              "counts": counts, "killed": killed, "killed_share": round(killed / tested, 4) if tested else None,
-              "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0, "survivors": survivors,
+              "counts": counts, "killed": killed, "killed_share": round(killed / tested,
+                                                                        4) if tested else None,
+              "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0,
+              "survivors": survivors,
               "log_tail": (run.stdout_text or "")[-1500:] if run and run.returncode else ""}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (OUT / f"{name}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
     return report
 
 
@@ -207,8 +215,10 @@ def markdown_table() -> str:
         run = f"{r['seconds']:.0f} s"
         if r.get("rerun"):
             run += f" + {r['rerun']['seconds']:.0f} s (survivors re-tested)"
-        rows.append(f"| `veracity/{module}` | {scope} | {', '.join(Path(t).name for t in r['tests'])} | {r['mutants']} | "
-                    f"{r['counts'].get('not checked', 0)} | {r['killed']} | {r['counts'].get('survived', 0)} | {r['counts'].get('no tests', 0)} | {share} | "
+        rows.append(f"| `veracity/{module}` | {scope} | {', '.join(Path(t).name for t in r['tests'])} | "
+                    f"{r['mutants']} | "
+                    f"{r['counts'].get('not checked', 0)} | {r['killed']} | {r['counts'].get('survived', 0)} "
+                    f"| {r['counts'].get('no tests', 0)} | {share} | "
                     f"{run} |")
     return "\n".join(rows)
 
@@ -221,13 +231,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=None, metavar="NAME",
                     help="mutate only these functions or classes of the module (globs; repeatable)")
     ap.add_argument("--survivors", action="store_true",
-                    help="re-test only the last run's survivors (after adding tests), keeping its other results")
+                    help="re-test only the last run's survivors (after adding tests), keeping its other "
+                         "results")
     ap.add_argument("--resume", action="store_true",
                     help="go on with a stopped run in the same --work folder (only its untested mutants)")
     ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                    help="stop a module's run after this long and report the mutants tested (resume with --resume)")
+                    help="stop a module's run after this long and report the mutants tested (resume with "
+                         "--resume)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
-    ap.add_argument("--table", action="store_true", help="print the markdown table of the results written so far")
+    ap.add_argument("--table", action="store_true",
+                    help="print the markdown table of the results written so far")
     args = ap.parse_args(argv)
     if args.table:
         print(markdown_table())
@@ -249,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                          args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
         print(f"veracity/{module}: {rep['killed']} of {rep['mutants']} mutants killed ({share}), "
-              f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> {OUT / (module.replace('/', '.')[:-3] + '.json')}",
+              f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> "
+              f"{OUT / (module.replace('/', '.')[:-3] + '.json')}",
               flush=True)
     if args.work is None:
         shutil.rmtree(work_root, ignore_errors=True)

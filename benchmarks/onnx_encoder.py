@@ -3,7 +3,8 @@
 sentence-transformers' own ONNX / OpenVINO backends need ``optimum``, which this environment's transformers
 rules out (benchmarks/BENCHMARKS.md), so the model is exported here with ``torch.onnx.export`` (the
 TorchScript exporter): the BERT encoder, mean pooling over the attention mask and L2 normalization in one
-graph, the same computation as the SentenceTransformer's modules. ``onnxruntime.quantization.quantize_dynamic``
+graph, the same computation as the SentenceTransformer's modules.
+``onnxruntime.quantization.quantize_dynamic``
 then makes an int8 copy (weights int8, activations quantized on the fly).
 
 ``measure`` encodes the same passages (the demo index's first ``--passages`` rows, as the build encodes them:
@@ -64,10 +65,13 @@ def cmd_export(args) -> None:
     model = Pooled(bert).eval()
     t0 = time.perf_counter()
     with torch.no_grad():
-        torch.onnx.export(model, (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]), str(fp32),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
+        torch.onnx.export(model, (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+                          str(fp32),
+                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+                          output_names=["embedding"],
                           dynamic_axes={n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask",
-                                                                           "token_type_ids")} | {"embedding": {0: "batch"}},
+                                                                           "token_type_ids")}
+                          | {"embedding": {0: "batch"}},
                           opset_version=17, dynamo=False)
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -78,7 +82,8 @@ def cmd_export(args) -> None:
 
 
 def _passages(n: int) -> list[str]:
-    store = Path(os.environ.get("VERACITY_HOME", Path.home() / ".veracity")) / "indexes" / "demo" / "passages.sqlite"
+    store = Path(os.environ.get("VERACITY_HOME",
+                                Path.home() / ".veracity")) / "indexes" / "demo" / "passages.sqlite"
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
         rows = conn.execute("SELECT title, text FROM passages ORDER BY idx LIMIT ?", (n,)).fetchall()
     return [f"{t}\n{x}" for t, x in rows]
@@ -103,7 +108,8 @@ def _ort_encoder(path: Path, tok, max_len: int, threads: int):
         out = np.zeros((len(texts), 384), dtype=np.float32)
         for i in range(0, len(texts), BATCH):
             idx = order[i:i + BATCH]
-            enc = tok([texts[j] for j in idx], padding=True, truncation=True, max_length=max_len, return_tensors="np")
+            enc = tok([texts[j] for j in idx], padding=True, truncation=True, max_length=max_len,
+                      return_tensors="np")
             feed = {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
             out[idx] = sess.run(["embedding"], feed)[0]
         return out
@@ -149,7 +155,8 @@ def cmd_measure(args) -> None:
             if name != "torch":
                 p_ref, q_ref = vectors["torch"]
                 cos = np.sum(p * p_ref, axis=1)
-                rec.update({"cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()), 6),
+                rec.update({"cosine_mean": round(float(cos.mean()), 6), "cosine_min": round(float(cos.min()),
+                                                                                            6),
                             "recall_at_10_vs_torch": round(_recall(p_ref, q_ref, p, q), 4),
                             "queries": len(claims)})
             _emit(rec, args.out)

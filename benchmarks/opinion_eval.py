@@ -17,7 +17,8 @@ The set (frozen in the commit that adds this script, before anything was measure
 - from ``../shared/data/factcheck_bench/factcheck-GPT-benchmark.jsonl``: every claim its annotators labelled
   ``opinion`` or ``not_a_claim`` (17), and 40 claims they labelled ``factual`` (``random.Random(44)``), each
   with its sentence;
-- from ``../shared/data/fever/paper_dev.jsonl``: 30 SUPPORTS / REFUTES claims (``random.Random(44)``), each its
+- from ``../shared/data/fever/paper_dev.jsonl``: 30 SUPPORTS / REFUTES claims (``random.Random(44)``), each
+its
   own sentence (FEVER's refuted claims are false statements a checker must still verify).
 
 The split: an item is held out when the sha1 of ``opinion-set-v1:<id>`` ends in a hex digit below ``a``
@@ -65,7 +66,8 @@ def items(data: Path = DATA) -> list[dict[str, Any]]:
                         "source": "factcheck-gpt"}
                 (factual if cat == "factual" else out).append(item)
     out += random.Random(44).sample(factual, 40)
-    fever = [r for r in read_jsonl(data / "fever" / "paper_dev.jsonl") if r["label"] in ("SUPPORTS", "REFUTES")]
+    fever = [r for r in read_jsonl(data / "fever" / "paper_dev.jsonl") if r["label"] in ("SUPPORTS",
+                                                                                         "REFUTES")]
     for r in random.Random(44).sample(fever, 30):
         out.append({"id": f"fever-{r['id']}", "sentence": r["claim"], "claim": r["claim"], "label": "factual",
                     "source": "fever", "fever_label": r["label"]})
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("show")
     m = sub.add_parser("measure")
     m.add_argument("--split", choices=("dev", "held-out", "all"), default="held-out")
-    m.add_argument("--endpoint", default=None, help="an OpenAI-compatible /v1 URL: with it check.worthiness is "
+    m.add_argument("--endpoint", default=None,
+                   help="an OpenAI-compatible /v1 URL: with it check.worthiness is "
                    "asked too; without it only the model-free rule sorts")
     m.add_argument("--model", default=None)
     m.add_argument("--concurrency", type=int, default=4)

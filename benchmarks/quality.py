@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-# ProgramFC (N=1), open-book Macro-F1 (%), as reported in Trification's Table 1 (shared/papers/trification.txt,
+# ProgramFC (N=1), open-book Macro-F1 (%), as reported in Trification's Table 1
+# (shared/papers/trification.txt,
 # also in benchmarks/PAPERS.md). Its gold-evidence numbers are not in the papers this project holds.
 PROGRAMFC_OPEN = {"hover/2": 69.36, "hover/3": 60.63, "hover/4": 59.16, "feverous-s": 67.80}
 
@@ -97,20 +98,25 @@ def table(args: argparse.Namespace) -> int:
             ref = (" / ".join(f"{PROGRAMFC_OPEN[f'hover/{h}']:.1f}" for h in sorted(hops)) if ds == "hover"
                    else f"{PROGRAMFC_OPEN.get(ds, float('nan')):.1f}")
             rows.append([
-                run.get("model", {}).get("model", "?"), method_label(run["config"]), ds, m["run"].get("evidence", "open"),
+                run.get("model", {}).get("model", "?"), method_label(run["config"]), ds,
+                         m["run"].get("evidence", "open"),
                 f"{m['n_predicted']}/{m['n_claims']}",
-                f"{_pct(s.get('accuracy'))} [{_pct((ci.get('accuracy') or [None])[0])}, {_pct((ci.get('accuracy') or [None, None])[1])}]",
-                f"{_pct(s.get('macro_f1'))} [{_pct((ci.get('macro_f1') or [None])[0])}, {_pct((ci.get('macro_f1') or [None, None])[1])}]",
+                f"{_pct(s.get('accuracy'))} [{_pct((ci.get('accuracy') or [None])[0])}, "
+                f"{_pct((ci.get('accuracy') or [None, None])[1])}]",
+                f"{_pct(s.get('macro_f1'))} [{_pct((ci.get('macro_f1') or [None])[0])}, "
+                f"{_pct((ci.get('macro_f1') or [None, None])[1])}]",
                 " / ".join(_pct(hops[h]["macro_f1"]) for h in sorted(hops)) or "-",
                 f"{_pct(major.get('accuracy'))} / {_pct(major.get('macro_f1'))}",
                 ref,
-                f"{rel.get('invalid_replies', 0)} / {rel.get('fallback_rate', 0):.2f}", f"{ls.get('forced_rate', 0):.2f}" if not ls.get("nei_allowed", True)
+                f"{rel.get('invalid_replies', 0)} / {rel.get('fallback_rate', 0):.2f}",
+                         f"{ls.get('forced_rate', 0):.2f}" if not ls.get("nei_allowed", True)
                 else f"NEI {s.get('nei_rate', 0):.2f}",
                 f"{e.get('llm_calls_per_claim', 0):.1f}", f"{e.get('tokens_per_claim', 0):,.0f}",
                 f"{e.get('latency_p50_s', 0):.0f}", f"{e.get('wall_time_s', 0):.0f}",
             ])
     head = ["model", "method", "dataset", "evidence", "n", "accuracy % [95 % CI]", "macro-F1 % [95 % CI]",
-            "macro-F1 by hops (2/3/4)", "majority acc / F1", "ProgramFC open F1", "invalid replies / fallback rate",
+            "macro-F1 by hops (2/3/4)", "majority acc / F1", "ProgramFC open F1",
+            "invalid replies / fallback rate",
             "forced",
             "LLM calls/claim", "tokens/claim", "claim p50 s", "wall s"]
     print("| " + " | ".join(head) + " |")
@@ -128,7 +134,8 @@ def wrong(args: argparse.Namespace) -> int:
     from veracity.bench.datasets import load_dataset
 
     cfg = run["config"]
-    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"),
+                      seed=cfg.get("seed"),
                       hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
                       evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     gold = {c.id: (c, g.value) for c, g in ds.claims}
@@ -161,7 +168,8 @@ def judges_from_trace(events: list[dict]) -> list[tuple[str, str, int]]:
     graphs = [e for e in events if e.get("kind") == "trification.graph"]
     if not graphs:
         return []
-    standing = [n["id"] for n in graphs[-1]["nodes"] if n.get("type") == "JUDGE" and n.get("status") == "done"]
+    standing = [n["id"] for n in graphs[-1]["nodes"] if n.get("type") == "JUDGE" and n.get("status")
+                == "done"]
     ends: dict[str, tuple[str, int]] = {}
     for order, e in enumerate(x for x in events if x.get("kind") == "trification.node_end"):
         if e.get("type") == "JUDGE" and e.get("status") in ("done", "failed"):
@@ -196,12 +204,15 @@ def aggregate(args: argparse.Namespace) -> int:
     d = Path(args.run_dir)
     run = json.loads((d / "run.json").read_text())
     if run["config"]["method"] != "trification":
-        print(f"error: {d} is a {run['config']['method']} run; judge aggregation is Trification's", file=sys.stderr)
+        print(f"error: {d} is a {run['config']['method']} run; judge aggregation is Trification's",
+              file=sys.stderr)
         return 2
     params = run_manifest(run).get("params") or {}
-    own, uncertain = params.get("judge_aggregation", "all_supported"), params.get("uncertain_label", "REFUTED")
+    own, uncertain = params.get("judge_aggregation", "all_supported"), params.get("uncertain_label",
+                                                                                  "REFUTED")
     cfg = run["config"]
-    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"),
+                      seed=cfg.get("seed"),
                       hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
                       evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     gold = {c.id: g.value for c, g in ds.claims}
@@ -239,14 +250,16 @@ def _gold(d: Path) -> dict[str, tuple]:
 
     run = json.loads((d / "run.json").read_text())
     cfg = run["config"]
-    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+    ds = load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"),
+                      seed=cfg.get("seed"),
                       hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
                       evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
     return {c.id: (c, g.value, ds.labels) for c, g in ds.claims}
 
 
 def _predictions(d: Path, gold: dict) -> dict[str, dict]:
-    rows = (json.loads(x) for x in (d / "predictions.jsonl").read_text(encoding="utf-8").splitlines() if x.strip())
+    rows = (json.loads(x) for x in (d / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+            if x.strip())
     return {r["id"]: r for r in rows if r["id"] in gold and not r.get("error")}
 
 
@@ -283,7 +296,8 @@ def quotes_compare(args: argparse.Namespace) -> int:
     if not cells:
         print(f"error: no cell is in both {off_root} and {check_root}", file=sys.stderr)
         return 2
-    head = ["cell", "n", "off acc % [CI]", "check acc % [CI]", "off F1 % [CI]", "check F1 % [CI]", "mismatch before retry",
+    head = ["cell", "n", "off acc % [CI]", "check acc % [CI]", "off F1 % [CI]", "check F1 % [CI]",
+            "mismatch before retry",
             "ungrounded after retry", "verdicts changed"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -302,10 +316,13 @@ def quotes_compare(args: argparse.Namespace) -> int:
         co, cc = bootstrap_ci(g, po, labels), bootstrap_ci(g, pc, labels)
         before = sum(any(e.get("attempt") == 1 for e in _events(chk[i], MISMATCH_EVENT)) for i in ids)
         after = sum(chk[i].get("grounding") == "ungrounded" for i in ids)
-        print(f"| {name} | {len(ids)} | {_pct(so.accuracy)} [{_pct(co['accuracy'][0])}, {_pct(co['accuracy'][1])}] | "
+        print(f"| {name} | {len(ids)} | {_pct(so.accuracy)} [{_pct(co['accuracy'][0])}, "
+              f"{_pct(co['accuracy'][1])}] | "
               f"{_pct(sc.accuracy)} [{_pct(cc['accuracy'][0])}, {_pct(cc['accuracy'][1])}] | "
               f"{_pct(so.macro_f1)} [{_pct(co['macro_f1'][0])}, {_pct(co['macro_f1'][1])}] | "
-              f"{_pct(sc.macro_f1)} [{_pct(cc['macro_f1'][0])}, {_pct(cc['macro_f1'][1])}] | {before}/{len(ids)} | {after}/{len(ids)} | {sum(a != b for a, b in zip(po, pc, strict=True))} |")
+              f"{_pct(sc.macro_f1)} [{_pct(cc['macro_f1'][0])}, {_pct(cc['macro_f1'][1])}] | "
+              f"{before}/{len(ids)} | {after}/{len(ids)} | "
+              f"{sum(a != b for a, b in zip(po, pc, strict=True))} |")
         pooled["gold"] += g
         pooled["off"] += po
         pooled["check"] += pc
@@ -316,15 +333,18 @@ def quotes_compare(args: argparse.Namespace) -> int:
             elif chk[i].get("grounding") == "grounded" and chk[i]["quotes"]:
                 grounded.append(item)
     n = len(pooled["gold"])
-    acc = {k: sum(a == b for a, b in zip(pooled["gold"], pooled[k], strict=True)) / n for k in ("off", "check")}
+    acc = {k: sum(a == b for a, b in zip(pooled["gold"], pooled[k], strict=True)) / n for k in ("off",
+                                                                                                "check")}
     drop = 100 * (acc["off"] - acc["check"])
     print(f"\npooled over {n} claims: accuracy off {_pct(acc['off'])} %, check {_pct(acc['check'])} % "
           f"(drop {drop:.1f} points; the rule allows at most 2.0)")
     if len({_labels_of(c) for c in pooled_spaces}) == 1:  # the same label space in every cell
         labels = pooled_spaces[0]
         for k in ("off", "check"):
-            st, ci = evaluate(pooled["gold"], pooled[k], labels), bootstrap_ci(pooled["gold"], pooled[k], labels)
-            print(f"pooled {k}: accuracy {_pct(st.accuracy)} [{_pct(ci['accuracy'][0])}, {_pct(ci['accuracy'][1])}], "
+            st, ci = evaluate(pooled["gold"], pooled[k], labels), bootstrap_ci(pooled["gold"], pooled[k],
+                                                                               labels)
+            print(f"pooled {k}: accuracy {_pct(st.accuracy)} [{_pct(ci['accuracy'][0])}, "
+                  f"{_pct(ci['accuracy'][1])}], "
                   f"macro-F1 {_pct(st.macro_f1)} [{_pct(ci['macro_f1'][0])}, {_pct(ci['macro_f1'][1])}]")
     else:
         print("pooled macro-F1: not given (the cells have different label spaces)")
@@ -345,7 +365,8 @@ def _sheet(picked: list, seed: int, drop: float) -> str:
     not) and the cited passages; the reader writes yes or no after each ``check right`` line."""
     out = [f"# quotes=check hand-read sheet (seed {seed}; pooled accuracy drop {drop:.1f} points)", "",
            "For a grounded verdict: yes if every quote really is the passage's words AND supports the label. "
-           "For an ungrounded verdict: yes if the judge really misread (its label is not in its passages).", ""]
+           "For an ungrounded verdict: yes if the judge really misread (its label is not in its passages).",
+           ""]
     for kind, (cell, gold, r) in picked:
         given = next((e["label_given"] for e in _events(r, "quotes.ungrounded")), r["label"])
         out += [f"## {kind}: {r['id']} ({cell})", f"claim: {r['claim']}", f"gold {gold}; judge said {given}; "
@@ -401,11 +422,13 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--steps", type=int, default=12)
     a = sub.add_parser("aggregate", help="Trification: the verdicts under each judge_aggregation rule")
     a.add_argument("run_dir")
-    q = sub.add_parser("quotes", help="rag quotes=off against quotes=check on the same cells (issue 31's rule)")
+    q = sub.add_parser("quotes",
+                       help="rag quotes=off against quotes=check on the same cells (issue 31's rule)")
     q.add_argument("off_root", nargs="?", help="the quotes=off runs (quality.py run --root ... directory)")
     q.add_argument("check_root", nargs="?", help="the quotes=check runs")
     q.add_argument("--sheet", help="write the hand-read sheet here")
-    q.add_argument("--hand-read", type=int, default=20, help="grounded and ungrounded verdicts each (default 20)")
+    q.add_argument("--hand-read", type=int, default=20,
+                   help="grounded and ungrounded verdicts each (default 20)")
     q.add_argument("--hand-seed", type=int, default=31)
     q.add_argument("--tally", help="count a filled sheet instead")
     q.add_argument("--drop", type=float, default=None, help="with --tally: the pooled drop in points")

@@ -5,8 +5,10 @@ the stage, and the load average around it (the machine may be shared). Each stag
 to --out; ``report`` prints the table of every stage recorded so far.
 
     H=/tmp/fresh-home
-    python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl install     # veracity engines install llama.cpp
-    python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl prepare --model qwen2.5-coder-1.5b-instruct
+    python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl install     # veracity engines install
+    llama.cpp
+    python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl prepare --model
+    qwen2.5-coder-1.5b-instruct
     python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl index       # veracity index build demo
     python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl verify --model qwen2.5-coder-1.5b-instruct
     python benchmarks/quickstart_laptop.py --home $H --out qs.jsonl stop        # serve --stop; nothing left?
@@ -64,7 +66,8 @@ def _ancestors() -> set[int]:
 def processes_of(home: str) -> list[int]:
     """The processes running with this VERACITY_HOME, this script and its parents left out."""
     mine = _ancestors()
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in mine and _with_home(int(d), home)]
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) not in mine and _with_home(int(d),
+                                                                                                     home)]
 
 
 class MemorySampler:
@@ -111,7 +114,8 @@ def run_stage(name: str, cmd: list[str], home: Path, *, watch: Path | None = Non
     t0 = time.monotonic()
     first = None
     with MemorySampler(str(home)) as mem:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
         lines: list[str] = []
 
         def read() -> None:
@@ -123,7 +127,7 @@ def run_stage(name: str, cmd: list[str], home: Path, *, watch: Path | None = Non
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         while proc.poll() is None:
-            if watch is not None and first is None and watch.exists() and watch.read_bytes().count(b"\n") >= 1:
+            if watch is not None and first is None and watch.exists() and watch.read_bytes().count(b"\n") >= 1:  # noqa: E501
                 first = time.monotonic() - t0
             time.sleep(0.1)
         reader.join()
@@ -174,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             "verify", "-i", "examples/claims.jsonl", "-o", str(out), "--method", "rag", "--model", a.model,
             "--index", str(index)), home, watch=out)
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-        claims = {json.loads(line)["id"]: json.loads(line) for line in (ROOT / "examples" / "claims.jsonl").read_text().splitlines()}
+        claims = {json.loads(line)["id"]: json.loads(line) for line in (ROOT / "examples"
+                                                                        / "claims.jsonl").read_text().splitlines()}  # noqa: E501
         extra["right"] = sum(1 for r in rows if r.get("label") == claims.get(r.get("id"), {}).get("label"))
         extra["verdicts"] = len(rows)
     else:  # stop
@@ -191,11 +196,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(path: Path) -> int:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    print(f"{'stage':<48} {'wall':>8} {'1st':>7} {'peak RSS':>9} {'peak PSS':>9} {'home disk':>10}  load 1-min")
+    print(f"{'stage':<48} {'wall':>8} {'1st':>7} {'peak RSS':>9} {'peak PSS':>9} {'home disk':>10}  load "
+          "1-min")
     for r in rows:
         first = f"{r['first_result_s']:.0f} s" if r.get("first_result_s") is not None else ""
         print(f"{r['stage'][:48]:<48} {r['wall_s']:>6.0f} s {first:>7} {r['peak_rss_mib']:>5} MiB "
-              f"{r['peak_pss_mib']:>5} MiB {r['home_disk_mib']:>6} MiB  {r['load_before'][0]:.1f}->{r['load_after'][0]:.1f}"
+              f"{r['peak_pss_mib']:>5} MiB {r['home_disk_mib']:>6} MiB  "
+              f"{r['load_before'][0]:.1f}->{r['load_after'][0]:.1f}"
               + (f"  {r['right']}/{r['verdicts']} right" if "right" in r else ""))
     print(f"total {sum(r['wall_s'] for r in rows):.0f} s over {len(rows)} stages")
     return 0

@@ -49,7 +49,8 @@ def hover_claims(n: int, out: Path) -> Path:
 
 def command(args: argparse.Namespace, claims: Path, out: Path, backend: str) -> list[str]:
     per_actor = args.ray_concurrency or max(1, args.concurrency // args.ray_actors)
-    cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method", args.method,
+    cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method",
+           args.method,
            "--endpoint", args.endpoint]
     if args.index:
         cmd += ["--index", str(args.index)]
@@ -103,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"claims": n, **rows}, indent=2))
         return 0
-    print("measured with: python benchmarks/ray_vs_local.py " + shlex.join(sys.argv[1:] if argv is None else argv))
+    print("measured with: python benchmarks/ray_vs_local.py " + shlex.join(sys.argv[1:] if argv is None
+                                                                           else argv))
     print("| backend | claims | wall s | claims/min (wall) | claims/min (run) | failed |")
     print("|---|---|---|---|---|---|")
     for backend, r in rows.items():

@@ -32,7 +32,8 @@ CLAIM = Claim("c1", "The Amazon River flows into the Pacific Ocean.")
 DATED = Claim("c2", "Marie Curie won two Nobel Prizes.", date="2020-05-01")
 P1 = Evidence("Amazon River#0", "Amazon River", "The Amazon River in South America is the largest river by "
               "discharge volume of water in the world, and flows into the Atlantic Ocean.", 3.5)
-P2 = Evidence("Pacific Ocean#1", "Pacific Ocean", "The Pacific Ocean is the largest and deepest of Earth's five "
+P2 = Evidence("Pacific Ocean#1", "Pacific Ocean",
+              "The Pacific Ocean is the largest and deepest of Earth's five "
               "oceanic divisions.", 2.0)
 PASSAGES = [P1, P2]
 
@@ -44,7 +45,8 @@ def _node(id_: str, type_: str, output: str = "", **kw) -> NodeRun:
 
 
 def cases() -> dict[str, list[dict[str, str]]]:
-    search = _node("n1", "SEARCH", "the river reaches the Atlantic", queries=["Amazon mouth"], synthesized=True)
+    search = _node("n1", "SEARCH", "the river reaches the Atlantic", queries=["Amazon mouth"],
+                   synthesized=True)
     think = _node("n2", "THINK", "it flows east")
     judge = _node("n3", "JUDGE")
     bank = [Page("Amazon River", [P1]), Page("Pacific Ocean", [P2])]
@@ -58,12 +60,15 @@ def cases() -> dict[str, list[dict[str, str]]]:
         tag = space.name
         out[f"direct.judge/{tag}"] = direct.JUDGE.messages(claim=CLAIM, space=space)
         out[f"direct.judge/{tag}/dated"] = direct.JUDGE.messages(claim=DATED, space=space)
-        out[f"rag.judge/{tag}"] = rag.JUDGE.messages(claim=CLAIM, passages=PASSAGES, max_words=150, space=space)
-        out[f"rag.judge/{tag}/short"] = rag.JUDGE.messages(claim=DATED, passages=PASSAGES, max_words=5, space=space)
+        out[f"rag.judge/{tag}"] = rag.JUDGE.messages(claim=CLAIM, passages=PASSAGES, max_words=150,
+                                                     space=space)
+        out[f"rag.judge/{tag}/short"] = rag.JUDGE.messages(claim=DATED, passages=PASSAGES, max_words=5,
+                                                           space=space)
         opening = me.EXECUTOR.messages(claim=CLAIM, decomposition=decomposition, recalled=[P2], t_max=5,
                                        max_words=150, space=space)
         out[f"mermaid.executor/{tag}"] = opening
-        out[f"mermaid.executor/{tag}/bare"] = me.EXECUTOR.messages(claim=DATED, decomposition=None, recalled=[],
+        out[f"mermaid.executor/{tag}/bare"] = me.EXECUTOR.messages(claim=DATED, decomposition=None,
+                                                                   recalled=[],
                                                                    t_max=3, max_words=150, space=space)
         conversation = [*opening, {"role": "assistant", "content": '{"action": "search"}'},
                         me.observation_message("[Amazon River#0] Amazon River\n...", 1, 5)]
@@ -74,7 +79,8 @@ def cases() -> dict[str, list[dict[str, str]]]:
     out["emulate.search_rank"] = em.SEARCH_RANK.messages(claim=CLAIM, query="Amazon mouth", results=results,
                                                          source=source)
     out["emulate.search_rank/nosource"] = em.SEARCH_RANK.messages(claim=DATED, query="q", results=results)
-    out["emulate.self_contained_check"] = em.SELF_CONTAINED_CHECK.messages(claim=CLAIM, bank=bank[:1], page=bank[1])
+    out["emulate.self_contained_check"] = em.SELF_CONTAINED_CHECK.messages(claim=CLAIM, bank=bank[:1],
+                                                                           page=bank[1])
     out["emulate.det_helpful"] = em.DET_HELPFUL.messages(claim=CLAIM, bank=bank[:1], page=bank[1])
     out["emulate.sufficient_evidence"] = em.SUFFICIENT_EVIDENCE.messages(claim=CLAIM, bank=bank)
     out["emulate.classifier"] = em.CLASSIFIER.messages(claim=CLAIM, bank=bank)
@@ -90,7 +96,8 @@ def cases() -> dict[str, list[dict[str, str]]]:
                                                                   reasoning=reasoning)
     out["trification.search"] = tr.SEARCH.messages(node=search, parents=[think], max_queries=3)
     out["trification.synthesize"] = tr.SYNTHESIZE.messages(node=search, shown=PASSAGES, max_words=150)
-    out["trification.refine"] = tr.REFINE.messages(node=think, parents=[search], shown=PASSAGES, max_words=150)
+    out["trification.refine"] = tr.REFINE.messages(node=think, parents=[search], shown=PASSAGES,
+                                                   max_words=150)
     out["trification.think"] = tr.THINK.messages(claim=CLAIM, node=think, parents=[search], shown=PASSAGES,
                                                  max_words=150)
     out["trification.judge"] = tr.JUDGE.messages(claim=CLAIM, node=judge, parents=[search, think], shown=[P1],
@@ -110,10 +117,13 @@ def cases() -> dict[str, list[dict[str, str]]]:
     out["zofia.judge/pool"] = zo.JUDGE.messages(pool="pool", history=[(argument, argument)], max_rounds=3,
                                                 show_pool=True)
     out["zofia.judge/direct"] = zo.DIRECT_JUDGE.messages(pool="pool")
-    if hasattr(zo, "QuotedDebateDecision"):  # quotes=show|check (veracity's switch; a checkout without it has no case)
-        out["zofia.judge/quotes"] = zo.JUDGE.messages(pool="pool", history=[(argument, argument)], max_rounds=5,
+    # quotes=show|check (veracity's switch; a checkout without it has no case)
+    if hasattr(zo, "QuotedDebateDecision"):
+        out["zofia.judge/quotes"] = zo.JUDGE.messages(pool="pool", history=[(argument, argument)],
+                                                      max_rounds=5,
                                                       passages=PASSAGES, quoting=True)
-        out["zofia.judge/direct/quotes"] = zo.DIRECT_JUDGE.messages(pool="pool", passages=PASSAGES, quoting=True)
+        out["zofia.judge/direct/quotes"] = zo.DIRECT_JUDGE.messages(pool="pool", passages=PASSAGES,
+                                                                    quoting=True)
     return out
 
 

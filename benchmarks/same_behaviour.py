@@ -1,5 +1,6 @@
 """Do two runs of the same claims behave the same? Per claim: label, LLM calls (with their roles in order),
-tool calls and prompt tokens, compared between two `veracity bench run` directories (or two `verify -o` JSONL files).
+tool calls and prompt tokens, compared between two `veracity bench run` directories (or two `verify -o` JSONL
+files).
 
 A behaviour-preserving refactor proves itself with this on a fixed sample at temperature 0 and
 concurrency 1 (docs/architecture.md; BENCHMARKS.md "Issue 12: behaviour before and after").
@@ -69,11 +70,13 @@ def main(argv: list[str]) -> int:
     else:
         print(f"claims: {out['shared']} shared ({out['claims_before']} before, {out['claims_after']} after); "
               f"same label {out['same_label']}/{out['shared']}; same LLM-call count "
-              f"{out['same_llm_calls']}/{out['shared']} ({out['llm_calls_before']} vs {out['llm_calls_after']} calls); "
+              f"{out['same_llm_calls']}/{out['shared']} ({out['llm_calls_before']} vs "
+              f"{out['llm_calls_after']} calls); "
               f"prompt tokens {out['prompt_tokens_before']} vs {out['prompt_tokens_after']}")
         for d in out["differences"]:
             print(f"  {d['id']}: before {d['before']['label']} {d['before']['llm_calls']} calls "
-                  f"{d['before']['tool_calls']} tools; after {d['after']['label']} {d['after']['llm_calls']} calls "
+                  f"{d['before']['tool_calls']} tools; after {d['after']['label']} {d['after']['llm_calls']} "
+                  "calls "
                   f"{d['after']['tool_calls']} tools")
     same = not out["differences"] and not out["only_before"] and not out["only_after"]
     return 0 if same else 1

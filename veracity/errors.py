@@ -62,7 +62,8 @@ class PromptTooLongError(VeracityError):
 class LLMOutputError(VeracityError):
     """The model's reply still did not validate against the output schema after retries."""
 
-    def __init__(self, message: str, hint: str | None = None, raw: str | None = None, role: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, raw: str | None = None,
+                 role: str | None = None):
         super().__init__(message, hint)
         self.raw = raw
         self.role = role

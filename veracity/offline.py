@@ -46,7 +46,7 @@ def apply(environ: "os._Environ[str] | dict[str, str] | None" = None) -> None:
 
 
 def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
-    """The environment of a child process: ``base`` (default: this process's), the switches, then ``extra``."""
+    """The environment of a child process: ``base`` (default: this process's), the switches, then ``extra``."""  # noqa: E501
     env = dict(os.environ if base is None else base)
     env.update(OFFLINE_ENV)
     env.update(extra)
@@ -71,7 +71,8 @@ def ray_head_home(veracity_home: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / RAY_BOOTSTRAP
     if not config.exists():
-        config.write_text("# written by veracity: a local Ray instance, so Ray asks no cloud metadata service\n"
+        config.write_text("# written by veracity: a local Ray instance, so Ray asks no cloud metadata "
+                          "service\n"
                           "provider:\n  type: local\n")
     return folder
 

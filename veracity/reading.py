@@ -26,7 +26,7 @@ TOO_LONG = object()  # what jsonl_lines hands out for a line over the limit
 
 
 def utf8_bytes_for(chars: int) -> int:
-    """The most bytes a text of ``chars`` characters takes in UTF-8 (4 per character, and a byte-order mark)."""
+    """The most bytes a text of ``chars`` characters takes in UTF-8 (4 per character, and a byte-order mark)."""  # noqa: E501
     return 4 * chars + 3
 
 
@@ -63,13 +63,15 @@ class LineBudget:
         if self.first_bad is None:
             self.first_bad = f"line {line}: {reason}"
         if self.bad > self.max_bad:
-            raise DataError(f"{self.where}: stopped reading at line {line:,}: over {self.max_bad:,} bad lines "
+            raise DataError(f"{self.where}: stopped reading at line {line:,}: over {self.max_bad:,} bad "
+                            "lines "
                             f"(first: {self.first_bad}); this is not a JSONL file of the kind expected",
                             hint=self.hint)
 
 
 def jsonl_lines(stream: BinaryIO, where: str, hint: str, max_line: int = MAX_LINE_BYTES,
-                max_total: int = MAX_JSONL_BYTES, max_skip: int = MAX_SKIP_BYTES) -> Iterator[tuple[int, object]]:
+                max_total: int = MAX_JSONL_BYTES, max_skip: int = MAX_SKIP_BYTES) -> Iterator[tuple[int,
+                                                                                                    object]]:
     """``(line number, bytes without the newline)`` for each line of ``stream``; a line over ``max_line``
     bytes is ``(n, TOO_LONG)``. DataError (naming ``where``, with ``hint``) when the read passes
     ``max_total`` bytes or a line runs on past ``max_skip`` bytes without a break."""
@@ -90,7 +92,8 @@ def jsonl_lines(stream: BinaryIO, where: str, hint: str, max_line: int = MAX_LIN
                 if not rest or rest.endswith(b"\n"):
                     break
                 if skipped > max_skip:
-                    raise DataError(f"{where}: line {n:,} runs on past {max_skip >> 20} MiB without a line break: "
+                    raise DataError(f"{where}: line {n:,} runs on past {max_skip >> 20} MiB without a line "
+                                    "break: "
                                     "not a JSONL file", hint=hint)
             yield n, TOO_LONG
         else:

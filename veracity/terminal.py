@@ -12,7 +12,8 @@ Two dangers, one module:
   a style. :func:`terminal_safe` escapes the markup as well.
 
 Use :func:`terminal_safe` for every piece of outside text put into a string that rich parses (an f-string
-given to ``console.print``, a table cell, a panel title); use :func:`control_safe` for a :class:`rich.text.Text`
+given to ``console.print``, a table cell, a panel title); use :func:`control_safe` for a
+:class:`rich.text.Text`
 piece (not parsed for markup) and for plain writes (tab-separated lines, ``sys.stdout.write``). The CLI's
 consoles (:mod:`veracity.cli.console`) also pass everything they print through :func:`control_safe`, so a
 string that missed the helper still cannot drive the terminal.
@@ -28,7 +29,7 @@ from rich.segment import Segment
 
 # C0 controls but tab and newline, DEL, the C1 controls, the bidirectional embeddings/overrides/isolates and
 # marks, the line/paragraph separators, and lone surrogates (a file decoded with errors="surrogateescape")
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")  # noqa: E501
 
 
 def _escape_char(m: re.Match[str]) -> str:

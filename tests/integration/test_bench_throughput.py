@@ -24,8 +24,10 @@ def llm_endpoint(vllm_endpoint):
 def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_searcher, tmp_path):
     data = shared_data_dir()
     assert data is not None and (data / "hover").is_dir()  # the index fixture already needed the HoVer files
-    cfg = ThroughputConfig.of(method="rag", levels=[1, 2], dataset="hover", data_dir=str(data), claims_per_level=2,
-                              seed=11, index=hover_searcher, warmup=0, params={"k": 3, "passage_max_words": 60})
+    cfg = ThroughputConfig.of(method="rag", levels=[1, 2], dataset="hover", data_dir=str(data),
+                              claims_per_level=2,
+                              seed=11, index=hover_searcher, warmup=0, params={"k": 3,
+                                                                               "passage_max_words": 60})
     out = tmp_path / "tp"
     report = bench_throughput(cfg, out, settings=Settings(home=tmp_path / "home", endpoint=llm_endpoint.url,
                                                           model=llm_endpoint.model))
@@ -42,14 +44,15 @@ def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_se
         s = lv["server"]
         assert s["scraped"] is True, report["warnings"]
         # scraped from the real /metrics: counters moved by at least this level's own requests
-        assert s["prefix_cache_queries"] is not None and s["prefix_cache_queries"] >= lv["prompt_tokens"] * 0.9
+        assert s["prefix_cache_queries"] is not None and s["prefix_cache_queries"] >= lv["prompt_tokens"] * 0.9  # noqa: E501
         assert s["prefix_cache_hit_rate"] is not None and 0.0 <= s["prefix_cache_hit_rate"] <= 1.0
         assert s["ttft_mean_s"] is not None and s["ttft_mean_s"] > 0
         assert s["tpot_mean_s"] is not None and s["tpot_mean_s"] > 0
         assert s["requests_finished"] >= lv["llm_calls"] - 1
         assert s["requests_running_max"] is not None and s["polls"] >= 1
         assert s["kv_cache_usage_max"] is not None
-        assert lv["own_prefix_cache_hit_rate"] is not None  # the server reports cached prompt tokens per request
+        # the server reports cached prompt tokens per request
+        assert lv["own_prefix_cache_hit_rate"] is not None
         assert lv["gpu_memory_used_max_mib"] is None or lv["gpu_memory_used_max_mib"] > 0
     assert all("n/a" != cell for cell in server_rows(report)[0][1:5])
     saved = json.loads((out / "report.json").read_text())

@@ -35,7 +35,8 @@ def env(tmp: Path) -> dict[str, str]:
 
 
 def veracity(tmp: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "veracity", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "veracity", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             text=True, env=env(tmp), start_new_session=True)
 
 
@@ -52,7 +53,8 @@ def finish(proc: subprocess.Popen, timeout: float = 900) -> tuple[int, str, str]
 def assert_contract(rec: dict) -> None:
     """What holds whatever the model says: sentences from code, replies validated or fallen back (counted),
     every factual claim verified or failed with its reason."""
-    assert [s["text"] for s in rec["sentences"]] == [rec["text"][s["start"]:s["end"]] for s in rec["sentences"]]
+    assert [s["text"] for s in rec["sentences"]] == [rec["text"][s["start"]:s["end"]]
+                                                     for s in rec["sentences"]]
     assert set(rec["summary"]["fallbacks"]) == {"check.extractor", "check.worthiness"}
     for s in rec["sentences"]:
         assert s["verdict"] in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO", "unchecked", "failed")
@@ -68,8 +70,10 @@ def test_check_a_text_with_rag_on_the_real_model_and_index(llm_endpoint, demo_st
     f = tmp_path / "text.txt"
     f.write_text(TEXT)
     report = tmp_path / "report.html"
-    rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "rag", "--index", str(demo_style_index_dir),
-                                   "--endpoint", llm_endpoint.url, "--json", "--report", str(report), "--factscore"))
+    rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "rag", "--index",
+                                   str(demo_style_index_dir),
+                                   "--endpoint", llm_endpoint.url, "--json", "--report", str(report),
+                                   "--factscore"))
     assert rc == 0, err[-3000:]
     assert "Traceback" not in err
     rec = json.loads(out)
@@ -82,7 +86,8 @@ def test_check_a_text_with_rag_on_the_real_model_and_index(llm_endpoint, demo_st
     rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "direct", "--evidence", "none",
                                    "--endpoint", llm_endpoint.url))
     assert rc == 0, err[-3000:]
-    assert "The Eiffel Tower is in Berlin." in out and ("factual claims in 2 sentences" in out or "No factual claim" in out)
+    assert "The Eiffel Tower is in Berlin." in out and ("factual claims in 2 sentences" in out
+                                                        or "No factual claim" in out)
 
 
 def test_a_killed_batch_resumes_per_text_and_per_claim(llm_endpoint, tmp_path):
@@ -120,7 +125,8 @@ def test_a_killed_batch_resumes_per_text_and_per_claim(llm_endpoint, tmp_path):
     assert sorted(ext) == ["t1", "t2"]  # no text extracted twice
     ids = [json.loads(x)["id"] for x in claims.read_text().splitlines()]
     assert len(ids) == len(set(ids))  # no claim verified twice
-    wanted = {c["id"] for r in rows for s in r["sentences"] for c in s["claims"] if c["category"] == "factual"}
+    wanted = {c["id"] for r in rows for s in r["sentences"] for c in s["claims"] if c["category"]
+              == "factual"}
     assert wanted == set(ids)  # none lost
     for r in rows:
         assert_contract(r)
@@ -131,7 +137,8 @@ def test_the_text_tab_streams_claims_and_verdicts(browser, web_url, tmp_path):  
     errors: list[str] = []
     external: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("request", lambda req: external.append(req.url) if not req.url.startswith((web_url, "data:")) else None)
+    page.on("request", lambda req: external.append(req.url) if not req.url.startswith((web_url,
+                                                                                       "data:")) else None)
     page.goto(web_url + "/#text")
     page.wait_for_selector("#text-method option[value=rag]", state="attached")
     page.select_option("#text-method", "rag")
@@ -142,7 +149,8 @@ def test_the_text_tab_streams_claims_and_verdicts(browser, web_url, tmp_path):  
     page.wait_for_selector("#text-claims li", timeout=300_000)  # claims appear as they are extracted
     page.wait_for_selector("#text-permalink", timeout=600_000)  # done
     verdicts = page.eval_on_selector_all("#text-view .sent", "ns => ns.map(n => n.dataset.verdict)")
-    assert all(v in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO", "unchecked", "failed") for v in verdicts), verdicts
+    assert all(v in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO", "unchecked",
+                     "failed") for v in verdicts), verdicts
     shots = artifacts_dir()
     page.screenshot(path=str(shots / "text-1280x800.png"), full_page=True)
     factual = page.locator("#text-claims details.claim")

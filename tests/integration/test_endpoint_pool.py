@@ -32,7 +32,8 @@ def two_servers(llm_endpoint, killable_llama_server, tmp_path_factory):
 
 
 @pytest.mark.timeout(1500)
-async def test_killing_one_of_two_servers_mid_batch_loses_and_duplicates_no_claim(two_servers, tmp_path: Path):
+async def test_killing_one_of_two_servers_mid_batch_loses_and_duplicates_no_claim(two_servers,
+                                                                                  tmp_path: Path):
     from veracity.pipeline.api import Verifier
     from veracity.serving.client import LLMClient
 

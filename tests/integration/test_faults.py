@@ -54,7 +54,8 @@ def write_claims(path: Path, n: int = len(CLAIMS)) -> Path:
 def cli(tmp: Path, endpoint: str, claims: Path, out: Path, *, preexec=None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
     env.update(VERACITY_HOME=str(tmp / "home"), PYTHONUNBUFFERED="1", COLUMNS="200")
-    cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method", "direct",
+    cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method",
+           "direct",
            "--endpoint", endpoint, "--concurrency", "2"]
 
     def setup() -> None:
@@ -267,7 +268,8 @@ def _kill_mid_batch_then_resume(tmp_path, server, llm_endpoint, victim: int) -> 
     if rc != 0:
         error = next(ln for ln in stderr.splitlines() if ln.startswith("error:"))
         assert "kept in" in error, error
-    stop_server(Settings(home=server.home), server.name)  # ends what is left of the group, whatever died first
+    # ends what is left of the group, whatever died first
+    stop_server(Settings(home=server.home), server.name)
     assert _members(server.pid) == [], "processes of the stopped server are left"
     if kept < len(CLAIMS):
         resume(tmp_path, llm_endpoint.url, claims, out)

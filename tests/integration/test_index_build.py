@@ -41,7 +41,8 @@ def test_xml_dump_index_answers_and_manifest(xml_index):
     assert m["sources"][0]["skipped"]["redirect"] == 1
     with Searcher(xml_index) as s:
         for mode in ("bm25", "dense", "hybrid"):
-            assert s.search("navigation treatise published in 1650 describing tides", 1, mode)[0].title == "Glass Compass", mode
+            assert s.search("navigation treatise published in 1650 describing tides", 1,
+                            mode)[0].title == "Glass Compass", mode
         assert s.search("capital Vexton founded 1642", 1, "bm25")[0].passage_id == "Zorbland#0"
         assert s.open_page("Zorb land") == []  # redirects are not articles
         assert all(not h.title.startswith("Talk:") for h in s.search("Is this real?", 3, "bm25"))
@@ -57,8 +58,10 @@ def test_existing_out_dir_refused_unless_overwrite(xml_index, tmp_path):
     with pytest.raises(IndexDirError, match="not an index"):
         build_index(resolve_sources([dump]), stranger, BuildOptions(dense=False, overwrite=True))
     assert (stranger / "keep.txt").read_text() == "mine"
-    # issue 29 point 2: a manifest.json that is not ours (any JSON, another kind, a newer format) is no licence
-    for name, manifest in (("foreign", {"foo": 1}), ("other-kind", {"kind": "something-else", "format_version": 1}),
+    # issue 29 point 2: a manifest.json that is not ours (any JSON, another kind, a newer format) is no
+    # licence
+    for name, manifest in (("foreign", {"foo": 1}), ("other-kind", {"kind": "something-else",
+                                                                    "format_version": 1}),
                            ("newer", {"kind": "veracity-index", "format_version": 99}),
                            ("no-version", {"kind": "veracity-index"})):
         folder = tmp_path / name
@@ -115,7 +118,8 @@ def test_resumed_dense_build_equals_uninterrupted(hover_subset, tmp_path):
                                                                                      "shard-00001.npy"]
     resumed_shards = []
     logs = []
-    m = build_index(resolve_sources([src]), out, BuildOptions(**opts), on_shard=resumed_shards.append, log=logs.append)
+    m = build_index(resolve_sources([src]), out, BuildOptions(**opts), on_shard=resumed_shards.append,
+                    log=logs.append)
     assert resumed_shards[0] == 2  # continued where it stopped
     assert any("resuming" in line for line in logs)
     a = faiss.read_index(str(tmp_path / "full" / "dense" / "index.faiss"))
@@ -135,9 +139,11 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
     res = runner.invoke(index, ["build", str(bad), "--out", str(tmp_path / "o"), "--no-dense"])
     assert res.exit_code == 1 and f"{bad}:2" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "o").exists()
-    res = runner.invoke(index, ["build", str(bad), "--out", str(tmp_path / "o"), "--no-dense", "--on-error", "skip"])
+    res = runner.invoke(index, ["build", str(bad), "--out", str(tmp_path / "o"), "--no-dense", "--on-error",
+                                "skip"])
     assert res.exit_code == 0, res.output
-    assert "bad line 1" in res.output and json.loads((tmp_path / "o" / "manifest.json").read_text())["passages"] == 2
+    assert "bad line 1" in res.output and json.loads((tmp_path / "o"
+                                                      / "manifest.json").read_text())["passages"] == 2
     trunc = tmp_path / "enwiki-20190301-pages-articles.xml.bz2"
     trunc.write_bytes(write_wiki_dump(tmp_path / "x.xml.bz2").read_bytes()[:150])
     res = runner.invoke(index, ["build", str(trunc), "--out", str(tmp_path / "t"), "--no-dense"])
@@ -145,13 +151,16 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
     assert not (tmp_path / "t").exists()
 
 
-QUERIES = ["Aristotle student of Plato philosophy", "Alaska purchase from Russia", "anarchism political philosophy",
-           "Academy Awards ceremony film", "Apollo moon landing astronauts", "Algeria independence from France"]
+QUERIES = ["Aristotle student of Plato philosophy", "Alaska purchase from Russia",
+           "anarchism political philosophy",
+           "Academy Awards ceremony film", "Apollo moon landing astronauts",
+           "Algeria independence from France"]
 
 
 @pytest.mark.parametrize("which", ["multistream", "single"])
 def test_one_and_two_workers_build_the_same_index(tmp_path, which):
-    """Real pyserini on the real dump sample: passage ids, store rows and BM25 hits do not depend on --workers,
+    """Real pyserini on the real dump sample: passage ids, store rows and BM25 hits do not depend on
+    --workers,
     through the multistream index's offsets and through one stream cut by the reader."""
     from tests.fixtures.dumps import sample_dump, write_multistream
     from tests.fixtures.index import missing
@@ -164,7 +173,8 @@ def test_one_and_two_workers_build_the_same_index(tmp_path, which):
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
         try:
-            m = build_index(resolve_sources([dump]), out, BuildOptions(dense=False, workers=workers, bm25_threads=2))
+            m = build_index(resolve_sources([dump]), out, BuildOptions(dense=False, workers=workers,
+                                                                       bm25_threads=2))
         except JavaError as exc:
             missing(str(exc))
         store = PassageStore(out / "passages.sqlite")
@@ -203,7 +213,8 @@ def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
 
     rows = [("1", "Aaron", "Aaron is a prophet, high priest, and the brother of Moses in the Hebrew Bible."),
             ("2", "Aaron", "His rod turned into a snake before the Pharaoh of Egypt."),
-            ("3", "The Lost Sheep", "The Lost Sheep is a parable of Jesus about a shepherd who leaves ninety-nine."),
+            ("3", "The Lost Sheep",
+             "The Lost Sheep is a parable of Jesus about a shepherd who leaves ninety-nine."),
             ("4", "Zanzibar", "Zanzibar is an archipelago off the coast of East Africa known for spices.")]
     tsv = tmp_path / "psgs_w100.tsv"
     tsv.write_text("id\ttext\ttitle\n" + "".join(f"{i}\t{text}\t{title}\n" for i, title, text in rows))
@@ -211,7 +222,8 @@ def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
         prebuilt = _lucene(tmp_path / "wikipedia-dpr-100w", rows)
     except JavaError as exc:
         missing(str(exc))
-    m = build_index(resolve_sources([tsv]), tmp_path / "idx", BuildOptions(dense=False, bm25_prebuilt=prebuilt))
+    m = build_index(resolve_sources([tsv]), tmp_path / "idx", BuildOptions(dense=False,
+                                                                           bm25_prebuilt=prebuilt))
     assert m["bm25"]["prebuilt"] is True and m["bm25"]["docids"] == "dpr-row"
     assert m["bm25"]["dir"] == str(prebuilt.resolve()) and not (tmp_path / "idx" / "bm25").exists()
     assert m["dump_date"] == "2018-12-20"
@@ -219,12 +231,15 @@ def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
         hits = s.search("shepherd parable ninety-nine", 2, "bm25")
         assert hits[0].passage_id == "3" and "ninety-nine" in hits[0].text  # DPR ids kept (issue 44)
         assert s.search("rod snake Pharaoh", 1, "bm25")[0].passage_id == "2"
-        assert [h.passage_id for h in s.search("Aaron prophet parable", 3, "bm25", exclude_titles=["Aaron"])] \
+        assert [h.passage_id for h in s.search("Aaron prophet parable", 3, "bm25",
+                                               exclude_titles=["Aaron"])] \
             == ["3"]
     fewer = _lucene(tmp_path / "fewer", rows[:3])
     with pytest.raises(IndexDirError, match="holds 3 documents, the corpus 4 passages"):
         build_index(resolve_sources([tsv]), tmp_path / "idx2", BuildOptions(dense=False, bm25_prebuilt=fewer))
-    swapped = _lucene(tmp_path / "swapped", [("1", "Aaron", rows[1][2]), ("2", "Aaron", rows[0][2]), *rows[2:]])
+    swapped = _lucene(tmp_path / "swapped", [("1", "Aaron", rows[1][2]), ("2", "Aaron", rows[0][2]),
+                                             *rows[2:]])
     with pytest.raises(IndexDirError, match="does not match the corpus: document 1 is not passage '1'"):
-        build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False, bm25_prebuilt=swapped))
+        build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False,
+                                                                            bm25_prebuilt=swapped))
     assert not (tmp_path / "idx2").exists() and not (tmp_path / "idx3").exists()

@@ -24,10 +24,11 @@ def test_manifest_records_source_chunking_encoder_and_build(hover_index_dir, hov
     assert src["dump_date"] == "2017-10-01" and m["dump_date"] == "2017-10-01"
     assert m["articles"] == len(records) and m["passages"] >= len(records)
     assert m["chunking"]["words"] == 100
-    assert m["dense"]["encoder"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dense"]["dimension"] == 384
+    assert m["dense"]["encoder"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dense"]["dimension"] == 384  # noqa: E501
     assert m["dense"]["faiss_factory"] == "Flat" and m["dense"]["ntotal"] == m["passages"]
     assert m["bm25"] is not None and m["build"]["embed_passages_per_s"] > 0
-    assert {"pyserini", "faiss-cpu", "sentence-transformers"} <= set(m["versions"]) or "faiss-gpu-cu12" in m["versions"]
+    assert {"pyserini", "faiss-cpu",
+            "sentence-transformers"} <= set(m["versions"]) or "faiss-gpu-cu12" in m["versions"]
     lines = (hover_index_dir / "dense" / "ids.txt").read_text().splitlines()
     assert len(lines) == m["passages"] and lines[0].endswith("#0")
     assert not list(hover_index_dir.parent.glob(".*building"))  # nothing half-written left
@@ -35,7 +36,8 @@ def test_manifest_records_source_chunking_encoder_and_build(hover_index_dir, hov
 
 @pytest.mark.parametrize("mode", ["bm25", "dense", "hybrid"])
 def test_known_answer_search(hover_searcher, mode):
-    hits = hover_searcher.search("Stanley Kubrick horror film The Shining based on the Stephen King novel", 5, mode)
+    hits = hover_searcher.search("Stanley Kubrick horror film The Shining based on the Stephen King novel", 5,
+                                 mode)
     assert hits and hits[0].title == "The Shining (film)"
     assert hits[0].passage_id == "The Shining (film)#0" and "Kubrick" in hits[0].text
     assert len(hits) == 5 and len({h.passage_id for h in hits}) == 5
@@ -75,9 +77,12 @@ def test_open_page(hover_searcher):
 
 def test_concurrent_threads_and_async_match_sequential(hover_searcher, hover_claims_subset):
     queries = [c["claim"] for c in hover_claims_subset[:8]]
-    expected = {(q, m): [h.passage_id for h in hover_searcher.search(q, 5, m)] for q in queries for m in ("bm25", "hybrid")}
+    expected = {(q, m): [h.passage_id for h in hover_searcher.search(q, 5,
+                                                                     m)] for q in queries for m in ("bm25",
+                                                                                                    "hybrid")}
     with ThreadPoolExecutor(max_workers=8) as pool:
-        got = dict(zip(expected, pool.map(lambda qm: [h.passage_id for h in hover_searcher.search(qm[0], 5, qm[1])],
+        got = dict(zip(expected, pool.map(lambda qm: [h.passage_id for h in hover_searcher.search(qm[0], 5,
+                                                                                                  qm[1])],
                                           expected), strict=True))
     assert got == expected
 
@@ -129,11 +134,12 @@ def test_bench_retrieval_library_reports_all_modes(hover_index_dir, hover_claims
     from veracity.bench.retrieval import bench_retrieval
     from tests.fixtures.index import shared_data_dir
 
-    report = bench_retrieval(hover_index_dir, data_file=shared_data_dir() / "hover" / "hover_dev_release_v1.1.json",
+    report = bench_retrieval(hover_index_dir,
+                             data_file=shared_data_dir() / "hover" / "hover_dev_release_v1.1.json",
                              ks=(1, 5, 10, 20), limit=10)
     assert report["claims_used"] == 10
     assert [r["mode"] for r in report["modes"]] == ["bm25", "dense", "hybrid"]
     for r in report["modes"]:
         assert 0 <= r["recall"]["1"] <= r["recall"]["5"] <= r["recall"]["10"] <= r["recall"]["20"] <= 1
-        assert r["recall"]["20"] >= 0.6 and r["queries_per_s"] > 0 and r["p99_latency_ms"] >= r["p50_latency_ms"]
+        assert r["recall"]["20"] >= 0.6 and r["queries_per_s"] > 0 and r["p99_latency_ms"] >= r["p50_latency_ms"]  # noqa: E501
     assert report["build_rate_passages_per_s"]["embed"] > 0

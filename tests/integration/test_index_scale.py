@@ -1,5 +1,6 @@
 """The evidence base at scale, on the real thing (issue 28 points 4, 5, 7): real `veracity index build`
-processes killed with SIGKILL while embedding and run again; two processes embedding one build; Ray Data actors
+processes killed with SIGKILL while embedding and run again; two processes embedding one build; Ray Data
+actors
 on a real local Ray instance writing the same shards; an IVF index with its measured recall, searched with
 --nprobe; the plan's passage estimate against the built count on the dump sample and on JSONL.
 
@@ -80,7 +81,8 @@ def test_sigkill_while_embedding_loses_at_most_one_shard(corpus, reference, tmp_
     out = tmp_path / "idx"
     work = build_dir_for(out.resolve())
     shards = work / SHARDS_DIR
-    proc = subprocess.Popen(_build_cmd(corpus, out), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(_build_cmd(corpus, out), env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     _wait_for(lambda: len(list(shards.glob("shard-*[0-9].npy"))) >= 2, proc)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -101,7 +103,7 @@ def test_sigkill_while_embedding_loses_at_most_one_shard(corpus, reference, tmp_
     np.testing.assert_allclose(_vectors(out), _vectors(reference), atol=1e-5)
     # the shards written before the kill were kept as they were (only the one in progress was redone)
     assert "resuming" in rerun.stdout + rerun.stderr
-    assert manifest["dense"]["faiss_factory"] == "Flat" and manifest["dense"]["faiss_factory_requested"] == "auto"
+    assert manifest["dense"]["faiss_factory"] == "Flat" and manifest["dense"]["faiss_factory_requested"] == "auto"  # noqa: E501
     assert not work.exists()
     del kept
 
@@ -113,8 +115,10 @@ def test_two_processes_embed_one_build(corpus, reference, tmp_path):
     shards = build_dir_for(out.resolve()) / SHARDS_DIR
     first = subprocess.Popen(_build_cmd(corpus, out, "--batch-size", "4"), env=_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    _wait_for(lambda: shards.is_dir() and (list(shards.glob("*.claim")) or list(shards.glob("shard-*.npy"))), first)
-    second = subprocess.Popen(_build_cmd(corpus, out, "--batch-size", "4"), env=_env(), stdout=subprocess.PIPE,
+    _wait_for(lambda: shards.is_dir() and (list(shards.glob("*.claim")) or list(shards.glob("shard-*.npy"))),
+              first)
+    second = subprocess.Popen(_build_cmd(corpus, out, "--batch-size", "4"), env=_env(),
+                              stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     outs = [p.communicate(timeout=900) for p in (first, second)]
     assert first.returncode == 0, outs[0][1][-2000:]

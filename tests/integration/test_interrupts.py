@@ -24,7 +24,8 @@ from tests.fixtures.server import missing
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-CRASH_WORDS = ("Traceback", "RuntimeError", "unknown parameter type", "Invalid (backend, op)", "hs_err", "SIGSEGV",
+CRASH_WORDS = ("Traceback", "RuntimeError", "unknown parameter type", "Invalid (backend, op)", "hs_err",
+               "SIGSEGV",
                "terminate called", "error:", "A fatal error has been detected")
 
 
@@ -94,7 +95,8 @@ def test_index_build_interrupted_in_every_stage_then_resumed(tmp_path):
     env = _env(tmp_path / "home")
     said = {}
     for stage in ("reading", "bm25", "embed", "embed", "faiss"):
-        proc = _popen([sys.executable, "-m", "tests.fixtures.interrupt_at", stage, *args], cwd=tmp_path, env=env)
+        proc = _popen([sys.executable, "-m", "tests.fixtures.interrupt_at", stage, *args], cwd=tmp_path,
+                      env=env)
         code, lines = _interrupt_when(proc, lambda line, s=stage: line.startswith(f"STAGE-REACHED {s}"))
         assert code == 130, (stage, lines)
         said[stage] = line = _one_interrupted_line(lines, tmp_path)
@@ -107,7 +109,8 @@ def test_index_build_interrupted_in_every_stage_then_resumed(tmp_path):
             assert len(shards) >= 2
     n_shards = -(-json.loads((work / "build-state.json").read_text())["n_passages"] // 64)
     assert f"all {n_shards} embedding shards" in said["faiss"]  # every shard kept, none to redo
-    done = subprocess.run([sys.executable, "-m", "veracity", *args], cwd=tmp_path, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "veracity", *args], cwd=tmp_path, env=env,
+                          capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert "resuming the partial build" in done.stdout
@@ -164,7 +167,8 @@ def test_web_interrupted_exits_130_with_one_line(llm_endpoint, tmp_path):
 
     port = free_port()
     env = _env(tmp_path / "home")
-    proc = _popen([sys.executable, "-m", "veracity", "web", "--port", str(port), "--endpoint", llm_endpoint.url,
+    proc = _popen([sys.executable, "-m", "veracity", "web", "--port", str(port), "--endpoint",
+                   llm_endpoint.url,
                    "--model", llm_endpoint.model], cwd=tmp_path, env=env)
     try:
         for _ in range(600):
@@ -180,12 +184,14 @@ def test_web_interrupted_exits_130_with_one_line(llm_endpoint, tmp_path):
             proc.kill()
     lines = proc.stderr.read().splitlines()
     assert code == 130, lines
-    line = _one_interrupted_line([ln for ln in lines if not ln.startswith(("veracity web on", "warning:"))], tmp_path)
+    line = _one_interrupted_line([ln for ln in lines if not ln.startswith(("veracity web on", "warning:"))],
+                                 tmp_path)
     assert "kept in" in line and "web" in line
 
 
 def _kill_when(proc: subprocess.Popen, ready) -> list[str]:
-    """Wait until ``ready(line)`` is true for a stderr line, then SIGKILL the process (no handler runs, nothing
+    """Wait until ``ready(line)`` is true for a stderr line, then SIGKILL the process (no handler runs,
+    nothing
     is flushed or released: a power cut, the OOM killer, `kill -9`). Returns the stderr lines."""
     lines: list[str] = []
     for line in proc.stderr:
@@ -202,8 +208,10 @@ def _kill_when(proc: subprocess.Popen, ready) -> list[str]:
 
 @pytest.mark.timeout(1800)
 def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
-    """SIGKILL while FAISS trains, then while it adds the vectors (issue 28 must-hold): the half-built folder never
-    opens as an index, no embedding shard is lost (the FAISS stage only reads them), the dead process's claim on
+    """SIGKILL while FAISS trains, then while it adds the vectors (issue 28 must-hold): the half-built folder
+    never
+    opens as an index, no embedding shard is lost (the FAISS stage only reads them), the dead process's claim
+    on
     the FAISS stage is taken over, and the same command finishes with the ids of an uninterrupted build."""
     from veracity.errors import JavaError
     from veracity.indexes.java import ensure_jvm
@@ -227,9 +235,11 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
         n_shards = -(-state["n_passages"] // 64)
         assert len(list((work / "dense-shards").glob("shard-*[0-9].npy"))) == n_shards, stage  # none lost
         assert (work / "faiss.claim").exists(), stage  # held by the killed process, never released
-        # neither the half-built folder (no manifest: not an index) nor the index that does not exist yet opens
+        # neither the half-built folder (no manifest: not an index) nor the index that does not exist yet
+        # opens
         for folder, why in ((work, "manifest"), (out, "does not exist")):
-            opened = subprocess.run([sys.executable, "-m", "veracity", "index", "search", str(folder), "river"],
+            opened = subprocess.run([sys.executable, "-m", "veracity", "index", "search", str(folder),
+                                     "river"],
                                     cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
             assert opened.returncode != 0, (folder, opened.stdout)
             said = [ln for ln in opened.stderr.splitlines() if ln.strip()]
@@ -241,7 +251,8 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "resuming the partial build" in done.stdout
     # the uninterrupted reference: its dense ids are what the comparison needs (no BM25 stage)
-    reference = subprocess.run([sys.executable, "-m", "veracity", "index", "build", *common, "--no-bm25", "--out", str(ref)],
+    reference = subprocess.run([sys.executable, "-m", "veracity", "index", "build", *common, "--no-bm25",
+                                "--out", str(ref)],
                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert reference.returncode == 0, reference.stderr
 
@@ -249,8 +260,10 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["build"]["embed_s"] == embed_s  # the resumed run embedded nothing again
-    ids = [i for i in (out / "dense" / "ids.txt").read_text().split("\n") if i]  # one id a line ("Article 0#0")
-    assert ids == [i for i in (ref / "dense" / "ids.txt").read_text().split("\n") if i] and len(set(ids)) == len(ids)
+    # one id a line ("Article 0#0")
+    ids = [i for i in (out / "dense" / "ids.txt").read_text().split("\n") if i]
+    assert ids == [i for i in (ref / "dense" / "ids.txt").read_text().split("\n")
+                   if i] and len(set(ids)) == len(ids)
     index = faiss.read_index(str(out / "dense" / "index.faiss"))
-    assert index.ntotal == len(ids) == manifest["passages"] and manifest["dense"]["faiss_factory"] == "IVF4,Flat"
+    assert index.ntotal == len(ids) == manifest["passages"] and manifest["dense"]["faiss_factory"] == "IVF4,Flat"  # noqa: E501
     assert not work.exists() and not list(tmp_path.glob("hs_err_pid*.log"))

@@ -70,7 +70,8 @@ def killable_llm_server(tmp_path_factory):
 
 # -- supervised like vLLM -------------------------------------------------------------------------------
 def _veracity(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") or k == "VERACITY_LLAMA_SERVER"}
+    env = {k: v for k,
+           v in os.environ.items() if not k.startswith("VERACITY_") or k == "VERACITY_LLAMA_SERVER"}
     env.update(VERACITY_HOME=str(home), COLUMNS="200")
     return subprocess.run([sys.executable, "-m", "veracity", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
@@ -82,7 +83,8 @@ def test_serve_start_status_stop_leaves_nothing_running(tmp_path):
     settings = llama_home(tmp_path)
     port = free_port()
     t0 = time.monotonic()
-    started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--port", str(port), "--detach", "--json")
+    started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--port", str(port), "--detach",
+                        "--json")
     took = time.monotonic() - t0
     assert started.returncode == 0, started.stderr[-2000:]
     state = json.loads(started.stdout)
@@ -122,8 +124,10 @@ def test_replicas_share_the_cores_and_stop_together(tmp_path):
     from veracity.serving.server import free_port, port_in_use
 
     settings = llama_home(tmp_path)
-    port = next(p for p in (free_port() for _ in range(50)) if p < 65535 and not port_in_use("127.0.0.1", p + 1))
-    started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--replicas", "2", "--port", str(port),
+    port = next(p for p in (free_port() for _ in range(50)) if p < 65535 and not port_in_use("127.0.0.1",
+                                                                                             p + 1))
+    started = _veracity(settings.home, "serve", "--engine", "llama.cpp", "--replicas", "2", "--port",
+                        str(port),
                         "--detach", "--json")
     assert started.returncode == 0, started.stderr[-2000:]
     replicas = json.loads(started.stdout)["replicas"]
@@ -165,7 +169,8 @@ class BoundedInt(BaseModel):
 
 
 FEATURES = {  # feature -> (output model, a prompt pushing against the bound)
-    "string maxLength/minLength": (Bounded, "Give the full name of the longest-named place in Wales, all of it."),
+    "string maxLength/minLength": (Bounded,
+                                   "Give the full name of the longest-named place in Wales, all of it."),
     "array minItems/maxItems": (Sized, "List twenty keywords about the history of Rome."),
     "enum array with maxItems": (EnumArray, "Cite P4, P5, P1, P2 and P3, in that order."),
     "integer minimum/maximum": (BoundedInt, "In which year did the first person walk on the Moon?"),

@@ -128,7 +128,8 @@ def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
 
 
 def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_path):
-    """Evidence gathered in one run is recalled in the next (same state dir, so the same SQLite file; same index).
+    """Evidence gathered in one run is recalled in the next (same state dir, so the same SQLite file; same
+    index).
 
     Whether SmolLM2 searches before it answers is the model's choice, not the memory's behaviour: the first
     run's executor is scripted to search the real index for the claim (then finish), so there is always
@@ -137,17 +138,21 @@ def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_p
     from tests.unit.scripted_llm import ScriptedLLM
 
     state_dir = tmp_path / "state"
-    params = {**SMALL["mermaid"], "decomposer": False}  # the memory is the executor's evidence: no decomposition needed
+    # the memory is the executor's evidence: no decomposition needed
+    params = {**SMALL["mermaid"], "decomposer": False}
     claim = CLAIMS[0]
     searcher = ScriptedLLM({"mermaid.executor": [
-        {"thought": "search first", "action": "search", "argument": claim.text, "label": None, "cited_passages": []},
-        {"thought": "enough", "action": "finish", "argument": "", "label": "SUPPORTED", "cited_passages": []}]})
+        {"thought": "search first", "action": "search", "argument": claim.text, "label": None,
+         "cited_passages": []},
+        {"thought": "enough", "action": "finish", "argument": "", "label": "SUPPORTED",
+         "cited_passages": []}]})
     first = Verifier(method="mermaid", index=hover_searcher, llm=searcher, state_dir=state_dir, **params)
     v1 = first.verify(claim)
     first.close()
     gathered = {h for t in v1.trace.tool_calls for h in t.hits}
     assert gathered, "a search of the real index for the claim's own words found nothing"
-    second = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+    second = Verifier(method="mermaid", index=hover_searcher, endpoint=llm_endpoint.url,
+                      model=llm_endpoint.model,
                       state_dir=state_dir, **params)
     v2 = second.verify(Claim("again", claim.text))
     second.close()

@@ -16,8 +16,10 @@ def test_semantic_recall_with_the_bundled_encoder(tmp_path):
     need_module("sentence_transformers", "pip install -e '.[memory]'")
     path = tmp_path / "memory.sqlite"
     plain = EvidenceMemory(path)
-    plain.store([Evidence("Eiffel Tower#0", "Eiffel Tower", "A wrought-iron lattice tower on the Champ de Mars in Paris."),
-                 Evidence("Nile#0", "Nile", "The Nile is a major north-flowing river in northeastern Africa.")])
+    plain.store([Evidence("Eiffel Tower#0", "Eiffel Tower",
+                          "A wrought-iron lattice tower on the Champ de Mars in Paris."),
+                 Evidence("Nile#0", "Nile",
+                          "The Nile is a major north-flowing river in northeastern Africa.")])
     claim = "The tower in Paris was built for a world fair."
     assert plain.recall([], "Which metal structure stands in the French capital?") == []  # no shared key
     sem = EvidenceMemory(path, semantic=True)  # embeds the stored passages on first semantic recall

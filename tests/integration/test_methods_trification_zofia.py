@@ -21,7 +21,8 @@ def _check_common(verdict, llm_endpoint, searcher, prefix):
     assert isinstance(verdict.label, Label)
     calls = verdict.trace.llm_calls
     assert calls and all(c.role.startswith(prefix) for c in calls)
-    assert all(c.model == llm_endpoint.model and c.prompt_tokens > 0 and c.completion_tokens > 0 for c in calls)
+    assert all(c.model == llm_endpoint.model and c.prompt_tokens > 0 and c.completion_tokens > 0
+               for c in calls)
     for ev in verdict.evidence:  # every cited passage is a real passage of the index
         assert ev.passage_id in {h.passage_id for h in searcher.open_page(ev.title)}, ev.passage_id
     d = verdict.to_dict(CLAIM)
@@ -31,7 +32,8 @@ def _check_common(verdict, llm_endpoint, searcher, prefix):
 
 @pytest.mark.parametrize("static", [False, True])
 def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
-    v = Verifier(method="trification", index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+    v = Verifier(method="trification", index=hover_searcher, endpoint=llm_endpoint.url,
+                 model=llm_endpoint.model,
                  static=static, max_nodes=6, max_replans=1, max_queries=1, k=3, evidence_tokens=400,
                  passage_max_words=60, max_modifications=1, plan_reasoning_chars=200,
                  **{"planner.max_tokens": 800, "modify.max_tokens": 800, "search.max_tokens": 200,
@@ -41,7 +43,8 @@ def test_trification_end_to_end(static, llm_endpoint, hover_searcher):
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "trification.")
     assert kinds[0] == "trification.mode" and "trification.plan" in kinds
     plans = [e for e in events if e["kind"] == "trification.plan"]
-    if "trification.no_plan" in kinds:  # the model never produced a valid graph: nothing ran, NEI with the reason
+    # the model never produced a valid graph: nothing ran, NEI with the reason
+    if "trification.no_plan" in kinds:
         assert verdict.label == Label.NOT_ENOUGH_INFO and all(not p["valid"] for p in plans)
         assert not verdict.trace.tool_calls
         return
@@ -68,7 +71,8 @@ def test_zofia_end_to_end(llm_endpoint, hover_searcher):
                  max_debate_rounds=1, web_k=3, web_pool=10, wiki_candidates=1, rag_k=3, max_subclaims=1,
                  ner="llm",  # the LLM entity role on the real server, whatever NER is installed
                  **{"entities.max_tokens": 320, "linguist.max_tokens": 160, "expert_triage.max_tokens": 160,
-                    "expert.max_tokens": 160, "claim_extractor.max_tokens": 160, "claim_verifier.max_tokens": 160,
+                    "expert.max_tokens": 160, "claim_extractor.max_tokens": 160,
+                    "claim_verifier.max_tokens": 160,
                     "judge.max_tokens": 160, "pro.max_tokens": 200, "con.max_tokens": 200})
     verdict = v.verify(CLAIM)
     kinds, events = _check_common(verdict, llm_endpoint, hover_searcher, "zofia.")
@@ -77,7 +81,8 @@ def test_zofia_end_to_end(llm_endpoint, hover_searcher):
     assert ent["extractor"] == "llm"  # ner=llm: the trace says which extractor ran
     roles = {c.role for c in verdict.trace.llm_calls}
     assert {"zofia.entities", "zofia.linguist", "zofia.expert", "zofia.judge"} <= roles, roles
-    assert sum(c.role == "zofia.linguist" for c in verdict.trace.llm_calls) == 5  # one isolated call per dimension
+    # one isolated call per dimension
+    assert sum(c.role == "zofia.linguist" for c in verdict.trace.llm_calls) == 5
     assert "zofia.decision" in kinds or "zofia.nothing_to_check" in kinds
     if "zofia.keywords" in kinds and next(e for e in events if e["kind"] == "zofia.keywords")["keywords"]:
         assert verdict.trace.tool_calls  # keywords were looked up in the local index

@@ -95,7 +95,8 @@ def _veracity(home: Path, audit: Path, *args: str, timeout: float = 600) -> subp
                           timeout=timeout, cwd=home)
 
 
-def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, demo_style_index_dir, tmp_path):
+def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, demo_style_index_dir,
+                                                            tmp_path):
     run_the_commands("llama.cpp", llm_endpoint, demo_style_index_dir, tmp_path)
 
 
@@ -115,10 +116,12 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
     idx = ["--index", str(index)]
     steps = {
         'verify "CLAIM"': ["verify", CLAIM, *idx, "--method", "rag", *on],
-        "verify -i -o": ["verify", "-i", str(claims), "-o", str(tmp_path / "out.jsonl"), *idx, "--method", "rag",
+        "verify -i -o": ["verify", "-i", str(claims), "-o", str(tmp_path / "out.jsonl"), *idx, "--method",
+                         "rag",
                          "-q", *on],
         "check": ["check", str(text), *idx, *on],
-        "bench run": ["bench", "run", "--dataset", "hover", "--method", "rag", "--evidence", "gold", "--limit", "1",
+        "bench run": ["bench", "run", "--dataset", "hover", "--method", "rag", "--evidence", "gold",
+                      "--limit", "1",
                       "--seed", "0", "--out", str(tmp_path / "bench"), "--json", *on],
     }
     failed = {}

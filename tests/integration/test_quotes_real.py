@@ -20,15 +20,18 @@ pytestmark = pytest.mark.integration
 
 AMAZON = [
     {"id": "Amazon River#0", "title": "Amazon River",
-     "text": "The Amazon River in South America is the largest river by discharge volume of water in the world, "
+     "text": "The Amazon River in South America is the largest river by discharge volume of water in the "
+             "world, "
              "and the disputed longest river system in the world in comparison to the Nile."},
     {"id": "Pacific Ocean#0", "title": "Pacific Ocean",
-     "text": "The Pacific Ocean is the largest and deepest of Earth's five oceanic divisions. It extends from the "
+     "text": "The Pacific Ocean is the largest and deepest of Earth's five oceanic divisions. It extends "
+             "from the "
              "Arctic Ocean in the north to the Southern Ocean in the south."},
 ]
 CLAIMS = [
     Claim("amazon-pacific", "The Amazon River flows into the Pacific Ocean", meta={"evidence": AMAZON}),
-    Claim("pacific-deepest", "The Pacific Ocean is the deepest of Earth's oceanic divisions.", meta={"evidence": AMAZON}),
+    Claim("pacific-deepest", "The Pacific Ocean is the deepest of Earth's oceanic divisions.",
+          meta={"evidence": AMAZON}),
 ]
 
 
@@ -51,8 +54,10 @@ def test_rag_quotes_check_end_to_end(llm_endpoint, tmp_path):
         for q in r["quotes"]:
             assert q["passage_id"] in texts  # the schema's enum of shown ids held
             assert len(q["text"]) <= QUOTE_MAX_CHARS
-            # the recorded decision is the check's decision: found in the passage, or cut by its edge (issue 44)
-            at = locate(q["text"], texts[q["passage_id"]]) or locate_at_edge(q["text"], texts[q["passage_id"]])
+            # the recorded decision is the check's decision: found in the passage, or cut by its edge (issue
+            # 44)
+            at = locate(q["text"], texts[q["passage_id"]]) or locate_at_edge(q["text"],
+                                                                             texts[q["passage_id"]])
             assert (q["start"], q["end"]) == (at if at else (None, None)) and q["found"] == (at is not None)
         if r["label"] == "SUPPORTED" or (r["label"] == "REFUTED" and r["grounding"] == "grounded"):
             assert r["grounding"] == "grounded" and r["quotes"] and all(q["found"] for q in r["quotes"])
@@ -88,7 +93,8 @@ def test_a_misquoting_verdict_is_retried_once_on_the_real_server_and_never_suppo
 
     texts = {p["id"]: p["text"] for p in AMAZON}
     wrong = {"explanation": "The passage says so.", "label": "SUPPORTED",
-             "quotes": [{"passage_id": "Amazon River#0", "quote": "The Amazon River flows into the Pacific Ocean"}]}
+             "quotes": [{"passage_id": "Amazon River#0",
+                         "quote": "The Amazon River flows into the Pacific Ocean"}]}
 
     async def run():
         async with LLMClient(llm_endpoint.url, llm_endpoint.model) as real:
@@ -102,7 +108,8 @@ def test_a_misquoting_verdict_is_retried_once_on_the_real_server_and_never_suppo
     calls = [c for c in record["trace"]["llm_calls"] if c["role"] == "rag.judge"]
     mismatches = [e for e in record["trace"]["events"] if e["kind"] == MISMATCH_EVENT]
     assert len(calls) == 2  # exactly one retry, whatever the retry says
-    assert [e["attempt"] for e in mismatches] in ([1], [1, 2])  # the given reply's mismatch, and the retry's if any
+    # the given reply's mismatch, and the retry's if any
+    assert [e["attempt"] for e in mismatches] in ([1], [1, 2])
     assert llm.given.count("rag.judge") == 1  # the retry went to the real server
     for q in record["quotes"]:
         at = locate(q["text"], texts[q["passage_id"]])
@@ -148,7 +155,8 @@ def test_zofia_judges_quote_through_the_real_server(llm_endpoint):
     if grounded is not None:
         assert grounded.grounding in ("grounded", "ungrounded")
         for q in grounded.quotes:
-            assert q.passage_id in texts and len(q.text) <= QUOTE_MAX_CHARS  # the schema's enum and bound held
+            # the schema's enum and bound held
+            assert q.passage_id in texts and len(q.text) <= QUOTE_MAX_CHARS
             assert (q.start, q.end) == (locate(q.text, texts[q.passage_id]) or (None, None))
         if grounded.grounding == "grounded" and _ruling_label(grounded.reply) != "NOT_ENOUGH_INFO":
             assert grounded.quotes and all(q.found for q in grounded.quotes)

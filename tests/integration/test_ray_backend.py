@@ -76,7 +76,8 @@ def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_mod
     # direct: what is under test is the driver's death and the resume; the actors' index use is the equality
     # tests' and bench run's (an actor opening the index would cost both driver runs its start-up)
     cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(src), "-o", str(out), "--method", "direct",
-           "--endpoint", llm_endpoint.url, "--model", llm_endpoint.model, "--backend", "ray", "--ray-actors", "1",
+           "--endpoint", llm_endpoint.url, "--model", llm_endpoint.model, "--backend", "ray", "--ray-actors",
+           "1",
            "--concurrency", "1"]
     env = {**os.environ, "VERACITY_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     groups = []
@@ -118,7 +119,8 @@ def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_mod
                                              ("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
                                                           "search_k": 2, "passage_max_words": 60}, 1)])
 def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, llm_endpoint, hover_index_dir,
-                                                              hover_claims_subset, tmp_path, method, params, n):
+                                                              hover_claims_subset, tmp_path, method, params,
+                                                              n):
     from veracity.config import Settings
     from veracity.pipeline.api import Verifier
 
@@ -126,7 +128,8 @@ def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, llm_e
     ids = write_claims(src, hover_claims_subset, n)
     results = {}
     for backend, extra in (("local", {}), ("ray", {"ray_actors": 1})):
-        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url, model=llm_endpoint.model,
+        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url,
+                     model=llm_endpoint.model,
                      settings=Settings(home=tmp_path / "home"), concurrency=1, llm_concurrency=1,
                      state_dir=tmp_path / backend, backend=backend, params=params, **extra)
         try:
@@ -140,21 +143,26 @@ def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, llm_e
         a, b = results["local"][cid], results["ray"][cid]
         assert a["label"] == b["label"], cid
         assert a["trace"]["summary"]["llm_calls"] == b["trace"]["summary"]["llm_calls"], cid
-        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"] for c in b["trace"]["llm_calls"]], cid
-        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"] for t in b["trace"]["tool_calls"]], cid
+        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"]
+                                                                for c in b["trace"]["llm_calls"]], cid
+        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"]
+                                                                  for t in b["trace"]["tool_calls"]], cid
         assert [e["passage_id"] for e in a["evidence"]] == [e["passage_id"] for e in b["evidence"]], cid
     assert results["ray"][ids[0]]["trace"]["summary"]["llm_calls"] >= (1 if method == "rag" else 2)
 
 
-def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir, tmp_path, monkeypatch, capsys):
+def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir, tmp_path, monkeypatch,
+                                      capsys):
     from veracity.cli._common import run_main
     from veracity.cli.bench import bench
 
     monkeypatch.setenv("VERACITY_HOME", str(tmp_path / "home"))
     out = tmp_path / "run"
-    args = ["bench", "run", "--dataset", "hover", "--method", "rag", "--limit", "3", "--seed", "0", "--param", "k=2",
+    args = ["bench", "run", "--dataset", "hover", "--method", "rag", "--limit", "3", "--seed", "0", "--param",
+            "k=2",
             "--index", str(hover_index_dir), "--data-dir", str(shared_data_dir()), "--out", str(out),
-            "--endpoint", llm_endpoint.url, "--model", llm_endpoint.model, "--backend", "ray", "--ray-actors", "2",
+            "--endpoint", llm_endpoint.url, "--model", llm_endpoint.model, "--backend", "ray", "--ray-actors",
+            "2",
             "--concurrency", "2", "--json"]
     monkeypatch.setattr(sys, "argv", ["veracity", *args])
     try:
@@ -166,7 +174,7 @@ def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir
     assert code == 0, captured.err
     metrics = json.loads(captured.out)
     assert metrics["complete"] and metrics["n_predicted"] == 3
-    assert metrics["efficiency"]["llm_calls_per_claim"] >= 1 and metrics["efficiency"]["tool_calls_per_claim"] == 1.0
+    assert metrics["efficiency"]["llm_calls_per_claim"] >= 1 and metrics["efficiency"]["tool_calls_per_claim"] == 1.0  # noqa: E501
     run = json.loads((out / "run.json").read_text())
     assert run["sessions"][-1]["backend"] == "ray" and run["sessions"][-1]["ray"]["actors"] == 2
     assert run["sessions"][-1]["done"] == 3

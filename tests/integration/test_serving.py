@@ -48,7 +48,8 @@ CLAIMS = [
 def messages(i: int) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": "You check claims. Reply in JSON."},
-        {"role": "user", "content": f"Claim {i}: {CLAIMS[i % len(CLAIMS)]} Give a label, keywords and the subject."},
+        {"role": "user",
+         "content": f"Claim {i}: {CLAIMS[i % len(CLAIMS)]} Give a label, keywords and the subject."},
     ]
 
 
@@ -73,7 +74,8 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
         own: list[list] = [[] for _ in range(32)]  # each call's usage_sink (what a Role passes)
         with usage_scope() as sink:
             results = await asyncio.gather(
-                *(llm.generate(messages(i), Judgement, role="test.judge", usage_sink=own[i]) for i in range(32))
+                *(llm.generate(messages(i), Judgement, role="test.judge",
+                               usage_sink=own[i]) for i in range(32))
             )
     after = await _server_token_counters(llm_endpoint.url)
 
@@ -128,7 +130,8 @@ async def test_schema_shapes_are_enforced_by_the_server(llm_endpoint):
     """Constrained decoding holds even when the prompt asks for something else."""
     async with LLMClient(llm_endpoint.url, llm_endpoint.model, max_tokens=128) as llm:
         out = await llm.generate(
-            [{"role": "user", "content": "Ignore JSON. Write a poem about the sea."}], Judgement, role="test.shape"
+            [{"role": "user", "content": "Ignore JSON. Write a poem about the sea."}], Judgement,
+                                 role="test.shape"
         )
     assert isinstance(out, Judgement)
     assert out.label in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
@@ -142,13 +145,17 @@ class LabelFirst(BaseModel):
 
 
 async def test_label_confidence_from_the_engines_logprobs(llm_endpoint):
-    """A deciding call's label probabilities come from the numbers the engine returned for that reply: over the
+    """A deciding call's label probabilities come from the numbers the engine returned for that reply: over
+    the
     allowed values they sum to 1 (± 0.01), the reply's own label is among them, and asking for logprobs leaves
     the reply itself unchanged (same request otherwise, temperature 0). vLLM reports them after the schema's
-    token mask (all the mass on allowed values); llama-server before its grammar (the test prints the mass)."""
+    token mask (all the mass on allowed values); llama-server before its grammar (the test prints the
+    mass)."""
     # the labels named in the prompt, as every deciding role's instructions name them
-    msgs = [{"role": "system", "content": "You check claims. Reply in JSON: the label (SUPPORTED if the claim is "
-                                          "true, REFUTED if it is false, NOT_ENOUGH_INFO if you cannot tell), then a "
+    msgs = [{"role": "system",
+             "content": "You check claims. Reply in JSON: the label (SUPPORTED if the claim is "
+                                          "true, REFUTED if it is false, NOT_ENOUGH_INFO if you cannot "
+                                          "tell), then a "
                                           "few words why."},
             {"role": "user", "content": "Claim: Paris is the capital of France."}]
     async with LLMClient(llm_endpoint.url, llm_endpoint.model) as llm:
@@ -163,6 +170,7 @@ async def test_label_confidence_from_the_engines_logprobs(llm_endpoint):
     assert got["chosen"] == asked.label and set(got["probs"]) == {"SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"}
     assert sum(got["probs"].values()) == pytest.approx(1.0, abs=0.01)
     assert got["probs"][asked.label] > 0
-    print(f"engine {owner}: label {asked.label}, probabilities {got['probs']}, mass on allowed values {got['mass']:.4f}")
+    print(f"engine {owner}: label {asked.label}, probabilities {got['probs']}, mass on allowed values "
+          f"{got['mass']:.4f}")
     if owner == "vllm":  # raw_logprobs are read after the grammar bitmask: the allowed values hold everything
         assert got["mass"] == pytest.approx(1.0, abs=0.01)

@@ -35,7 +35,8 @@ CLAIM = Claim("g1", "Carnegie Hall Tower is located in the same city as Staten I
 PASSAGES = [
     Evidence("Carnegie Hall Tower#0", "Carnegie Hall Tower",
              "Carnegie Hall Tower is a skyscraper on West 57th Street in Manhattan, New York City.", 1.0),
-    Evidence("Staten Island#0", "Staten Island", "Staten Island is the southernmost of the five boroughs of New York City.", 1.0),
+    Evidence("Staten Island#0", "Staten Island",
+             "Staten Island is the southernmost of the five boroughs of New York City.", 1.0),
 ]
 
 
@@ -49,7 +50,8 @@ async def ask(url: str, model: str, messages, output_model, max_tokens: int) -> 
     return choice["message"]["content"] or "", choice.get("finish_reason") or ""
 
 
-PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH", "JUDGE"), 120), (NODE_TYPES, 0)]
+PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH", "JUDGE"), 120), (NODE_TYPES,
+                                                                                                   0)]
 
 
 def test_plan_schemas_compile_and_put_the_reasoning_first(llm_endpoint):

@@ -41,7 +41,8 @@ from veracity.config import Settings
 pytestmark = pytest.mark.integration
 
 
-def test_api_server_killed_mid_batch_orphans_are_found_and_ended(killable_llm_server, vllm_endpoint, tmp_path):
+def test_api_server_killed_mid_batch_orphans_are_found_and_ended(killable_llm_server, vllm_endpoint,
+                                                                 tmp_path):
     from veracity.serving.server import orphans, read_state, server_status, stop_server
 
     server = killable_llm_server
@@ -70,7 +71,8 @@ def test_api_server_killed_mid_batch_orphans_are_found_and_ended(killable_llm_se
 def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, vllm_endpoint, tmp_path):
     server = killable_llm_server
     engine = [pid for pid in _members(server.pid)
-              if pid != server.pid and "EngineCore" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+              if pid != server.pid
+              and "EngineCore" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
               + Path(f"/proc/{pid}/comm").read_text()]
     assert engine, f"no EngineCore process among {_members(server.pid)}"
     _kill_mid_batch_then_resume(tmp_path, server, vllm_endpoint, engine[0])
@@ -89,7 +91,8 @@ def test_a_claim_gets_the_verdict_verify_gives_it(vllm_endpoint, tmp_path):
     f = tmp_path / "text.txt"
     f.write_text("Marie Curie won two Nobel Prizes.")
     common = ("--method", "direct", "--evidence", "none", "--endpoint", llm_endpoint.url, "--json")
-    rc, out, err = finish_cli(veracity(tmp_path, "check", str(f), *common, "--check-param", "worthiness=false"))
+    rc, out, err = finish_cli(veracity(tmp_path, "check", str(f), *common, "--check-param",
+                                       "worthiness=false"))
     assert rc == 0, err[-3000:]
     rec = json.loads(out)
     claims = [c for s in rec["sentences"] for c in s["claims"] if c.get("label")]  # every claim factual here
@@ -99,4 +102,5 @@ def test_a_claim_gets_the_verdict_verify_gives_it(vllm_endpoint, tmp_path):
     assert rc == 0, err[-3000:]
     alone = json.loads(out)
     assert (alone["label"], alone["explanation"]) == (claim["label"], claim["explanation"])
-    assert [c["role"] for c in alone["trace"]["llm_calls"]] == [c["role"] for c in claim["trace"]["llm_calls"]]
+    assert [c["role"] for c in alone["trace"]["llm_calls"]] == [c["role"]
+                                                                for c in claim["trace"]["llm_calls"]]

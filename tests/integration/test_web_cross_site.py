@@ -52,7 +52,7 @@ async function attempt(name, url, init) {{
   window.results.push("form submitted");
   window.done = true;
 }})();
-</script></body></html>"""
+</script></body></html>"""  # noqa: E501
 
 
 def _serve(handler_cls) -> tuple[ThreadingHTTPServer, int]:
@@ -69,7 +69,8 @@ def app_url(tmp_path):
     from veracity.web.app import WebConfig, asgi
 
     llm = ScriptedLLM({"direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
-    config = WebConfig(home=tmp_path / "home", searcher=FakeSearcher({"Paris": ["Paris is in France."]}), llm=llm,
+    config = WebConfig(home=tmp_path / "home", searcher=FakeSearcher({"Paris": ["Paris is in France."]}),
+                       llm=llm,
                        model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]})
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(asgi(config), host="127.0.0.1", port=port, log_level="warning"))
@@ -143,12 +144,12 @@ def test_the_apps_own_page_still_works_under_its_csp_and_a_bad_fragment(browser,
     status = page.evaluate("""async () => {
         const r = await fetch("/v1/verify", {method: "POST", headers: {"Content-Type": "application/json"},
                                              body: JSON.stringify({claim: "Paris is in France.", method: "direct"})});
-        return r.status; }""")
+        return r.status; }""")  # noqa: E501
     assert status == 200
     jobs = page.evaluate("""async () => {
         const r = await fetch("/v1/jobs?method=direct", {method: "POST", headers: {"Content-Type": "application/x-ndjson"},
                                                          body: '{"id": "p1", "claim": "Paris is in France."}\\n'});
-        return r.status; }""")
+        return r.status; }""")  # noqa: E501
     assert jobs == 201
     assert page.locator("#view-check").is_visible()
     page.close()

@@ -31,7 +31,8 @@ CHROMIUM = os.environ.get("VERACITY_CHROMIUM", "/usr/bin/chromium")
 CLAIM = "The Eiffel Tower is in Berlin."
 BATCH = ["Marie Curie won two Nobel Prizes.", "Berlin is the capital of Germany.", "The Moon orbits Mars."]
 # claims the page checks after CLAIM until a verdict cites a passage (see the evidence-card step)
-CITING_TRIES = ["Marie Curie won two Nobel Prizes.", "Mount Everest is on the border between Nepal and China.",
+CITING_TRIES = ["Marie Curie won two Nobel Prizes.",
+                "Mount Everest is on the border between Nepal and China.",
                 "Albert Einstein developed the theory of relativity.", "Berlin is the capital of Germany."]
 
 
@@ -59,7 +60,8 @@ def web_url(request, tmp_path_factory):
     searcher = Searcher(demo_style_index_dir)
     home = tmp_path_factory.mktemp("web-home")
     config = WebConfig(home=home, searcher=searcher, index_dir=str(demo_style_index_dir),
-                       verifier=VerifierConfig.of(endpoint=llm_endpoint.url, model=llm_endpoint.model, concurrency=3,
+                       verifier=VerifierConfig.of(endpoint=llm_endpoint.url, model=llm_endpoint.model,
+                                                  concurrency=3,
                                                   settings=Settings(home=home)))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(asgi(config), host="127.0.0.1", port=port, log_level="warning"))
@@ -110,21 +112,22 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         roles = [c["role"] for c in record["trace"]["llm_calls"]]
         assert roles[0] == "rag.select" and roles[-1] == "rag.judge"  # rag's default select=auto, on an index
         call = record["trace"]["llm_calls"][-1]
-        assert call["role"] == "rag.judge" and call["model"] == llm_endpoint.model and call["completion_tokens"] > 0
+        assert call["role"] == "rag.judge" and call["model"] == llm_endpoint.model and call["completion_tokens"] > 0  # noqa: E501
         hits = record["trace"]["tool_calls"][0]["hits"]
         assert "Eiffel Tower#0" in hits  # the real index ranked the article
 
         # the live stream: the real search's hits, then the judge's prompt and its JSON reply with real tokens
         with client.stream("POST", "/v1/verify/stream", json={"claim": CLAIM, "method": "rag"}) as stream:
             text = stream.read().decode()
-        events = [(re.search(r"^event: (.*)$", b, re.M).group(1), json.loads(re.search(r"^data: (.*)$", b, re.M).group(1)))
+        events = [(re.search(r"^event: (.*)$", b, re.M).group(1), json.loads(re.search(r"^data: (.*)$", b,
+                                                                                       re.M).group(1)))
                   for b in text.strip().split("\n\n")]
         trace = [d for n, d in events if n == "trace"]
         kinds = [e["kind"] for e in trace]  # the search, the selection's steps, then the judge's
         assert kinds[0] == "tool" and kinds[-2:] == ["role.started", "role.finished"]
         assert trace[1]["kind"] == "role.started" and trace[1]["role"] == "rag.select"
         assert trace[-2]["role"] == "rag.judge" and trace[-1]["step"] == trace[-2]["step"]
-        assert trace[0]["hits"][0]["title"] and trace[-1]["completion_tokens"] > 0 and trace[-1]["latency_s"] > 0
+        assert trace[0]["hits"][0]["title"] and trace[-1]["completion_tokens"] > 0 and trace[-1]["latency_s"] > 0  # noqa: E501
         assert events[-1][0] == "verdict" and events[-1][1]["record"]["label"] == trace[-1]["output"]["label"]
 
         passage = client.get("/v1/passages/Eiffel%20Tower%230").json()
@@ -180,7 +183,8 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     external: list[str] = []
-    page.on("request", lambda req: external.append(req.url) if not req.url.startswith((web_url, "data:")) else None)
+    page.on("request", lambda req: external.append(req.url) if not req.url.startswith((web_url,
+                                                                                       "data:")) else None)
     page.goto(web_url + "/")
     page.wait_for_selector("#method option[value=rag]", state="attached")
     # waits are selectors, not wait_for_function: its predicate is evaluated from a string, which the app's
@@ -227,7 +231,7 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
         page.keyboard.press("Control+Enter")
         page.wait_for_selector(f"#permalink:not([href={json.dumps(before or '')}])", timeout=300_000)
         tried.append(extra)
-    assert cards.count() >= 1, f"the model cited no passage for any of {tried}, so there is no evidence card to open"
+    assert cards.count() >= 1, f"the model cited no passage for any of {tried}, so there is no evidence card to open"  # noqa: E501
     title = cards.first.inner_text()
     cards.first.click()
     page.wait_for_selector("#article-title")

@@ -15,7 +15,8 @@ def _no_llama_server_build_from_unit_tests(monkeypatch):
 
     def guarded(dest, bar=inst.no_bar):
         if not (dest / inst.SDIST_FILE).is_file():
-            pytest.fail("a unit test reached for the llama-cpp-python sdist (a real llama-server build): give it "
+            pytest.fail("a unit test reached for the llama-cpp-python sdist (a real llama-server build): "
+                        "give it "
                         "an engine (VERACITY_ENGINE) or a stand-in install")
         return real(dest, bar)
 

@@ -66,7 +66,8 @@ class ScriptedLLM:
     temperature = 0.0
     seed = 0
 
-    def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list], None] | None = None,
+    def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list],
+                                                                               None] | None = None,
                  repeat_last: bool = False, delay: float | Callable[[Call], float] = 0.0,
                  probs: Callable[[str, Any], dict[str, float] | None] | None = None):
         self.script: dict[str, Any] = {}
@@ -75,7 +76,8 @@ class ScriptedLLM:
         self.fail = fail
         self.repeat_last = repeat_last
         self.delay = delay
-        # a deciding role's call (confidence_field): probs(role, reply) -> its label distribution, recorded as a
+        # a deciding role's call (confidence_field): probs(role, reply) -> its label distribution, recorded as
+        # a
         # real endpoint's would be (veracity.serving.confidence.LabelProbs.to_dict); None: no logprobs
         self.probs = probs
         self.calls: list[Call] = []
@@ -89,13 +91,15 @@ class ScriptedLLM:
 
     def _reply(self, role: str, messages: list, output_model: type, index: int) -> Any:
         if role not in self.script:
-            raise AssertionError(f"ScriptedLLM: role {role!r} was not scripted (scripted: {sorted(self.script)})")
+            raise AssertionError(f"ScriptedLLM: role {role!r} was not scripted (scripted: "
+                                 f"{sorted(self.script)})")
         entry = self.script[role]
         if isinstance(entry, deque):
             if not entry:
                 raise AssertionError(f"ScriptedLLM: script for {role!r} is exhausted")
             reply = entry[0] if (self.repeat_last and len(entry) == 1) else entry.popleft()
-            if callable(reply) and not isinstance(reply, (BaseModel, BaseException)) and not isinstance(reply, type):
+            if callable(reply) and not isinstance(reply, (BaseModel, BaseException)) and not isinstance(reply,
+                                                                                                        type):
                 reply = reply(messages)
             return reply
         return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
@@ -127,10 +131,12 @@ class ScriptedLLM:
                     reply = output_model.model_validate(reply.model_dump())
             except ValidationError as exc:
                 self._record(role, messages, "{}", usage_sink)
-                raise LLMOutputError(f"{role}: the reply did not validate against {output_model.__name__}: {exc}",
+                raise LLMOutputError(f"{role}: the reply did not validate against {output_model.__name__}: "
+                                     f"{exc}",
                                      role=role) from exc
             if not isinstance(reply, output_model):
-                raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave {type(reply).__name__}")
+                raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave "
+                                f"{type(reply).__name__}")
             call.reply = reply
             self._record(role, messages, reply.model_dump_json(), usage_sink)
             if confidence_field and self.probs is not None:
@@ -196,7 +202,8 @@ class FakeSearcher:
             text = text.replace(",", " ").replace(".", " ")
         return set(text.split())
 
-    def search(self, query: str, k: int = 10, mode: str = "hybrid", exclude_titles=(), exclude_patterns=()) -> list[Hit]:
+    def search(self, query: str, k: int = 10, mode: str = "hybrid", exclude_titles=(),
+               exclude_patterns=()) -> list[Hit]:
         self.queries.append(query)
         self.calls.append((query, k, tuple(exclude_titles)))
         if query in self.scripted:

@@ -52,7 +52,8 @@ def test_methods_do_not_import_serving_or_each_other(path):
 def test_indexes_and_models_do_not_import_pipeline_bench_or_cli():
     for folder in (PKG / "indexes", PKG / "models"):
         for path in modules(folder):
-            bad = [m for m in imports_of(path) if m.startswith(("veracity.pipeline", "veracity.bench", "veracity.cli"))]
+            bad = [m for m in imports_of(path) if m.startswith(("veracity.pipeline", "veracity.bench",
+                                                                "veracity.cli"))]
             assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
@@ -156,7 +157,8 @@ def test_the_cycle_finder_finds_every_cycle_and_nothing_else():
 
 
 def test_only_the_client_touches_its_usage_context_variable():
-    """Token usage reaches a role's step through the ``usage_sink`` it passes to ``generate`` (Role is the only
+    """Token usage reaches a role's step through the ``usage_sink`` it passes to ``generate`` (Role is the
+    only
     caller), not through the client's private context variable (issue 30)."""
     users = []
     for path in sorted(PKG.rglob("*.py")):

@@ -61,7 +61,8 @@ def row(id: str, *args: str, **kw) -> object:
 BATCH = ("verify", "-i", "{tmp}/claims/good.jsonl", "--method", "direct", "--endpoint", "{fake}")
 ONE = ("verify", "Paris is the capital of France.", "--endpoint", "{dead}")
 RUN = ("bench", "run", "--dataset", "jsonl:{tmp}/claims/labelled.jsonl", "--endpoint", "{dead}")
-TP = ("bench", "throughput", "--dataset", "jsonl:{tmp}/claims/labelled.jsonl", "--endpoint", "{dead}", "--concurrency",
+TP = ("bench", "throughput", "--dataset", "jsonl:{tmp}/claims/labelled.jsonl", "--endpoint", "{dead}",
+      "--concurrency",
       "1")
 BUILD_OUT = ("--out", "{tmp}/new-index")
 OUT = ("-o", "{tmp}/out/r.jsonl")
@@ -70,16 +71,24 @@ CLAIMS_FILES = [
     row("claims-missing", "verify", "-i", "{tmp}/claims/missing.jsonl", *OUT, "--method", "direct",
         "--endpoint", "{fake}", match="does not exist"),
     row("claims-empty", *BATCH[:2], "{tmp}/claims/empty.jsonl", *BATCH[3:], *OUT, match="no claims.*empty"),
-    row("claims-blank-lines", *BATCH[:2], "{tmp}/claims/blank.jsonl", *BATCH[3:], *OUT, match="no claims.*empty"),
-    row("claims-not-utf8", *BATCH[:2], "{tmp}/claims/latin1.jsonl", *BATCH[3:], *OUT, match="no claims.*not UTF-8"),
-    row("claims-not-json", *BATCH[:2], "{tmp}/claims/notjson.jsonl", *BATCH[3:], *OUT, match="no claims.*not JSON"),
-    row("claims-json-array", *BATCH[:2], "{tmp}/claims/array.jsonl", *BATCH[3:], *OUT, match="no claims.*not a JSON object"),
-    row("claims-no-claim-field", *BATCH[:2], "{tmp}/claims/noclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*no `claim` field"),
-    row("claims-empty-claim", *BATCH[:2], "{tmp}/claims/emptyclaim.jsonl", *BATCH[3:], *OUT, match="no claims.*empty claim"),
-    row("claims-duplicate-ids", *BATCH[:2], "{tmp}/claims/dups.jsonl", *BATCH[3:], *OUT, match="duplicate id"),
+    row("claims-blank-lines", *BATCH[:2], "{tmp}/claims/blank.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*empty"),
+    row("claims-not-utf8", *BATCH[:2], "{tmp}/claims/latin1.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*not UTF-8"),
+    row("claims-not-json", *BATCH[:2], "{tmp}/claims/notjson.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*not JSON"),
+    row("claims-json-array", *BATCH[:2], "{tmp}/claims/array.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*not a JSON object"),
+    row("claims-no-claim-field", *BATCH[:2], "{tmp}/claims/noclaim.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*no `claim` field"),
+    row("claims-empty-claim", *BATCH[:2], "{tmp}/claims/emptyclaim.jsonl", *BATCH[3:], *OUT,
+        match="no claims.*empty claim"),
+    row("claims-duplicate-ids", *BATCH[:2], "{tmp}/claims/dups.jsonl", *BATCH[3:], *OUT,
+        match="duplicate id"),
     row("claims-a-directory", *BATCH[:2], "{tmp}/claims", *BATCH[3:], *OUT, match="is a directory"),
     row("claims-some-bad-lines", *BATCH[:2], "{tmp}/claims/mixed.jsonl", *BATCH[3:], *OUT,
-        accepted="a bad line is skipped (file:line and why on stderr) and counted; the good claims run, so one "
+        accepted="a bad line is skipped (file:line and why on stderr) and counted; the good claims run, so "
+                 "one "
         "typo does not stop a long batch", writes=("out/r.jsonl", "out/r.jsonl.manifest.json")),
     row("claims-path-with-brackets", *BATCH[:2], "{tmp}/claims/[/x].jsonl", *BATCH[3:], *OUT,
         accepted="as claims-some-bad-lines: a path is printed as it is, not read as rich markup",
@@ -103,14 +112,16 @@ OUTPUT_PATHS = [
     row("output-is-the-input", *BATCH, "-o", "{tmp}/claims/good.jsonl", match="claims file"),
     row("state-dir-a-file", *ONE, "--method", "direct", "--state-dir", "{tmp}/claims/good.jsonl",
         match="is a file"),
-    row("bench-run-out-a-file", *RUN, "--method", "direct", "--out", "{tmp}/claims/good.jsonl", match="is a file"),
+    row("bench-run-out-a-file", *RUN, "--method", "direct", "--out", "{tmp}/claims/good.jsonl",
+        match="is a file"),
     row("bench-run-out-not-a-run", *RUN, "--method", "direct", "--out", "{tmp}/index/notindex",
         match="not a benchmark run directory"),
 ]
 
 
 def param_rows(method: str, cases: list[tuple[str, str]]) -> list[object]:
-    return [row(f"param-{method}-{item.split('=')[0] or 'empty'}-{i}", *ONE, "--method", method, "--param", item,
+    return [row(f"param-{method}-{item.split('=')[0] or 'empty'}-{i}", *ONE, "--method", method, "--param",
+                item,
                 match=match) for i, (item, match) in enumerate(cases)]
 
 
@@ -173,8 +184,10 @@ PARAMS = [
     row("method-unknown", *ONE, "--method", "nope", match="'nope' is not one of"),
     row("bench-run-param", *RUN, "--method", "mermaid", "--param", "t_max=abc", match="t_max of mermaid"),
     row("bench-run-param-unknown", *RUN, "--method", "rag", "--param", "t_max=3", match="no parameter t_max"),
-    row("bench-run-ablation", *RUN, "--method", "direct", "--ablation", "no-memory", match="ablation of mermaid"),
-    row("bench-run-no-memory", *RUN, "--method", "direct", "--no-memory", match="ablation of mermaid"),  # as verify
+    row("bench-run-ablation", *RUN, "--method", "direct", "--ablation", "no-memory",
+        match="ablation of mermaid"),
+    # as verify
+    row("bench-run-no-memory", *RUN, "--method", "direct", "--no-memory", match="ablation of mermaid"),
     row("bench-run-method-unknown", *RUN, "--method", "nope", match="unknown method 'nope'"),
     row("throughput-param", *TP, "--method", "rag", "--param", "k=abc", match="k of rag"),
     row("throughput-method-unknown", *TP, "--method", "nope", match="unknown method 'nope'"),
@@ -187,25 +200,32 @@ CONCURRENCY = [
     row("concurrency-negative", *ONE, "--method", "direct", "--concurrency", "-1", match="at least 1"),
     row("concurrency-text", *ONE, "--method", "direct", "--concurrency", "many", match="not a valid integer"),
     row("llm-concurrency-0", *ONE, "--method", "direct", "--llm-concurrency", "0", match="at least 1"),
-    row("llm-concurrency-negative", *ONE, "--method", "direct", "--llm-concurrency", "-1", match="at least 1"),
-    row("llm-concurrency-text", *ONE, "--method", "direct", "--llm-concurrency", "x", match="not a valid integer"),
+    row("llm-concurrency-negative", *ONE, "--method", "direct", "--llm-concurrency", "-1",
+        match="at least 1"),
+    row("llm-concurrency-text", *ONE, "--method", "direct", "--llm-concurrency", "x",
+        match="not a valid integer"),
     row("batch-concurrency-0", *BATCH, *OUT, "--concurrency", "0", match="at least 1"),
     row("env-concurrency-text", *ONE, "--method", "direct", env={"VERACITY_CONCURRENCY": "lots"},
         match=r"\$VERACITY_CONCURRENCY must be an integer"),
-    row("env-concurrency-0", *ONE, "--method", "direct", env={"VERACITY_CONCURRENCY": "0"}, match="at least 1"),
+    row("env-concurrency-0", *ONE, "--method", "direct", env={"VERACITY_CONCURRENCY": "0"},
+        match="at least 1"),
     row("env-llm-concurrency-negative", *ONE, "--method", "direct", env={"VERACITY_LLM_CONCURRENCY": "-5"},
         match="at least 1"),
     row("bench-run-concurrency-0", *RUN, "--method", "direct", "--concurrency", "0", match="at least 1"),
     row("bench-run-llm-concurrency-negative", *RUN, "--method", "direct", "--llm-concurrency", "-1",
         match="at least 1"),
-    row("throughput-concurrency-0", *TP, "--method", "direct", "--concurrency", "0", match="positive integers"),
+    row("throughput-concurrency-0", *TP, "--method", "direct", "--concurrency", "0",
+        match="positive integers"),
     row("throughput-concurrency-text", *TP, "--method", "direct", "--concurrency", "1,x", match="integers"),
-    row("throughput-claims-per-level-0", *TP, "--method", "direct", "--claims-per-level", "0", match="claims"),
+    row("throughput-claims-per-level-0", *TP, "--method", "direct", "--claims-per-level", "0",
+        match="claims"),
     row("throughput-warmup-negative", *TP, "--method", "direct", "--warmup", "-1", match="warmup"),
     row("bench-llm-concurrency-0", "bench", "llm", "--endpoint", "{dead}", "--concurrency", "0",
         match="positive integers"),
-    row("bench-llm-requests-0", "bench", "llm", "--endpoint", "{dead}", "--requests", "0", match="--requests"),
-    row("bench-llm-max-tokens-0", "bench", "llm", "--endpoint", "{dead}", "--max-tokens", "0", match="--max-tokens"),
+    row("bench-llm-requests-0", "bench", "llm", "--endpoint", "{dead}", "--requests", "0",
+        match="--requests"),
+    row("bench-llm-max-tokens-0", "bench", "llm", "--endpoint", "{dead}", "--max-tokens", "0",
+        match="--max-tokens"),
     row("subprocess-concurrency-0", *ONE, "--method", "direct", "--concurrency", "0", match="at least 1",
         subprocess=True),
 ]
@@ -214,10 +234,12 @@ INDEX_DIRS = [
     row("index-missing", *ONE, "--method", "rag", "--index", "{tmp}/index/missing", match="does not exist"),
     row("index-not-an-index", *ONE, "--method", "rag", "--index", "{tmp}/index/notindex",
         match="not a veracity index"),
-    row("index-empty-dir", *ONE, "--method", "rag", "--index", "{tmp}/index/empty", match="not a veracity index"),
+    row("index-empty-dir", *ONE, "--method", "rag", "--index", "{tmp}/index/empty",
+        match="not a veracity index"),
     row("index-a-file", *ONE, "--method", "rag", "--index", "{tmp}/claims/good.jsonl",
         match="good.jsonl (does not exist|is a file)"),
-    row("index-bad-manifest", *ONE, "--method", "rag", "--index", "{tmp}/index/badmanifest", match="manifest"),
+    row("index-bad-manifest", *ONE, "--method", "rag", "--index", "{tmp}/index/badmanifest",
+        match="manifest"),
     row("index-no-passage-store", *ONE, "--method", "rag", "--index", "{tmp}/index/nostore",
         match="passage store .* is missing"),
     row("index-corrupt-passage-store", *ONE, "--method", "rag", "--index", "{tmp}/index/corruptstore",
@@ -233,7 +255,8 @@ INDEX_DIRS = [
         match="passage store .* is missing"),
     row("index-info-missing", "index", "info", "{tmp}/index/missing", match="missing"),
     row("index-info-bad-manifest", "index", "info", "{tmp}/index/badmanifest", match="manifest"),
-    row("bench-retrieval-index-missing", "bench", "retrieval", "--index", "{tmp}/index/missing", match="missing"),
+    row("bench-retrieval-index-missing", "bench", "retrieval", "--index", "{tmp}/index/missing",
+        match="missing"),
     row("bench-run-index-missing", *RUN, "--method", "rag", "--index", "{tmp}/index/missing",
         match="does not exist"),
     row("throughput-index-missing", *TP, "--method", "rag", "--index", "{tmp}/index/missing",
@@ -244,7 +267,8 @@ ENDPOINTS = [
     row("endpoint-unreachable", "verify", "x y z", "--method", "direct", "--endpoint", "{dead}",
         match="cannot reach the model endpoint"),
     row("endpoint-unreachable-batch", *BATCH[:-1], "{dead}", *OUT, match="cannot reach the model endpoint"),
-    row("endpoint-malformed", "verify", "x y z", "--method", "direct", "--endpoint", "http://[::1", match="endpoint"),
+    row("endpoint-malformed", "verify", "x y z", "--method", "direct", "--endpoint", "http://[::1",
+        match="endpoint"),
     row("endpoint-not-a-url", "verify", "x y z", "--method", "direct", "--endpoint", "not a url",
         match="endpoint"),
     row("endpoint-other-scheme", "verify", "x y z", "--method", "direct", "--endpoint", "ftp://127.0.0.1:9/v1",
@@ -261,23 +285,28 @@ ENDPOINTS = [
         match="endpoint .* does not answer"),
     # several endpoints (issue 17): a bad list fails before anything is contacted; endpoints that disagree or
     # are all dead fail at the first probe, before a result or a manifest is written
-    row("endpoint-list-empty", "verify", "x y z", "--method", "direct", "--endpoint", " , ", match="list .* is empty"),
+    row("endpoint-list-empty", "verify", "x y z", "--method", "direct", "--endpoint", " , ",
+        match="list .* is empty"),
     row("endpoint-list-empty-env", "verify", "x y z", "--method", "direct", env={"VERACITY_ENDPOINT": ","},
         match="list .* is empty"),
     row("endpoint-list-empty-entry", *BATCH[:-1], "{fake},,{dead}", *OUT, match="has an empty entry"),
     row("endpoint-list-twice", *BATCH[:-1], "{fake},{fake}", *OUT, match="listed twice"),
-    row("endpoint-list-malformed-entry", *BATCH[:-1], "{fake},ftp://127.0.0.1:9", *OUT, match="is not a valid URL"),
+    row("endpoint-list-malformed-entry", *BATCH[:-1], "{fake},ftp://127.0.0.1:9", *OUT,
+        match="is not a valid URL"),
     row("endpoints-all-dead", *BATCH[:-1], "{dead},http://127.0.0.1:7/v1", *OUT,
         match="none of the 2 model endpoints answers"),
     row("endpoints-different-models", *BATCH[:-1], "{fake},{other}", *OUT, early=False,
         match="serve different models .*serves fake-model; .*serves other-model"),
-    row("endpoints-different-models-named", *BATCH[:-1], "{fake},{other}", *OUT, "--model", "fake-model", early=False,
+    row("endpoints-different-models-named", *BATCH[:-1], "{fake},{other}", *OUT, "--model", "fake-model",
+        early=False,
         match="serves another model than fake-model"),
-    row("bench-llm-endpoint-list", "bench", "llm", "--endpoint", "{fake},{other}", match="measures one model endpoint"),
+    row("bench-llm-endpoint-list", "bench", "llm", "--endpoint", "{fake},{other}",
+        match="measures one model endpoint"),
 ]
 
 MODELS = [
-    row("model-unknown-on-endpoint", "verify", "x y z", "--method", "direct", "--endpoint", "{fake}", "--model",
+    row("model-unknown-on-endpoint", "verify", "x y z", "--method", "direct", "--endpoint", "{fake}",
+        "--model",
         "nope", match="serves fake-model, not nope", early=False),
     row("model-unknown-managed", "verify", "x y z", "--method", "direct", "--model", "nope",
         match="unknown model 'nope'|vLLM is not installed"),
@@ -288,7 +317,8 @@ MODELS = [
         match="missing"),
     row("models-prepare-from-empty-dir", "models", "prepare", "my-model", "--from", "{tmp}/weights/empty",
         match="config.json|weights"),
-    row("models-prepare-from-a-text-file", "models", "prepare", "my-model", "--from", "{tmp}/claims/good.jsonl",
+    row("models-prepare-from-a-text-file", "models", "prepare", "my-model", "--from",
+        "{tmp}/claims/good.jsonl",
         match="good.jsonl is neither a weights directory"),
     row("methods-show-unknown", "methods", "show", "nope", match="unknown method 'nope'"),
     row("serve-port-negative", "serve", "--port", "-1", match="port -1"),
@@ -327,7 +357,8 @@ DATASETS = [
         "{dead}", match="not found"),
     row("dataset-jsonl-not-json", "bench", "run", "--dataset", "jsonl:{tmp}/claims/notjson.jsonl", "--method",
         "direct", "--endpoint", "{dead}", match="notjson.jsonl"),
-    row("dataset-files-absent", "bench", "run", "--dataset", "hover", "--method", "direct", "--endpoint", "{dead}",
+    row("dataset-files-absent", "bench", "run", "--dataset", "hover", "--method", "direct", "--endpoint",
+        "{dead}",
         match="hover"),
     row("dataset-data-dir-missing", "bench", "run", "--dataset", "hover", "--method", "direct", "--endpoint",
         "{dead}", "--data-dir", "{tmp}/missing", match="missing|hover"),
@@ -343,9 +374,11 @@ DATASETS = [
         "jsonl:{tmp}/claims/missing.jsonl", "--endpoint", "{dead}", match="missing.jsonl"),
     row("bench-datasets-count-missing-dir", "bench", "datasets", "--count", "--data-dir", "{tmp}/missing",
         match="does not exist"),
-    row("bench-retrieval-modes", "bench", "retrieval", "--index", "{tmp}/index/missing", "--modes", "bm25,magic",
+    row("bench-retrieval-modes", "bench", "retrieval", "--index", "{tmp}/index/missing", "--modes",
+        "bm25,magic",
         match="--modes"),
-    row("bench-retrieval-k-0", "bench", "retrieval", "--index", "{tmp}/index/missing", "--k", "0", match="--k"),
+    row("bench-retrieval-k-0", "bench", "retrieval", "--index", "{tmp}/index/missing", "--k", "0",
+        match="--k"),
     row("bench-compare-missing", "bench", "compare", "{tmp}/runs/missing", match="does not exist"),
     row("bench-compare-not-a-run", "bench", "compare", "{tmp}/index/empty", match="not a benchmark run"),
 ]
@@ -356,20 +389,25 @@ CONFIGS = [
     row("config-bad-toml", "bench", "run", "--config", "{tmp}/config/bad.toml", match="not valid TOML"),
     row("config-unknown-key", "bench", "run", "--config", "{tmp}/config/unknown.toml", match="unknown key"),
     row("config-no-method", "bench", "run", "--config", "{tmp}/config/nomethod.toml", match="method"),
-    row("config-wrong-type", "bench", "run", "--config", "{tmp}/config/badtype.toml", match="limit must be an integer"),
+    row("config-wrong-type", "bench", "run", "--config", "{tmp}/config/badtype.toml",
+        match="limit must be an integer"),
     row("config-bad-labels", "bench", "run", "--config", "{tmp}/config/badlabels.toml", match="label space"),
     row("config-bad-param", "bench", "run", "--config", "{tmp}/config/badparam.toml", match="k of rag"),
     row("config-not-utf8", "bench", "run", "--config", "{tmp}/config/latin1.toml", match="latin1.toml"),
 ]
 
 INDEX_SOURCES = [
-    row("build-source-missing", "index", "build", "{tmp}/corpus/missing.jsonl", *BUILD_OUT, match="missing.jsonl"),
-    row("build-source-unknown-name", "index", "build", "wikipedia-latest", *BUILD_OUT, match="wikipedia-latest"),
+    row("build-source-missing", "index", "build", "{tmp}/corpus/missing.jsonl", *BUILD_OUT,
+        match="missing.jsonl"),
+    row("build-source-unknown-name", "index", "build", "wikipedia-latest", *BUILD_OUT,
+        match="wikipedia-latest"),
     row("build-source-a-directory", "index", "build", "{tmp}/corpus", *BUILD_OUT, match="corpus"),
     row("build-source-empty", "index", "build", "{tmp}/corpus/empty.jsonl", *BUILD_OUT, match="empty.jsonl"),
-    row("build-source-empty-jsonl", "index", "build", "{tmp}/corpus/empty.jsonl", "--format", "jsonl", *BUILD_OUT,
+    row("build-source-empty-jsonl", "index", "build", "{tmp}/corpus/empty.jsonl", "--format", "jsonl",
+        *BUILD_OUT,
         match="empty.jsonl"),
-    row("build-source-not-json", "index", "build", "{tmp}/corpus/notjson.jsonl", "--format", "jsonl", *BUILD_OUT,
+    row("build-source-not-json", "index", "build", "{tmp}/corpus/notjson.jsonl", "--format", "jsonl",
+        *BUILD_OUT,
         match="notjson.jsonl"),
     row("build-format-unknown", "index", "build", "{tmp}/corpus/good.jsonl", "--format", "csv", *BUILD_OUT,
         match="csv"),
@@ -381,24 +419,29 @@ INDEX_SOURCES = [
         "{tmp}/index/foreign", "--overwrite", "--no-dense", match="foreign is not an index veracity built"),
     row("build-overwrite-future-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
         "{tmp}/index/future", "--overwrite", "--no-dense", match="format_version 99"),
-    row("build-overwrite-not-an-index", "index", "build", "{tmp}/corpus/good.jsonl", "--out", "{tmp}/index/notindex",
+    row("build-overwrite-not-an-index", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
+        "{tmp}/index/notindex",
         "--overwrite", "--no-dense", match="notindex is not an index veracity built .no manifest.json"),
     row("build-overwrite-bad-manifest", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
         "{tmp}/index/badmanifest", "--overwrite", "--no-dense", match="not readable JSON"),
     row("build-stranger-building-folder", "index", "build", "{tmp}/corpus/good.jsonl", "--out",
-        "{tmp}/index/stranger", "--no-dense", match=r"\.stranger\.building exists and is not a partial build"),
+        "{tmp}/index/stranger", "--no-dense",
+        match=r"\.stranger\.building exists and is not a partial build"),
     row("build-chunk-words-0", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-words", "0", *BUILD_OUT,
         match="chunk"),
     row("build-chunk-overlap-too-big", "index", "build", "{tmp}/corpus/good.jsonl", "--chunk-overlap", "100",
         *BUILD_OUT, match="overlap"),
-    row("build-limit-0", "index", "build", "{tmp}/corpus/good.jsonl", "--limit", "0", *BUILD_OUT, match="limit"),
+    row("build-limit-0", "index", "build", "{tmp}/corpus/good.jsonl", "--limit", "0", *BUILD_OUT,
+        match="limit"),
     row("build-batch-size-0", "index", "build", "{tmp}/corpus/good.jsonl", "--batch-size", "0", *BUILD_OUT,
         match="batch-size"),
     row("build-shard-size-0", "index", "build", "{tmp}/corpus/good.jsonl", "--shard-size", "0", *BUILD_OUT,
         match="shard-size"),
-    row("build-workers-per-device-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers-per-device", "0",
+    row("build-workers-per-device-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers-per-device",
+        "0",
         *BUILD_OUT, match="--workers-per-device must be"),
-    row("build-dump-date-bad", "index", "build", "{tmp}/corpus/good.jsonl", "--dump-date", "last year", *BUILD_OUT,
+    row("build-dump-date-bad", "index", "build", "{tmp}/corpus/good.jsonl", "--dump-date", "last year",
+        *BUILD_OUT,
         match="dump-date|last year"),
     row("build-nothing-to-build", "index", "build", "{tmp}/corpus/good.jsonl", "--no-bm25", "--no-dense",
         *BUILD_OUT, match="no-bm25|nothing"),
@@ -406,20 +449,25 @@ INDEX_SOURCES = [
         match="not a DPR passages TSV"),
     row("build-workers-0", "index", "build", "{tmp}/corpus/good.jsonl", "--workers", "0", *BUILD_OUT,
         match="--workers must be"),
-    row("build-bm25-threads-0", "index", "build", "{tmp}/corpus/good.jsonl", "--bm25-threads", "0", *BUILD_OUT,
+    row("build-bm25-threads-0", "index", "build", "{tmp}/corpus/good.jsonl", "--bm25-threads", "0",
+        *BUILD_OUT,
         match="--bm25-threads must be"),
     row("build-dump-truncated-bz2", "index", "build", "{tmp}/corpus/enwiki-20190301-pages-articles.xml.bz2",
         *BUILD_OUT, match="truncated"),
     row("build-multistream-index-mismatch", "index", "build",
-        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", *BUILD_OUT, match="does not match"),
+        "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", *BUILD_OUT,
+        match="does not match"),
     row("build-multistream-index-missing", "index", "build",
         "{tmp}/corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", "--multistream-index",
         "{tmp}/corpus/missing-index.txt.bz2", *BUILD_OUT, match="missing-index"),
-    row("build-faiss-factory-rejected", "index", "build", "{tmp}/corpus/good.jsonl", "--faiss-factory", "IVF12,Bogus9",
+    row("build-faiss-factory-rejected", "index", "build", "{tmp}/corpus/good.jsonl", "--faiss-factory",
+        "IVF12,Bogus9",
         *BUILD_OUT, match="FAISS rejects the factory string 'IVF12,Bogus9'"),
-    row("build-faiss-factory-sample-too-small", "index", "build", "{tmp}/corpus/good.jsonl", "--faiss-factory",
+    row("build-faiss-factory-sample-too-small", "index", "build", "{tmp}/corpus/good.jsonl",
+        "--faiss-factory",
         "IVF65536,SQ8", *BUILD_OUT, match="needs at least 1,966,080 training vectors"),
-    row("build-backend-unknown", "index", "build", "{tmp}/corpus/good.jsonl", "--backend", "spark", *BUILD_OUT,
+    row("build-backend-unknown", "index", "build", "{tmp}/corpus/good.jsonl", "--backend", "spark",
+        *BUILD_OUT,
         match="Invalid value for '--backend'"),
     row("index-search-nprobe-0", "index", "search", "{tmp}/index/missing", "Paris", "--nprobe", "0",
         match="--nprobe must be an integer of at least 1"),
@@ -433,13 +481,17 @@ LABELS_AND_COMMANDS = [
         match="--min-confidence must be a number from 0 to 1"),
     row("bench-run-min-confidence-negative", *RUN, "--method", "direct", "--min-confidence", "-0.2",
         match="--min-confidence must be a number from 0 to 1"),
-    row("bench-run-labels-bad", *RUN, "--method", "direct", "--labels", "bad", match="unknown label space 'bad'"),
-    row("evidence-bad", *ONE, "--method", "direct", "--evidence", "web", match="unknown evidence setting 'web'"),
-    row("evidence-gold-one-claim", *ONE, "--method", "direct", "--evidence", "gold", match="single CLAIM has none"),
+    row("bench-run-labels-bad", *RUN, "--method", "direct", "--labels", "bad",
+        match="unknown label space 'bad'"),
+    row("evidence-bad", *ONE, "--method", "direct", "--evidence", "web",
+        match="unknown evidence setting 'web'"),
+    row("evidence-gold-one-claim", *ONE, "--method", "direct", "--evidence", "gold",
+        match="single CLAIM has none"),
     row("evidence-gold-claims-without", *BATCH, *OUT, "--evidence", "gold", match="has no gold evidence"),
     row("bench-run-evidence-bad", *RUN, "--method", "direct", "--evidence", "web",
         match="unknown evidence setting 'web'"),
-    row("bench-run-evidence-gold-no-gold", *RUN[:2], "--dataset", "fever", "--method", "direct", "--evidence", "gold",
+    row("bench-run-evidence-gold-no-gold", *RUN[:2], "--dataset", "fever", "--method", "direct", "--evidence",
+        "gold",
         "--endpoint", "{dead}", match="fever .paper_dev. has no gold evidence"),
     row("bench-run-evidence-gold-jsonl-without", *RUN, "--method", "direct", "--evidence", "gold",
         match="no `evidence` list"),
@@ -458,16 +510,20 @@ TEXTS = [  # `veracity check`: the text, the texts file, its output, the report,
     row("check-stdin-empty", *CHECK, "-", match="stdin: empty text"),
     row("check-text-binary", *CHECK, "{tmp}/texts/binary.bin", match="binary file"),
     row("check-text-not-utf8", *CHECK, "{tmp}/texts/latin1.txt", match="not UTF-8"),
-    row("check-text-over-max-chars", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "10", match="over --max-chars 10"),
-    row("check-max-chars-zero", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "0", match="--max-chars must be"),
+    row("check-text-over-max-chars", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "10",
+        match="over --max-chars 10"),
+    row("check-max-chars-zero", *CHECK, "{tmp}/texts/good.txt", "--max-chars", "0",
+        match="--max-chars must be"),
     row("check-text-missing", *CHECK, "{tmp}/texts/missing.txt", match="does not exist"),
     row("check-text-a-directory", *CHECK, "{tmp}/texts", match="is a directory"),
     row("check-text-and-input", *CHECK_BATCH, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl",
         match="either a TEXT_FILE"),
     row("check-neither", *CHECK, match="either a TEXT_FILE"),
     row("check-input-without-output", *CHECK_BATCH, match="-i needs -o"),
-    row("check-output-without-input", *CHECK, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl", match="-o goes with -i"),
-    row("check-docs-empty", *CHECK, "-i", "{tmp}/texts/empty.jsonl", "-o", "{tmp}/out/c.jsonl", match="no texts"),
+    row("check-output-without-input", *CHECK, "{tmp}/texts/good.txt", "-o", "{tmp}/out/c.jsonl",
+        match="-o goes with -i"),
+    row("check-docs-empty", *CHECK, "-i", "{tmp}/texts/empty.jsonl", "-o", "{tmp}/out/c.jsonl",
+        match="no texts"),
     row("check-docs-all-bad", *CHECK, "-i", "{tmp}/texts/notext.jsonl", "-o", "{tmp}/out/c.jsonl",
         match="no texts.*no `text`"),
     row("check-docs-duplicate-ids", *CHECK, "-i", "{tmp}/texts/dups.jsonl", "-o", "{tmp}/out/c.jsonl",
@@ -478,18 +534,21 @@ TEXTS = [  # `veracity check`: the text, the texts file, its output, the report,
     row("check-report-folder-missing", *CHECK, "{tmp}/texts/good.txt", "--report", "{tmp}/nowhere/r.html",
         match="does not exist"),
     row("check-evidence-gold", *CHECK, "{tmp}/texts/good.txt", "--evidence", "gold", match="--evidence gold"),
-    row("check-param-out-of-range", *CHECK, "{tmp}/texts/good.txt", "--check-param", "gamma=-1", match="gamma"),
+    row("check-param-out-of-range", *CHECK, "{tmp}/texts/good.txt", "--check-param", "gamma=-1",
+        match="gamma"),
     row("check-stage-param-as-verify", *CHECK, "{tmp}/texts/good.txt", "--param", "gamma=-1", match="gamma"),
     row("check-stage-role-prefixed", *CHECK, "{tmp}/texts/good.txt", "--param", "check.judge.max_tokens=5",
         match="no role 'judge'"),
     row("check-param-unknown-role", *CHECK, "{tmp}/texts/good.txt", "--check-param", "judge.max_tokens=5",
         match="no role 'judge'"),
-    row("check-one-text-on-ray", *CHECK, "{tmp}/texts/good.txt", "--backend", "ray", match="--backend ray runs a texts"),
+    row("check-one-text-on-ray", *CHECK, "{tmp}/texts/good.txt", "--backend", "ray",
+        match="--backend ray runs a texts"),
     row("check-method-param", *CHECK, "{tmp}/texts/good.txt", "--param", "k=3", match="no parameter k"),
 ]
 
 WEB = ("web", "--endpoint", "{dead}")
-FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before anything starts, for every command
+# issue 29 point 5: a number out of range is one line before anything starts, for every command
+FLAG_RANGES = [
     row("web-port-too-large", *WEB, "--port", "99999", match="--port must be between 1 and 65535, got 99999"),
     row("web-port-0", *WEB, "--port", "0", match="--port must be between 1 and 65535"),
     row("web-max-checks-0", *WEB, "--max-checks", "0", match="--max-checks must be at least 1"),
@@ -500,37 +559,44 @@ FLAG_RANGES = [  # issue 29 point 5: a number out of range is one line before an
     row("web-token-whitespace", *WEB, "--token", "   ", match="token is empty or holds whitespace"),
     row("web-token-short", *WEB, "--host", "0.0.0.0", "--token", "s3cret", match="fewer than 16"),
     row("web-token-env-short", *WEB, env={"VERACITY_WEB_TOKEN": "abc"}, match="fewer than 16"),
-    row("web-token-file-missing", *WEB, "--token-file", "{tmp}/web/missing", match="cannot read the token file"),
-    row("web-token-file-blank", *WEB, "--token-file", "{tmp}/web/blank-token", match="empty or holds whitespace"),
+    row("web-token-file-missing", *WEB, "--token-file", "{tmp}/web/missing",
+        match="cannot read the token file"),
+    row("web-token-file-blank", *WEB, "--token-file", "{tmp}/web/blank-token",
+        match="empty or holds whitespace"),
     row("web-token-and-file", *WEB, "--token", "0123456789abcdef0", "--token-file", "{tmp}/web/token",
         match="not both"),
-    row("serve-pipeline-parallel-0", "serve", "--pipeline-parallel-size", "0", match="pipeline-parallel-size"),
+    row("serve-pipeline-parallel-0", "serve", "--pipeline-parallel-size", "0",
+        match="pipeline-parallel-size"),
     row("serve-data-parallel-0", "serve", "--data-parallel-size", "0", match="data-parallel-size"),
-    row("index-search-k-0", "index", "search", "{tmp}/index/nostore", "Paris", "-k", "0", match="-k must be at least 1"),
+    row("index-search-k-0", "index", "search", "{tmp}/index/nostore", "Paris", "-k", "0",
+        match="-k must be at least 1"),
     row("index-search-width-0", "index", "search", "{tmp}/index/nostore", "Paris", "--width", "0",
         match="--width must be at least 1"),
     row("index-info-truncated-faiss", "index", "info", "{tmp}/index/shortfaiss",
         match=r"shortfaiss/dense/index\.faiss is corrupt or unreadable \(.*read error in the file"),
     row("bench-retrieval-limit-0", "bench", "retrieval", "--index", "{tmp}/index/nostore", "--limit", "0",
         match="--limit must be at least 1"),
-    row("bench-run-limit-0", *RUN, "--method", "direct", "--limit", "0", match="limit must be a positive number"),
+    row("bench-run-limit-0", *RUN, "--method", "direct", "--limit", "0",
+        match="limit must be a positive number"),
     row("bench-run-ray-actors-0", *RUN, "--method", "direct", "--backend", "ray", "--ray-actors", "0",
         match="--ray-actors must be an integer of at least 1"),
     row("verify-ray-actors-0", *BATCH, *OUT, "--backend", "ray", "--ray-actors", "0",
         match="--ray-actors must be an integer of at least 1"),
     row("check-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--concurrency", "0", match="at least 1"),
-    row("check-llm-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--llm-concurrency", "0", match="at least 1"),
-    row("check-ray-actors-0", *CHECK_BATCH, "-o", "{tmp}/out/c.jsonl", "--backend", "ray", "--ray-actors", "0",
+    row("check-llm-concurrency-0", *CHECK, "{tmp}/texts/good.txt", "--llm-concurrency", "0",
+        match="at least 1"),
+    row("check-ray-actors-0", *CHECK_BATCH, "-o", "{tmp}/out/c.jsonl", "--backend", "ray", "--ray-actors",
+        "0",
         match="--ray-actors must be an integer of at least 1"),
 ]
 
 ROWS = TEXTS + CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
-    + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES
+    + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES  # noqa: E501
 
 
 # -- the world every row runs in ------------------------------------------------------------------------
 class _FakeEndpoint(BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible server: serves ``fake-model``; every completion is a valid direct verdict."""
+    """A stand-in OpenAI-compatible server: serves ``fake-model``; every completion is a valid direct verdict."""  # noqa: E501
 
     requests: list[str] = []
 
@@ -607,7 +673,8 @@ def make_world(tmp: Path) -> None:
     write("claims/dups.jsonl", good + '{"id": "c1", "claim": "Berlin is the capital of Germany."}\n')
     write("claims/mixed.jsonl", good + "not json\n")
     write("claims/[/x].jsonl", good + "not json\n")
-    write("claims/labelled.jsonl", '{"id": "c1", "claim": "Paris is the capital of France.", "label": "SUPPORTED"}\n')
+    write("claims/labelled.jsonl",
+          '{"id": "c1", "claim": "Paris is the capital of France.", "label": "SUPPORTED"}\n')
     write("out/rag.jsonl", '{"id": "c0", "label": "SUPPORTED"}\n')
     write("out/rag.jsonl.manifest.json", json.dumps({"method": "rag", "params": {"k": 5}}))
     write("out/binary.jsonl", '{"id": "c0", "label": "SUPPORTED"}\n')
@@ -622,8 +689,10 @@ def make_world(tmp: Path) -> None:
     write("texts/good.jsonl", '{"id": "t1", "text": "Paris is the capital of France."}\n')
     write("texts/empty.jsonl", "")
     write("texts/notext.jsonl", '{"id": "t1", "claim": "Paris is the capital of France."}\n')
-    write("texts/dups.jsonl", '{"id": "t1", "text": "Paris is in France."}\n{"id": "t1", "text": "Rome is in Italy."}\n')
-    write("out/checks.jsonl.parts/claims.jsonl.manifest.json", json.dumps({"method": "rag", "params": {"k": 5}}))
+    write("texts/dups.jsonl",
+          '{"id": "t1", "text": "Paris is in France."}\n{"id": "t1", "text": "Rome is in Italy."}\n')
+    write("out/checks.jsonl.parts/claims.jsonl.manifest.json", json.dumps({"method": "rag",
+                                                                           "params": {"k": 5}}))
     write("index/notindex/readme.txt", "not an index\n")
     (tmp / "index/empty").mkdir(parents=True)
     write("index/badmanifest/manifest.json", "{oops")
@@ -648,9 +717,11 @@ def make_world(tmp: Path) -> None:
     write("corpus/empty.jsonl", "")
     write("corpus/notjson.jsonl", "Paris is the capital of France.\n")
     write("corpus/wrong.tsv", "id\ttitle\ttext\n1\tParis\tParis is the capital of France.\n")
-    dump = write_wiki_dump(tmp / "corpus/enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=True)
+    dump = write_wiki_dump(tmp / "corpus/enwiki-20190301-pages-articles-multistream.xml.bz2",
+                           multistream=True)
     write("corpus/enwiki-20190301-pages-articles.xml.bz2", dump.read_bytes()[:-20])  # cut short
-    write("corpus/enwiki-20190301-pages-articles-multistream-index.txt", "0:10:Zorbland\n40:11:Ottilie Marsh\n")
+    write("corpus/enwiki-20190301-pages-articles-multistream-index.txt",
+          "0:10:Zorbland\n40:11:Ottilie Marsh\n")
     (tmp / "weights/empty").mkdir(parents=True)
     write("web/token", "0123456789abcdef0123\n")
     write("web/blank-token", "   \n")
@@ -663,8 +734,10 @@ def make_world(tmp: Path) -> None:
     faiss.write_index(flat, str(tmp / "index/shortfaiss/dense/index.faiss"))
     whole = (tmp / "index/shortfaiss/dense/index.faiss").read_bytes()
     (tmp / "index/shortfaiss/dense/index.faiss").write_bytes(whole[:len(whole) // 2])  # a copy cut short
-    write("index/shortfaiss/manifest.json", json.dumps({"kind": "veracity-index", "format_version": 1, "passages": 50,
-                                                        "dense": {"faiss_file": "dense/index.faiss", "ntotal": 50}}))
+    write("index/shortfaiss/manifest.json", json.dumps({"kind": "veracity-index", "format_version": 1,
+                                                        "passages": 50,
+                                                        "dense": {"faiss_file": "dense/index.faiss",
+                                                                  "ntotal": 50}}))
     for folder in ("home", "data", "cwd", "runs"):
         (tmp / folder).mkdir(exist_ok=True)
 
@@ -697,7 +770,8 @@ def spawned(monkeypatch):
 
 
 def fill(args: list[str], tmp: Path, fake: str, other: str = "") -> list[str]:
-    return [a.replace("{tmp}", str(tmp)).replace("{fake}", fake).replace("{other}", other).replace("{dead}", DEAD)
+    return [a.replace("{tmp}", str(tmp)).replace("{fake}", fake).replace("{other}", other).replace("{dead}",
+                                                                                                   DEAD)
             for a in args]
 
 
@@ -705,8 +779,10 @@ def base_env(tmp: Path) -> dict[str, str | None]:
     env: dict[str, str | None] = {name: None for name in os.environ if name.startswith("VERACITY_")}
     env.update({"VERACITY_HOME": str(tmp / "home"), "VERACITY_DATA_DIR": str(tmp / "data"),
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_CACHE": str(tmp / "home" / "hf"),
-                "NO_COLOR": "1", "COLUMNS": "200", "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-                "HTTP_PROXY": None, "HTTPS_PROXY": None, "ALL_PROXY": None, "http_proxy": None, "https_proxy": None,
+                "NO_COLOR": "1", "COLUMNS": "200", "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+                "HTTP_PROXY": None, "HTTPS_PROXY": None, "ALL_PROXY": None, "http_proxy": None,
+                "https_proxy": None,
                 "all_proxy": None})
     return env
 
@@ -716,7 +792,8 @@ def invoke(case: Case, args: list[str], env: dict[str, str | None], cwd: Path) -
         full = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_") and k not in env}
         full.update({k: v for k, v in env.items() if v is not None})
         full["PYTHONPATH"] = str(ROOT)
-        proc = subprocess.run([sys.executable, "-m", "veracity", *args], cwd=cwd, env=full, capture_output=True,
+        proc = subprocess.run([sys.executable, "-m", "veracity", *args], cwd=cwd, env=full,
+                              capture_output=True,
                               text=True, timeout=120)
         return proc.returncode, proc.stdout, proc.stderr
     _register()
@@ -758,7 +835,7 @@ def test_bad_input(case: Case, tmp_path, fake_endpoint, other_endpoint, spawned,
     lines = [line for line in err.splitlines() if line.strip()]
     errors = [i for i, line in enumerate(lines) if line.startswith("error:")]
     hints = [i for i, line in enumerate(lines) if line.startswith("hint:")]
-    assert len(errors) == 1 and len(hints) == 1 and hints[0] == errors[0] + 1, f"not one error + one hint\n{shown}"
+    assert len(errors) == 1 and len(hints) == 1 and hints[0] == errors[0] + 1, f"not one error + one hint\n{shown}"  # noqa: E501
     assert len(lines[hints[0]]) > len("hint: "), shown
     assert re.search(case.match, lines[errors[0]]), f"error line does not match {case.match!r}\n{shown}"
     assert not changed, f"a bad input wrote {changed}\n{shown}"
@@ -766,13 +843,15 @@ def test_bad_input(case: Case, tmp_path, fake_endpoint, other_endpoint, spawned,
         assert not _FakeEndpoint.requests + _OtherEndpoint.requests, \
             f"contacted the endpoint first: {_FakeEndpoint.requests + _OtherEndpoint.requests}\n{shown}"
     else:  # it got as far as the endpoint, and still wrote nothing there: no completion was asked for
-        assert not [r for r in _FakeEndpoint.requests + _OtherEndpoint.requests if r.startswith("POST")], shown
+        assert not [r for r in _FakeEndpoint.requests + _OtherEndpoint.requests
+                    if r.startswith("POST")], shown
 
 
 def test_the_matrix_covers_every_kind_of_input():
     """Each family of the issue's list has rows (the count is reported in BENCHMARKS.md's Reliability)."""
     families = {"claims files": CLAIMS_FILES, "output paths": OUTPUT_PATHS, "params": PARAMS,
-                "concurrency": CONCURRENCY, "index dirs": INDEX_DIRS, "endpoints": ENDPOINTS, "models": MODELS,
+                "concurrency": CONCURRENCY, "index dirs": INDEX_DIRS, "endpoints": ENDPOINTS,
+                "models": MODELS,
                 "datasets": DATASETS, "configs": CONFIGS, "index sources": INDEX_SOURCES, "texts": TEXTS}
     assert all(rows for rows in families.values())
     ids = [p.id for p in ROWS]
@@ -785,7 +864,8 @@ def test_the_matrix_covers_every_kind_of_input():
 
 
 def test_every_number_flag_of_every_command_has_a_bad_value_row():
-    """Issue 29 point 5: each integer / float option of each command is given one bad value by some row (the row
+    """Issue 29 point 5: each integer / float option of each command is given one bad value by some row (the
+    row
     names the command and the flag), so a new number flag without a range check shows up here."""
     import click
 
@@ -803,7 +883,8 @@ def test_every_number_flag_of_every_command_has_a_bad_value_row():
                 continue
             if param.name in NOT_RANGED.get(" ".join(path), ()):
                 continue
-            if not any(c.values[0].args[:len(path)] == path and set(param.opts) & set(c.values[0].args) for c in ROWS):
+            if not any(c.values[0].args[:len(path)] == path and set(param.opts) & set(c.values[0].args)
+                       for c in ROWS):
                 missing_rows.append(f"veracity {' '.join(path)} {param.opts[-1]}")
 
     walk(cli, [])
@@ -811,7 +892,8 @@ def test_every_number_flag_of_every_command_has_a_bad_value_row():
 
 
 # number flags every value of which is valid (no row needed), with the reason
-NOT_RANGED = {"bench run": ("seed",), "bench throughput": ("seed",)}  # seeds of a Python random sample: any integer
+# seeds of a Python random sample: any integer
+NOT_RANGED = {"bench run": ("seed",), "bench throughput": ("seed",)}
 
 
 def test_debug_shows_the_traceback_then_the_one_line_error(tmp_path):
@@ -820,7 +902,8 @@ def test_debug_shows_the_traceback_then_the_one_line_error(tmp_path):
     res = CliRunner().invoke(cli, ["--debug", "methods", "show", "nope"], env=env)
     assert res.exit_code == 2 and "Traceback" in res.stderr
     assert res.stderr.splitlines()[-2:] == ["error: unknown method 'nope'",
-                                             "hint: choose one of: direct, rag, mermaid, emulate, trification, zofia"]
+                                             "hint: choose one of: direct, rag, mermaid, emulate, "
+                                             "trification, zofia"]
     res = CliRunner().invoke(cli, ["methods", "show", "nope"], env=env)
     assert "Traceback" not in res.stderr and len(res.stderr.splitlines()) == 2
     res = CliRunner().invoke(cli, ["methods", "show", "nope"], env={**env, "VERACITY_DEBUG": "1"})
@@ -839,7 +922,8 @@ def test_an_unexpected_error_is_one_line_naming_a_bug(monkeypatch, tmp_path):
     assert res.exit_code == 1 and "Traceback" not in res.stderr
     assert res.stderr.splitlines() == [
         "error: unexpected KeyError in `veracity methods show`: 'roles'",
-        "hint: this is a bug in veracity: run the same command as `veracity --debug ...` and report the traceback"]
+        "hint: this is a bug in veracity: run the same command as `veracity --debug ...` and report the "
+        "traceback"]
 
 
 def test_an_error_naming_brackets_is_printed_as_is(tmp_path):
@@ -858,7 +942,8 @@ def test_an_error_naming_brackets_is_printed_as_is(tmp_path):
         res = CliRunner().invoke(cli, ["boom"], env=base_env(tmp_path))
     finally:
         cli.commands.pop("boom")
-    assert res.stderr.splitlines() == ["error: cannot open [/sys/x] ([Errno 13] denied)", "hint: see [cpu] extra"]
+    assert res.stderr.splitlines() == ["error: cannot open [/sys/x] ([Errno 13] denied)",
+                                       "hint: see [cpu] extra"]
 
 
 def test_a_group_without_a_command_still_shows_its_help(tmp_path):

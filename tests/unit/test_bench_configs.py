@@ -32,7 +32,8 @@ REQUIRED = (
     [f"emulate-{d}" for d in ("factool-kbqa", "bingcheck", "factcheck-bench")]
     + [f"trification-{s}-{mode}" for s in ("hover-2hop", "hover-3hop", "hover-4hop", "feverous-s")
        for mode in ("static", "dynamic")]
-    + [f"mermaid-{d}{a}" for d in ("factool-kbqa", "bingcheck", "factcheck-bench", "hover") for a in ("", "-no-memory")]
+    + [f"mermaid-{d}{a}" for d in ("factool-kbqa", "bingcheck", "factcheck-bench", "hover") for a in ("",
+                                                                                                      "-no-memory")]
     + ["zofia-politifact"]
     + HOVER50
 )
@@ -157,7 +158,7 @@ def test_trification_configs_carry_every_setting(path: Path):
     budgets = {f"{r.short}.max_tokens" for r in spec.roles}
     plain = {k for k in cfg.params if "." not in k}
     assert names - plain == set(), f"settings left to defaults: {sorted(names - plain)}"
-    assert budgets - set(cfg.params) == set(), f"role budgets left to defaults: {sorted(budgets - set(cfg.params))}"
+    assert budgets - set(cfg.params) == set(), f"role budgets left to defaults: {sorted(budgets - set(cfg.params))}"  # noqa: E501
     assert cfg.params["static"] == ("static" in cfg.ablations)
     assert cfg.params["no_refine"] == ("no-refine" in cfg.ablations)
     assert cfg.params["no_refine_think"] == ("no-refine-think" in cfg.ablations)
@@ -184,7 +185,8 @@ def test_emulate_and_mermaid_configs_set_every_setting(path: Path):
 
     cfg = load_config(path)
     spec = get_method(cfg.method)
-    want = {i.name for i in param_infos(spec.params_cls)} | {f"{r.short}.{s}" for r in spec.roles for s in ROLE_SETTINGS}
+    want = {i.name for i in param_infos(spec.params_cls)} | {f"{r.short}.{s}" for r in spec.roles
+                                                             for s in ROLE_SETTINGS}
     missing = sorted(want - set(cfg.params))
     assert not missing, f"{path.name} leaves to the defaults: {', '.join(missing)}"
     for name in cfg.ablations:  # the ablation's parameter is written with its ablated value
@@ -195,7 +197,7 @@ def test_emulate_and_mermaid_configs_set_every_setting(path: Path):
     if cfg.method == "mermaid":  # memory carried claim to claim: the dataset's order, one claim in flight
         assert cfg.order == "dataset", "MERMAID configs run in the dataset's order"
         if cfg.params["memory"]:
-            assert cfg.verifier.execution.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"
+            assert cfg.verifier.execution.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"  # noqa: E501
 
 
 @pytest.fixture(scope="module")
@@ -209,11 +211,12 @@ def data_dir() -> Path:
 @pytest.mark.parametrize("path", CONFIGS, ids=IDS)
 def test_config_selects_claims(path: Path, data_dir: Path):
     cfg = load_config(path)
-    ds = load_dataset(cfg.dataset, data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops, variant=cfg.variant,
+    ds = load_dataset(cfg.dataset, data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
+                      variant=cfg.variant,
                       label_map=cfg.label_map)
     assert len(ds) == min(cfg.limit, ds.total) > 0
     present = {gold for _, gold in ds.claims}
-    assert present == set(ds.labels), f"the sample lacks {sorted(set(ds.labels) - present)}: macro-F1 would be meaningless"
+    assert present == set(ds.labels), f"the sample lacks {sorted(set(ds.labels) - present)}: macro-F1 would be meaningless"  # noqa: E501
     if cfg.hops:
         assert {c.meta["hops"] for c, _ in ds.claims} <= set(cfg.hops)
 
@@ -227,7 +230,8 @@ def test_the_checks_catch_bad_configs(tmp_path: Path):
     bad.write_text(good.replace("[params]", "[params]\nmax_queries = 4"), encoding="utf-8")
     with pytest.raises(ConfigError, match="no parameter max_queries"):
         get_method("emulate").make_params(load_config(bad).method_overrides())
-    bad.write_text(good.replace('method = "emulate"', 'method = "emulate"\nablations = ["no-memory"]'), encoding="utf-8")
+    bad.write_text(good.replace('method = "emulate"', 'method = "emulate"\nablations = ["no-memory"]'),
+                   encoding="utf-8")
     with pytest.raises(ConfigError, match="ablation of mermaid"):
         load_config(bad).method_overrides()
     bad.write_text(good.replace('variant = "official"', 'variant = "kbqa"'), encoding="utf-8")

@@ -68,7 +68,7 @@ def test_registry_names():
         assert spec.default_variant in spec.variants
         for var in spec.variants.values():
             # every reader documents its label mapping ("orig -> Label") in its docstring
-            assert var.reader.__doc__ and "->" in var.reader.__doc__, f"{spec.name}/{var.name}: mapping undocumented"
+            assert var.reader.__doc__ and "->" in var.reader.__doc__, f"{spec.name}/{var.name}: mapping undocumented"  # noqa: E501
             assert var.label_map and all(v is None or isinstance(v, Label) for v in var.label_map.values())
 
 
@@ -254,7 +254,8 @@ def test_liar(data_dir):
     assert orig(test) == {"half-true": 267, "false": 250, "mostly-true": 249, "barely-true": 214,
                           "true": 211, "pants-fire": 92}
     assert set(orig(test)) == set(LIAR_SIX_WAY)
-    # binarisation {true, mostly-true, half-true} vs {barely-true, false, pants-fire}: 211+249+267 / 214+250+92
+    # binarisation {true, mostly-true, half-true} vs {barely-true, false, pants-fire}: 211+249+267 /
+    # 214+250+92
     assert counts(test) == {S: 727, R: 556}
     c = test.claims[0][0]
     assert c.id == "11972" and c.meta["speaker"] == "rick-perry" and c.meta["orig_label"] == "true"
@@ -347,7 +348,8 @@ def hover_record(uid, hops=2, label="SUPPORTED"):
 
 
 def test_wrong_format_jsonl_gives_file_and_line(tmp_path):
-    p = write(tmp_path / "c.jsonl", '{"id": "1", "claim": "a", "label": "SUPPORTED"}\n\n{"id": "2", "claim": \n')
+    p = write(tmp_path / "c.jsonl",
+              '{"id": "1", "claim": "a", "label": "SUPPORTED"}\n\n{"id": "2", "claim": \n')
     with pytest.raises(DataError) as err:
         load_dataset(f"jsonl:{p}")
     one_line(err.value)
@@ -358,7 +360,8 @@ def test_wrong_format_jsonl_gives_file_and_line(tmp_path):
         load_dataset(f"jsonl:{p2}")
     # an object without the required fields
     p3 = write(tmp_path / "f.jsonl", '{"text": "a", "verdict": "SUPPORTED"}\n')
-    with pytest.raises(DataError, match=r"f\.jsonl:1: .*missing claim, label \(found fields: text, verdict\)"):
+    with pytest.raises(DataError,
+                       match=r"f\.jsonl:1: .*missing claim, label \(found fields: text, verdict\)"):
         load_dataset(f"jsonl:{p3}")
 
 
@@ -414,7 +417,8 @@ def test_generic_jsonl(tmp_path):
     assert ds.labels == (S, R) and ds.created is None and ds.name == f"jsonl:{p}"
     assert ds.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
     # default mapping (Label names): the label set is what the file uses, here binary
-    names = write(tmp_path / "names.jsonl", '{"claim": "a", "label": "supported"}\n{"claim": "b", "label": "REFUTED"}\n')
+    names = write(tmp_path / "names.jsonl",
+                  '{"claim": "a", "label": "supported"}\n{"claim": "b", "label": "REFUTED"}\n')
     plain = load_dataset(f"jsonl:{names}")
     assert [g for _, g in plain.claims] == [S, R] and plain.labels == (S, R)
 

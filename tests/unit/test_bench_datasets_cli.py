@@ -23,16 +23,18 @@ def test_json_lists_every_registered_dataset_with_label_sets():
     assert by_name["fever"]["variants"]["paper_dev"]["labels"] == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
     # a label mapped to drop is listed in the mapping but not in the label set
     emulate = by_name["bingcheck"]["variants"]["emulate"]
-    assert emulate["label_map"]["partially supported"] is None and emulate["labels"] == ["SUPPORTED", "REFUTED"]
+    assert emulate["label_map"]["partially supported"] is None and emulate["labels"] == ["SUPPORTED",
+                                                                                         "REFUTED"]
     assert by_name["politifact"]["variants"]["su2023-all"]["created"] == "2023-11-08"
     # every variant declares its label space: binary unless NOT_ENOUGH_INFO is one of its labels
     assert hover["variants"]["dev"]["label_space"] == "binary"
     assert by_name["fever"]["variants"]["paper_dev"]["label_space"] == "3way"
-    assert by_name["bingcheck"]["variants"]["4way"]["label_space"] == "3way" and emulate["label_space"] == "binary"
+    assert by_name["bingcheck"]["variants"]["4way"]["label_space"] == "3way" and emulate["label_space"] == "binary"  # noqa: E501
     assert by_name["factcheck-bench"]["variants"]["3way"]["label_space"] == "3way"
     for rec in records:
         for var in rec["variants"].values():
-            assert var["label_space"] == ("3way" if "NOT_ENOUGH_INFO" in var["labels"] else "binary"), rec["name"]
+            assert var["label_space"] == ("3way" if "NOT_ENOUGH_INFO" in var["labels"]
+                                          else "binary"), rec["name"]
 
 
 def test_table_marks_default_variants():
@@ -43,7 +45,8 @@ def test_table_marks_default_variants():
     assert lines[0].split("\t") == ["dataset", "variant", "labels", "label space", "files", "released"]
     rows = [line.split("\t") for line in lines[1:]]
     assert len(rows) == sum(len(spec.variants) for spec in DATASETS.values())
-    assert ["hover", "dev *", "SUPPORTED/REFUTED", "binary", "hover/hover_dev_release_v1.1.json", "2020-11-05"] in rows
+    assert ["hover", "dev *", "SUPPORTED/REFUTED", "binary", "hover/hover_dev_release_v1.1.json",
+            "2020-11-05"] in rows
     assert ["fever", "paper_dev *", "SUPPORTED/REFUTED/NOT_ENOUGH_INFO", "3way"] == \
         next(r for r in rows if r[:2] == ["fever", "paper_dev *"])[:4]
     assert ["hover", "train"] == rows[1][:2]

@@ -1,4 +1,4 @@
-"""benchmarks/endpoint_scaling.py against two in-process stand-in endpoints (the real figures: BENCHMARKS.md)."""
+"""benchmarks/endpoint_scaling.py against two in-process stand-in endpoints (the real figures: BENCHMARKS.md)."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_paper_model_scales_with_replicas_and_efficiency():
 
 def test_the_script_measures_one_then_two_endpoints(two_endpoints, tmp_path: Path, capsys):
     data = tmp_path / "claims.jsonl"
-    data.write_text("".join(json.dumps({"id": f"c{i}", "claim": f"Claim {i} holds.", "label": "SUPPORTED"}) + "\n"
+    data.write_text("".join(json.dumps({"id": f"c{i}", "claim": f"Claim {i} holds.",
+                                        "label": "SUPPORTED"}) + "\n"
                             for i in range(40)))
     _StandIn.counts.clear()
     out = tmp_path / "r.json"
@@ -68,7 +69,8 @@ def test_the_script_measures_one_then_two_endpoints(two_endpoints, tmp_path: Pat
     one, two = report["runs"]
     assert (one["endpoints"], one["done"], two["endpoints"], two["done"]) == (1, 12, 2, 12)
     assert one["requests_per_endpoint"] == [12] and sum(two["requests_per_endpoint"]) == 12
-    assert min(two["requests_per_endpoint"]) >= 1  # both used (the split follows their speed on a loaded machine)
+    # both used (the split follows their speed on a loaded machine)
+    assert min(two["requests_per_endpoint"]) >= 1
     assert one["prompt_tokens_per_claim"] == 90 and one["completion_tokens_per_claim"] == 10
     assert sum(_StandIn.counts.values()) == 4 + 24  # warm-up 2 per endpoint, then 12 + 12
     assert report["model"]["tokens_per_claim"] == 100

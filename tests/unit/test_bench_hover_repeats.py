@@ -1,4 +1,4 @@
-"""benchmarks/hover_repeats.py: entities repeat, each from different questions, interleaved, readable by bench run."""
+"""benchmarks/hover_repeats.py: entities repeat, each from different questions, interleaved, readable by bench run."""  # noqa: E501
 
 from __future__ import annotations
 

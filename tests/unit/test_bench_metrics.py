@@ -73,7 +73,8 @@ def test_binary_with_nei_prediction_by_hand():
 # S: TP 2 (0,4), support 2, predicted 3 (0,3,4) -> P 2/3, R 1, F1 = 2*(2/3)/(5/3) = 4/5
 # R: TP 1 (5), support 2 (1,5), predicted 2 (5,6) -> P 1/2, R 1/2, F1 1/2
 # N: TP 1 (2), support 3 (2,3,6), predicted 2 (1,2) -> P 1/2, R 1/3, F1 = 2*(1/6)/(5/6) = 2/5
-# accuracy 4/7 (0,2,4,5); macro (4/5 + 1/2 + 2/5)/3 = 17/30; weighted (4/5*2 + 1/2*2 + 2/5*3)/7 = 3.8/7 = 19/35
+# accuracy 4/7 (0,2,4,5); macro (4/5 + 1/2 + 2/5)/3 = 17/30; weighted (4/5*2 + 1/2*2 + 2/5*3)/7 = 3.8/7 =
+# 19/35
 # NEI rate 2/7
 TRI_GOLD = [S, R, N, N, S, R, N]
 TRI_PRED = [S, N, N, S, S, R, R]
@@ -172,7 +173,8 @@ def test_matches_sklearn_on_random_predictions():
         lv = [x.value for x in labels]
         assert sc.accuracy == pytest.approx(skm.accuracy_score(g, p))
         assert sc.macro_f1 == pytest.approx(skm.f1_score(g, p, labels=lv, average="macro", zero_division=0))
-        assert sc.weighted_f1 == pytest.approx(skm.f1_score(g, p, labels=lv, average="weighted", zero_division=0))
+        assert sc.weighted_f1 == pytest.approx(skm.f1_score(g, p, labels=lv, average="weighted",
+                                                            zero_division=0))
         prec, rec, f1, sup = skm.precision_recall_fscore_support(g, p, labels=lv, zero_division=0)
         for i, lab in enumerate(labels):
             assert sc.per_class[lab].precision == pytest.approx(prec[i])
@@ -252,7 +254,8 @@ def test_majority_baseline_and_reply_reliability():
     assert abs(base["macro_f1"] - (6 / 7) / 2) < 1e-9  # F1 of SUPPORTED 2*0.75/(1.75); REFUTED 0
     results = [
         {"trace": {"events": [{"kind": "emulate.agent_failed", "role": "emulate.classifier", "fallback": "x"},
-                              {"kind": "emulate.agent_failed", "role": "emulate.classifier", "fallback": "x"}]}},
+                              {"kind": "emulate.agent_failed", "role": "emulate.classifier",
+                               "fallback": "x"}]}},
         {"trace": {"events": [{"kind": "label_space.forced"}]}},
         {"trace": {}},
         {},
@@ -283,12 +286,16 @@ async def test_invalid_replies_count_left_out_zofia_agents_and_trification_plans
     ctx, _ = zof.make_ctx(llm)
     await verify_zofia(Claim("z", zof.ARTICLE), ctx)
     rel = reply_reliability([{"trace": {"events": ctx.trace.events}}])
-    assert rel["by_role"] == {"zofia.linguist": 1} and rel["invalid_replies"] == 1 and rel["fallback_rate"] == 1.0
+    assert rel["by_role"] == {"zofia.linguist": 1} and rel["invalid_replies"] == 1 and rel["fallback_rate"] == 1.0  # noqa: E501
 
-    plans = [LLMOutputError("trification.planner: the reply did not validate", role="trification.planner"), tri.GRAPH]
+    plans = [LLMOutputError("trification.planner: the reply did not validate", role="trification.planner"),
+             tri.GRAPH]
     h = tri.handlers(planner=plans)
     h["trification.judge"] = bad("trification.judge")
     ctx = tri.make_ctx(ScriptedLLM(h, repeat_last=True), static=True)
-    await verify_trification(Claim("t", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
+    await verify_trification(Claim("t",
+                                   "Gustave Eiffel's company built the Eiffel Tower. It was completed in "
+                                   "1889."), ctx)
     rel = reply_reliability([{"trace": {"events": ctx.trace.events}}])
-    assert rel["by_role"] == {"trification.planner": 1, "trification.judge": 1} and rel["invalid_replies"] == 2
+    assert rel["by_role"] == {"trification.planner": 1,
+                              "trification.judge": 1} and rel["invalid_replies"] == 2

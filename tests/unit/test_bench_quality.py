@@ -32,7 +32,8 @@ def test_cells_become_balanced_bench_runs_and_a_finished_cell_is_skipped(tmp_pat
     done = root / "m-s7" / "rag-hover-gold"
     done.mkdir(parents=True)
     (done / "metrics.json").write_text(json.dumps({"complete": True}))
-    rc = quality.main(["run", "--model", "m", "--seed", "7", "--root", str(root), "--index", str(tmp_path / "ix"),
+    rc = quality.main(["run", "--model", "m", "--seed", "7", "--root", str(root), "--index",
+                       str(tmp_path / "ix"),
                        "--param", "rag.k=3", "--param", "direct.x=1",
                        "direct:hover:none:12", "rag:hover:gold:12", "rag:hover:open:12:2"])
     assert rc == 0
@@ -79,7 +80,8 @@ def test_table_and_wrong_read_real_run_directories(tmp_path, capsys):
 
 def test_table_names_the_parameters_a_run_set():
     assert quality.method_label({"method": "rag", "params": {}}) == "rag"
-    assert quality.method_label({"method": "rag", "params": {"select": True, "k": 3}}) == "rag (k=3, select=True)"
+    assert quality.method_label({"method": "rag", "params": {"select": True,
+                                                             "k": 3}}) == "rag (k=3, select=True)"
 
 
 # ------------------------------------------------ Trification's judge_aggregation replayed from a trace
@@ -138,7 +140,7 @@ def _first_passage(messages):
 
 
 def _quoting_judge(messages):
-    """SUPPORTED on a real quote when the claim has an even length, else a made-up quote (ungrounded twice)."""
+    """SUPPORTED on a real quote when the claim has an even length, else a made-up quote (ungrounded twice)."""  # noqa: E501
     pid, words = _first_passage(messages)
     claim = messages[1]["content"].rsplit("Claim: ", 1)[1]
     quote = words if len(claim) % 2 == 0 else "words that are not in the passage at all"
@@ -156,7 +158,8 @@ def test_quotes_compares_off_and_check_and_writes_a_hand_read_sheet(tmp_path, ca
     for root, params, judge in (("off", {}, cite_first), ("check", {"quotes": "check"}, _quoting_judge)):
         cfg = RunConfig.of(dataset="hover", method="rag", limit=6, seed=3, concurrency=2, sample="balanced",
                         evidence="gold", params=params)
-        bench_run(cfg, tmp_path / root / "rag-hover-gold", settings=settings, llm=ScriptedLLM({"rag.judge": judge}))
+        bench_run(cfg, tmp_path / root / "rag-hover-gold", settings=settings,
+                  llm=ScriptedLLM({"rag.judge": judge}))
     sheet = tmp_path / "sheet.md"
     assert quality.main(["quotes", str(tmp_path / "off"), str(tmp_path / "check"), "--sheet", str(sheet),
                          "--hand-read", "2"]) == 0

@@ -70,24 +70,28 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
     assert sum(h["n"] for h in metrics["by_hops"].values()) == 6
     assert metrics["efficiency"]["llm_calls_per_claim"] == 1.0 and metrics["efficiency"]["claims_per_min"] > 0
     report = (out / "report.md").read_text()
-    assert "macro-F1" in report and "![confusion.png](confusion.png)" in report and "By number of hops" in report
+    assert "macro-F1" in report and "![confusion.png](confusion.png)" in report and "By number of hops" in report  # noqa: E501
     # each prediction carries its gold label; the report lists every claim and predictions.csv holds them all
     assert all(p["gold"] == gold[p["id"]].value for p in preds)
-    assert "## Claims" in report and f"| {preds[0]['id']} | {preds[0]['gold']} | {preds[0]['label']} |" in report
+    assert "## Claims" in report and f"| {preds[0]['id']} | {preds[0]['gold']} | {preds[0]['label']} |" in report  # noqa: E501
     import csv
     rows = list(csv.DictReader((out / "predictions.csv").open()))
-    assert [r["id"] for r in rows] == [c.id for c, _ in ds.claims] and rows[0]["gold"] == gold[rows[0]["id"]].value
+    assert [r["id"] for r in rows] == [c.id for c,
+                                       _ in ds.claims] and rows[0]["gold"] == gold[rows[0]["id"]].value
     assert {r["correct"] for r in rows} <= {"True", "False"}
 
 
 def test_the_report_names_the_engine_that_run_json_records():
     from veracity.bench.report import _server_words
 
-    llama = {"server": {"managed": True, "engine": "llamacpp", "command": ["/x/llama-server", "-m", "m.gguf"]}}
+    llama = {"server": {"managed": True, "engine": "llamacpp", "command": ["/x/llama-server", "-m",
+                                                                           "m.gguf"]}}
     assert _server_words(llama) == " (managed llama.cpp (llama-server) server)"
-    old_state = {"server": {"managed": True, "command": ["/x/bin/llama-server", "--port", "1"]}}  # before engine was kept
+    # before engine was kept
+    old_state = {"server": {"managed": True, "command": ["/x/bin/llama-server", "--port", "1"]}}
     assert "llama.cpp" in _server_words(old_state) and "vLLM" not in _server_words(old_state)
-    assert _server_words({"server": {"managed": True, "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]}}) \
+    assert _server_words({"server": {"managed": True, "command": ["python", "-m",
+                                                                  "vllm.entrypoints.openai.api_server"]}}) \
         == " (managed vLLM server)"
     assert _server_words({"server": {"managed": False}, "served": [{"id": "m", "owned_by": "llamacpp"}]}) \
         == " (llama.cpp (llama-server) server)"
@@ -119,19 +123,22 @@ def test_interrupted_run_resumes_without_losing_or_repeating_claims(tmp_path):
 
 def test_resume_with_other_settings_is_refused(tmp_path):
     out = tmp_path / "run"
-    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), out, settings=settings(tmp_path), llm=alternating_direct())
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), out, settings=settings(tmp_path),
+              llm=alternating_direct())
     with pytest.raises(ConfigError, match="holds a run with other settings"):
         bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), out, settings=settings(tmp_path),
                   llm=alternating_direct())
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="not a benchmark run directory"):
-        bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), tmp_path / "other", settings=settings(tmp_path),
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), tmp_path / "other",
+                  settings=settings(tmp_path),
                   llm=alternating_direct())
 
 
 def rag_llm():
-    return ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="x", label="SUPPORTED", cited_passages=[])})
+    return ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="x", label="SUPPORTED",
+                                                            cited_passages=[])})
 
 
 def dated_index(date):
@@ -175,14 +182,17 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
 
     def executor(messages):  # search once, then finish
         if any(m["role"] == "assistant" for m in messages):
-            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
-        return ReactStep(thought="look", action="search", argument="Skagen Painters", label=None, cited_passages=[])
+            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED",
+                             cited_passages=[])
+        return ReactStep(thought="look", action="search", argument="Skagen Painters", label=None,
+                         cited_passages=[])
 
     llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
                        "mermaid.executor": executor})
     monkeypatch.setattr(engine_module, "open_index", lambda index, settings=None: dated_index("2017-10-01"))
     out = tmp_path / "run"
-    metrics = bench_run(RunConfig.of(dataset="hover", method="mermaid", limit=2), out, settings=settings(tmp_path), llm=llm)
+    metrics = bench_run(RunConfig.of(dataset="hover", method="mermaid", limit=2), out,
+                        settings=settings(tmp_path), llm=llm)
     assert metrics["n_predicted"] == 2
     assert (out / "memory" / "evidence.sqlite").is_file()  # the run's evidence memory lives in its directory
     assert not (tmp_path / "home" / "memory").exists()
@@ -191,19 +201,21 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
     # the effective temperature (the client's: the role declares none), the run's seed and the seed rule
     assert run["manifest"]["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": 0.0,
                                                 "temperature_from": "client default"}
-    assert run["manifest"]["seed"] == 0 and "sha256" in run["manifest"]["seed_rule"] and run["order"] == "sample"
+    assert run["manifest"]["seed"] == 0 and "sha256" in run["manifest"]["seed_rule"] and run["order"] == "sample"  # noqa: E501
 
 
 def test_compare_puts_runs_side_by_side(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    bench_run(RunConfig.of(dataset="hover", method="direct", limit=4, name="direct-4"), a, settings=settings(tmp_path),
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=4, name="direct-4"), a,
+              settings=settings(tmp_path),
               llm=alternating_direct())
-    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), b, settings=settings(tmp_path), llm=alternating_direct())
+    bench_run(RunConfig.of(dataset="hover", method="direct", limit=2), b, settings=settings(tmp_path),
+              llm=alternating_direct())
     (b / "metrics.json").unlink()  # recomputed from the run directory
     rows = compare_rows([a, b])
     assert [r["run"] for r in rows] == ["direct-4", "b"] and [r["n"] for r in rows] == ["4/4", "2/2"]
     md = compare_markdown(rows)
-    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | acc 95% CI | macro-F1") and len(md.splitlines()) == 4
+    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | acc 95% CI | macro-F1") and len(md.splitlines()) == 4  # noqa: E501
     assert finalize(b)["n_predicted"] == 2
     # --json: the same runs, unformatted, for scripts
     from click.testing import CliRunner
@@ -220,7 +232,8 @@ def test_compare_puts_runs_side_by_side(tmp_path):
 
 def test_configs_and_bad_input(tmp_path):
     p = tmp_path / "c.toml"
-    p.write_text('dataset = "hover"\nmethod = "mermaid"\nlimit = 5\nablations = ["no-memory"]\n[params]\nt_max = 3\n')
+    p.write_text('dataset = "hover"\nmethod = "mermaid"\nlimit = 5\nablations = '
+                 '["no-memory"]\n[params]\nt_max = 3\n')
     cfg = load_config(p, limit=7)
     assert cfg.limit == 7 and cfg.method_overrides() == {"t_max": 3, "memory": False}
     p.write_text('dataset = "hover"\nmethod = "mermaid"\nlimt = 5\n')
@@ -235,16 +248,20 @@ def test_configs_and_bad_input(tmp_path):
         bench_run(RunConfig.of(dataset="hover", method="mermaid", ablations=["no-debate"]), tmp_path / "x",
                   settings=settings(tmp_path))
     with pytest.raises(DataError, match="unknown dataset 'hoverr'"):
-        bench_run(RunConfig.of(dataset="hoverr", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset="hoverr", method="direct"), tmp_path / "x",
+                  settings=settings(tmp_path))
     with pytest.raises(DataError, match="hops must be 2, 3 or 4"):
-        bench_run(RunConfig.of(dataset="hover", method="direct", hops=[7]), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset="hover", method="direct", hops=[7]), tmp_path / "x",
+                  settings=settings(tmp_path))
     with pytest.raises(DataError, match="no claims left"):  # an empty selection after filters
-        bench_run(RunConfig.of(dataset="hover", method="direct", label_map="SUPPORTED=drop,NOT_SUPPORTED=drop"),
+        bench_run(RunConfig.of(dataset="hover", method="direct",
+                               label_map="SUPPORTED=drop,NOT_SUPPORTED=drop"),
                   tmp_path / "x", settings=settings(tmp_path))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "claim": "A is B.", "label": "maybe"}\n')
     with pytest.raises(DataError, match="labels outside the mapping: 'maybe'"):
-        bench_run(RunConfig.of(dataset=f"jsonl:{bad}", method="direct"), tmp_path / "x", settings=settings(tmp_path))
+        bench_run(RunConfig.of(dataset=f"jsonl:{bad}", method="direct"), tmp_path / "x",
+                  settings=settings(tmp_path))
     assert not (tmp_path / "x").exists()  # nothing written for a run that could not start
 
 
@@ -264,11 +281,13 @@ def run_cli(args, monkeypatch, capsys):
 
 def test_cli_errors_are_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("VERACITY_DATA_DIR", str(DATA))
-    code, _, err = run_cli(["run", "--dataset", "nope", "--method", "direct", "--out", str(tmp_path / "r")], monkeypatch, capsys)
+    code, _, err = run_cli(["run", "--dataset", "nope", "--method", "direct", "--out", str(tmp_path / "r")],
+                           monkeypatch, capsys)
     assert code != 0 and "unknown dataset 'nope'" in err and "hint:" in err and "Traceback" not in err
     code, _, err = run_cli(["run", "--method", "direct"], monkeypatch, capsys)
     assert code == 2 and "give --dataset and --method" in err
-    code, _, err = run_cli(["run", "--dataset", "hover", "--method", "emulate", "--ablation", "static"], monkeypatch, capsys)
+    code, _, err = run_cli(["run", "--dataset", "hover", "--method", "emulate", "--ablation", "static"],
+                           monkeypatch, capsys)
     assert code != 0 and "--static is an ablation of trification" in err
     code, _, err = run_cli(["compare", str(tmp_path)], monkeypatch, capsys)
     assert code != 0 and "is not a benchmark run directory" in err
@@ -294,10 +313,12 @@ def test_method_statistics_average_trification_graphs_and_mermaid_steps():
     assert s["claims"] == 2 and s["graph_modifications_per_claim"] == 1.0 and s["claims_modified"] == 0.5
     assert s["nodes_initial"]["SEARCH"] == 2.5 and s["nodes_final"]["SEARCH"] == 3.5 and s["no_plan"] == 1
     assert s["static_fallbacks"] == 1
-    mer = [rec({"kind": "mermaid.recall"}, {"kind": "mermaid.step"}, {"kind": "mermaid.step"}, hits=[{"passage_id": "A#0"}]),
+    mer = [rec({"kind": "mermaid.recall"}, {"kind": "mermaid.step"}, {"kind": "mermaid.step"},
+               hits=[{"passage_id": "A#0"}]),
            rec({"kind": "mermaid.recall"}, *[{"kind": "mermaid.step"}] * 5, {"kind": "mermaid.final"})]
     m = method_statistics(mer)["mermaid"]
-    assert m == {"claims": 2, "executor_steps_per_claim": 3.5, "claims_with_memory_hits": 0.5, "forced_verdicts": 0.5}
+    assert m == {"claims": 2, "executor_steps_per_claim": 3.5, "claims_with_memory_hits": 0.5,
+                 "forced_verdicts": 0.5}
     assert method_statistics([rec()]) == {}
 
 
@@ -306,7 +327,7 @@ def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
         RunConfig.of(dataset="hover", method="direct", llm_concurrency=0)
     code, _, err = run_cli(["run", "--dataset", "hover", "--method", "direct", "--llm-concurrency", "0",
                             "--out", str(tmp_path / "r")], monkeypatch, capsys)
-    assert code == 2 and "--llm-concurrency, $VERACITY_LLM_CONCURRENCY) must be an integer of at least 1" in err and "Traceback" not in err
+    assert code == 2 and "--llm-concurrency, $VERACITY_LLM_CONCURRENCY) must be an integer of at least 1" in err and "Traceback" not in err  # noqa: E501
     assert not (tmp_path / "r").exists()
     out = tmp_path / "ok"
     bench_run(RunConfig.of(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
@@ -320,8 +341,10 @@ def test_sample_mode_is_checked_and_part_of_the_run_identity():
 
     with pytest.raises(ConfigError, match="unknown sample mode"):
         RunConfig.of(dataset="hover", method="direct", sample="stratified")
-    assert "sample" not in RunConfig.of(dataset="hover", method="direct").identity()  # old runs resume as before
-    assert RunConfig.of(dataset="hover", method="direct", sample="balanced").identity()["sample"] == "balanced"
+    # old runs resume as before
+    assert "sample" not in RunConfig.of(dataset="hover", method="direct").identity()
+    assert RunConfig.of(dataset="hover", method="direct",
+                        sample="balanced").identity()["sample"] == "balanced"
 
 
 def test_dataset_order_runs_the_sample_in_file_order_and_is_recorded(tmp_path):
@@ -347,11 +370,12 @@ def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
 
     def busy(role, messages):
         raise EndpointBusyError("model endpoint http://x/v1 answers but did not finish a reply within 300 s",
-                                hint="run fewer claims or requests at once (--concurrency, --llm-concurrency)")
+                                hint="run fewer claims or requests at once (--concurrency, --llm-concurrency)")  # noqa: E501
 
     flaky = alternating_direct()
     flaky.fail = busy
     with pytest.raises(EndpointBusyError, match="0 of 4 claims are scored") as err:
-        bench_run(RunConfig.of(dataset="hover", method="direct", limit=4), tmp_path / "run", settings=settings(tmp_path),
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=4), tmp_path / "run",
+                  settings=settings(tmp_path),
                   llm=flaky)
     assert "--concurrency" in err.value.hint and "restart" not in err.value.hint

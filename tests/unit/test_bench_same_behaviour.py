@@ -23,13 +23,15 @@ def row(cid: str, label: str, roles: list[str], tools: int = 0) -> dict:
 
 
 def test_identical_runs_pass_and_a_changed_claim_is_named(tmp_path, capsys):
-    a = write(tmp_path / "a.jsonl", [row("1", "SUPPORTED", ["x.judge"]), row("2", "REFUTED", ["x.a", "x.b"], 1)])
-    b = write(tmp_path / "b.jsonl", [row("2", "REFUTED", ["x.a", "x.b"], 1), row("1", "SUPPORTED", ["x.judge"])])
+    a = write(tmp_path / "a.jsonl", [row("1", "SUPPORTED", ["x.judge"]), row("2", "REFUTED", ["x.a", "x.b"],
+                                                                             1)])
+    b = write(tmp_path / "b.jsonl", [row("2", "REFUTED", ["x.a", "x.b"], 1), row("1", "SUPPORTED",
+                                                                                 ["x.judge"])])
     assert same_behaviour.main([str(a), str(b)]) == 0
     c = write(tmp_path / "c.jsonl", [row("1", "REFUTED", ["x.judge"]), row("2", "REFUTED", ["x.a"], 1)])
     assert same_behaviour.main([str(a), str(c)]) == 1
     out = capsys.readouterr().out
-    assert "same label 1/2" in out and "same LLM-call count 1/2" in out and "  2: before REFUTED 2 calls" in out
+    assert "same label 1/2" in out and "same LLM-call count 1/2" in out and "  2: before REFUTED 2 calls" in out  # noqa: E501
 
 
 def test_a_claim_missing_from_one_run_fails(tmp_path):

@@ -62,7 +62,8 @@ def test_counters_by_family_or_sample_name(sample):
     assert sample.counter("vllm:request_success") == sum(reasons.values())
     assert sample.counter("vllm:request_success", labels={"finished_reason": "length"}) == reasons["length"]
     # an older name listed first is skipped when absent
-    assert sample.counter("vllm:no_such_counter", "vllm:generation_tokens") == sample_line_value("vllm:generation_tokens_total{")
+    assert sample.counter("vllm:no_such_counter",
+                          "vllm:generation_tokens") == sample_line_value("vllm:generation_tokens_total{")
 
 
 def test_gauges_and_labels(sample):
@@ -145,9 +146,11 @@ def bumped(text: str, changes: dict[str, float]) -> Metrics:
 def test_server_figures_are_deltas_over_the_level(sample):
     text = SAMPLE.read_text()
     after = bumped(text, {"vllm:prefix_cache_queries_total{": 1000, "vllm:prefix_cache_hits_total{": 250,
-                          "vllm:time_to_first_token_seconds_count{": 4, "vllm:time_to_first_token_seconds_sum{": 2.0,
+                          "vllm:time_to_first_token_seconds_count{": 4,
+                          "vllm:time_to_first_token_seconds_sum{": 2.0,
                           'vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf"': 4,
-                          "vllm:inter_token_latency_seconds_count{": 100, "vllm:inter_token_latency_seconds_sum{": 5.0,
+                          "vllm:inter_token_latency_seconds_count{": 100,
+                          "vllm:inter_token_latency_seconds_sum{": 5.0,
                           'vllm:request_success_total{engine="0",finished_reason="stop"': 4,
                           "vllm:generation_tokens_total{": 104})
     polls = [bumped(text, {"vllm:num_requests_running{": r, "vllm:num_requests_waiting{": w})
@@ -155,7 +158,7 @@ def test_server_figures_are_deltas_over_the_level(sample):
     fig = server_figures(sample, after, polls, model=MODEL)
     assert fig["scraped"] and fig["polls"] == 3
     assert fig["prefix_cache_queries"] == 1000 and fig["prefix_cache_hits"] == 250
-    assert fig["prefix_cache_hit_rate"] == pytest.approx(0.25) and fig["prefix_cache_hit_rate_source"] == "counters"
+    assert fig["prefix_cache_hit_rate"] == pytest.approx(0.25) and fig["prefix_cache_hit_rate_source"] == "counters"  # noqa: E501
     assert fig["ttft_mean_s"] == pytest.approx(0.5) and fig["tpot_mean_s"] == pytest.approx(0.05)
     assert fig["requests_finished"] == 4 and fig["generation_tokens"] == 104
     base_running = sample.gauge("vllm:num_requests_running")
@@ -165,7 +168,7 @@ def test_server_figures_are_deltas_over_the_level(sample):
     assert fig["requests_waiting_max"] == sample.gauge("vllm:num_requests_waiting") + 4
     assert fig["kv_cache_usage_max"] == sample.gauge("vllm:kv_cache_usage_perc")
     # the TTFT histogram of the level alone: 4 observations, all above the largest finite bound used
-    ttft_level = after.histogram("vllm:time_to_first_token_seconds").minus(sample.histogram("vllm:time_to_first_token_seconds"))
+    ttft_level = after.histogram("vllm:time_to_first_token_seconds").minus(sample.histogram("vllm:time_to_first_token_seconds"))  # noqa: E501
     assert ttft_level.count == 4 and ttft_level.mean == pytest.approx(0.5)
 
 
@@ -175,7 +178,7 @@ def test_server_figures_na_when_missing_unreadable_or_reset(sample):
     assert all(v is None for k, v in none.items() if k not in ("scraped", "polls"))
     # no traffic in between: rates and means are n/a (no division by zero), counts are 0
     idle = server_figures(sample, sample, [])
-    assert idle["prefix_cache_hit_rate"] is None and idle["ttft_mean_s"] is None and idle["requests_finished"] == 0
+    assert idle["prefix_cache_hit_rate"] is None and idle["ttft_mean_s"] is None and idle["requests_finished"] == 0  # noqa: E501
     # a restarted server (counters went down) gives n/a, not negative numbers
     restarted = bumped(SAMPLE.read_text(), {"vllm:prefix_cache_queries_total{": -1000})
     assert server_figures(sample, restarted)["prefix_cache_queries"] is None
@@ -188,7 +191,8 @@ def test_server_figures_of_an_older_vllm():
     """vLLM v0 exposes a hit-rate gauge, gpu_cache_usage_perc and time_per_output_token_seconds."""
     def snap(tpot_count, tpot_sum):
         return parse_prometheus(
-            '# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate{model_name="m"} 0.75\n'
+            '# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate{model_name="m"} '
+            '0.75\n'
             'vllm:gpu_cache_usage_perc{model_name="m"} 0.5\n'
             f'vllm:time_per_output_token_seconds_count{{model_name="m"}} {tpot_count}\n'
             f'vllm:time_per_output_token_seconds_sum{{model_name="m"}} {tpot_sum}\n'
@@ -229,7 +233,8 @@ def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(t
 
     def executor(messages):  # search once, then finish: every claim stores a passage in its level's memory
         if any(m["role"] == "assistant" for m in messages):
-            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
+            return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED",
+                             cited_passages=[])
         return ReactStep(thought="look", action="search", argument="Paris", label=None, cited_passages=[])
 
     llm = ScriptedLLM({"mermaid.decomposer": lambda m: Decomposition(triplets=[], keywords=[], domain=""),
@@ -238,10 +243,12 @@ def test_each_level_folder_is_its_state_dir_so_memory_methods_get_a_fresh_file(t
     claims = write_claims(tmp_path / "claims.jsonl", 20)
 
     def config(**kw):
-        return ThroughputConfig.of(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2, seed=3,
+        return ThroughputConfig.of(method="mermaid", levels=[1, 2], dataset=claims, claims_per_level=2,
+                                   seed=3,
                                    warmup=1, index=searcher, poll_interval_s=0.005, **kw)
 
-    report = bench_throughput(config(params={"t_max": 3}), tmp_path / "out", settings=Settings(home=tmp_path / "home"),
+    report = bench_throughput(config(params={"t_max": 3}), tmp_path / "out",
+                              settings=Settings(home=tmp_path / "home"),
                               llm=llm, probe=None)
     assert report["status"] == "complete" and [lv["done"] for lv in report["levels"]] == [2, 2]
     for name in ("warmup", "c0001", "c0002"):
@@ -317,13 +324,16 @@ class FakeServer:
             "# TYPE vllm:prefix_cache_queries counter",
             f'vllm:prefix_cache_queries_total{{engine="0",model_name="scripted-llm"}} {self.queries}',
             f'vllm:prefix_cache_hits_total{{engine="0",model_name="scripted-llm"}} {self.hits}',
-            f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="scripted-llm"}} {self.requests}',
+            'vllm:request_success_total{engine="0",finished_reason="stop",model_name="scripted-llm"} '
+            f'{self.requests}',
             f'vllm:num_requests_running{{engine="0",model_name="scripted-llm"}} {running}',
             'vllm:num_requests_waiting{engine="0",model_name="scripted-llm"} 0',
         ]
         if self.with_ttft:
-            lines += [f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="scripted-llm"}} {self.ttft_n}',
-                      f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="scripted-llm"}} {self.ttft_sum}']
+            lines += ['vllm:time_to_first_token_seconds_count{engine="0",model_name="scripted-llm"} '
+                      f'{self.ttft_n}',
+                      'vllm:time_to_first_token_seconds_sum{engine="0",model_name="scripted-llm"} '
+                      f'{self.ttft_sum}']
         return parse_prometheus("\n".join(lines) + "\n")
 
 
@@ -339,10 +349,12 @@ def run(tmp_path, levels, per_level, *, server=None, warmup=1, n_claims=20, llm=
     if isinstance(server, FakeServer):
         server.llm = llm
         llm.on_call = server.call
-    cfg = ThroughputConfig.of(method="direct", levels=levels, dataset=write_claims(tmp_path / "claims.jsonl", n_claims),
+    cfg = ThroughputConfig.of(method="direct", levels=levels, dataset=write_claims(tmp_path / "claims.jsonl",
+                                                                                   n_claims),
                               claims_per_level=per_level, seed=3, warmup=warmup, poll_interval_s=0.005)
     warnings: list[str] = []
-    report = bench_throughput(cfg, tmp_path / out, settings=Settings(home=tmp_path / "home"), llm=llm, probe=server,
+    report = bench_throughput(cfg, tmp_path / out, settings=Settings(home=tmp_path / "home"), llm=llm,
+                              probe=server,
                               warn=warnings.append, **kw)
     return report, llm, warnings
 
@@ -377,8 +389,9 @@ def test_per_level_figures_are_that_levels_deltas(tmp_path):
     assert len(llm.calls) == 2 + 4 + 4
     for lv in report["levels"]:
         s = lv["server"]
-        assert lv["done"] == 4 and lv["failed"] == 0 and lv["llm_calls"] == 4 and lv["llm_calls_per_claim"] == 1.0
-        assert s["prefix_cache_queries"] == 400 and s["prefix_cache_hits"] == 160  # not the warm-up's, not cumulative
+        assert lv["done"] == 4 and lv["failed"] == 0 and lv["llm_calls"] == 4 and lv["llm_calls_per_claim"] == 1.0  # noqa: E501
+        # not the warm-up's, not cumulative
+        assert s["prefix_cache_queries"] == 400 and s["prefix_cache_hits"] == 160
         assert s["prefix_cache_hit_rate"] == pytest.approx(0.4)
         assert s["requests_finished"] == 4 and lv["other_traffic"] is False
         assert s["ttft_mean_s"] == pytest.approx(0.2)
@@ -406,7 +419,7 @@ def test_other_clients_on_the_server_are_flagged(tmp_path):
 def test_unreachable_metrics_give_na_and_one_warning(tmp_path):
     report, _, warnings = run(tmp_path, [1, 2], 2, server=DeadServer(), warmup=0)
     assert report["status"] == "complete" and all(lv["done"] == 2 for lv in report["levels"])
-    assert len(warnings) == 1 and "cannot read http://127.0.0.1:9/metrics" in warnings[0] and "n/a" in warnings[0]
+    assert len(warnings) == 1 and "cannot read http://127.0.0.1:9/metrics" in warnings[0] and "n/a" in warnings[0]  # noqa: E501
     for lv in report["levels"]:
         assert lv["server"]["scraped"] is False and lv["server"]["prefix_cache_hit_rate"] is None
     row = server_rows(report)[0]
@@ -457,7 +470,8 @@ def test_bad_options_fail_before_anything_runs(tmp_path):
     base = dict(levels=[1, 2], dataset=write_claims(tmp_path / "claims.jsonl", 6))
     settings = Settings(home=tmp_path / "home")
     with pytest.raises(ConfigError, match="unknown method 'nope'"):
-        bench_throughput(ThroughputConfig.of(method="nope", **base), tmp_path / "a", settings=settings, llm=llm)
+        bench_throughput(ThroughputConfig.of(method="nope", **base), tmp_path / "a", settings=settings,
+                         llm=llm)
     with pytest.raises(DataError, match="unknown dataset 'nope'"):
         bench_throughput(ThroughputConfig.of(method="direct", levels=[1], dataset="nope"), tmp_path / "b",
                          settings=settings, llm=llm)
@@ -470,7 +484,8 @@ def test_bad_options_fail_before_anything_runs(tmp_path):
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "mine.txt").write_text("x")
     with pytest.raises(ConfigError, match="not empty"):
-        bench_throughput(ThroughputConfig.of(method="direct", **base), tmp_path / "e", settings=settings, llm=llm)
+        bench_throughput(ThroughputConfig.of(method="direct", **base), tmp_path / "e", settings=settings,
+                         llm=llm)
     assert llm.calls == [] and not any((tmp_path / d).exists() for d in "abcd")
 
 
@@ -514,7 +529,8 @@ def run_cli(args, monkeypatch, capsys):
 def test_cli_bad_concurrency_is_one_line(tmp_path, monkeypatch, capsys, bad, expected):
     claims = write_claims(tmp_path / "claims.jsonl", 20)
     code, out, err = run_cli(["--method", "direct", "--concurrency", bad, "--dataset", claims, "--out",
-                              str(tmp_path / "o"), "--endpoint", "http://127.0.0.1:9/v1"], monkeypatch, capsys)
+                              str(tmp_path / "o"), "--endpoint", "http://127.0.0.1:9/v1"], monkeypatch,
+                             capsys)
     assert code != 0 and expected in err and "hint:" in err and "Traceback" not in err
 
 
@@ -522,7 +538,8 @@ def test_cli_unknown_method_and_dead_endpoint(tmp_path, monkeypatch, capsys):
     claims = write_claims(tmp_path / "claims.jsonl", 20)
     code, _, err = run_cli(["--method", "nope", "--dataset", claims], monkeypatch, capsys)
     assert code == 2 and "unknown method 'nope'" in err and "direct" in err
-    code, _, err = run_cli(["--method", "direct", "--concurrency", "1", "--dataset", claims, "--out", str(tmp_path / "o"),
+    code, _, err = run_cli(["--method", "direct", "--concurrency", "1", "--dataset", claims, "--out",
+                            str(tmp_path / "o"),
                             "--endpoint", "http://127.0.0.1:9/v1"], monkeypatch, capsys)
     assert code == 1 and "does not answer" in err and "hint:" in err and "Traceback" not in err
 
@@ -548,7 +565,8 @@ def test_cli_prints_tables_and_writes_the_reports(tmp_path, monkeypatch, capsys)
     claims = write_claims(tmp_path / "claims.jsonl", 20)
     out = tmp_path / "o"
     code, stdout, err = run_cli(["--method", "direct", "--concurrency", "1,2", "--claims-per-level", "2",
-                                 "--warmup", "0", "--dataset", claims, "--out", str(out)], monkeypatch, capsys)
+                                 "--warmup", "0", "--dataset", claims, "--out", str(out)], monkeypatch,
+                                capsys)
     assert code == 0, err
     assert "client side" in stdout and "server side" in stdout and "n/a" in stdout
     assert "cannot read http://127.0.0.1:9/metrics" in err  # the dead /metrics is one warning line

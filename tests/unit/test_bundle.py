@@ -1,4 +1,5 @@
-"""Transfer bundles (veracity/bundle/): the manifest, verify, install and every bad input, on tiny fake bundles.
+"""Transfer bundles (veracity/bundle/): the manifest, verify, install and every bad input, on tiny fake
+bundles.
 
 A fake prepared model (config.json + a few bytes of "weights" + a GGUF) and a fake index live in a
 temporary home; ``create_bundle(..., wheels=False)`` bundles them (no pip, no network). The wheels step
@@ -21,7 +22,8 @@ from click.testing import CliRunner
 
 from veracity.bundle import install as bundle_install
 from veracity.bundle.create import BundleOptions, create_bundle, plan_bundle
-from veracity.bundle.manifest import (MANIFEST, BundleError, missing_cpu_features, read_manifest, this_machine,
+from veracity.bundle.manifest import (MANIFEST, BundleError, missing_cpu_features, read_manifest,
+                                      this_machine,
                                       verify_bundle)
 from veracity.cli import _register, cli
 from veracity.config import Settings
@@ -40,7 +42,8 @@ def make_home(home: Path) -> Settings:
     gguf = home / "downloads" / "SmolLM2-135M-Instruct.Q4_1.gguf"
     gguf.parent.mkdir(parents=True)
     gguf.write_bytes(b"GGUF" + os.urandom(2048))
-    _save_prepared(settings, {MODEL: PreparedModel(MODEL, weights, "test source", 1.0, "Paris.", {}, str(gguf))})
+    _save_prepared(settings, {MODEL: PreparedModel(MODEL, weights, "test source", 1.0, "Paris.", {},
+                                                   str(gguf))})
     return settings
 
 
@@ -86,7 +89,7 @@ def test_the_manifest_lists_every_file_with_its_sha256_and_size_and_the_machine(
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST}
     assert set(manifest["files"]) == on_disk
     assert "install.py" in on_disk and f"models/{MODEL}/weights/config.json" in on_disk
-    assert f"models/{MODEL}/SmolLM2-135M-Instruct.Q4_1.gguf" in on_disk and "indexes/demo/bm25/segment" in on_disk
+    assert f"models/{MODEL}/SmolLM2-135M-Instruct.Q4_1.gguf" in on_disk and "indexes/demo/bm25/segment" in on_disk  # noqa: E501
     for rel, meta in manifest["files"].items():
         assert meta["size"] == (out / rel).stat().st_size and len(meta["sha256"]) == 64
     assert manifest["target"]["python"] == this_machine()["python"]
@@ -151,9 +154,11 @@ def test_a_folder_without_a_manifest_is_an_unfinished_bundle(tmp_path):
 
 def test_a_bundle_for_another_python_or_platform_is_refused_before_anything(tmp_path):
     settings = make_home(tmp_path / "src-home")
-    for kw, words in (({"python": "3.99"}, "Python 3.99"), ({"platform": "manylinux_2_28_aarch64"}, "aarch64")):
+    for kw, words in (({"python": "3.99"}, "Python 3.99"), ({"platform": "manylinux_2_28_aarch64"},
+                                                            "aarch64")):
         out = tmp_path / f"bundle-{next(iter(kw))}"
-        create_bundle(settings, BundleOptions(out=out, llama_cpp="none", wheels=False, **kw), progress=lambda s: None)
+        create_bundle(settings, BundleOptions(out=out, llama_cpp="none", wheels=False, **kw),
+                      progress=lambda s: None)
         home = tmp_path / "offline-home"
         code, _, err = run(["bundle", "install", str(out)], home)
         line = one_error(err)
@@ -162,7 +167,8 @@ def test_a_bundle_for_another_python_or_platform_is_refused_before_anything(tmp_
         assert run(["bundle", "verify", "--files-only", str(out)], home)[0] == 0
 
 
-def test_a_full_disk_while_installing_registers_nothing_and_leaves_nothing_staged(made, tmp_path, monkeypatch):
+def test_a_full_disk_while_installing_registers_nothing_and_leaves_nothing_staged(made, tmp_path,
+                                                                                  monkeypatch):
     _, out = made
     home = tmp_path / "offline-home"
     settings = Settings(home=home)
@@ -205,7 +211,8 @@ def test_create_is_resumable_it_keeps_right_files_and_redoes_wrong_ones(made, tm
 def test_bad_create_options_are_one_line_before_anything_is_written(tmp_path):
     home = tmp_path / "src-home"
     make_home(home)
-    for args, words in ((["--model", "nope"], "not prepared"), (["--index", str(tmp_path)], "not a veracity index"),
+    for args, words in ((["--model", "nope"], "not prepared"), (["--index", str(tmp_path)],
+                                                                "not a veracity index"),
                         (["--python", "three"], "--python"), (["--llama-cpp", "binary"], "not built")):
         code, _, err = run(["bundle", "create", str(tmp_path / "out"), "--no-wheels", *args], home)
         assert code != 0 and words in one_error(err), err
@@ -245,7 +252,8 @@ def _fake_llama_server(home: Path, features: list[str]) -> None:
     binary = folder / "bin" / "llama-server"
     binary.write_text("#!/bin/sh\necho 'version: 1 (test)'\n")
     binary.chmod(0o755)
-    (folder / "install.json").write_text(json.dumps({"source": "llama-cpp-python 0.3.36", "features": features,
+    (folder / "install.json").write_text(json.dumps({"source": "llama-cpp-python 0.3.36",
+                                                     "features": features,
                                                      "binary": str(binary)}))
 
 
@@ -308,9 +316,12 @@ def test_pip_downloads_the_extra_asked_for_and_for_another_machine_wheels_only(t
     assert plan.target["machine"] == "aarch64" and plan.requirement == "veracity[gpu]==0.1.0"
 
 
-# -- Ctrl-C, a kill, a full disk: the real command in a child process, stopped at a chosen point ---------------
-# The child runs `veracity bundle ...` (run_main, the CLI's own error policy) with one function wrapped so that
-# at its Nth call the process sends itself SIGINT (what Ctrl-C does) or SIGKILL: the interrupt lands at the same
+# -- Ctrl-C, a kill, a full disk: the real command in a child process, stopped at a chosen point
+# ---------------
+# The child runs `veracity bundle ...` (run_main, the CLI's own error policy) with one function wrapped so
+# that
+# at its Nth call the process sends itself SIGINT (what Ctrl-C does) or SIGKILL: the interrupt lands at the
+# same
 # place every run, in seconds, with no network.
 DRIVER = r"""
 import os, signal, sys
@@ -338,10 +349,12 @@ main()
 """
 
 
-def stopped(tmp_path: Path, home: Path, where: str, nth: int, sig: str, *args: str) -> subprocess.CompletedProcess:
+def stopped(tmp_path: Path, home: Path, where: str, nth: int, sig: str,
+            *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
     env.update(VERACITY_HOME=str(home), NO_COLOR="1", COLUMNS="200",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH",
+                                                                                             "")]))
     return subprocess.run([sys.executable, "-c", DRIVER, where, str(nth), sig, *args], env=env,
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
 
@@ -359,10 +372,12 @@ def make_src(tmp_path: Path) -> tuple[Path, Path]:
     return home, make_index(tmp_path / "demo")
 
 
-@pytest.mark.parametrize("where, nth, sig", [  # each one starts a veracity process (about a second on an idle machine)
+# each one starts a veracity process (about a second on an idle machine)
+@pytest.mark.parametrize("where, nth, sig", [
     ("create._copy", 3, "SIGINT"), ("create.sha256_of", 4, "SIGINT"), ("create._copy", 3, "SIGKILL"),
     ("create.write_manifest", 1, "SIGKILL")])
-def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_command_completes_it(tmp_path, where,
+def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_command_completes_it(tmp_path,
+                                                                                               where,
                                                                                                  nth, sig):
     home, index = make_src(tmp_path)
     out = tmp_path / "bundle"
@@ -385,22 +400,26 @@ def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_comman
 
 
 def _state(home: Path) -> dict:
-    """What a home has registered and placed: prepared.json, defaults.json, the engine folder, staged leftovers."""
+    """What a home has registered and placed: prepared.json, defaults.json, the engine folder, staged leftovers."""  # noqa: E501
     read = lambda p: p.read_text() if p.is_file() else None  # noqa: E731
     return {"prepared": read(home / "models" / "prepared.json"), "defaults": read(home / "defaults.json"),
-            "engine": sorted(p.name for p in (home / "engines").rglob("*")) if (home / "engines").exists() else [],
+            "engine": sorted(p.name for p in (home / "engines").rglob("*")) if (home / "engines").exists()
+            else [],
             "staged": sorted(p.name for p in home.rglob("*") if "bundle-" in p.name) if home.exists() else []}
 
 
-@pytest.mark.parametrize("where, nth, sig", [("install._link_or_copy", 3, "SIGINT"), ("staged._moves", 1, "SIGINT"),
+@pytest.mark.parametrize("where, nth, sig", [("install._link_or_copy", 3, "SIGINT"), ("staged._moves", 1,
+                                                                                      "SIGINT"),
                                              ("install._link_or_copy", 3, "SIGKILL")])
-def test_install_stopped_part_way_registers_nothing_and_the_same_command_completes_it(made, tmp_path, where, nth,
+def test_install_stopped_part_way_registers_nothing_and_the_same_command_completes_it(made, tmp_path, where,
+                                                                                      nth,
                                                                                        sig):
     _, out = made
     home = tmp_path / "offline-home"
     (home / "models").mkdir(parents=True)
     before = _state(home)
-    proc = stopped(tmp_path, home, where, nth, sig, "bundle", "install", str(out), "--no-engine", "--no-packages")
+    proc = stopped(tmp_path, home, where, nth, sig, "bundle", "install", str(out), "--no-engine",
+                   "--no-packages")
     after = _state(home)
     if sig == "SIGINT":
         line = one_interrupted_line(proc)

@@ -27,9 +27,10 @@ TEXT = ("The Eiffel Tower is in Paris. Albert Einstein developed the theory of r
 # what the extractor returns per sentence (the pronoun "it" resolved to "The Nile")
 CLAIMS = {
     "The Eiffel Tower is in Paris.": ["The Eiffel Tower is in Paris."],
-    "Albert Einstein developed the theory of relativity.": ["Albert Einstein developed the theory of relativity."],
+    "Albert Einstein developed the theory of relativity.": ["Albert Einstein developed the theory of "
+                                                            "relativity."],
     "The Nile is a river in Africa, and it empties into the Red Sea.": ["The Nile is a river in Africa.",
-                                                                         "The Nile empties into the Red Sea."],
+                                                                         "The Nile empties into the Red Sea."],  # noqa: E501
     "I think Paris is lovely.": ["Paris is lovely."],
 }
 FALSE = {"The Nile empties into the Red Sea."}
@@ -46,7 +47,8 @@ def claim_of(messages) -> str:
 def script(extractor=None, judge=None) -> dict:
     return {
         "check.extractor": extractor or (lambda m: {"claims": CLAIMS[sentence_of(m)]}),
-        "check.worthiness": lambda m: {"kind": "opinion" if "lovely" in claim_of(m) else "checkable_statement"},
+        "check.worthiness": lambda m: {"kind": "opinion" if "lovely" in claim_of(m)
+                                       else "checkable_statement"},
         "direct.judge": judge or (lambda m: {"explanation": "known",
                                              "label": "REFUTED" if claim_of(m) in FALSE else "SUPPORTED"}),
     }
@@ -70,7 +72,7 @@ def test_a_text_is_split_classified_verified_and_scored(tmp_path):
     nile = rec["sentences"][2]["claims"]
     assert [c["text"] for c in nile] == CLAIMS[list(CLAIMS)[2]]
     assert [c["id"] for c in nile] == ["t1#s3c1", "t1#s3c2"]
-    assert rec["sentences"][3]["claims"][0]["category"] == "opinion" and "label" not in rec["sentences"][3]["claims"][0]
+    assert rec["sentences"][3]["claims"][0]["category"] == "opinion" and "label" not in rec["sentences"][3]["claims"][0]  # noqa: E501
     s = rec["summary"]
     assert s["counts"] == {"SUPPORTED": 3, "REFUTED": 1, "NOT_ENOUGH_INFO": 0, "failed": 0}
     assert s["factual_precision"] == 0.75
@@ -84,7 +86,7 @@ def test_a_text_is_split_classified_verified_and_scored(tmp_path):
 
 
 def test_the_claim_verdict_is_the_one_verify_gives(tmp_path):
-    """Every claim goes through verify_one with the Verifier's settings: the same record as Verifier.verify."""
+    """Every claim goes through verify_one with the Verifier's settings: the same record as Verifier.verify."""  # noqa: E501
     rec = asyncio.run(check_text(TEXT, verifier(ScriptedLLM(script()), tmp_path), tid="t1"))
     claim = rec["sentences"][2]["claims"][1]
     alone = Verifier(method="direct", llm=ScriptedLLM(script()), state_dir=tmp_path).verify(claim["text"])
@@ -100,7 +102,8 @@ def test_a_reply_that_never_validates_falls_back_as_declared_and_is_counted(tmp_
     llm = ScriptedLLM(script(extractor=extractor))
     rec = asyncio.run(check_text(TEXT, verifier(llm, tmp_path), tid="t"))
     einstein = rec["sentences"][1]["claims"]
-    assert [c["text"] for c in einstein] == ["Albert Einstein developed the theory of relativity."]  # the sentence itself
+    # the sentence itself
+    assert [c["text"] for c in einstein] == ["Albert Einstein developed the theory of relativity."]
     assert rec["summary"]["fallbacks"]["check.extractor"] == 1
     assert any(e["kind"] == "check.extractor_failed" for e in rec["extraction_trace"]["events"])
 
@@ -166,7 +169,8 @@ def test_the_report_is_self_contained_and_inserts_text_as_text(tmp_path):
 
 
 def test_bad_texts_are_one_line_errors():
-    for data, what in ((b"", "empty"), (b"  \n", "empty"), (b"\x00\x01ELF", "binary"), (b"\xff\xfe\xfa", "UTF-8")):
+    for data, what in ((b"", "empty"), (b"  \n", "empty"), (b"\x00\x01ELF", "binary"), (b"\xff\xfe\xfa",
+                                                                                        "UTF-8")):
         with pytest.raises(DataError, match=what):
             decode_text(data, "f.txt")
     with pytest.raises(DataError, match="max-chars"):
@@ -214,7 +218,8 @@ def test_a_batch_resumes_per_text_and_per_claim(tmp_path):
 
     llm3 = ScriptedLLM({})
     seen = []
-    stats = asyncio.run(check_batch(docs(), out, verifier(llm3, tmp_path), on_progress=lambda *a: seen.append(a)))
+    stats = asyncio.run(check_batch(docs(), out, verifier(llm3, tmp_path),
+                                    on_progress=lambda *a: seen.append(a)))
     assert seen == [(0, 0)]
     assert stats.skipped == 2 and llm3.calls == []
 
@@ -225,7 +230,8 @@ def test_a_changed_text_under_a_stored_id_is_refused(tmp_path):
     with pytest.raises(EndpointError):
         asyncio.run(check_batch(docs(), out, verifier(llm, tmp_path)))
     with pytest.raises(DataError, match="differs"):
-        asyncio.run(check_batch([Doc("a", "Something else entirely.")], out, verifier(ScriptedLLM({}), tmp_path)))
+        asyncio.run(check_batch([Doc("a", "Something else entirely.")], out, verifier(ScriptedLLM({}),
+                                                                                      tmp_path)))
 
 
 # -- the command ------------------------------------------------------------------------------------
@@ -327,10 +333,12 @@ def test_score_boundaries():
     assert factscore(9, 9) == pytest.approx(math.exp(1 - 10 / 9))
     assert factscore(5, 5, gamma=5) == 1.0 and factscore(1, 4, gamma=0) == 0.25
     assert factscore(0, 4) == 0.0 and factscore(1, -1) is None
-    assert factscore(1, 1) == pytest.approx(math.exp(1 - 10))  # one verified claim is scored, with the penalty
+    # one verified claim is scored, with the penalty
+    assert factscore(1, 1) == pytest.approx(math.exp(1 - 10))
     assert factscore(12, 12) == 1.0 and factscore(6, 12) == 0.5  # above gamma: no penalty
     # a value outside the severity order ranks as NOT_ENOUGH_INFO does: above SUPPORTED, below REFUTED
-    assert sentence_verdict(["SUPPORTED", "OTHER"]) == "OTHER" and sentence_verdict(["OTHER", "REFUTED"]) == "REFUTED"
+    assert sentence_verdict(["SUPPORTED", "OTHER"]) == "OTHER" and sentence_verdict(["OTHER",
+                                                                                     "REFUTED"]) == "REFUTED"
     # precision from MIN_DECIDED decided claims on; NOT_ENOUGH_INFO is not decided, failed claims are counted
     assert MIN_DECIDED == 3
     three = text_scores(["SUPPORTED", "REFUTED", "REFUTED", "NOT_ENOUGH_INFO", None])
@@ -344,6 +352,8 @@ def test_score_boundaries():
     assert none["factual_precision"] is None and "precision_withheld" not in none and none["nei_share"] == 1.0
     assert text_scores([None])["nei_share"] is None and text_scores([])["decided"] == 0
     scored = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO", None], gamma=0)
-    assert scored["factscore"] == pytest.approx(2 / 3) and scored["factscore_gamma"] == 0  # NEI is not supported
+    # NEI is not supported
+    assert scored["factscore"] == pytest.approx(2 / 3) and scored["factscore_gamma"] == 0
     penalised = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO"], gamma=4)
-    assert penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4 / 3)) and penalised["factscore_gamma"] == 4
+    assert penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4
+                                                                    / 3)) and penalised["factscore_gamma"] == 4  # noqa: E501

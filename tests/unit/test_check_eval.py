@@ -76,10 +76,12 @@ def test_response_and_claim_level_macro_f1(tmp_path):
     truth = {c["text"]: c["label"] for it in items for c in it["claims"]}
     claim = lambda m: m[-1]["content"].split("Claim: ", 1)[1]  # noqa: E731
     # a perfect judge on the gold claims; the extractor returns each sentence as its one claim
-    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[1]["content"].split("Sentence to split:\n", 1)[1]]},
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[1]["content"].split("Sentence to split:\n",
+                                                                                      1)[1]]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "x",
-                                                  "label": "SUPPORTED" if truth.get(claim(m), True) else "REFUTED"}})
+                                                  "label": "SUPPORTED" if truth.get(claim(m),
+                                                                                    True) else "REFUTED"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     res = asyncio.run(check_eval.run(args("response"), cv=cv))
     assert res["claim_macro_f1_gold_claims"]["value"] == pytest.approx(
@@ -99,7 +101,8 @@ def test_response_rows_are_kept_as_they_finish_and_a_second_run_resumes(tmp_path
         calls.append(1)
         return {"explanation": "x", "label": "SUPPORTED"}
 
-    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[1]["content"].split("Sentence to split:\n", 1)[1]]},
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [m[1]["content"].split("Sentence to split:\n",
+                                                                                      1)[1]]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"}, "direct.judge": judge})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path / "s"))
     out = tmp_path / "r" / "response.json"

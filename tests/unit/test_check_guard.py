@@ -21,7 +21,8 @@ def test_a_resolved_pronoun_or_reference_passes():
     assert check_claim("Marie Curie married Pierre Curie in 1895.", S[1], BIO).ok
     assert check_claim("Marie Curie won the Nobel Prize in Chemistry.", S[2], BIO).ok
     assert check_claim("The Great Wall of China is a UNESCO World Heritage Site.", S[4], BIO).ok
-    assert check_claim("Marie Curie's husband was Pierre Curie.", S[1], BIO).ok is False  # "husband": not the text's
+    # "husband": not the text's
+    assert check_claim("Marie Curie's husband was Pierre Curie.", S[1], BIO).ok is False
 
 
 def test_a_rewritten_word_or_a_copied_sentence_fails():
@@ -35,7 +36,8 @@ def test_a_rewritten_word_or_a_copied_sentence_fails():
 def test_inflections_and_numbers_compare_equal():
     assert check_claim("Arsenal won the FA Cup in 2002.", "They won six FA Cups: 1998, 2002.",
                        "Arsenal is a club. They won six FA Cups: 1998, 2002.").ok
-    assert check_claim("The city has 1000 people.", "The city has 1,000 people.", "The city has 1,000 people.").ok
+    assert check_claim("The city has 1000 people.", "The city has 1,000 people.",
+                       "The city has 1,000 people.").ok
 
 
 def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
@@ -45,12 +47,15 @@ def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
         sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
         if len(m) > 2:  # the re-ask: one fixed, one still outside the sentence
             asked.append(m[-1]["content"])
-            return {"claims": ["Marie Curie married Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
+            return {"claims": ["Marie Curie married Pierre Curie in 1895.",
+                               "Marie Curie was born in Warsaw."]}
         if sent == S[1]:
             return {"claims": ["Marie Curie met Pierre Curie in 1895.", "Marie Curie was born in Warsaw."]}
-        return {"claims": [sent.replace("She ", "Marie Curie ").replace("The wall", "The Great Wall of China")]}
+        return {"claims": [sent.replace("She ", "Marie Curie ").replace("The wall",
+                                                                        "The Great Wall of China")]}
 
-    llm = ScriptedLLM({"check.extractor": extractor, "check.worthiness": lambda m: {"kind": "checkable_statement"},
+    llm = ScriptedLLM({"check.extractor": extractor,
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     rec = asyncio.run(check_text(BIO, cv, tid="t"))
@@ -71,7 +76,8 @@ def test_a_sentence_left_without_claims_is_checked_as_itself(tmp_path):
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     rec = asyncio.run(check_text("Rome lies on the Tiber.", cv, tid="t"))
     assert [c["text"] for c in rec["sentences"][0]["claims"]] == ["Rome lies on the Tiber."]
-    assert llm.count("check.extractor") == 2 and rec["summary"]["dropped"] == 1  # the same claim twice: one drop
+    # the same claim twice: one drop
+    assert llm.count("check.extractor") == 2 and rec["summary"]["dropped"] == 1
 
 
 def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence_red(tmp_path):
@@ -80,7 +86,8 @@ def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence
 
     text = "I think Kyoto is a far better trip than Tokyo. Kyoto was the capital of Japan."
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [
-                           "Kyoto is a far better trip than Tokyo." if "think" in m[-1]["content"].split("split:\n")[1]
+                           "Kyoto is a far better trip than Tokyo."
+                                                                if "think" in m[-1]["content"].split("split:\n")[1]  # noqa: E501
                            else "Kyoto was the capital of Japan."]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "no", "label": "REFUTED"}})
@@ -108,9 +115,11 @@ def test_fragments_fail_and_a_claim_starting_with_a_pronoun_is_named():
     assert unresolved_reference("It was contested over 40 laps.") == "it"
     assert unresolved_reference("This win was led by Diego Maradona.") == "this"
     assert unresolved_reference("Italy won the cup.") == ""
-    assert replaces("The 1932 Australian Grand Prix was contested over 40 laps.", "It was contested over 40 laps.")
+    assert replaces("The 1932 Australian Grand Prix was contested over 40 laps.",
+                    "It was contested over 40 laps.")
     assert not replaces("It was contested over 40 laps.", "It was contested over 40 laps.")
-    kept, dup = without_near_duplicates(["The race was won by driver Bill Thompson.", "The race was won by Bill Thompson.",
+    kept, dup = without_near_duplicates(["The race was won by driver Bill Thompson.",
+                                         "The race was won by Bill Thompson.",
                                          "Bill Thompson drove a Bugatti Type 37A."])
     assert kept == ["The race was won by driver Bill Thompson.", "Bill Thompson drove a Bugatti Type 37A."]
     assert dup == ["The race was won by Bill Thompson."]
@@ -124,14 +133,18 @@ def test_a_pronoun_is_reasked_and_replaced_in_place_or_kept(tmp_path):
         sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
         if len(m) > 2:
             asked.append(m[-1]["content"])
-            return {"claims": ["Argentina won the tournament in 1986."] if "They" in asked[-1] else ["It rained all day."]}
-        return {"claims": [sent, "Argentina won the tournament in 1986."] if sent.startswith("They") else [sent]}
+            return {"claims": ["Argentina won the tournament in 1986."] if "They" in asked[-1]
+                    else ["It rained all day."]}
+        return {"claims": [sent,
+                           "Argentina won the tournament in 1986."] if sent.startswith("They") else [sent]}
 
-    llm = ScriptedLLM({"check.extractor": extractor, "check.worthiness": lambda m: {"kind": "checkable_statement"},
+    llm = ScriptedLLM({"check.extractor": extractor,
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
     rec = asyncio.run(check_text(text, cv, tid="t"))
     assert len(asked) == 2 and "starts with 'they'" in asked[0]
     # "They won ..." replaced by its resolved form, which the first reply also gave: one claim, not two
     assert [c["text"] for c in rec["sentences"][1]["claims"]] == ["Argentina won the tournament in 1986."]
-    assert [c["text"] for c in rec["sentences"][2]["claims"]] == ["It rained all day."]  # nothing better: kept
+    # nothing better: kept
+    assert [c["text"] for c in rec["sentences"][2]["claims"]] == ["It rained all day."]

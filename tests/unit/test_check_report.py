@@ -15,7 +15,8 @@ from veracity.pipeline.api import Verifier
 
 
 def record_with(labels: list[str]) -> dict:
-    s = {"sentences": 3, "claims": len(labels), "categories": {"factual": len(labels), "opinion": 0, "not_a_claim": 0},
+    s = {"sentences": 3, "claims": len(labels), "categories": {"factual": len(labels), "opinion": 0,
+                                                               "not_a_claim": 0},
          "no_factual_claim": False, "fallbacks": {}, **text_scores(labels)}
     return {"id": "t", "method": "rag", "summary": s}
 
@@ -63,7 +64,8 @@ def test_the_engine_is_read_from_the_managed_servers_state(tmp_path, monkeypatch
     monkeypatch.setattr(st, "read_state", lambda settings: S())
     assert ce.engine_name("http://127.0.0.1:9/v1", object()) == "llamacpp (managed)"
     monkeypatch.setattr(st, "read_state", lambda settings: None)
-    assert ce.engine_name("http://127.0.0.1:9/v1", type("X", (), {"api_key": "k"})()) == "unknown"  # nobody answers
+    # nobody answers
+    assert ce.engine_name("http://127.0.0.1:9/v1", type("X", (), {"api_key": "k"})()) == "unknown"
 
 
 def test_a_batch_off_a_terminal_writes_a_progress_line_per_claim(tmp_path, capsys):
@@ -76,7 +78,7 @@ def test_a_batch_off_a_terminal_writes_a_progress_line_per_claim(tmp_path, capsy
     bar.advance()
     bar.stop()
     err = capsys.readouterr().err
-    assert "verify (rag): 2 claims to verify" in err and "verify (rag): 1/2 claims" in err and "2/2 claims" in err
+    assert "verify (rag): 2 claims to verify" in err and "verify (rag): 1/2 claims" in err and "2/2 claims" in err  # noqa: E501
 
 
 def test_param_sends_the_check_stages_keys_to_the_stage_and_the_rest_to_the_method():

@@ -20,7 +20,8 @@ def test_table_lines_drop_markup_and_collapse_whitespace():
     t.add_column("ok?")
     t.add_row("a very long model name that a terminal would wrap", "[green]yes[/]")
     t.add_row("b\nc", "")
-    assert table_lines(t) == ["# t", "name\tok?", "a very long model name that a terminal would wrap\tyes", "b c\t"]
+    assert table_lines(t) == ["# t", "name\tok?", "a very long model name that a terminal would wrap\tyes",
+                              "b c\t"]
 
 
 def test_a_piped_table_is_tsv_and_a_terminal_gets_the_rich_table():

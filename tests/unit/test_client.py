@@ -52,7 +52,8 @@ class FakeServer:
             return httpx.Response(status, json={"message": content or "boom"})
         return httpx.Response(200, json={
             "choices": [{"message": {"content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 3}},
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7,
+                      "prompt_tokens_details": {"cached_tokens": 3}},
         })
 
 
@@ -74,7 +75,8 @@ async def test_generate_sends_schema_and_returns_validated_model():
     assert body["response_format"]["json_schema"]["schema"] == schema_for(Out)
     assert body["temperature"] == 0.0 and body["model"] == "m"
     rec = llm.usage[0]
-    assert (rec.role, rec.prompt_tokens, rec.completion_tokens, rec.cached_prompt_tokens) == ("t.role", 11, 7, 3)
+    assert (rec.role, rec.prompt_tokens, rec.completion_tokens, rec.cached_prompt_tokens) == ("t.role", 11, 7,
+                                                                                              3)
 
 
 def test_schema_inlines_nested_definitions():
@@ -106,7 +108,8 @@ async def test_a_reply_cut_off_in_transit_is_retried():
     assert out.label == "SUPPORTED" and len(srv.bodies) == 3 and llm.usage[0].attempts == 3
     srv = FakeServer([("torn", "")] * 5)
     async with client(srv, max_retries=1) as llm:
-        with pytest.raises(EndpointError, match="failed 2 times .HTTP 200 with a truncated or malformed body"):
+        with pytest.raises(EndpointError,
+                           match="failed 2 times .HTTP 200 with a truncated or malformed body"):
             await llm.generate(MSG, Out, role="r")
 
 
@@ -130,7 +133,8 @@ async def test_client_error_is_not_retried():
 @pytest.mark.parametrize("status", [400, 422, 500])
 async def test_an_endpoint_rejecting_the_json_schema_form_is_one_line_not_five_retries(status):
     # llama-cpp-python's own server answers the OpenAI json_schema form with HTTP 500 naming response_format
-    srv = FakeServer([(status, "1 validation error: response_format -> type: unexpected value 'json_schema'")] * 9)
+    srv = FakeServer([(status,
+                       "1 validation error: response_format -> type: unexpected value 'json_schema'")] * 9)
     async with client(srv, max_retries=5) as llm:
         with pytest.raises(EndpointError) as err:
             await llm.generate(MSG, Out, role="r")
@@ -284,7 +288,8 @@ async def test_replies_that_keep_timing_out_on_a_live_server_say_overloaded_not_
             return httpx.Response(200, json={"data": [{"id": "m"}]})
         raise httpx.ReadTimeout("nothing")
 
-    async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(dies_after_start), backoff_s=0.001,
+    async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(dies_after_start),
+                         backoff_s=0.001,
                          max_retries=1) as llm:
         with pytest.raises(EndpointError) as err:
             await llm.generate(MSG, Out, role="r")

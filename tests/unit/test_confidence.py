@@ -53,7 +53,8 @@ def test_label_probability_is_the_divergence_tokens_alternatives_normalised_over
     got = label_probs(REPLY, {"content": REPLY_TOKENS}, "label", values)
     assert got is not None and got.chosen == "SUPPORTED"
     assert got.probs["SUPPORTED"] == pytest.approx(expected_supported())
-    assert got.probs["REFUTED"] == pytest.approx(math.exp(-1.9) / (math.exp(-0.2) + math.exp(-2.5) + math.exp(-1.9)
+    assert got.probs["REFUTED"] == pytest.approx(math.exp(-1.9) / (math.exp(-0.2) + math.exp(-2.5)
+                                                                   + math.exp(-1.9)
                                                                    + math.exp(-3.0)))
     assert sum(got.probs.values()) == pytest.approx(1.0)
     # the mass the allowed values held before normalising (the "{" alternative is not a label)
@@ -66,7 +67,8 @@ def test_divergence_inside_a_token_that_also_holds_the_quote_and_a_shared_prefix
     class Two(BaseModel):
         verdict: Literal["NOT_TRUE", "NOT_FALSE"]
 
-    tokens = [tok('{"verdict": ', 0.0), tok('"NOT_', 0.0), tok('T', -0.1, [("T", -0.1), ("F", -2.3), ("TR", -3.0)]),
+    tokens = [tok('{"verdict": ', 0.0), tok('"NOT_', 0.0), tok('T', -0.1, [("T", -0.1), ("F", -2.3), ("TR",
+                                                                                                      -3.0)]),
               tok('RUE"}', 0.0)]
     raw = "".join(t["token"] for t in tokens)
     got = label_probs(raw, {"content": tokens}, "verdict", ("NOT_TRUE", "NOT_FALSE"))
@@ -81,7 +83,8 @@ def test_no_number_when_the_tokens_do_not_spell_the_reply_or_the_field_is_absent
     assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n", 0.0)]}, "label", values) is not None
     # tokens past the reply's end (llama-server: the reply text stops where the JSON does, the tokens go on)
     assert label_probs(REPLY, {"content": [*REPLY_TOKENS, tok("\n```", 0.0)]}, "label", values) is not None
-    fenced = label_probs(REPLY, {"content": [tok("```json\n", 0.0), *REPLY_TOKENS, tok("\n```", 0.0)]}, "label", values)
+    fenced = label_probs(REPLY, {"content": [tok("```json\n", 0.0), *REPLY_TOKENS, tok("\n```", 0.0)]},
+                         "label", values)
     assert fenced is not None and fenced.probs["SUPPORTED"] == pytest.approx(expected_supported())
     assert label_probs(REPLY, None, "label", values) is None
     assert label_probs(REPLY, {"content": []}, "label", values) is None
@@ -91,7 +94,7 @@ def test_no_number_when_the_tokens_do_not_spell_the_reply_or_the_field_is_absent
 
 
 class Endpoint:
-    """An OpenAI-compatible endpoint that answers every completion with REPLY and, when asked, its logprobs."""
+    """An OpenAI-compatible endpoint that answers every completion with REPLY and, when asked, its logprobs."""  # noqa: E501
 
     def __init__(self, with_logprobs: bool = True):
         self.with_logprobs = with_logprobs
@@ -105,14 +108,16 @@ class Endpoint:
         choice = {"message": {"content": REPLY}, "finish_reason": "stop"}
         if body.get("logprobs") and self.with_logprobs:
             choice["logprobs"] = {"content": REPLY_TOKENS}
-        return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 9}})
+        return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 5,
+                                                                        "completion_tokens": 9}})
 
 
 def test_the_client_asks_for_logprobs_only_for_a_deciding_field_and_changes_nothing_else():
     server, said = Endpoint(), []
 
     async def go():
-        async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(server), notify=said.append) as llm:
+        async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(server),
+                             notify=said.append) as llm:
             with usage_scope() as recs:
                 await llm.generate([{"role": "user", "content": "x"}], Judged, role="r", seed=7)
                 await llm.generate([{"role": "user", "content": "x"}], Judged, role="r", seed=7,
@@ -132,10 +137,12 @@ def test_an_endpoint_without_logprobs_gives_null_and_says_so_once():
     server, said = Endpoint(with_logprobs=False), []
 
     async def go():
-        async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(server), notify=said.append) as llm:
+        async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(server),
+                             notify=said.append) as llm:
             with usage_scope() as recs:
                 for _ in range(3):
-                    await llm.generate([{"role": "user", "content": "x"}], Judged, role="r", confidence_field="label")
+                    await llm.generate([{"role": "user", "content": "x"}], Judged, role="r",
+                                       confidence_field="label")
         return recs
 
     recs = asyncio.run(go())
@@ -166,7 +173,8 @@ def test_rules_map_values_and_the_binary_space_counts_undecided_as_refuted():
     zofia = get_method("zofia").confidence
     assert to_labels({"R": 0.5, "F": 0.2, "I": 0.3}, BINARY, zofia.mapping) == pytest.approx(
         {"SUPPORTED": 0.5, "REFUTED": 0.5})
-    assert to_labels({"R": 0.5, "F": 0.2, "I": 0.3}, THREE_WAY, zofia.mapping)["NOT_ENOUGH_INFO"] == pytest.approx(0.3)
+    assert to_labels({"R": 0.5, "F": 0.2, "I": 0.3}, THREE_WAY,
+                     zofia.mapping)["NOT_ENOUGH_INFO"] == pytest.approx(0.3)
 
     class Rec:
         def __init__(self, role, probs):
@@ -232,7 +240,7 @@ def test_engine_abstains_below_min_confidence_with_a_scripted_distribution():
 
 # -- measurement and calibration over a bench run ---------------------------------------------------------
 def _skewed_direct():
-    """Alternating labels; SUPPORTED said with probability 0.9, REFUTED with 0.6 (so confidence ranks them)."""
+    """Alternating labels; SUPPORTED said with probability 0.9, REFUTED with 0.6 (so confidence ranks them)."""  # noqa: E501
     from veracity.pipeline.methods.direct import DirectJudgement
 
     n = {"i": 0}
@@ -242,7 +250,8 @@ def _skewed_direct():
         return DirectJudgement(explanation="e", label="SUPPORTED" if n["i"] % 2 else "REFUTED")
 
     def probs(role, reply):
-        return {"SUPPORTED": 0.9, "REFUTED": 0.1} if reply.label == "SUPPORTED" else {"SUPPORTED": 0.4, "REFUTED": 0.6}
+        return {"SUPPORTED": 0.9, "REFUTED": 0.1} if reply.label == "SUPPORTED" else {"SUPPORTED": 0.4,
+                                                                                      "REFUTED": 0.6}
 
     return ScriptedLLM({"direct.judge": reply}, probs=probs)
 
@@ -285,7 +294,8 @@ def test_a_bench_run_reports_confidence_and_a_fitted_map_is_stored_applied_and_r
     # --calibration off: the model's own numbers
     cfg3 = RunConfig.of(dataset="hover", method="direct", limit=2, seed=5, concurrency=1, calibration="off")
     bench_run(cfg3, tmp_path / "off", settings=settings, llm=_skewed_direct())
-    assert json.loads((tmp_path / "off" / "run.json").read_text())["manifest"]["confidence"]["calibration"] is None
+    assert json.loads((tmp_path / "off"
+                       / "run.json").read_text())["manifest"]["confidence"]["calibration"] is None
 
 
 def test_selective_metrics_arithmetic():
@@ -323,13 +333,15 @@ def test_check_lists_unsure_claims_apart_with_their_grounding():
                "confidence": 0.95},
               {"id": "b", "text": "Unsure claim.", "category": "factual", "label": "REFUTED", "evidence": [],
                "confidence": 0.41, "grounding": "ungrounded"},
-              {"id": "c", "text": "Abstained claim.", "category": "factual", "label": "NOT_ENOUGH_INFO", "evidence": [],
+              {"id": "c", "text": "Abstained claim.", "category": "factual", "label": "NOT_ENOUGH_INFO",
+               "evidence": [],
                "confidence": 0.62, "abstained": True, "abstained_label": "SUPPORTED"},
               {"id": "d", "text": "No number.", "category": "factual", "label": "SUPPORTED", "evidence": [],
                "confidence": None}]
     sentences = [{"index": 0, "start": 0, "end": 10, "text": "S.", "verdict": "REFUTED", "claims": claims}]
     unsure = uncertain_claims(sentences)
-    assert [(u["n"], u["label"], u["abstained"]) for u in unsure] == [(2, "REFUTED", False), (3, "SUPPORTED", True)]
+    assert [(u["n"], u["label"], u["abstained"]) for u in unsure] == [(2, "REFUTED", False), (3, "SUPPORTED",
+                                                                                              True)]
     record = {"id": "t", "method": "rag", "sentences": sentences,
               "summary": {"counts": {"SUPPORTED": 2, "REFUTED": 1, "NOT_ENOUGH_INFO": 1, "failed": 0},
                           "no_factual_claim": False, "factual_precision": 0.5, "sentences": 1, "claims": 4,
@@ -344,7 +356,8 @@ def test_check_lists_unsure_claims_apart_with_their_grounding():
 
 
 def test_an_ungrounded_verdict_with_a_low_confidence_shows_both_in_the_panel_the_batch_line_and_the_report():
-    """Issue 43 point 5: where the quote check says ``ungrounded`` and the model was unsure, each view says both
+    """Issue 43 point 5: where the quote check says ``ungrounded`` and the model was unsure, each view says
+    both
     (the terminal panel's verdict line, a batch line, the long-form check's HTML claim line)."""
     from rich.console import Console
 
@@ -362,9 +375,11 @@ def test_an_ungrounded_verdict_with_a_low_confidence_shows_both_in_the_panel_the
     line = verdict_line(record, None).plain
     assert "confidence 0.41" in line and "ungrounded" in line
     html = report_html({"id": "t", "method": "rag", "text": "S.", "sentences": [], "summary": {
-        "counts": {"SUPPORTED": 0, "REFUTED": 1, "NOT_ENOUGH_INFO": 0, "failed": 0}, "no_factual_claim": False,
+        "counts": {"SUPPORTED": 0, "REFUTED": 1, "NOT_ENOUGH_INFO": 0,
+                   "failed": 0}, "no_factual_claim": False,
         "factual_precision": 0.0, "sentences": 0, "claims": 0, "categories": {"factual": 0, "opinion": 0,
                                                                                  "not_a_claim": 0},
         "fallbacks": {}, "uncertain": [], "uncertain_below": 0.7}})
-    # the report's claim line adds the confidence (with "uncertain" below the bar) and "ungrounded" side by side
+    # the report's claim line adds the confidence (with "uncertain" below the bar) and "ungrounded" side by
+    # side
     assert "' confidence '+c.confidence.toFixed(2)" in html and "' ungrounded'" in html

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.config import Settings
 from veracity.errors import ConfigError
-from veracity.pipeline.config import EndpointConfig, EvidenceConfig, ExecutionConfig, MethodConfig, VerifierConfig
+from veracity.pipeline.config import EndpointConfig, EvidenceConfig, ExecutionConfig, MethodConfig, VerifierConfig  # noqa: E501
 from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.direct import DirectJudgement
 
@@ -31,14 +31,17 @@ def made_params(monkeypatch):
 
 
 def test_the_config_is_four_typed_parts_built_from_flat_settings():
-    c = VerifierConfig.of(method="rag", params={"k": 3}, labels="binary", evidence="none", endpoint="127.0.0.1:9",
+    c = VerifierConfig.of(method="rag", params={"k": 3}, labels="binary", evidence="none",
+                          endpoint="127.0.0.1:9",
                           model="m", concurrency=2, llm_concurrency=8, cache=True, min_confidence=0.5,
                           settings=Settings(home="/tmp/h"))
     assert isinstance(c.execution, ExecutionConfig) and isinstance(c.method, MethodConfig)
     assert isinstance(c.evidence, EvidenceConfig) and isinstance(c.endpoint, EndpointConfig)
-    assert (c.method.name, c.method.labels, c.method.parsed.k, c.method.label_space.name) == ("rag", "binary", 3,
+    assert (c.method.name, c.method.labels, c.method.parsed.k, c.method.label_space.name) == ("rag", "binary",
+                                                                                              3,
                                                                                               "binary")
-    assert (c.evidence.setting, c.endpoint.url, c.endpoint.model, c.endpoint.cache) == ("none", "127.0.0.1:9", "m",
+    assert (c.evidence.setting, c.endpoint.url, c.endpoint.model, c.endpoint.cache) == ("none", "127.0.0.1:9",
+                                                                                        "m",
                                                                                         True)
     assert (c.execution.concurrency, c.execution.llm_concurrency) == (2, 8)
     flat = c.flat()
@@ -51,7 +54,8 @@ def test_the_limits_left_out_are_the_settings_and_a_bad_one_is_one_line_at_entry
     monkeypatch.setenv("VERACITY_CONCURRENCY", "5")
     assert VerifierConfig.of().execution.concurrency == 5
     monkeypatch.setenv("VERACITY_CONCURRENCY", "0")
-    with pytest.raises(ConfigError, match=r"claims in flight \(--concurrency, \$VERACITY_CONCURRENCY\)") as info:
+    with pytest.raises(ConfigError,
+                       match=r"claims in flight \(--concurrency, \$VERACITY_CONCURRENCY\)") as info:
         VerifierConfig.of()
     assert "\n" not in str(info.value) and info.value.hint == "e.g. --concurrency 16"
     with pytest.raises(ConfigError, match="LLM requests in flight"):
@@ -132,7 +136,7 @@ def test_the_web_token_is_checked_once_by_the_app_config(monkeypatch, tmp_path):
     assert checked == [token]
     result = CliRunner().invoke(cli, ["web", "--token", "short", "--port", str(_free_port())])
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code != 0 and lines[0].startswith("error: the token has 5 characters") and len(lines) == 2
+    assert result.exit_code != 0 and lines[0].startswith("error: the token has 5 characters") and len(lines) == 2  # noqa: E501
 
 
 def test_a_job_is_checked_when_it_is_posted_and_the_runner_reuses_that_verifier(made_params, tmp_path):

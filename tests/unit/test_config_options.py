@@ -48,12 +48,14 @@ def test_a_help_override_changes_only_the_text_and_an_unknown_name_is_refused():
 
 
 def test_the_values_make_the_config():
-    ctx = verify.make_context("verify", ["x", "--method", "direct", "--labels", "binary", "--evidence", "none",
+    ctx = verify.make_context("verify", ["x", "--method", "direct", "--labels", "binary", "--evidence",
+                                         "none",
                                          "--concurrency", "3", "--param", "judge.max_tokens=64"])
     assert ctx.params["cache"] is False and ctx.params["backend"] == "local"
     names = {name for name, _ in VerifierConfig.options()} - {"params"}
     config = VerifierConfig.from_options({k: v for k, v in ctx.params.items() if k in names})
-    assert (config.method.name, config.method.labels, config.evidence.setting, config.execution.concurrency) == (
+    assert (config.method.name, config.method.labels, config.evidence.setting,
+            config.execution.concurrency) == (
         "direct", "binary", "none", 3)
 
 
@@ -73,12 +75,13 @@ def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
 
 
 def test_the_run_options_are_validated_at_their_edges(tmp_path):
-    """The config's validation rules one by one, each at its edge, with the one line (and hint) a user sees."""
+    """The config's validation rules one by one, each at its edge, with the one line (and hint) a user sees."""  # noqa: E501
     from pathlib import Path
 
     from veracity.config import Settings
     from veracity.errors import ConfigError
-    from veracity.pipeline.config import (DEFAULT_RAY_ACTORS, check_address, check_concurrency, check_min_confidence,
+    from veracity.pipeline.config import (DEFAULT_RAY_ACTORS, check_address, check_concurrency,
+                                          check_min_confidence,
                                           check_ray_options)
 
     def refused(call, *args) -> ConfigError:
@@ -89,7 +92,7 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
 
     check_concurrency(1, 1)
     err = refused(check_concurrency, 0, 1)
-    assert str(err) == "claims in flight (--concurrency, $VERACITY_CONCURRENCY) must be an integer of at least 1, got 0"
+    assert str(err) == "claims in flight (--concurrency, $VERACITY_CONCURRENCY) must be an integer of at least 1, got 0"  # noqa: E501
     assert err.hint == "e.g. --concurrency 16"
     err = refused(check_concurrency, 4, 0)
     assert str(err).startswith("LLM requests in flight (--llm-concurrency, $VERACITY_LLM_CONCURRENCY)")
@@ -101,8 +104,10 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
     for ok in ("auto", " auto ", "10.0.0.5:6379", "head:1", "head:65535", "ray://head", "ray://head:10001"):
         assert check_address(ok) == ok.strip(), ok
     for bad, problem in ((":6379", "no host name"), ("head", "no host name"), ("ray://", "no host name"),
-                         ("head:0", "port '0' is not a number from 1 to 65535"), ("head:65536", "port '65536'"),
-                         ("head:x", "port 'x'"), ("a b:1", "not HOST:PORT"), ("ray://a/b:1", "not HOST:PORT")):
+                         ("head:0", "port '0' is not a number from 1 to 65535"), ("head:65536",
+                                                                                  "port '65536'"),
+                         ("head:x", "port 'x'"), ("a b:1", "not HOST:PORT"), ("ray://a/b:1",
+                                                                              "not HOST:PORT")):
         err = refused(check_address, bad)
         assert str(err).startswith(f"--ray-address {bad!r} is not a Ray address: {problem}"), (bad, str(err))
         assert "auto" in err.hint and "HOST:PORT" in err.hint
@@ -127,11 +132,12 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
     assert ex.state_dir == Path("~/state").expanduser() and evidence.exclude_titles == ("a",)
     assert method.params == {} and ex.concurrency == settings.concurrency
     assert ex.llm_concurrency == settings.llm_concurrency
-    assert VerifierConfig.of(settings=settings, concurrency=3, llm_concurrency=5).execution.llm_concurrency == 5
+    assert VerifierConfig.of(settings=settings, concurrency=3,
+                             llm_concurrency=5).execution.llm_concurrency == 5
     err = refused(lambda: VerifierConfig.of(settings=settings, backend="spark"))
-    assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"
+    assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"  # noqa: E501
     err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto"))
-    assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"
+    assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"  # noqa: E501
     err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto", ray_actors=2))
     assert str(err) == "--ray-address and --ray-actors apply to --backend ray only"
     assert err.hint == "add --backend ray, or drop --ray-address and --ray-actors"

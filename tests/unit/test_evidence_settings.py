@@ -29,7 +29,8 @@ needs_data = pytest.mark.usefixtures("shared_hover_data")  # missing data: fails
 
 GOLD = [
     {"title": "Eiffel Tower", "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."},
-    {"title": "Gustave Eiffel", "text": "Gustave Eiffel was a French civil engineer whose company built the tower."},
+    {"title": "Gustave Eiffel",
+     "text": "Gustave Eiffel was a French civil engineer whose company built the tower."},
     {"title": "Eiffel Tower", "text": "It was the entrance arch to the 1889 World's Fair."},
 ]
 
@@ -113,7 +114,8 @@ def test_a_claim_searches_its_own_gold_passages_not_the_index():
     assert "[Gustave Eiffel#0]" in shown[0] and "Berlin" not in shown[0]
     assert [e.passage_id for e in v.evidence] == ["Gustave Eiffel#0"]
     with pytest.raises(DataError, match="claim c2 has no gold evidence"):
-        asyncio.run(verify_one(Claim("c2", "No evidence here."), spec, rag_recorder([]), None, spec.make_params(),
+        asyncio.run(verify_one(Claim("c2", "No evidence here."), spec, rag_recorder([]), None,
+                               spec.make_params(),
                                retriever_for=claim_retrievers("gold")))
 
 
@@ -136,14 +138,16 @@ def test_run_claims_records_the_setting_and_refuses_to_mix_settings(tmp_path):
     other = tmp_path / "other.jsonl"
     bad = claims[:2] + [Claim("c9", "Nothing attached.")]
     with pytest.raises(DataError, match="claim c9 has no gold evidence") as err:
-        asyncio.run(run_claims(bad, spec, rag_recorder([]), None, other, retriever_for=claim_retrievers("gold"),
+        asyncio.run(run_claims(bad, spec, rag_recorder([]), None, other,
+                               retriever_for=claim_retrievers("gold"),
                                evidence="gold"))
     assert "\n" not in str(err.value) and not other.exists()
 
 
 def test_closed_book_verifier_opens_no_index_and_traces_every_search(tmp_path, monkeypatch):
 
-    monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("the index must not be opened"))
+    monkeypatch.setattr(engine_module, "open_index", lambda *a,
+                        **k: pytest.fail("the index must not be opened"))
     v = Verifier(method="rag", llm=rag_llm(), evidence="none", state_dir=tmp_path)
     assert v.searcher is None and v.evidence == "none"
     verdict = v.verify("The Eiffel Tower is in Paris.")
@@ -160,7 +164,8 @@ def test_closed_book_verifier_opens_no_index_and_traces_every_search(tmp_path, m
     path = tmp_path / "claims.jsonl"
     path.write_text(json.dumps({"id": "e1", "claim": "Gustave Eiffel built it.", "evidence": GOLD}) + "\n")
     shown: list[str] = []
-    stats = Verifier(method="rag", llm=rag_recorder(shown), evidence="gold", state_dir=tmp_path).verify_many(path)
+    stats = Verifier(method="rag", llm=rag_recorder(shown), evidence="gold",
+                     state_dir=tmp_path).verify_many(path)
     hits = stats.results[0]["trace"]["tool_calls"][0]["hits"]
     assert stats.done == 1 and set(hits) == {"Eiffel Tower#0", "Eiffel Tower#1", "Gustave Eiffel#0"}
     with pytest.raises(ConfigError, match="unknown evidence setting"):
@@ -170,7 +175,8 @@ def test_closed_book_verifier_opens_no_index_and_traces_every_search(tmp_path, m
 def test_a_method_that_needs_an_index_runs_without_one_under_a_per_claim_setting(tmp_path):
     spec = get_method("rag")
     assert spec.needs_index
-    llm = ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="x", label="REFUTED", cited_passages=[])},
+    llm = ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="x", label="REFUTED",
+                                                           cited_passages=[])},
                       repeat_last=True)
     stats = asyncio.run(run_claims([Claim("a", "A claim.")], spec, llm, None, tmp_path / "o.jsonl",
                                    retriever_for=claim_retrievers("none"), evidence="none"))
@@ -188,7 +194,8 @@ def test_hover_gold_is_the_supporting_fact_paragraphs_and_incomplete_claims_are_
     from veracity.bench.datasets import load_dataset
 
     corpus = {}
-    for line in (DATA / "wiki_corpus_hover_gold" / "hover_dev_gold_paragraphs.jsonl").read_text().splitlines():
+    for line in (DATA / "wiki_corpus_hover_gold"
+                 / "hover_dev_gold_paragraphs.jsonl").read_text().splitlines():
         row = json.loads(line)
         corpus[row["title"]] = row["text"]
     ds = load_dataset("hover", DATA, evidence="gold", limit=40, seed=5)
@@ -264,7 +271,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
     from veracity.bench.scoring import read_predictions
     from veracity.config import Settings
 
-    monkeypatch.setattr(engine_module, "open_index", lambda *a, **k: pytest.fail("no index is read with --evidence gold"))
+    monkeypatch.setattr(engine_module, "open_index", lambda *a,
+                        **k: pytest.fail("no index is read with --evidence gold"))
     settings = Settings(home=tmp_path / "home", data_dir=DATA)
     cfg = RunConfig.of(dataset="hover", method="rag", limit=5, seed=2, evidence="gold", concurrency=2)
     out = tmp_path / "gold"
@@ -288,7 +296,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
     assert "- evidence: gold (" in report and "left out of the selection" in report
     # a closed-book run beside it; compare shows the setting as a column
     none = tmp_path / "none"
-    bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2, evidence="none"), none, settings=settings,
+    bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2, evidence="none"), none,
+              settings=settings,
               llm=rag_llm())
     traces = [p["trace"] for p in read_predictions(none)]
     assert all(t["tool_calls"][0]["hits"] == [] and t["events"][0]["kind"] == "evidence.none" for t in traces)
@@ -296,7 +305,8 @@ def test_bench_run_with_gold_evidence_uses_only_gold_passages_and_records_the_se
     assert [r["evidence"] for r in rows] == ["gold", "none"]
     # resuming with another setting is refused
     with pytest.raises(ConfigError, match="holds a run with other settings"):
-        bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2), out, settings=settings, llm=rag_llm())
+        bench_run(RunConfig.of(dataset="hover", method="rag", limit=5, seed=2), out, settings=settings,
+                  llm=rag_llm())
 
 
 @needs_data
@@ -337,20 +347,24 @@ def test_cli_refusals_are_one_line_before_any_server(monkeypatch, capsys, tmp_pa
     monkeypatch.setenv("VERACITY_DATA_DIR", str(DATA))
     monkeypatch.setenv("VERACITY_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("VERACITY_ENDPOINT", "http://127.0.0.1:9/v1")  # refused at once if ever contacted
-    code, _, err = run_cli(bench, ["bench", "run", "--dataset", "fever", "--method", "rag", "--evidence", "gold",
+    code, _, err = run_cli(bench, ["bench", "run", "--dataset", "fever", "--method", "rag", "--evidence",
+                                   "gold",
                                    "--out", str(tmp_path / "r")], monkeypatch, capsys)
     lines = [x for x in err.splitlines() if x.strip() and not x.startswith("run directory")]
-    assert code != 0 and "has no gold evidence" in lines[0] and lines[1].startswith("hint:") and len(lines) == 2
+    assert code != 0 and "has no gold evidence" in lines[0] and lines[1].startswith("hint:") and len(lines) == 2  # noqa: E501
     assert not (tmp_path / "r").exists()
-    code, _, err = run_cli(bench, ["bench", "run", "--dataset", "hover", "--method", "rag", "--evidence", "web",
+    code, _, err = run_cli(bench, ["bench", "run", "--dataset", "hover", "--method", "rag", "--evidence",
+                                   "web",
                                    "--out", str(tmp_path / "r")], monkeypatch, capsys)
     assert code != 0 and "unknown evidence setting 'web'" in err and "Traceback" not in err
-    code, _, err = run_cli(verify, ["verify", "The Eiffel Tower is in Paris.", "--evidence", "gold"], monkeypatch,
+    code, _, err = run_cli(verify, ["verify", "The Eiffel Tower is in Paris.", "--evidence", "gold"],
+                           monkeypatch,
                            capsys)
     assert code != 0 and "a single CLAIM has none" in err and "hint:" in err and "Traceback" not in err
     claims = tmp_path / "c.jsonl"
     claims.write_text('{"id": "1", "claim": "A is B."}\n')
-    code, _, err = run_cli(verify, ["verify", "-i", str(claims), "-o", str(tmp_path / "o.jsonl"), "--method", "rag",
+    code, _, err = run_cli(verify, ["verify", "-i", str(claims), "-o", str(tmp_path / "o.jsonl"), "--method",
+                                    "rag",
                                     "--evidence", "gold"], monkeypatch, capsys)
     assert code != 0 and "claim 1 has no gold evidence" in err and "Traceback" not in err
     assert not (tmp_path / "o.jsonl").exists()

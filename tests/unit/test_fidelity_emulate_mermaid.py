@@ -56,7 +56,8 @@ def run_emulate(params: dict, claim: Claim | None = None, searcher=None):
     llm = ScriptedLLM(emulate_script())
     searcher = searcher or FakeSearcher(ARTICLES, manifest=dict(MANIFEST))
     spec = METHODS["emulate"]
-    verdict = asyncio.run(verify_one(claim or Claim("c1", "Alpha Tower was built in 1889."), spec, llm, searcher,
+    verdict = asyncio.run(verify_one(claim or Claim("c1", "Alpha Tower was built in 1889."), spec, llm,
+                                     searcher,
                                      spec.make_params(params)))
     return verdict, llm
 
@@ -93,7 +94,8 @@ def test_the_run_manifest_records_each_roles_temperature_and_the_seed_rule(tmp_p
     cfg = load_config(CONFIGS / "emulate-factool-kbqa.toml")
     spec = METHODS["emulate"]
     out = tmp_path / "results.jsonl"
-    asyncio.run(run_claims([Claim("c1", "Alpha Tower was built in 1889.")], spec, ScriptedLLM(emulate_script()),
+    asyncio.run(run_claims([Claim("c1", "Alpha Tower was built in 1889.")], spec,
+                           ScriptedLLM(emulate_script()),
                            FakeSearcher(ARTICLES, manifest=dict(MANIFEST)), out,
                            params=cfg.method_overrides()))
     manifest = json.loads(out.with_name(out.name + ".manifest.json").read_text())
@@ -103,10 +105,12 @@ def test_the_run_manifest_records_each_roles_temperature_and_the_seed_rule(tmp_p
     assert manifest["seed"] == 0 and manifest["seed_rule"] == SEED_RULE
     # without per-role settings the effective temperature is the client's default, and says so
     out2 = tmp_path / "default.jsonl"
-    asyncio.run(run_claims([Claim("c1", "Alpha Tower was built in 1889.")], spec, ScriptedLLM(emulate_script()),
+    asyncio.run(run_claims([Claim("c1", "Alpha Tower was built in 1889.")], spec,
+                           ScriptedLLM(emulate_script()),
                            FakeSearcher(ARTICLES, manifest=dict(MANIFEST)), out2))
     roles = json.loads(out2.with_name(out2.name + ".manifest.json").read_text())["roles"]
-    assert roles["emulate.classifier"] == {"max_tokens": 256, "temperature": 0.0, "temperature_from": "client default"}
+    assert roles["emulate.classifier"] == {"max_tokens": 256, "temperature": 0.0,
+                                           "temperature_from": "client default"}
 
 
 # -- EMULATE: the Classifier judges from the evidence bank (§3 (6)) -----------------------------------
@@ -125,7 +129,7 @@ def test_search_rank_sees_the_source_identity_and_each_results_section():
     prompt = llm.of("emulate.search_rank")[0].prompt
     assert ("Source of every result: local index of enwiki-20171001-pages-articles.xml.bz2 (wikipedia-xml), "
             "dump of 2017-10-01") in prompt
-    assert "1. Title: Alpha\n   Section: passage 1 (the article's opening)\n   Snippet: Alpha Tower is a tower" in prompt
+    assert "1. Title: Alpha\n   Section: passage 1 (the article's opening)\n   Snippet: Alpha Tower is a tower" in prompt  # noqa: E501
     assert "credibility by the article and passage" in prompt
 
 
@@ -136,7 +140,8 @@ def test_source_identity_of_per_claim_evidence_and_passage_sections():
     assert gold.index == "the claim's gold evidence passages" and gold.dump_date is None
     assert "dump date unknown" in gold.describe()
     assert SourceIdentity.of(NoEvidenceRetriever()).index == "no evidence (closed book)"
-    assert passage_section("Alpha#3") == "passage 4" and passage_section("Alpha#0").endswith("(the article's opening)")
+    assert passage_section("Alpha#3") == "passage 4" and passage_section("Alpha#0").endswith("(the article's "
+                                                                                             "opening)")
 
 
 # -- EMULATE: the page budget is in tokens ------------------------------------------------------------
@@ -148,7 +153,7 @@ def test_pages_are_cut_to_a_token_budget():
     assert CHARS_PER_TOKEN == 4 and METHODS["emulate"].make_params({}).page_tokens == 533
     # a short passage keeps whole; the next one gets what is left
     page = page_within([Evidence("A#0", "A", "short one"), Evidence("A#1", "A", text)], 10)
-    assert page[0].text == "short one" and estimate_tokens(page[1].text[:-4]) <= 10 - estimate_tokens("short one")
+    assert page[0].text == "short one" and estimate_tokens(page[1].text[:-4]) <= 10 - estimate_tokens("short one")  # noqa: E501
     # in the method: the opened page shown to DetHelpful stops at the budget
     _, llm = run_emulate({"page_tokens": 4})
     shown = llm.of("emulate.det_helpful")[0].prompt.split("New page: Alpha")[1]
@@ -166,7 +171,8 @@ def test_the_word_based_page_setting_names_its_replacement():
 def mermaid_script(executor=None):
     return {
         "mermaid.decomposer": lambda m: Decomposition(
-            triplets=[Triplet(subject="Eiffel Tower", relation="located in", object="Paris", attributions=[])],
+            triplets=[Triplet(subject="Eiffel Tower", relation="located in", object="Paris",
+                              attributions=[])],
             keywords=["Eiffel Tower"], domain="architecture"),
         "mermaid.executor": executor or (lambda m: ReactStep(thought="t", action="finish", argument="",
                                                                label="SUPPORTED", cited_passages=[])),
@@ -180,18 +186,21 @@ def test_the_decomposer_extracts_the_domain_and_the_executor_sees_it():
     llm = ScriptedLLM(mermaid_script())
     params = spec.make_params({"memory": False})
     verdict = asyncio.run(verify_one(Claim("c1", "The Eiffel Tower is in Paris."), spec, llm,
-                                     FakeSearcher({"Paris": ["Paris is in France."]}), params, spec.open_state(None, params, "x")))
+                                     FakeSearcher({"Paris": ["Paris is in France."]}), params,
+                                     spec.open_state(None, params, "x")))
     assert verdict.label is Label.SUPPORTED
     assert "Domain: architecture" in llm.of("mermaid.executor")[0].messages[1]["content"]
     assert "domain" in llm.of("mermaid.decomposer")[0].messages[0]["content"]
-    assert [e for e in verdict.trace.events if e["kind"] == "mermaid.decomposition"][0]["domain"] == "architecture"
+    assert [e for e in verdict.trace.events if e["kind"]
+            == "mermaid.decomposition"][0]["domain"] == "architecture"
 
 
 # -- MERMAID: the forced verdict after T_max is a switch ---------------------------------------------
 @pytest.mark.parametrize("space, want", [(None, Label.NOT_ENOUGH_INFO), (BINARY, Label.REFUTED)])
 def test_without_the_forced_verdict_t_max_ends_undecided_with_no_extra_call(space, want):
     spec = METHODS["mermaid"]
-    search = lambda m: ReactStep(thought="t", action="search", argument="Paris", label=None, cited_passages=[])  # noqa: E731
+    search = lambda m: ReactStep(thought="t", action="search", argument="Paris", label=None,  # noqa: E731
+                                 cited_passages=[])
     llm = ScriptedLLM(mermaid_script(search))
     params = spec.make_params({"memory": False, "forced_verdict": False, "t_max": 2})
     verdict = asyncio.run(verify_one(Claim("c1", "The Eiffel Tower is in Paris."), spec, llm,
@@ -216,18 +225,22 @@ def test_observation_limits_and_the_forced_verdict_are_documented_settings():
 def _memory_executor(messages):
     """Finish at once when memory recalled the tower's passage, else open its page first."""
     if "Evidence recalled from memory" in messages[1]["content"]:
-        return ReactStep(thought="recalled", action="finish", argument="", label="SUPPORTED", cited_passages=[])
+        return ReactStep(thought="recalled", action="finish", argument="", label="SUPPORTED",
+                         cited_passages=[])
     if not any(m["role"] == "assistant" for m in messages):
-        return ReactStep(thought="look", action="open_page", argument="Eiffel Tower", label=None, cited_passages=[])
+        return ReactStep(thought="look", action="open_page", argument="Eiffel Tower", label=None,
+                         cited_passages=[])
     return ReactStep(thought="seen", action="finish", argument="", label="SUPPORTED", cited_passages=[])
 
 
 def _two_claims_at(concurrency: int, tmp_path: Path) -> list[dict]:
     spec = METHODS["mermaid"]
     out = tmp_path / f"c{concurrency}" / "results.jsonl"
-    claims = [Claim("a", "The Eiffel Tower is in Paris."), Claim("b", "The Eiffel Tower was completed in 1889.")]
+    claims = [Claim("a", "The Eiffel Tower is in Paris."), Claim("b",
+                                                                 "The Eiffel Tower was completed in 1889.")]
     asyncio.run(run_claims(claims, spec, ScriptedLLM(mermaid_script(_memory_executor)),
-                           FakeSearcher({"Eiffel Tower": ["The Eiffel Tower is in Paris.", "Completed in 1889."]}),
+                           FakeSearcher({"Eiffel Tower": ["The Eiffel Tower is in Paris.",
+                                                          "Completed in 1889."]}),
                            out, concurrency=concurrency, state_dir=out.parent))
     return [json.loads(line) for line in out.read_text().splitlines()]
 
@@ -245,7 +258,8 @@ def test_dataset_order_keeps_the_sampled_claims_in_file_order(tmp_path):
     from veracity.bench.datasets import load_dataset
 
     path = tmp_path / "claims.jsonl"
-    path.write_text("".join(json.dumps({"id": f"c{i}", "claim": f"Claim {i}.", "label": "SUPPORTED" if i % 2 else "REFUTED"})
+    path.write_text("".join(json.dumps({"id": f"c{i}", "claim": f"Claim {i}.",
+                                        "label": "SUPPORTED" if i % 2 else "REFUTED"})
                             + "\n" for i in range(20)))
     sampled = [c.id for c, _ in load_dataset(f"jsonl:{path}", limit=6, seed=1).claims]
     ordered = [c.id for c, _ in load_dataset(f"jsonl:{path}", limit=6, seed=1, order="dataset").claims]
@@ -253,5 +267,6 @@ def test_dataset_order_keeps_the_sampled_claims_in_file_order(tmp_path):
     assert ordered == sorted(ordered, key=lambda cid: int(cid[1:]))
     with pytest.raises(ConfigError, match="unknown run order"):
         RunConfig.of(dataset="hover", method="mermaid", order="shuffled")
-    assert "order" not in RunConfig.of(dataset="hover", method="mermaid").identity()  # old runs resume as before
+    # old runs resume as before
+    assert "order" not in RunConfig.of(dataset="hover", method="mermaid").identity()
     assert RunConfig.of(dataset="hover", method="mermaid", order="dataset").identity()["order"] == "dataset"

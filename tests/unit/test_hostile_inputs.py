@@ -31,7 +31,7 @@ MARKUP = 'Chemistry "[for] the discovery [link=https://evil.example/]click[/link
 HTML_JS = '</script><script>alert(1)</script><img src=x onerror=alert(2)> "quotes" & <b>bold</b>'
 NUL = "Paris is \x00 in France."
 # bytes that are not one encoding: UTF-8, then Latin-1, then a lone continuation byte, then UTF-16 with a BOM
-MIXED = "Zürich is in Switzerland. ".encode() + "Zürich".encode("latin-1") + b" \x80 " + "Zürich".encode("utf-16")
+MIXED = "Zürich is in Switzerland. ".encode() + "Zürich".encode("latin-1") + b" \x80 " + "Zürich".encode("utf-16")  # noqa: E501
 
 
 def _limit_memory() -> None:
@@ -111,7 +111,8 @@ def test_check_counts_max_chars_in_characters_not_bytes(tmp_path):
     f.write_text("東京は日本の首都です。" * 10, encoding="utf-8")  # 110 characters, 330 bytes
     one_error(cli(["check", str(f), "--max-chars", "109"], tmp_path), "over --max-chars 109")
     res = cli(["check", str(f), "--max-chars", "110", "--method", "direct"], tmp_path)
-    assert "max-chars" not in res.stderr.decode() and b"127.0.0.1:9" in res.stderr  # read; the dead endpoint fails
+    # read; the dead endpoint fails
+    assert "max-chars" not in res.stderr.decode() and b"127.0.0.1:9" in res.stderr
 
 
 def test_verify_i_reads_a_device_and_an_endless_pipe_with_a_bound(tmp_path):
@@ -120,7 +121,8 @@ def test_verify_i_reads_a_device_and_an_endless_pipe_with_a_bound(tmp_path):
               "without a line break")
     yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
     try:
-        one_error(cli(["verify", "-i", f"/dev/fd/{yes.stdout.fileno()}", "-o", str(out), "--method", "direct"],
+        one_error(cli(["verify", "-i", f"/dev/fd/{yes.stdout.fileno()}", "-o", str(out), "--method",
+                       "direct"],
                       tmp_path), "over 1,000 bad lines")
     finally:
         yes.kill()
@@ -145,7 +147,8 @@ def test_a_giant_line_is_one_rejected_line_and_the_rest_of_the_file_runs(tmp_pat
 # -- foreign folders: --overwrite replaces only what veracity can prove it built ---------------------------
 def _corpus(tmp_path: Path) -> Path:
     src = tmp_path / "corpus.jsonl"
-    src.write_text("".join(json.dumps({"title": f"T{i}", "text": f"Passage {i} is about the town of T{i}."}) + "\n"
+    src.write_text("".join(json.dumps({"title": f"T{i}",
+                                       "text": f"Passage {i} is about the town of T{i}."}) + "\n"
                            for i in range(3)), encoding="utf-8")
     return src
 
@@ -178,7 +181,8 @@ def test_overwrite_refuses_a_folder_veracity_cannot_prove_it_built(tmp_path, nam
     with pytest.raises(IndexDirError, match="is not an index veracity built"):
         build_index(resolve_sources([_corpus(tmp_path)]), out, BuildOptions(dense=False, overwrite=True))
     assert _tree(out) == before and not build_dir_for(out.resolve()).exists()
-    res = cli(["index", "build", str(tmp_path / "corpus.jsonl"), "--out", str(out), "--overwrite", "--no-dense"],
+    res = cli(["index", "build", str(tmp_path / "corpus.jsonl"), "--out", str(out), "--overwrite",
+               "--no-dense"],
               tmp_path)
     one_error(res, "is not an index veracity built")
     assert _tree(out) == before
@@ -287,7 +291,8 @@ def test_web_new_token_prints_a_token_that_passes_and_differs_each_time(tmp_path
         assert len(token) >= 43 and token_bits(token) >= 256
         tokens.add(token)
     assert len(tokens) == 3
-    for fine in ("s3cret-token-0123456789", "9f86d081884c7d659a2feaa0c55ad015"):  # typical hand-made / openssl
+    # typical hand-made / openssl
+    for fine in ("s3cret-token-0123456789", "9f86d081884c7d659a2feaa0c55ad015"):
         check_token(fine)
 
 
@@ -312,7 +317,8 @@ def scripted(monkeypatch):
     def judge(m):
         return {"explanation": "Repeating: " + m[-1]["content"][-200:], "label": "NOT_ENOUGH_INFO"}
 
-    llm = ScriptedLLM({"direct.judge": judge, "check.extractor": lambda m: {"claims": [m[-1]["content"][-150:]]},
+    llm = ScriptedLLM({"direct.judge": judge,
+                       "check.extractor": lambda m: {"claims": [m[-1]["content"][-150:]]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"}})
     script_every_verifier(monkeypatch, llm)
     return llm
@@ -338,7 +344,8 @@ def test_check_on_each_hostile_text(scripted, tmp_path, name):
     _printable(res)
     docs = tmp_path / "docs.jsonl"  # the same text as a line of check -i
     docs.write_bytes(b'{"id": "ok", "text": "Paris is in France."}\n{"id": "h", "text": "'
-                     + json.dumps(data.decode("utf-8", "surrogateescape"))[1:-1].encode("utf-8", "surrogateescape")
+                     + json.dumps(data.decode("utf-8", "surrogateescape"))[1:-1].encode("utf-8",
+                                                                                        "surrogateescape")
                      + b'"}\n')
     res = cli(["check", "-i", str(docs), "-o", str(tmp_path / "out.jsonl"), "--method", "direct"], tmp_path)
     _printable(res)
@@ -348,7 +355,8 @@ def test_check_on_each_hostile_text(scripted, tmp_path, name):
         assert b"docs.jsonl:2: binary data" in res.stderr
     raw = tmp_path / "raw.jsonl"  # a raw NUL byte in the file: not a JSONL file at all
     raw.write_bytes(b'{"id": "ok", "text": "Paris is in France."}\n{"id": "h", "text": "a\x00b"}\n')
-    one_error(cli(["check", "-i", str(raw), "-o", str(tmp_path / "out2.jsonl"), "--method", "direct"], tmp_path),
+    one_error(cli(["check", "-i", str(raw), "-o", str(tmp_path / "out2.jsonl"), "--method", "direct"],
+                  tmp_path),
               "binary")
 
 
@@ -374,7 +382,8 @@ def test_a_hostile_text_in_the_report_stays_text(scripted, tmp_path):
     res = cli(["check", str(f), "--method", "direct", "--report", str(report)], tmp_path)
     assert res.returncode == 0, res.stderr
     page = report.read_text(encoding="utf-8")
-    assert "<script>alert(1)" not in page and "onerror=alert(2)>" not in page  # inserted as text, never as markup
+    # inserted as text, never as markup
+    assert "<script>alert(1)" not in page and "onerror=alert(2)>" not in page
 
 
 @pytest.mark.parametrize("content,match", [

@@ -29,7 +29,8 @@ def write_shards(folder, vecs, shard_size):
 
 @pytest.mark.parametrize("n, expected", [(10_987, "Flat"), (100_000, "Flat"), (100_001, "IVF2048,SQ8"),
                                          (1_000_000, "IVF4096,SQ8"),
-                                         (2_000_000, "IVF8192_HNSW32,SQ8"),  # nlist at HNSW_QUANTIZER_FROM: HNSW
+                                         # nlist at HNSW_QUANTIZER_FROM: HNSW
+                                         (2_000_000, "IVF8192_HNSW32,SQ8"),
                                          (21_015_324, "IVF32768_HNSW32,SQ8")])
 def test_auto_factory_by_size(n, expected):
     assert ann.auto_factory(n) == expected
@@ -71,7 +72,8 @@ def test_recall_at_leaves_the_query_row_out():
 def test_ivf_build_measures_recall_on_held_out_passages_and_picks_nprobe(tmp_path):
     vecs = clustered(3000)
     write_shards(tmp_path / "shards", vecs, 500)
-    facts = build_faiss(tmp_path / "shards", len(vecs), 32, "IVF32,SQ8", tmp_path / "index.faiss", shard_size=500,
+    facts = build_faiss(tmp_path / "shards", len(vecs), 32, "IVF32,SQ8", tmp_path / "index.faiss",
+                        shard_size=500,
                         recall_queries=200)
     s = facts["search"]
     assert facts["faiss_factory"] == "IVF32,SQ8" and facts["ntotal"] == 3000
@@ -113,7 +115,8 @@ def test_build_refuses_a_factory_its_corpus_cannot_train(tmp_path):
 def test_mmap_opening_searches_the_same(tmp_path, factory):
     vecs = clustered(1200)
     write_shards(tmp_path / "shards", vecs, 400)
-    build_faiss(tmp_path / "shards", 1200, 32, factory, tmp_path / "index.faiss", shard_size=400, recall_queries=50)
+    build_faiss(tmp_path / "shards", 1200, 32, factory, tmp_path / "index.faiss", shard_size=400,
+                recall_queries=50)
     q = clustered(20, seed=3)
     plain = load_faiss(tmp_path / "index.faiss", 1200, nprobe=8, ef_search=64, mmap=False)
     mapped = load_faiss(tmp_path / "index.faiss", 1200, nprobe=8, ef_search=64, mmap=True)
@@ -133,10 +136,12 @@ def test_search_params_reach_the_index(tmp_path):
 
     vecs = clustered(1200)
     write_shards(tmp_path / "shards", vecs, 600)
-    build_faiss(tmp_path / "shards", 1200, 32, "IVF16,SQ8", tmp_path / "i.faiss", shard_size=600, recall_queries=50)
+    build_faiss(tmp_path / "shards", 1200, 32, "IVF16,SQ8", tmp_path / "i.faiss", shard_size=600,
+                recall_queries=50)
     assert faiss.extract_index_ivf(load_faiss(tmp_path / "i.faiss", nprobe=3)).nprobe == 3
     assert faiss.extract_index_ivf(load_faiss(tmp_path / "i.faiss")).nprobe == ann.DEFAULT_NPROBE
-    build_faiss(tmp_path / "shards", 1200, 32, "HNSW8", tmp_path / "h.faiss", shard_size=600, recall_queries=50)
+    build_faiss(tmp_path / "shards", 1200, 32, "HNSW8", tmp_path / "h.faiss", shard_size=600,
+                recall_queries=50)
     assert faiss.downcast_index(load_faiss(tmp_path / "h.faiss", ef_search=77)).hnsw.efSearch == 77
 
 
@@ -184,7 +189,8 @@ def test_few_lists_still_get_a_measured_nprobe(tmp_path):
 ])
 def test_factory_facts_say_what_training_needs(factory, needs, nlist, hnsw, min_train, train_size):
     facts = ann.factory_facts(factory, 8)
-    assert (facts.factory, facts.needs_training, facts.nlist, facts.hnsw, facts.min_train, facts.train_size) == \
+    assert (facts.factory, facts.needs_training, facts.nlist, facts.hnsw, facts.min_train,
+            facts.train_size) == \
         (factory, needs, nlist, hnsw, min_train, train_size)
 
 
@@ -192,18 +198,20 @@ def test_factory_check_refuses_one_vector_short_of_the_sample_and_says_the_fix()
     assert ann.check_factory("IVF64,SQ8", 8, 1920).nlist == 64  # exactly 30 per list: accepted
     with pytest.raises(ConfigError) as err:
         ann.check_factory("IVF64,SQ8", 8, 1919)
-    assert str(err.value) == ("--faiss-factory IVF64,SQ8 needs at least 1,920 training vectors (30 per list x 64 "
+    assert str(err.value) == ("--faiss-factory IVF64,SQ8 needs at least 1,920 training vectors (30 per list "
+                              "x 64 "
                               "lists); the corpus has 1,919 passages")
     assert err.value.hint == "use --faiss-factory auto (here: Flat), or fewer IVF lists (at most 63)"
     with pytest.raises(ConfigError) as err:
         ann.check_factory("PQ4", 8, 10)
-    assert "needs at least 9,984 training vectors (its codebooks); the corpus has 10 passages" in str(err.value)
+    assert "needs at least 9,984 training vectors (its codebooks); the corpus has 10 passages" in str(err.value)  # noqa: E501
     assert err.value.hint.endswith("(at most 1)")
     assert ann.check_factory("PQ4", 8, None).min_train == ann.PQ_TRAIN_MIN  # None: only the string is checked
     assert ann.check_factory("Flat", 8, 1).needs_training is False
 
 
 def test_auto_is_resolved_by_corpus_size_whatever_its_case():
-    assert ann.resolve_factory(" AUTO ", 100_001) == "IVF2048,SQ8" and ann.resolve_factory("auto", 5) == "Flat"
+    assert ann.resolve_factory(" AUTO ", 100_001) == "IVF2048,SQ8" and ann.resolve_factory("auto",
+                                                                                           5) == "Flat"
     assert ann.resolve_factory("IVF64,SQ8", 100_001) == "IVF64,SQ8"
     assert ann.auto_factory(4_194_305) == "IVF16384_HNSW32,SQ8"  # the next power of two above 4 x sqrt(n)

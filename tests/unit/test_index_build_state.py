@@ -9,7 +9,8 @@ from veracity.indexes.build import STATE_FILE, BuildState
 
 
 def test_a_state_file_of_before_loads_and_saves_the_same_keys(tmp_path):
-    old = {"key": "abc", "started": "2026-11-27T10:00:00+00:00", "timings": {"read_bm25_s": 1.5, "embed_s": 3.0},
+    old = {"key": "abc", "started": "2026-11-27T10:00:00+00:00", "timings": {"read_bm25_s": 1.5,
+                                                                             "embed_s": 3.0},
            "sources": [{"path": "x.jsonl", "articles": 2}], "passages_done": True, "n_passages": 7,
            "estimate": {"disk_bytes": 10}}
     path = tmp_path / STATE_FILE

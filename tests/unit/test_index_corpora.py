@@ -1,4 +1,5 @@
-"""The research corpora (DPR psgs_w100.tsv, KILT, FEVER wiki-pages, HotpotQA abstracts): each read from a small
+"""The research corpora (DPR psgs_w100.tsv, KILT, FEVER wiki-pages, HotpotQA abstracts): each read from a
+small
 file written in its real format, detected by name / content, dated for the leakage guard."""
 
 import bz2
@@ -38,13 +39,16 @@ def test_dpr_tsv_keeps_dpr_passages_and_maps_ids(tmp_path):
     passages = [p for a in arts for p in chunk_article(a)]
     # DPR's own passage ids survive (results compare with DPR / pyserini gold ids); n is the chunk number
     assert [p.id for p in passages] == ["1", "2", "3", "4"]
-    assert [(p.title, p.n) for p in passages] == [("Aaron", 0), ("Aaron", 1), ("Aaron", 2), ("The Lost Sheep", 0)]
-    assert passages[0].text == 'Aaron Aaron ( or ; "Ahärôn") is a prophet, high priest, and the brother of Moses.'
-    assert passages[2].text == "God at Sinai granted Aaron the priesthood for himself"  # a short one is not merged
+    assert [(p.title, p.n) for p in passages] == [("Aaron", 0), ("Aaron", 1), ("Aaron", 2), ("The Lost Sheep",
+                                                                                             0)]
+    assert passages[0].text == 'Aaron Aaron ( or ; "Ahärôn") is a prophet, high priest, and the brother of Moses.'  # noqa: E501
+    # a short one is not merged
+    assert passages[2].text == "God at Sinai granted Aaron the priesthood for himself"
     work = tmp_path / "w"
     work.mkdir()
     [src] = resolve_sources([path])
-    _read_into(work, [src], [SourceInfo(str(path), src.format).to_dict()], BuildOptions(bm25=False, dense=False),
+    _read_into(work, [src], [SourceInfo(str(path), src.format).to_dict()], BuildOptions(bm25=False,
+                                                                                        dense=False),
                lambda *a: None, lambda m: None)
     with sqlite3.connect(work / STORE_FILE) as conn:
         rows = conn.execute("SELECT idx, id FROM passages ORDER BY idx").fetchall()
@@ -77,9 +81,11 @@ def test_tsv_with_wrong_columns_is_one_line_with_a_hint(tmp_path, header):
 def test_kilt_knowledge_source(tmp_path):
     rec = {"_id": "290", "wikipedia_id": "290", "wikipedia_title": "A",
            "text": ["A\n", "A, or a, is the first letter of the English alphabet.\n", "Section::::History.\n",
-                    "The earliest certain ancestor of \"A\" is aleph.\n", "BULLET::::- In algebra, a variable.\n",
+                    "The earliest certain ancestor of \"A\" is aleph.\n",
+                    "BULLET::::- In algebra, a variable.\n",
                     "Section::::See also.\n", "BULLET::::- Alpha\n"],
-           "anchors": [], "categories": "Letters", "history": {"revid": 907008348, "timestamp": "2019-07-19T20:25:53Z"}}
+           "anchors": [], "categories": "Letters", "history": {"revid": 907008348,
+                                                               "timestamp": "2019-07-19T20:25:53Z"}}
     empty = {"_id": "1", "wikipedia_id": "1", "wikipedia_title": "Empty", "text": ["Empty\n"]}
     path = tmp_path / "kilt_knowledgesource.json"
     path.write_text(json.dumps(rec) + "\n" + json.dumps(empty) + "\n")
@@ -96,8 +102,10 @@ def test_kilt_knowledge_source(tmp_path):
 
 def test_fever_wiki_pages_are_dated_june_2017(tmp_path):
     path = tmp_path / "wiki-001.jsonl"
-    path.write_text(json.dumps({"id": "Nikolaj_Coster-Waldau", "text": "Nikolaj William Coster-Waldau is a Danish actor .",
-                                "lines": "0\tNikolaj William Coster-Waldau is a Danish actor .\tDanish"}) + "\n")
+    path.write_text(json.dumps({"id": "Nikolaj_Coster-Waldau",
+                                "text": "Nikolaj William Coster-Waldau is a Danish actor .",
+                                "lines": "0\tNikolaj William Coster-Waldau is a Danish actor .\tDanish"})
+                    + "\n")
     arts, info = read(path, detect_format(path))
     assert arts[0].title == "Nikolaj Coster-Waldau" and info.dump_date == "2017-06-01"
     assert "FEVER" in info.dump_date_from
@@ -105,14 +113,18 @@ def test_fever_wiki_pages_are_dated_june_2017(tmp_path):
 
 def _hotpot_folder(tmp_path):
     folder = tmp_path / "enwiki-20171001-pages-meta-current-withlinks-abstracts"
-    recs = {"AA/wiki_00.bz2": [{"id": "12", "url": "https://en.wikipedia.org/wiki?curid=12", "title": "Anarchism",
-                                "text": ["Anarchism is a <a href=\"political%20philosophy\">political philosophy</a>.",
+    recs = {"AA/wiki_00.bz2": [{"id": "12", "url": "https://en.wikipedia.org/wiki?curid=12",
+                                "title": "Anarchism",
+                                "text": ["Anarchism is a <a href=\"political%20philosophy\">political "
+                                         "philosophy</a>.",
                                          " It advocates self-governed societies."],
-                                "charoffset": [[[0, 9]]], "text_with_links": [], "charoffset_with_links": []}],
+                                "charoffset": [[[0, 9]]], "text_with_links": [],
+                                "charoffset_with_links": []}],
             "AA/wiki_01.bz2": [{"id": "25", "url": "u", "title": "Autism", "text": ["Autism is a condition."],
                                 "charoffset": []}],
             "AB/wiki_00.bz2": [{"id": "39", "url": "u", "title": "Albedo", "text": [], "charoffset": []},
-                               {"id": "40", "url": "u", "title": "Abu Dhabi", "text": ["Abu Dhabi is a city."],
+                               {"id": "40", "url": "u", "title": "Abu Dhabi",
+                                "text": ["Abu Dhabi is a city."],
                                 "charoffset": []}]}
     for rel, lines in recs.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +156,8 @@ def _fever_folder(tmp_path):
     folder.mkdir()
     first = [{"id": "", "text": "", "lines": ""},
              {"id": "Nikolaj_Coster-Waldau", "text": "x",
-              "lines": "0\tNikolaj William Coster-Waldau -LRB- born 27 July 1970 -RRB- is a Danish actor , producer "
+              "lines": "0\tNikolaj William Coster-Waldau -LRB- born 27 July 1970 -RRB- is a Danish actor , "
+                       "producer "
                        "and screenwriter .\tDanish\n1\tHe has n't said `` never '' .\t"}]
     second = [{"id": "Soul_Food_-LRB-film-RRB-", "text": "x", "lines": "0\tSoul Food is a 1997 film .\tfilm"}]
     (folder / "wiki-001.jsonl").write_text("\n".join(json.dumps(r) for r in first) + "\n")
@@ -157,7 +170,8 @@ def test_fevers_wiki_pages_folder_is_read_and_detokenised(tmp_path):
     assert detect_format(folder) == "fever"
     arts, info = read(folder, "fever")
     assert [(a.title, a.text) for a in arts] == [
-        ("Nikolaj Coster-Waldau", "Nikolaj William Coster-Waldau (born 27 July 1970) is a Danish actor, producer and "
+        ("Nikolaj Coster-Waldau",
+         "Nikolaj William Coster-Waldau (born 27 July 1970) is a Danish actor, producer and "
                                   "screenwriter. He hasn't said \"never\"."),
         ("Soul Food (film)", "Soul Food is a 1997 film.")]
     assert info.dump_date == "2017-06-01" and info.skipped == {"empty": 1}
@@ -170,7 +184,9 @@ def test_a_folder_source_is_planned_not_zero(tmp_path):
     from veracity.indexes.plan import estimate_passages
 
     assert estimate_passages(_fever_folder(tmp_path), "fever", Chunking()) == (2, "counted (2 files read)")
-    assert estimate_passages(_hotpot_folder(tmp_path), "hotpot-abstracts", Chunking()) == (3, "counted (3 files read)")
+    assert estimate_passages(_hotpot_folder(tmp_path), "hotpot-abstracts", Chunking()) == (3,
+                                                                                           "counted (3 files "
+                                                                                           "read)")
 
 
 def test_dpr_ids_are_the_stores_ids_and_titles_are_read_back_for_the_title_filter(tmp_path):
@@ -185,7 +201,8 @@ def test_dpr_ids_are_the_stores_ids_and_titles_are_read_back_for_the_title_filte
     writer.close()
     store = PassageStore(tmp_path / STORE_FILE)
     assert store.by_ids(["4"]) == {"4": ("The Lost Sheep", "The Lost Sheep is a parable of Jesus.")}
-    rows = sqlite3.connect(tmp_path / STORE_FILE).execute("select id, title, n from passages order by idx").fetchall()
+    rows = sqlite3.connect(tmp_path
+                           / STORE_FILE).execute("select id, title, n from passages order by idx").fetchall()
     assert rows == [("1", "Aaron", 0), ("2", "Aaron", 1), ("3", "Aaron", 2), ("4", "The Lost Sheep", 0)]
     retriever = BM25Retriever(store, None)
     assert retriever._title_of(("3", 1.0)) == "Aaron" and retriever._title_of(("Kyoto#2", 1.0)) == "Kyoto"

@@ -34,7 +34,8 @@ class HashEncoder:
     def encode(self, texts, batch_size=64):
         self.calls += 1
         time.sleep(self.delay)
-        out = np.array([np.frombuffer(hashlib.sha256(t.encode()).digest()[:DIM * 4], dtype=np.uint32) for t in texts],
+        out = np.array([np.frombuffer(hashlib.sha256(t.encode()).digest()[:DIM * 4],
+                                      dtype=np.uint32) for t in texts],
                        dtype=np.float64)
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out.astype(np.float32)
@@ -66,7 +67,8 @@ def _worker(folder, n, shard_size, delay, out, counts=None, me=0):
                 emb.done_passages(folder, n, shard_size) < n:
             time.sleep(0.01)
 
-    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(delay), shard_size=shard_size, batch_size=4,
+    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(delay), shard_size=shard_size,
+                                   batch_size=4,
                                    poll=0.05, on_shard=on_shard)
     out.put((os.getpid(), got))
 
@@ -95,7 +97,8 @@ def test_a_live_claim_is_left_alone_and_a_dead_ones_taken_over(tmp_path):
     assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    emb.claim_path(tmp_path, 1).write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid, "token": "x"}))
+    emb.claim_path(tmp_path, 1).write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid,
+                                                       "token": "x"}))
     taken = emb.try_claim(tmp_path, 1)
     assert taken is not None and json.loads(taken.path.read_text())["pid"] == os.getpid()
     emb.release(live)
@@ -172,8 +175,10 @@ def test_waits_for_shards_held_by_a_live_worker(tmp_path):
 
     t = threading.Thread(target=finish_later)
     t.start()
-    got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4, poll=0.05)
-    # on return every shard exists: shard 1 was waited for, not left to the other worker (asserted before join)
+    got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4,
+                                   poll=0.05)
+    # on return every shard exists: shard 1 was waited for, not left to the other worker (asserted before
+    # join)
     assert emb.shard_path(tmp_path, 1).exists() and emb.done_passages(tmp_path, n, shard) == n
     t.join()
     assert got == 10 and emb.done_passages(tmp_path, n, shard) == n
@@ -203,7 +208,8 @@ def test_workers_share_each_gpu_as_far_as_the_cores_go():
     plans = emb.plan_workers(None, [(0, 16 * GiB), (1, 16 * GiB)], cpus=16)
     assert [p.device for p in plans] == ["cuda:0"] * 4 + ["cuda:1"] * 4
     assert {p.batch_size for p in plans} == {512}  # 4 GiB each
-    assert [p.device for p in emb.plan_workers(None, [(0, 80 * GiB)], per_device=2, cpus=16)] == ["cuda:0"] * 2
+    assert [p.device for p in emb.plan_workers(None, [(0, 80 * GiB)], per_device=2,
+                                               cpus=16)] == ["cuda:0"] * 2
     assert emb.plan_workers(None, [], cpus=16) == [emb.WorkerPlan("cpu", 64, False)]
 
 
@@ -251,7 +257,8 @@ def test_embed_on_devices_starts_one_worker_per_device(tmp_path):
         assert target is emb._device_worker and encoder_name == "hash"
         started.append(plan.device)
         return ThreadProc(lambda: emb.embed_claimed_shards(rows_of(n_passages), n_passages, tmp_path / "s",
-                                                           HashEncoder(0.01), shard_size=shard_size, poll=0.02,
+                                                           HashEncoder(0.01), shard_size=shard_size,
+                                                           poll=0.02,
                                                            batch_size=plan.batch_size, device=plan.device))
 
     plans = emb.plan_workers(None, [(0, 40 * GiB), (1, 40 * GiB)], per_device=1)
@@ -269,7 +276,10 @@ def test_embed_on_devices_reports_failed_workers(tmp_path):
         return ThreadProc(lambda: (_ for _ in ()).throw(RuntimeError("CUDA out of memory")))
 
     with pytest.raises(IndexDirError, match="2 of 2 embedding workers failed") as err:
-        emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB), (1, GiB)], per_device=1),
+        emb.embed_on_devices(tmp_path / "store", 20, tmp_path / "s", "hash", emb.plan_workers(None, [(0, GiB),
+                                                                                                     (1,
+                                                                                                      GiB)],
+                                                                                              per_device=1),
                              shard_size=10, poll=0.01, start=start)
     assert "run the same command again" in err.value.hint
 
@@ -289,7 +299,8 @@ def test_a_build_finished_by_another_process_ends_the_wait(tmp_path):
 
     t = threading.Thread(target=finish_and_move)
     t.start()
-    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(), shard_size=shard, batch_size=4, poll=0.5)
+    got = emb.embed_claimed_shards(rows_of(n), n, folder, HashEncoder(), shard_size=shard, batch_size=4,
+                                   poll=0.5)
     t.join()
     assert got == 10 and not folder.exists()
     assert emb.try_claim(folder, 0) is None
@@ -343,7 +354,8 @@ def test_a_claim_is_not_made_for_a_done_shard_nor_kept_when_it_was_done_meanwhil
     assert emb.acquire(tmp_path / "gone" / "shard-00000.claim") is None  # the build folder is gone
     claim = emb.acquire(path, device="cuda:1")
     body = json.loads(path.read_text())
-    assert claim == emb.ShardClaim(path, body["token"]) and body["device"] == "cuda:1" and len(body["token"]) == 32
+    assert claim == emb.ShardClaim(path,
+                                   body["token"]) and body["device"] == "cuda:1" and len(body["token"]) == 32
 
 
 def test_a_heartbeat_renews_the_claim_and_release_leaves_an_unreadable_one(tmp_path):

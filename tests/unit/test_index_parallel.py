@@ -9,7 +9,8 @@ import pytest
 from tests.fixtures.dumps import sample_dump, write_multistream
 from veracity.errors import ConfigError, CorpusError
 from veracity.indexes.build import BuildOptions, Source, _read_into, check_dumps
-from veracity.indexes.parallel import (bz2_ends_complete, check_dump, multistream_index_for, read_multistream_index,
+from veracity.indexes.parallel import (bz2_ends_complete, check_dump, multistream_index_for,
+                                       read_multistream_index,
                                        read_wiki_dump)
 from veracity.indexes.readers import SourceInfo
 from veracity.indexes.store import STORE_FILE
@@ -22,7 +23,8 @@ def multistream(tmp_path_factory):
 
 def _read(path, workers, plan=None, cleaner="fast"):
     info = SourceInfo(str(path), "wiki-xml")
-    arts = [(a.title, a.text) for a in read_wiki_dump(path, info, workers=workers, plan=plan, cleaner=cleaner)]
+    arts = [(a.title, a.text) for a in read_wiki_dump(path, info, workers=workers, plan=plan,
+                                                      cleaner=cleaner)]
     return arts, info
 
 
@@ -62,7 +64,8 @@ def test_store_ids_identical_for_one_and_two_workers(multistream, tmp_path, whic
         work = tmp_path / f"w{workers}"
         work.mkdir()
         opts = BuildOptions(bm25=False, dense=False, workers=workers)
-        infos = _read_into(work, [Source(dump, "wiki-xml")], [SourceInfo(str(dump), "wiki-xml").to_dict()], opts,
+        infos = _read_into(work, [Source(dump, "wiki-xml")], [SourceInfo(str(dump), "wiki-xml").to_dict()],
+                           opts,
                            lambda *a: None, lambda m: None)
         rows[workers] = _store_rows(work)
         assert infos[0]["articles"] == 96

@@ -19,7 +19,8 @@ ROOMY = P.Hardware(cores=2, gpus=[], ram_available=20 * GiB, disk_free=500 * GiB
 
 
 def jsonl(path, n, words=250):
-    path.write_text("".join(json.dumps({"title": f"T{i}", "text": " ".join(f"w{i}x{j}" for j in range(words))}) + "\n"
+    path.write_text("".join(json.dumps({"title": f"T{i}",
+                                        "text": " ".join(f"w{i}x{j}" for j in range(words))}) + "\n"
                             for i in range(n)), encoding="utf-8")
     return path
 
@@ -47,7 +48,8 @@ def test_flat_larger_than_ram_is_refused_in_one_line(tmp_path):
     src = jsonl(tmp_path / "c.jsonl", 10)
     opts = BuildOptions(faiss_factory="Flat")
     plan = P.make_plan([Source(src, "jsonl")], opts, 384, ROOMY, passages=21_015_324)
-    with pytest.raises(ConfigError, match=r"a Flat FAISS index of 21,015,324 passages takes 30\.1 GiB") as err:
+    with pytest.raises(ConfigError,
+                       match=r"a Flat FAISS index of 21,015,324 passages takes 30\.1 GiB") as err:
         P.check_fits(plan)
     assert "auto" in err.value.hint and "\n" not in str(err.value)
     auto = P.make_plan([Source(src, "jsonl")], BuildOptions(), 384, ROOMY, passages=21_015_324)
@@ -67,7 +69,8 @@ def test_times_follow_cores_gpus_and_load(tmp_path):
     src = [Source(jsonl(tmp_path / "c.jsonl", 10), "jsonl")]
     n = 21_015_324
     two = P.make_plan(src, BuildOptions(workers=2), 384, ROOMY, passages=n)
-    sixteen = P.make_plan(src, BuildOptions(workers=16), 384, P.Hardware(16, [], 100 * GiB, 10**13), passages=n)
+    sixteen = P.make_plan(src, BuildOptions(workers=16), 384, P.Hardware(16, [], 100 * GiB, 10**13),
+                          passages=n)
     busy = P.make_plan(src, BuildOptions(workers=2), 384, P.Hardware(2, [], 20 * GiB, 500 * GiB, load=8.0),
                        passages=n)
     gpu = P.make_plan(src, BuildOptions(workers=16), 384,
@@ -121,20 +124,24 @@ def test_stage_one_is_named_by_what_runs(tmp_path):
 
 
 def test_stage_one_time_follows_the_busiest_thread():
-    """Stage 1's model: parsers split over workers, but a one-stream dump is decompressed by one reader thread and
+    """Stage 1's model: parsers split over workers, but a one-stream dump is decompressed by one reader
+    thread and
     Lucene's work by --bm25-threads, and nothing beats all the CPU over the cores."""
     n, us = 1_000_000, P.STAGE1_US
 
     def t(**kw):
-        args = {"fmt": "wiki-xml", "workers": 1, "cores": 2, "bm25": False, "bm25_threads": 2, "multistream": True}
+        args = {"fmt": "wiki-xml", "workers": 1, "cores": 2, "bm25": False, "bm25_threads": 2,
+                "multistream": True}
         fixed = P.RATES["read_fixed_cpu_s" if kw.get("bm25") else "read_fixed_cpu_s_no_bm25"]
         return P.stage1_seconds(n, **(args | kw)) - fixed
 
     assert t() == pytest.approx(n * (us["store"] + us["parse"]["wiki-xml"] + us["decompress"]) / 1e6)
-    assert t(workers=2) == pytest.approx(t() / 2, rel=0.1)  # multistream: the parsers decompress their streams
+    # multistream: the parsers decompress their streams
+    assert t(workers=2) == pytest.approx(t() / 2, rel=0.1)
     assert t(workers=2, multistream=False) >= n * us["decompress"] / 1e6  # one reader thread decompresses
     assert t(workers=16, cores=16, bm25=True, bm25_threads=16) < t(workers=2, bm25=True) / 4
     plan = P.make_plan([Source(P.Path("enwiki-x-pages-articles-multistream.xml.bz2"), "wiki-xml")],
                        BuildOptions(workers=2, dense=False), 0, ROOMY, passages=n)
-    assert plan.stages[0].seconds == pytest.approx(P.stage1_seconds(n, fmt="wiki-xml", workers=2, cores=2, bm25=True,
+    assert plan.stages[0].seconds == pytest.approx(P.stage1_seconds(n, fmt="wiki-xml", workers=2, cores=2,
+                                                                    bm25=True,
                                                                     bm25_threads=2, multistream=False))

@@ -18,7 +18,8 @@ def read(path, fmt, **kw):
 
 @pytest.mark.parametrize("multistream", [False, True])
 def test_wiki_dump_keeps_articles_and_skips_the_rest(tmp_path, multistream):
-    path = write_wiki_dump(tmp_path / "enwiki-20190301-pages-articles-multistream.xml.bz2", multistream=multistream)
+    path = write_wiki_dump(tmp_path / "enwiki-20190301-pages-articles-multistream.xml.bz2",
+                           multistream=multistream)
     if multistream:
         assert path.read_bytes().count(b"BZh") >= 3
     arts, info = read(path, "wiki-xml")
@@ -60,7 +61,8 @@ def test_wikitext_disambiguation_template_detected():
 
 def test_jsonl_bad_line_reports_file_and_line_and_skip_counts(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"title": "A", "text": "alpha"}\n{"title": "B", "text": \n{"title": "C", "text": "gamma"}\n')
+    path.write_text('{"title": "A", "text": "alpha"}\n{"title": "B", "text": \n{"title": "C", "text": '
+                    '"gamma"}\n')
     with pytest.raises(CorpusError) as err:
         read(path, "jsonl")
     assert f"{path}:2" in str(err.value) and "not JSON" in str(err.value)
@@ -81,11 +83,13 @@ def test_pyserini_hover_and_fever_records(tmp_path):
     f = tmp_path / "wiki-001.jsonl.bz2"
     recs = [{"id": "", "text": "", "lines": ""},
             {"id": "Soul_Food_-LRB-film-RRB-", "text": "x",
-             "lines": "0\tSoul Food is a 1997 film .\tfilm\n1\t\n2\tIt stars Vanessa Williams .\tVanessa Williams"}]
+             "lines": "0\tSoul Food is a 1997 film .\tfilm\n1\t\n2\tIt stars Vanessa Williams .\tVanessa "
+                      "Williams"}]
     f.write_bytes(bz2.compress("\n".join(json.dumps(r) for r in recs).encode()))
     assert detect_format(f) == "fever"
     arts, info = read(f, "fever")
-    assert [(a.title, a.text) for a in arts] == [("Soul Food (film)", "Soul Food is a 1997 film. It stars Vanessa Williams.")]
+    assert [(a.title, a.text) for a in arts] == [("Soul Food (film)",
+                                                  "Soul Food is a 1997 film. It stars Vanessa Williams.")]
     assert info.skipped == {"empty": 1}
 
 

@@ -1,5 +1,7 @@
-"""`index search` on an index with one part (issue 44): a --no-dense index searches BM25 with a note instead of
-refusing hybrid; a query that is a passage id (title#n, or a corpus's own id such as DPR's) shows that passage."""
+"""`index search` on an index with one part (issue 44): a --no-dense index searches BM25 with a note instead
+of
+refusing hybrid; a query that is a passage id (title#n, or a corpus's own id such as DPR's) shows that
+passage."""
 
 from __future__ import annotations
 

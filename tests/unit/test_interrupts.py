@@ -1,6 +1,7 @@
 """Ctrl-C plumbing (issue 29 point 1) without real processes: the JVM never takes the process's signals
 (``-Xrs``, and every way into pyserini goes through ``ensure_jvm``), and an interrupt is one line and exit
-130 saying what the command kept. Real processes interrupted at every stage: tests/integration/test_interrupts.py."""
+130 saying what the command kept. Real processes interrupted at every stage:
+tests/integration/test_interrupts.py."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def test_the_jvm_is_started_with_reduced_signal_use(monkeypatch):
     import veracity.indexes.java as java
 
     seen: dict = {}
-    config = types.SimpleNamespace(vm_running=False, get_options=lambda: ["--add-modules=jdk.incubator.vector"],
-                                   add_classpath=lambda *a: None, set_options=lambda *o: seen.setdefault("opts", o))
+    config = types.SimpleNamespace(vm_running=False,
+                                   get_options=lambda: ["--add-modules=jdk.incubator.vector"],
+                                   add_classpath=lambda *a: None,
+                                   set_options=lambda *o: seen.setdefault("opts", o))
     monkeypatch.setitem(sys.modules, "jnius_config", config)
     monkeypatch.setitem(sys.modules, "jnius", types.SimpleNamespace(autoclass=lambda name: None))
     monkeypatch.setattr(java, "_started", False)
@@ -65,8 +68,11 @@ def test_every_way_into_pyserini_starts_the_jvm_through_ensure_jvm():
                     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ensure_jvm":
                         called = True
                 if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    names = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else [a.name for a in stmt.names]
-                    if any(n.split(".")[0] in ("pyserini", "jnius", "jnius_config") for n in names) and not called:
+                    names = [stmt.module or ""] if isinstance(stmt,
+                                                              ast.ImportFrom) else [a.name
+                                                                                    for a in stmt.names]
+                    if any(n.split(".")[0] in ("pyserini", "jnius",
+                                               "jnius_config") for n in names) and not called:
                         offenders.append(f"{path.relative_to(ROOT)}:{stmt.lineno}")
     assert not offenders, offenders
 
@@ -86,7 +92,8 @@ def _broken_describer() -> None:
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--stage", "3 shards"], "interrupted: 3 shards kept in /some/where; run the same command again to resume"),
+    (["--stage", "3 shards"],
+     "interrupted: 3 shards kept in /some/where; run the same command again to resume"),
     ([], "interrupted: " + interrupt.DEFAULT),
 ])
 def test_an_interrupt_is_exit_130_and_one_line_saying_what_was_kept(args, said, capsys):

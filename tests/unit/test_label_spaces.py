@@ -51,14 +51,15 @@ def never_validates(role):
 def run(method, script, *, space=None, searcher=None, **params):
     llm = ScriptedLLM(script)
     spec = METHODS[method]
-    verdict = asyncio.run(verify_one(CLAIM, spec, llm, searcher or FakeSearcher(ARTICLES), spec.make_params(params),
+    verdict = asyncio.run(verify_one(CLAIM, spec, llm, searcher or FakeSearcher(ARTICLES),
+                                     spec.make_params(params),
                                      label_space=space))
     return verdict, llm
 
 
 # ----------------------------------------------------------------- the label space itself
 def test_spaces_names_and_the_binary_rule():
-    assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY
+    assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY  # noqa: E501
     for alias, space in (("2way", BINARY), ("two-way", BINARY), (" 2WAY ", BINARY), ("three-way", THREE_WAY),
                          ("3-way", THREE_WAY)):  # every spelling --labels takes names the space it says
         assert label_space(alias) is space, alias
@@ -69,7 +70,8 @@ def test_spaces_names_and_the_binary_rule():
         label_space("bad")
     assert "\n" not in str(exc.value) and "--labels binary" in exc.value.hint
     assert exc.value.hint == ("use --labels binary (SUPPORTED / REFUTED) or --labels 3way "
-                              "(SUPPORTED / REFUTED / NOT_ENOUGH_INFO)")  # the labels named as the flags take them
+                              # the labels named as the flags take them
+                              "(SUPPORTED / REFUTED / NOT_ENOUGH_INFO)")
     assert "MAYBE" not in BINARY and "MAYBE" not in THREE_WAY and 3 not in THREE_WAY  # not a label at all
 
 
@@ -113,7 +115,8 @@ def test_undecided_is_nei_in_3way_untraced_and_refuted_in_binary_traced():
     t = Trace()
     assert THREE_WAY.undecided(t, "why") is Label.NOT_ENOUGH_INFO and t.events == []
     assert BINARY.undecided(t, "why", path="p") is Label.REFUTED
-    assert t.events == [{"kind": FORCED_EVENT, "label": "REFUTED", "label_space": "binary", "rule": BINARY_RULE,
+    assert t.events == [{"kind": FORCED_EVENT, "label": "REFUTED", "label_space": "binary",
+                         "rule": BINARY_RULE,
                          "reason": "why", "path": "p"}]
 
 
@@ -126,7 +129,7 @@ def test_direct_binary_asks_for_two_labels_and_3way_is_unchanged():
     system = call.messages[0]["content"]
     assert "NOT_ENOUGH_INFO" not in system and "REFUTED if it is false or you cannot tell" in system
     verdict, llm = run("direct", dict(reply))
-    assert llm.calls[0].output_model is DirectJudgement and llm.calls[0].messages[0]["content"] == DIRECT_SYSTEM
+    assert llm.calls[0].output_model is DirectJudgement and llm.calls[0].messages[0]["content"] == DIRECT_SYSTEM  # noqa: E501
     assert label_enum(llm.calls[0].output_model) == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
 
@@ -136,7 +139,8 @@ def test_a_binary_schema_rejects_nei():
 
 
 def test_rag_binary_narrows_the_label_and_keeps_the_citation_enum():
-    script = {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=["Paris#0"])]}
+    script = {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e", label="REFUTED",
+                                                                           cited_passages=["Paris#0"])]}
     verdict, llm = run("rag", script, space=BINARY)
     assert [c.role for c in llm.calls] == ["rag.select", "rag.judge"]  # select=auto on an index
     model = llm.calls[-1].output_model
@@ -144,7 +148,9 @@ def test_rag_binary_narrows_the_label_and_keeps_the_citation_enum():
     assert "Paris#0" in json.dumps(model.model_json_schema()["properties"]["cited_passages"])
     assert "NOT_ENOUGH_INFO" not in llm.calls[-1].messages[0]["content"]
     assert verdict.label is Label.REFUTED and [e.passage_id for e in verdict.evidence] == ["Paris#0"]
-    _, llm = run("rag", {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e", label="REFUTED", cited_passages=[])]})
+    _, llm = run("rag", {"rag.select": keep_every_passage, "rag.judge": [RagJudgement(explanation="e",
+                                                                                      label="REFUTED",
+                                                                                      cited_passages=[])]})
     assert llm.calls[-1].messages[0]["content"] == RAG_SYSTEM
     assert label_enum(llm.calls[-1].output_model) == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
@@ -158,11 +164,13 @@ def mermaid_script(final):
 
 def test_mermaid_binary_narrows_the_finish_label_and_the_final_verdict(tmp_path):
     spec = METHODS["mermaid"]
-    for space, expected in ((BINARY, ["SUPPORTED", "REFUTED"]), (THREE_WAY, ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"])):
+    for space, expected in ((BINARY, ["SUPPORTED", "REFUTED"]), (THREE_WAY, ["SUPPORTED", "REFUTED",
+                                                                             "NOT_ENOUGH_INFO"])):
         llm = ScriptedLLM(mermaid_script(FinalVerdict(explanation="e", label="SUPPORTED", cited_passages=[])))
         p = spec.make_params({"t_max": 1, "memory": False})
         state = spec.open_state(tmp_path / space.name, p)
-        verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES), p, state, label_space=space))
+        verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES), p, state,
+                                         label_space=space))
         state.close()
         executor, final = llm.of("mermaid.executor")[0], llm.of("mermaid.final")[0]
         assert label_enum(executor.output_model) == expected and label_enum(final.output_model) == expected
@@ -178,13 +186,14 @@ def test_mermaid_final_that_never_validates_is_forced_in_binary(tmp_path):
         llm = ScriptedLLM(mermaid_script(never_validates("mermaid.final")))
         p = spec.make_params({"t_max": 1, "memory": False})
         state = spec.open_state(tmp_path / space.name, p)
-        verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES), p, state, label_space=space))
+        verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES), p, state,
+                                         label_space=space))
         state.close()
         labels[space.name] = (verdict.label, forced(verdict.trace))
         assert "did not validate" in verdict.explanation
     assert labels["3way"] == (Label.NOT_ENOUGH_INFO, [])
     label, events = labels["binary"]
-    assert label is Label.REFUTED and events[0]["path"] == "mermaid.final" and "did not validate" in events[0]["reason"]
+    assert label is Label.REFUTED and events[0]["path"] == "mermaid.final" and "did not validate" in events[0]["reason"]  # noqa: E501
 
 
 # ----------------------------------------------------------------- EMULATE
@@ -197,7 +206,7 @@ def test_emulate_classifier_stays_true_false_and_its_failure_is_forced_in_binary
     ok = Classification(explanation="e", label="False")
     for space in (BINARY, THREE_WAY):
         verdict, llm = run("emulate", script(ok), space=space)
-        assert verdict.label is Label.REFUTED and label_enum(llm.of("emulate.classifier")[0].output_model) == ["True", "False"]
+        assert verdict.label is Label.REFUTED and label_enum(llm.of("emulate.classifier")[0].output_model) == ["True", "False"]  # noqa: E501
     verdict, _ = run("emulate", script(never_validates("emulate.classifier")))
     assert verdict.label is Label.NOT_ENOUGH_INFO and forced(verdict.trace) == []
     verdict, _ = run("emulate", script(never_validates("emulate.classifier")), space=BINARY)
@@ -260,7 +269,8 @@ async def test_trification_judge_keeps_three_labels_and_uncertain_label_must_lie
                  uncertain_label="NOT_ENOUGH_INFO")
     assert "uncertain_label=REFUTED" in exc.value.hint
     with pytest.raises(ConfigError, match="not in the binary label space"):
-        await run_claims([CLAIM], "trification", ScriptedLLM({}), FakeSearcher(ARTICLES), "/nonexistent/x.jsonl",
+        await run_claims([CLAIM], "trification", ScriptedLLM({}), FakeSearcher(ARTICLES),
+                         "/nonexistent/x.jsonl",
                          params={"uncertain_label": "NOT_ENOUGH_INFO"}, label_space="binary")
 
 
@@ -278,15 +288,18 @@ async def test_zofia_undecided_debate_and_failed_direct_judge_are_forced_in_bina
     from veracity.pipeline.methods.zofia import verify_zofia
 
     for space, expected in ((THREE_WAY, Label.NOT_ENOUGH_INFO), (BINARY, Label.REFUTED)):
-        ctx = zofia_ctx(ScriptedLLM(scripted(judge=("CONTINUE",)), repeat_last=True), space, max_debate_rounds=2)
+        ctx = zofia_ctx(ScriptedLLM(scripted(judge=("CONTINUE",)), repeat_last=True), space,
+                        max_debate_rounds=2)
         verdict = await verify_zofia(Claim("n", ARTICLE), ctx)
-        assert verdict.label is expected and verdict.explanation.startswith("Insufficient: no ruling after 2 rounds")
+        assert verdict.label is expected and verdict.explanation.startswith("Insufficient: no ruling after 2 "
+                                                                            "rounds")
         # the judge keeps R / F / I (real / fake / continue) in every round, as in the paper (B.6)
         assert all(label_enum(c.output_model, "decision") == ["R", "F", "I"]
                    for c in ctx.llm.of("zofia.judge"))
         assert [e["path"] for e in forced(ctx.trace)] == (["zofia.decision"] if space is BINARY else [])
     # the w/o-debate judge whose reply never validates
-    ctx = zofia_ctx(ScriptedLLM(scripted(**{"zofia.judge": never_validates("zofia.judge")}), repeat_last=True),
+    ctx = zofia_ctx(ScriptedLLM(scripted(**{"zofia.judge": never_validates("zofia.judge")}),
+                                repeat_last=True),
                     BINARY, no_debate=True)
     verdict = await verify_zofia(Claim("n", ARTICLE), ctx)
     assert verdict.label is Label.REFUTED and "did not validate" in forced(ctx.trace)[0]["reason"]
@@ -305,7 +318,8 @@ async def test_zofia_nothing_to_check_is_forced_in_binary():
                             no_linguist=True, no_expert=True)
             verdict = await verify_zofia(claim, ctx)
             assert verdict.label is expected and "nothing could be checked" in verdict.explanation
-            assert [e["path"] for e in forced(ctx.trace)] == (["zofia.nothing_to_check"] if space is BINARY else [])
+            assert [e["path"] for e in forced(ctx.trace)] == (["zofia.nothing_to_check"] if space is BINARY
+                                                              else [])
 
 
 # ----------------------------------------------------------------- the runner, the Verifier, the CLI
@@ -319,7 +333,8 @@ def test_runner_records_the_space_refuses_to_mix_and_forces_a_stray_nei(tmp_path
     with pytest.raises(ConfigError, match="binary label space; resuming in the 3way space would mix"):
         asyncio.run(run_claims([CLAIM], "direct", llm, None, out))
     asyncio.run(run_claims([CLAIM], "direct", llm, None, tmp_path / "d.jsonl"))
-    assert json.loads((tmp_path / "d.jsonl.manifest.json").read_text())["label_space"] == "3way"  # the default
+    # the default
+    assert json.loads((tmp_path / "d.jsonl.manifest.json").read_text())["label_space"] == "3way"
 
     # a method path that still returns NOT_ENOUGH_INFO in the binary space: the runner applies the rule
     import dataclasses
@@ -363,7 +378,8 @@ def test_verify_labels_option(monkeypatch, capsys):
                               monkeypatch, capsys, llm)
     assert code == 0 and json.loads(out)["label"] == "REFUTED"
     assert label_enum(llm.calls[-1].output_model) == ["SUPPORTED", "REFUTED"]
-    code, out, _ = verify_cli(["Paris is in France.", "--method", "direct", "--json"], monkeypatch, capsys, llm)
+    code, out, _ = verify_cli(["Paris is in France.", "--method", "direct", "--json"], monkeypatch, capsys,
+                              llm)
     assert code == 0 and llm.calls[-1].output_model is DirectJudgement  # 3way by default
 
 
@@ -392,12 +408,14 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
     llm = direct_llm()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning: the dataset's own space
-        metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "a", settings=settings,
+        metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "a",
+                            settings=settings,
                             llm=llm)
     assert all(label_enum(c.output_model) == ["SUPPORTED", "REFUTED"] for c in llm.calls)
     run = json.loads((tmp_path / "a" / "run.json").read_text())
     assert run["manifest"]["label_space"] == "binary" and run["dataset"]["label_space"] == "binary"
-    assert metrics["label_space"] == {"name": "binary", "labels": ["SUPPORTED", "REFUTED"], "nei_allowed": False,
+    assert metrics["label_space"] == {"name": "binary", "labels": ["SUPPORTED", "REFUTED"],
+                                      "nei_allowed": False,
                                       "dataset": "binary", "forced_verdicts": 0, "forced_rate": 0.0}
     report = (tmp_path / "a" / "report.md").read_text()
     assert "- label space: binary (SUPPORTED / REFUTED; the dataset's)" in report
@@ -406,9 +424,11 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
     # --labels 3way overrides, with a warning; the report then shows the NEI rate
     seen = []
     llm = direct_llm("NOT_ENOUGH_INFO")
-    metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3, labels="3way"), tmp_path / "b",
+    metrics = bench_run(RunConfig.of(dataset="hover", method="direct", limit=3, labels="3way"),
+                        tmp_path / "b",
                         settings=settings, llm=llm, on_warning=seen.append)
-    assert seen == ["label space 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) differs from the hover dataset's "
+    assert seen == ["label space 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) differs from the hover "
+                    "dataset's "
                     "binary (SUPPORTED / REFUTED)"]
     assert all(c.output_model is DirectJudgement for c in llm.calls)
     assert metrics["label_space"]["name"] == "3way" and metrics["scores"]["nei_rate"] == 1.0
@@ -420,8 +440,10 @@ def test_bench_run_takes_the_datasets_label_space(tmp_path):
 
     # a run is resumed in its own space only
     # (the predictions file's resume guard, made once by the batch's checks, before the endpoint)
-    with pytest.raises(ConfigError, match="holds results in the 3way label space; resuming in the binary space"):
-        bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "b", settings=settings, llm=llm)
+    with pytest.raises(ConfigError,
+                       match="holds results in the 3way label space; resuming in the binary space"):
+        bench_run(RunConfig.of(dataset="hover", method="direct", limit=3), tmp_path / "b", settings=settings,
+                  llm=llm)
     with pytest.raises(ConfigError, match="unknown label space 'two'"):
         RunConfig.of(dataset="hover", method="direct", labels="two")
 

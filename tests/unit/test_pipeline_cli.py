@@ -30,7 +30,8 @@ def scripted(monkeypatch):
     llm = ScriptedLLM({
         "direct.judge": lambda m: DirectJudgement(explanation="It is well known.", label="REFUTED"),
         "rag.judge": lambda m: RagJudgement(explanation="The passage says so.", label="SUPPORTED",
-                                            cited_passages=["Paris#0"] if "[Paris#0]" in m[-1]["content"] else []),
+                                            cited_passages=["Paris#0"] if "[Paris#0]" in m[-1]["content"]
+                                            else []),
     })
 
     @contextlib.asynccontextmanager
@@ -82,7 +83,8 @@ def test_bad_invocations_are_one_clear_line(monkeypatch, capsys, tmp_path):
 
 
 def test_single_claim_json_and_panel(scripted, monkeypatch, capsys):
-    code, out, err = run_cli(["Paris is in Spain.", "--method", "direct", "--endpoint", "http://x/v1", "--json"],
+    code, out, err = run_cli(["Paris is in Spain.", "--method", "direct", "--endpoint", "http://x/v1",
+                              "--json"],
                              monkeypatch, capsys)
     assert code == 0, err
     obj = json.loads(out)
@@ -97,7 +99,8 @@ def test_single_claim_json_and_panel(scripted, monkeypatch, capsys):
 def test_batch_reports_bad_lines_and_resumes(scripted, monkeypatch, capsys, tmp_path):
     src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
     src.write_text('{"id": "a", "claim": "one"}\n{"claim": ""}\n{"id": "b", "claim": "two"}\n')
-    args = ["-i", str(src), "-o", str(out), "--method", "direct", "--endpoint", "http://x/v1", "--concurrency", "2"]
+    args = ["-i", str(src), "-o", str(out), "--method", "direct", "--endpoint", "http://x/v1",
+            "--concurrency", "2"]
     code, stdout, err = run_cli(args, monkeypatch, capsys)
     assert code == 0, err
     assert f"{src}:2: empty claim" in err
@@ -111,7 +114,8 @@ def test_batch_reports_bad_lines_and_resumes(scripted, monkeypatch, capsys, tmp_
     assert [o["id"] for o in objs] == ["c"] and {"label", "explanation", "evidence", "trace"} <= set(objs[0])
 
 
-def test_batch_prints_each_verdict_with_its_passages_and_whether_it_agrees_with_the_line(scripted, monkeypatch,
+def test_batch_prints_each_verdict_with_its_passages_and_whether_it_agrees_with_the_line(scripted,
+                                                                                         monkeypatch,
                                                                                           capsys, tmp_path):
     """A batch shows what it decided, claim by claim: the verdict, the passages it cites, and ✓ / ✗ when the
     claim's line names a label (any of the datasets' spellings); -q leaves only the summary; --json keeps
@@ -132,7 +136,8 @@ def test_batch_prints_each_verdict_with_its_passages_and_whether_it_agrees_with_
     assert "b  SUPPORTED  ✗ (the line says REFUTED)  [Paris#0]  Paris is the capital of Spain." in lines
     assert "c  SUPPORTED  [no passage cited]  Madrid." in lines  # no label on the line: no mark
     assert "d  SUPPORTED  [Paris#0]  Paris is big." in lines  # a label that is none of the three: no mark
-    summary = next(i for i, x in enumerate(lines) if x.startswith("4 written, 0 already done, 0 failed, 0 bad lines"))
+    summary = next(i for i,
+                   x in enumerate(lines) if x.startswith("4 written, 0 already done, 0 failed, 0 bad lines"))
     assert lines[summary - 1] == "1 of 2 verdicts written this run agree with the label their line names"
     assert "claims/min" in "".join(lines[summary:])  # the summary comes last (a script reads it there)
 
@@ -284,7 +289,8 @@ def test_state_dir_option_reaches_the_verifier(scripted, monkeypatch, capsys, tm
         seen["state_dir"] = self.state_dir
 
     monkeypatch.setattr(Verifier, "_build", build)
-    code, _, err = run_cli(["x", "--method", "direct", "--endpoint", "http://x/v1", "--state-dir", str(tmp_path / "s"),
+    code, _, err = run_cli(["x", "--method", "direct", "--endpoint", "http://x/v1", "--state-dir",
+                            str(tmp_path / "s"),
                             "--json"], monkeypatch, capsys)
     assert code == 0, err
     assert seen["state_dir"] == tmp_path / "s"

@@ -65,7 +65,7 @@ def test_sufficient_evidence_stops_early_with_the_ranked_first_result():
     # SearchRank saw title, section and snippet of every result, and the source once
     rank_prompt = llm.of("emulate.search_rank")[0].prompt
     assert ("1. Title: Alpha\n   Section: passage 1 (the article's opening)\n"
-            "   Snippet: Alpha Tower is a tower in Paris.") in rank_prompt and "3. Title: Gamma" in rank_prompt
+            "   Snippet: Alpha Tower is a tower in Paris.") in rank_prompt and "3. Title: Gamma" in rank_prompt  # noqa: E501
     assert rank_prompt.count("Source of every result: local index fake-index") == 1
     # trace: tool calls and every LLM call recorded
     assert [t.tool for t in verdict.trace.tool_calls] == ["search", "open_page"]
@@ -242,7 +242,8 @@ def _never_validates(role):
     from veracity.errors import LLMOutputError
 
     def reply(messages):
-        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)", role=role)
+        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)",
+                             role=role)
     return reply
 
 
@@ -282,7 +283,8 @@ def test_failed_helpfulness_sufficiency_and_additional_queries_are_conservative(
         "emulate.classifier": [T("alpha")],
     })
     assert searcher.queries == ["q1", "q2"]
-    assert searcher.opened == ["Alpha", "Beta", "Delta"]  # q2: Beta was already read, Delta alone (no ranking)
+    # q2: Beta was already read, Delta alone (no ranking)
+    assert searcher.opened == ["Alpha", "Beta", "Delta"]
     assert verdict.label is Label.SUPPORTED
     assert [e.passage_id for e in verdict.evidence] == ["Beta#0"]  # only the page judged helpful
     assert _failed_agents(verdict) == ["emulate.det_helpful", "emulate.sufficient_evidence",
@@ -292,7 +294,8 @@ def test_failed_helpfulness_sufficiency_and_additional_queries_are_conservative(
 def test_roles_are_declared_and_their_settings_reach_the_llm_calls():
     spec = METHODS["emulate"]
     by_name = {r.name: r for r in spec.roles}
-    assert list(by_name) == ["emulate.initial_query_gen", "emulate.search_rank", "emulate.self_contained_check",
+    assert list(by_name) == ["emulate.initial_query_gen", "emulate.search_rank",
+                             "emulate.self_contained_check",
                              "emulate.det_helpful", "emulate.sufficient_evidence", "emulate.classifier",
                              "emulate.additional_query_gen"]
     assert {(r.max_tokens, r.temperature) for r in spec.roles} == {(256, None)}  # the old max_tokens param
@@ -317,10 +320,12 @@ def test_roles_are_declared_and_their_settings_reach_the_llm_calls():
     params = spec.make_params({"classifier.max_tokens": 300})
     __import__("asyncio").run(verify_one(CLAIM, spec, llm, FakeSearcher(ARTICLES, scripted=SCRIPTED), params))
     assert [c.max_tokens for c in llm.of("emulate.classifier")] == [300]
-    assert all(c.max_tokens == by_name[c.role].max_tokens for c in llm.calls if c.role != "emulate.classifier")
+    assert all(c.max_tokens == by_name[c.role].max_tokens for c in llm.calls if c.role
+               != "emulate.classifier")
 
 
-# ------------------------------------------------ the Classifier with quotes (veracity's switch; off in the configs)
+# ------------------------------------------------ the Classifier with quotes (veracity's switch; off in the
+# configs)
 def _to_classifier(classifier, **params):
     return run({
         "emulate.initial_query_gen": [QueryList(queries=["q1"])],
@@ -346,11 +351,11 @@ def test_classifier_quotes_check_keeps_a_grounded_true():
     right = {"explanation": "a tower in Paris", "label": "True",
              "quotes": [{"passage_id": "Alpha#0", "quote": "Alpha Tower is a tower in Paris"}]}
     verdict, llm, _ = _to_classifier([right], quotes="check")
-    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and len(llm.of("emulate.classifier")) == 1
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and len(llm.of("emulate.classifier")) == 1  # noqa: E501
     assert verdict.quotes[0].start == 0 and verdict.quotes[0].end == len("Alpha Tower is a tower in Paris")
 
 
 def test_classifier_quotes_off_is_the_papers_classifier():
     verdict, llm, _ = _to_classifier([T("alpha")])
     call = llm.of("emulate.classifier")[0]
-    assert call.output_model is Classification and "copied exactly" not in call.prompt and verdict.quotes is None
+    assert call.output_model is Classification and "copied exactly" not in call.prompt and verdict.quotes is None  # noqa: E501

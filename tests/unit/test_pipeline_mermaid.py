@@ -28,7 +28,8 @@ def step(action, argument="", label=None, cited=()):
 
 
 def decomp(subject="Eiffel Tower", obj="Paris"):
-    return Decomposition(triplets=[Triplet(subject=subject, relation="located in", object=obj, attributions=[])],
+    return Decomposition(triplets=[Triplet(subject=subject, relation="located in", object=obj,
+                                           attributions=[])],
                          keywords=[subject], domain="architecture")
 
 
@@ -79,7 +80,8 @@ def test_stops_at_t_max_and_forces_a_final_verdict(tmp_path):
     assert [e.passage_id for e in verdict.evidence] == ["Eiffel Tower#1"]
     # the final call's schema only allows the passages observed ("tower" never matched Paris)
     final_schema = llm.of("mermaid.final")[0].output_model.model_json_schema()
-    assert set(final_schema["properties"]["cited_passages"]["items"]["enum"]) == {"Eiffel Tower#0", "Eiffel Tower#1"}
+    assert set(final_schema["properties"]["cited_passages"]["items"]["enum"]) == {"Eiffel Tower#0",
+                                                                                  "Eiffel Tower#1"}
 
 
 def test_citations_are_constrained_to_observed_passages(tmp_path):
@@ -88,9 +90,11 @@ def test_citations_are_constrained_to_observed_passages(tmp_path):
 
     verdict, llm, _ = run(Claim("c1", "x"), {
         "mermaid.decomposer": [decomp()],
-        "mermaid.executor": [step("open_page", "Paris"), step("finish", label="SUPPORTED", cited=["Paris#0"])],
+        "mermaid.executor": [step("open_page", "Paris"), step("finish", label="SUPPORTED",
+                                                              cited=["Paris#0"])],
     }, state_dir=tmp_path)
-    first, second = (c.output_model.model_json_schema()["properties"]["cited_passages"] for c in llm.of("mermaid.executor"))
+    first, second = (c.output_model.model_json_schema()["properties"]["cited_passages"]
+                     for c in llm.of("mermaid.executor"))
     assert first["maxItems"] == 0  # nothing observed yet: nothing can be cited
     assert second["items"].get("enum", [second["items"].get("const")]) == ["Paris#0"]  # one id: JSON "const"
     with pytest.raises(pydantic.ValidationError):
@@ -143,7 +147,8 @@ def _two_claims(tmp_path, **params):
     script = {"mermaid.decomposer": lambda m: decomp(), "mermaid.executor": _memory_aware_executor}
     state = _open_state(tmp_path, **params)
     v1, _, s = run(Claim("a", "The Eiffel Tower is in Paris."), script, state=state, **params)
-    v2, _, _ = run(Claim("b", "The Eiffel Tower was completed in 1889."), script, searcher=s, state=state, **params)
+    v2, _, _ = run(Claim("b", "The Eiffel Tower was completed in 1889."), script, searcher=s, state=state,
+                   **params)
     state.close()
     return v1, v2
 
@@ -221,10 +226,14 @@ def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp
     # the title less its disambiguation and article is a key too
     assert [h.evidence.passage_id for h in m.recall(["American Pie"])] == ["American Pie (film series)#0"]
     m.store([Evidence("Naushad (composer)#0", "Naushad (composer)", "An Indian composer."),
-             Evidence("The Beatles (band)#0", "The Beatles (band)", "A rock band.")], keys=["Naushad"], entities=["Naushad"])
+             Evidence("The Beatles (band)#0", "The Beatles (band)", "A rock band.")], keys=["Naushad"],
+            entities=["Naushad"])
     assert [h.evidence.passage_id for h in m.recall(["Naushad"])] == ["Naushad (composer)#0"]
-    assert [h.evidence.passage_id for h in m.recall([], "The mother of Naushad was an actor.")] == ["Naushad (composer)#0"]
-    assert [h.evidence.passage_id for h in m.recall(["The Beatles"])] == [h.evidence.passage_id for h in m.recall(["Beatles"])] == ["The Beatles (band)#0"]
+    assert [h.evidence.passage_id for h in m.recall([],
+                                                    "The mother of Naushad was an actor.")] == ["Naushad "
+                                                                                                "(composer)#0"]
+    assert [h.evidence.passage_id for h in m.recall(["The Beatles"])] == [h.evidence.passage_id
+                                                                          for h in m.recall(["Beatles"])] == ["The Beatles (band)#0"]  # noqa: E501
 
 
 def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_name_them(tmp_path):
@@ -234,7 +243,8 @@ def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_nam
     ev = [Evidence("Titanic (1997 film)#0", "Titanic (1997 film)", "Directed by James Cameron.")]
     m.store(ev, keys=["film", "director"], entities=["The Cameron movie"])
     assert [h.evidence.passage_id for h in m.recall(["the cameron movie"])] == ["Titanic (1997 film)#0"]
-    assert not m.recall(["director"])  # a keyword is linked only where the passage uses it ("Directed" is not it)
+    # a keyword is linked only where the passage uses it ("Directed" is not it)
+    assert not m.recall(["director"])
 
 
 def test_function_word_keys_link_nothing(tmp_path):
@@ -249,7 +259,8 @@ def test_function_word_keys_link_nothing(tmp_path):
     ev = [Evidence("Brentwood Cathedral#0", "Brentwood Cathedral", "The cathedral is in Brentwood, Essex.")]
     m.store(ev, keys=["The", "Both"], entities=["The", "Both of them"])
     assert not m.recall(["The mother of", "Naushad"], "The mother of Naushad was an actor.")
-    assert [h.evidence.passage_id for h in m.recall(["Brentwood Cathedral"])] == ["Brentwood Cathedral#0"]  # by title
+    # by title
+    assert [h.evidence.passage_id for h in m.recall(["Brentwood Cathedral"])] == ["Brentwood Cathedral#0"]
     # a memory file written before such keys were refused: they are ignored at recall
     m._db.execute("INSERT INTO entity_keys VALUES (?, ?, ?)", (m.namespace, "the", "Brentwood Cathedral#0"))
     assert not m.recall([], "The mother of Naushad was an actor.")
@@ -278,7 +289,8 @@ def test_a_common_noun_subject_links_no_later_claim(tmp_path):
     """Two claims about different songs whose decompositions both say "The song": the second recalls
     nothing of the first (before, "the song" was a memory key and recalled the first claim's passages)."""
     state = _open_state(tmp_path)
-    script = {"mermaid.decomposer": lambda m: decomp("The song", "the tower"), "mermaid.executor": _memory_aware_executor}
+    script = {"mermaid.decomposer": lambda m: decomp("The song", "the tower"),
+              "mermaid.executor": _memory_aware_executor}
     v1, _, s = run(Claim("a", "The song is about the Eiffel Tower."), script, state=state)
     assert len(v1.trace.tool_calls) == 2
     v2, _, _ = run(Claim("b", "The song was recorded in Berlin."), script, searcher=s, state=state)
@@ -296,7 +308,8 @@ def test_a_common_noun_in_the_claim_does_not_recall_its_article(tmp_path):
              Evidence("The Beatles#0", "The Beatles", "The Beatles were a rock band from Liverpool.")])
     assert m.recall([], "The film was shot in Paris.") == []
     assert [h.evidence.passage_id for h in m.recall([], "A film about the Film festival.")] == ["Film#0"]
-    assert [h.evidence.passage_id for h in m.recall([], "Ringo Starr drummed for The Beatles.")] == ["The Beatles#0"]
+    assert [h.evidence.passage_id for h in m.recall([],
+                                                    "Ringo Starr drummed for The Beatles.")] == ["The Beatles#0"]  # noqa: E501
 
 
 class BagOfWords:
@@ -322,14 +335,16 @@ def _never_validates(role):
     from veracity.errors import LLMOutputError
 
     def reply(messages):
-        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)", role=role)
+        raise LLMOutputError(f"{role}: the reply did not validate against X (json_invalid at top level)",
+                             role=role)
     return reply
 
 
 def test_a_decomposition_that_never_validates_falls_back_to_the_claim_text(tmp_path):
     verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.decomposer": [_never_validates("mermaid.decomposer")],
-        "mermaid.executor": [step("search", "Eiffel Tower"), step("finish", label="SUPPORTED", cited=["Eiffel Tower#0"])],
+        "mermaid.executor": [step("search", "Eiffel Tower"), step("finish", label="SUPPORTED",
+                                                                  cited=["Eiffel Tower#0"])],
     }, state_dir=tmp_path)
     assert verdict.label is Label.SUPPORTED
     ev = [e for e in verdict.trace.events if e["kind"] == "mermaid.decomposition"][0]
@@ -342,7 +357,8 @@ def test_an_executor_step_that_never_validates_forces_the_verdict_from_what_was_
     verdict, llm, _ = run(Claim("c1", "The Eiffel Tower is in Paris."), {
         "mermaid.decomposer": [decomp()],
         "mermaid.executor": [step("search", "Eiffel Tower"), _never_validates("mermaid.executor")],
-        "mermaid.final": [FinalVerdict(explanation="seen enough", label="SUPPORTED", cited_passages=["Eiffel Tower#0"])],
+        "mermaid.final": [FinalVerdict(explanation="seen enough", label="SUPPORTED",
+                                       cited_passages=["Eiffel Tower#0"])],
     }, state_dir=tmp_path)
     assert verdict.label is Label.SUPPORTED and llm.count("mermaid.final") == 1
     steps = [e for e in verdict.trace.events if e["kind"] == "mermaid.step"]
@@ -369,10 +385,11 @@ def test_the_run_state_keeps_the_memory_at_state_dir_memory_evidence_sqlite(tmp_
 
     spec = METHODS["mermaid"]
     assert spec.state_cls is MermaidState
-    state = spec.open_state(tmp_path / "run", spec.make_params({"semantic_memory": True, "similarity_threshold": 0.6}),
+    state = spec.open_state(tmp_path / "run", spec.make_params({"semantic_memory": True,
+                                                                "similarity_threshold": 0.6}),
                             "idx")
-    assert state.memory.path == tmp_path / "run" / "memory" / "evidence.sqlite" and state.memory.path.is_file()
-    assert state.memory.namespace == "idx" and state.memory.semantic and state.memory.similarity_threshold == 0.6
+    assert state.memory.path == tmp_path / "run" / "memory" / "evidence.sqlite" and state.memory.path.is_file()  # noqa: E501
+    assert state.memory.namespace == "idx" and state.memory.semantic and state.memory.similarity_threshold == 0.6  # noqa: E501
     state.close()
     assert state.memory is None
     # the default state dir ($VERACITY_HOME) keeps the memory where it always was
@@ -409,9 +426,9 @@ def test_fallback_events_keep_their_fields(tmp_path):
     }, state_dir=tmp_path)
     ev = {e["kind"]: e for e in verdict.trace.events}
     assert {"error", "fallback"} <= set(ev["mermaid.decomposition"])
-    assert ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned" and ev["mermaid.step"]["error"]
-    assert ev["mermaid.final"]["forced_after_steps"] == 0 and "did not validate" in ev["mermaid.final"]["error"]
-    assert verdict.explanation == f"No verdict: the model's final answer did not validate ({ev['mermaid.final']['error']})."
+    assert ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned" and ev["mermaid.step"]["error"]  # noqa: E501
+    assert ev["mermaid.final"]["forced_after_steps"] == 0 and "did not validate" in ev["mermaid.final"]["error"]  # noqa: E501
+    assert verdict.explanation == f"No verdict: the model's final answer did not validate ({ev['mermaid.final']['error']})."  # noqa: E501
 
 
 def test_mermaid_state_needs_a_directory_only_with_memory(tmp_path):

@@ -155,7 +155,8 @@ def test_a_prompt_longer_than_the_context_fails_that_claim_only(tmp_path):
 
     def too_long_for_c3(role, messages):
         if "number 3 " in messages[-1]["content"]:
-            raise PromptTooLongError("the prompt is longer than the server's context (maximum context length is 4096)")
+            raise PromptTooLongError("the prompt is longer than the server's context (maximum context length "
+                                     "is 4096)")
 
     llm = ScriptedLLM({"direct.judge": judge()}, fail=too_long_for_c3)
     stats = asyncio.run(run_claims(claims(6), "direct", llm, None, out, concurrency=2))
@@ -183,7 +184,8 @@ def test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes(tmp
 
     monkeypatch.setattr(runner.ResultWriter, "append", full_after_two)
     with pytest.raises(OutputError, match=f"cannot write results to {out}: File too large") as info:
-        asyncio.run(run_claims(claims(6), "direct", ScriptedLLM({"direct.judge": judge()}), None, out, concurrency=1))
+        asyncio.run(run_claims(claims(6), "direct", ScriptedLLM({"direct.judge": judge()}), None, out,
+                               concurrency=1))
     assert info.value.stats.done == 2 and info.value.hint
     monkeypatch.setattr(runner.ResultWriter, "append", real_append)
     again = asyncio.run(run_claims(claims(6), "direct", ScriptedLLM({"direct.judge": judge()}), None, out))
@@ -217,7 +219,8 @@ def test_direct_and_rag_fall_back_traced_when_the_judge_never_validates(tmp_path
     bad = {"explanation": "e", "label": "MAYBE"}
     for method, searcher in (("direct", None), ("rag", FakeSearcher({"Alpha": ["number alpha text"]}))):
         out = tmp_path / f"{method}.jsonl"
-        stats = asyncio.run(run_claims(claims(2), method, ScriptedLLM({f"{method}.judge": [bad, bad]}), searcher,
+        stats = asyncio.run(run_claims(claims(2), method, ScriptedLLM({f"{method}.judge": [bad, bad]}),
+                                       searcher,
                                        out))
         assert stats.done == 2 and stats.failed == []
         for row in lines(out):
@@ -255,14 +258,17 @@ def test_rag_cites_only_passages_it_was_shown():
     llm = ScriptedLLM({"rag.judge": [RagJudgement(explanation="Paris passage", label="SUPPORTED",
                                                    cited_passages=["Paris#0", "Madrid#0", "Paris#0"])]})
     spec = get_method("rag")
-    v = asyncio.run(verify_one(Claim("c", "Paris is the capital of France"), spec, llm, FakeSearcher(ARTICLES),
+    v = asyncio.run(verify_one(Claim("c", "Paris is the capital of France"), spec, llm,
+                               FakeSearcher(ARTICLES),
                                spec.make_params({"k": 2, "constrain_citations": False, "select": False})))
     assert v.label is Label.SUPPORTED and [e.passage_id for e in v.evidence] == ["Paris#0"]
     assert v.trace.tool_calls[0].tool == "search" and v.trace.tool_calls[0].hits[0] == "Paris#0"
     prompt = llm.calls[0].messages[-1]["content"]
-    assert prompt.index("[Paris#0]") < prompt.index("Claim: Paris is the capital")  # evidence first, claim last
+    # evidence first, claim last
+    assert prompt.index("[Paris#0]") < prompt.index("Claim: Paris is the capital")
     # by default the schema enumerates the shown ids, so the server cannot produce an unknown one
-    llm2 = ScriptedLLM({"rag.judge": [RagJudgement(explanation="e", label="SUPPORTED", cited_passages=["Berlin#0"])]})
+    llm2 = ScriptedLLM({"rag.judge": [RagJudgement(explanation="e", label="SUPPORTED",
+                                                   cited_passages=["Berlin#0"])]})
     v2 = asyncio.run(verify_one(Claim("c", "Berlin capital Germany"), spec, llm2, FakeSearcher(ARTICLES),
                                 spec.make_params({"k": 2, "select": False})))
     enum = llm2.calls[0].output_model.model_json_schema()["properties"]["cited_passages"]["items"]["enum"]
@@ -309,7 +315,8 @@ class CountingState:
 
 async def _verify_counting(claim, ctx):
     ctx.state.claims.append(claim.id)
-    out = await ctx.llm.generate([{"role": "user", "content": claim.text}], DirectJudgement, role="counting.judge")
+    out = await ctx.llm.generate([{"role": "user", "content": claim.text}], DirectJudgement,
+                                 role="counting.judge")
     return Verdict(label=Label(out.label), explanation=out.explanation, trace=ctx.trace, method="counting")
 
 
@@ -326,7 +333,8 @@ def test_the_runner_opens_one_state_per_run_and_closes_it(tmp_path):
     spec = _counting_spec()
     llm = ScriptedLLM({"counting.judge": judge()})
     out = tmp_path / "r.jsonl"
-    stats = asyncio.run(run_claims(claims(5), spec, llm, None, out, concurrency=3, state_dir=tmp_path / "state"))
+    stats = asyncio.run(run_claims(claims(5), spec, llm, None, out, concurrency=3,
+                                   state_dir=tmp_path / "state"))
     assert stats.done == 5
     (state,) = CountingState.opened  # one state for the whole run, shared by every claim
     assert sorted(state.claims) == [f"c{i}" for i in range(5)] and state.closed == 1
@@ -350,7 +358,8 @@ def test_the_verifier_opens_its_state_once_and_closes_it(tmp_path, monkeypatch):
 
     spec = _counting_spec()
     monkeypatch.setitem(METHODS, "counting", spec)
-    v = Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}), settings=Settings(home=tmp_path))
+    v = Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}),
+                 settings=Settings(home=tmp_path))
     assert CountingState.opened == []  # opened lazily, on first use
     v.verify("One claim.")
     v.verify_many(["Two claims.", "Three claims."])
@@ -359,7 +368,8 @@ def test_the_verifier_opens_its_state_once_and_closes_it(tmp_path, monkeypatch):
     v.close()
     v.close()
     assert state.closed == 1
-    Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}), state_dir=tmp_path / "s").verify("x")
+    Verifier(method="counting", llm=ScriptedLLM({"counting.judge": judge()}),
+             state_dir=tmp_path / "s").verify("x")
     assert CountingState.opened[-1].state_dir == tmp_path / "s"
 
 
@@ -375,7 +385,8 @@ def test_claims_search_the_indexs_retriever_for_the_runs_mode():
             return self.fake
 
     index = Index()
-    llm = ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="e", label="SUPPORTED", cited_passages=[])})
+    llm = ScriptedLLM({"rag.judge": lambda m: RagJudgement(explanation="e", label="SUPPORTED",
+                                                           cited_passages=[])})
     spec = get_method("rag")
     asyncio.run(verify_one(Claim("c", "Paris capital"), spec, llm, index, spec.make_params({"k": 1}),
                            search_mode="bm25", exclude_titles=["Berlin"]))
@@ -392,12 +403,15 @@ def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced()
     from veracity.pipeline.methods.rag import RagSelection
 
     articles = {"Danube": ["The Danube flows into the Black Sea."],
-                "Baltic canal": ["A canal connected to the Baltic Sea."], "Riga": ["Riga lies on the Baltic Sea."]}
+                "Baltic canal": ["A canal connected to the Baltic Sea."],
+                "Riga": ["Riga lies on the Baltic Sea."]}
     spec = get_method("rag")
     claim = Claim("c", "The Danube flows into the Baltic Sea")
     judge_reply = RagJudgement(explanation="Black Sea", label="REFUTED", cited_passages=["Danube#0"])
-    llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
-    v = asyncio.run(verify_one(claim, spec, llm, FakeSearcher(articles), spec.make_params({"k": 3, "select": True})))
+    llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])],
+                       "rag.judge": [judge_reply]})
+    v = asyncio.run(verify_one(claim, spec, llm, FakeSearcher(articles), spec.make_params({"k": 3,
+                                                                                           "select": True})))
     assert [c.role for c in llm.calls] == ["rag.select", "rag.judge"]
     shown = llm.calls[0].prompt
     assert all(f"[{t}#0]" in shown for t in articles)  # the selector sees every retrieved passage
@@ -414,7 +428,8 @@ def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced()
 
     # a selection that never validates: the judge sees all three, and the trace names the fallback
     llm2 = ScriptedLLM({"rag.select": [{"relevant_passages": "not a list"}] * 2, "rag.judge": [judge_reply]})
-    v2 = asyncio.run(verify_one(claim, spec, llm2, FakeSearcher(articles), spec.make_params({"k": 3, "select": True})))
+    v2 = asyncio.run(verify_one(claim, spec, llm2, FakeSearcher(articles), spec.make_params({"k": 3,
+                                                                                             "select": True})))  # noqa: E501
     assert all(f"[{t}#0]" in llm2.calls[-1].prompt for t in articles)
     (failed,) = [e for e in v2.trace.events if e["kind"] == "rag.agent_failed"]
     assert failed["role"] == "rag.select" and "every retrieved passage" in failed["fallback"]
@@ -422,7 +437,8 @@ def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced()
 
     # select=false makes one call, the judge, on every passage
     llm3 = ScriptedLLM({"rag.judge": [judge_reply]})
-    asyncio.run(verify_one(claim, spec, llm3, FakeSearcher(articles), spec.make_params({"k": 3, "select": False})))
+    asyncio.run(verify_one(claim, spec, llm3, FakeSearcher(articles), spec.make_params({"k": 3,
+                                                                                        "select": False})))
     assert [c.role for c in llm3.calls] == ["rag.judge"] and "[Riga#0]" in llm3.calls[0].prompt
 
 
@@ -437,7 +453,8 @@ def test_rag_select_auto_selects_among_index_passages_but_not_among_a_claims_gol
     spec = get_method("rag")
     judge_reply = RagJudgement(explanation="Black Sea", label="REFUTED", cited_passages=["Danube#0"])
     auto = spec.make_params({"k": 2, "select": "auto"})
-    open_llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
+    open_llm = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])],
+                            "rag.judge": [judge_reply]})
     claim = Claim("c", "The Danube flows into the Baltic Sea")
     asyncio.run(verify_one(claim, spec, open_llm, FakeSearcher(articles), auto))
     assert [c.role for c in open_llm.calls] == ["rag.select", "rag.judge"]
@@ -449,7 +466,8 @@ def test_rag_select_auto_selects_among_index_passages_but_not_among_a_claims_gol
     asyncio.run(verify_one(gold_claim, spec, gold_llm, None, auto, retriever_for=claim_retrievers("gold")))
     assert [c.role for c in gold_llm.calls] == ["rag.judge"] and "[Riga#0]" in gold_llm.calls[0].prompt
     # select=true selects among gold passages too (what it did before auto existed)
-    forced = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])], "rag.judge": [judge_reply]})
+    forced = ScriptedLLM({"rag.select": [RagSelection(relevant_passages=["Danube#0"])],
+                          "rag.judge": [judge_reply]})
     asyncio.run(verify_one(gold_claim, spec, forced, None, spec.make_params({"k": 2, "select": True}),
                            retriever_for=claim_retrievers("gold")))
     assert [c.role for c in forced.calls] == ["rag.select", "rag.judge"]

@@ -58,7 +58,8 @@ class Cluster:
             if host in self.die_in_flight:
                 self.die_in_flight.discard(host)
                 self.dead.add(host)
-                raise httpx.RemoteProtocolError("server disconnected without sending a response", request=request)
+                raise httpx.RemoteProtocolError("server disconnected without sending a response",
+                                                request=request)
             if host in self.dead:
                 raise httpx.ReadError("connection reset", request=request)
         finally:
@@ -66,11 +67,13 @@ class Cluster:
         self.completions[host] += 1
         body = json.loads(request.content)
         self.prompts[host].append(body["messages"][-1]["content"])
-        return httpx.Response(200, json={"choices": [{"message": {"content": self.content}, "finish_reason": "stop"}],
+        return httpx.Response(200, json={"choices": [{"message": {"content": self.content},
+                                                      "finish_reason": "stop"}],
                                          "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
 
 
-def client(cluster: Cluster, endpoint="http://a:1/v1,http://b:1/v1", model="m", notes=None, **kw) -> LLMClient:
+def client(cluster: Cluster, endpoint="http://a:1/v1,http://b:1/v1", model="m", notes=None,
+           **kw) -> LLMClient:
     kw.setdefault("backoff_s", 0.001)
     kw.setdefault("health_interval_s", 0)
     return LLMClient(endpoint, model, transport=httpx.MockTransport(cluster),
@@ -88,7 +91,8 @@ def test_an_endpoint_list_is_split_normalized_and_checked():
     assert Settings(endpoint="http://a:1/v1,http://b:2/v1").endpoint == "http://a:1/v1,http://b:2/v1"
     for bad, words in ((",", "is empty"), ("  ", "is empty"), ("http://a:1/v1,,http://b:1/v1", "empty entry"),
                        ("http://a:1/v1,", "empty entry"), ("http://a:1/v1,a:1", "listed twice"),
-                       ("http://a:1/v1,ftp://b:1", r"'ftp://b:1' \(in"), ("http://a:1/v1,http://b:99999", "not a valid URL")):
+                       ("http://a:1/v1,ftp://b:1", r"'ftp://b:1' \(in"), ("http://a:1/v1,http://b:99999",
+                                                                          "not a valid URL")):
         with pytest.raises(ConfigError, match=words) as info:
             split_endpoints(bad)
         assert "\n" not in str(info.value) and info.value.hint
@@ -135,7 +139,8 @@ async def test_one_claims_calls_stay_on_one_endpoint():
         async def claim(cid: str) -> None:
             with affinity_scope(cid):
                 for step in range(3):  # sequential steps and parallel agents of one claim
-                    await asyncio.gather(*(llm.generate(msg(f"{cid}:{step}:{k}"), Out, role="t") for k in range(2)))
+                    await asyncio.gather(*(llm.generate(msg(f"{cid}:{step}:{k}"), Out,
+                                                        role="t") for k in range(2)))
 
         await asyncio.gather(*(claim(f"c{i}") for i in range(6)))
     where = {}
@@ -178,7 +183,8 @@ async def test_a_slow_but_live_endpoint_is_not_marked_down():
         llm.pool._affinity["c"] = llm.pool.members[1]
         cl.hang.add("b")
         with affinity_scope("c"), pytest.raises(EndpointBusyError,
-                                                match="http://b:1/v1 answers but did not finish a reply .* overloaded"):
+                                                match="http://b:1/v1 answers but did not finish a reply .* "
+                                                      "overloaded"):
             await llm.generate(msg(), Out, role="t")
         assert llm.pool.members[1].alive and llm.pool.failovers == 0
 
@@ -259,7 +265,8 @@ async def test_a_common_model_is_picked_when_none_is_given():
 async def test_no_live_endpoint_at_start_is_one_error():
     cl = Cluster()
     cl.dead.update({"a", "b"})
-    with pytest.raises(EndpointError, match=r"^none of the 2 model endpoints answers \(http://a:1/v1: ConnectError; "
+    with pytest.raises(EndpointError,
+                       match=r"^none of the 2 model endpoints answers \(http://a:1/v1: ConnectError; "
                                             r"http://b:1/v1: ConnectError\)") as info:
         await client(cl).start()
     assert "--replicas" in info.value.hint

@@ -26,11 +26,13 @@ def span(quote: str, passage: str) -> str | None:
 
 @pytest.mark.parametrize("quote, passage, expected", [
     # odd whitespace: runs, newlines, tabs, non-breaking spaces are one space; offsets cover the original
-    ("flows into the Atlantic", "It  flows\n into\tthe\u00a0Atlantic Ocean.", "flows\n into\tthe\u00a0Atlantic"),
+    ("flows into the Atlantic", "It  flows\n into\tthe\u00a0Atlantic Ocean.",
+     "flows\n into\tthe\u00a0Atlantic"),
     # case
     ("THE ATLANTIC ocean", "into the Atlantic Ocean.", "the Atlantic Ocean"),
     # curly quotes either way round
-    ('called "the river sea"', "It is called \u201cthe river sea\u201d today.", "called \u201cthe river sea\u201d"),
+    ('called "the river sea"', "It is called \u201cthe river sea\u201d today.",
+     "called \u201cthe river sea\u201d"),
     ("\u2018Old Man River\u2019", "nicknamed 'Old Man River' by", "'Old Man River'"),
     # dashes: en / em dash, minus sign and hyphen are one dash
     ("1914-1918", "served 1914\u20131918 in France", "1914\u20131918"),
@@ -54,8 +56,10 @@ def span(quote: str, passage: str) -> str | None:
      "He also went on to appear in the [[MTV_(UK_and_Ireland)|MTV]] reality show [[Ex_on_the_Beach|Ex on the "
      "Beach]] in 2015, and", "He also went on to appear in the [[MTV_(UK_and_Ireland)|MTV]] reality show "
      "[[Ex_on_the_Beach|Ex on the Beach]] in 2015"),
-    ("born in [[Brussels|Brussels]] as", "She was born in [[Brussels|Brussels]] as the", "born in [[Brussels|Brussels]] as"),
-    ("expelled from the CPGB in 1965", "expelled from the [[CPGB]] in 1965.", "expelled from the [[CPGB]] in 1965"),
+    ("born in [[Brussels|Brussels]] as", "She was born in [[Brussels|Brussels]] as the",
+     "born in [[Brussels|Brussels]] as"),
+    ("expelled from the CPGB in 1965", "expelled from the [[CPGB]] in 1965.",
+     "expelled from the [[CPGB]] in 1965"),
     ("it was initially called 'Romanian Paradise'.", 'it was initially called "Romanian Paradise."',
      'it was initially called "Romanian Paradise'),
     # spaces next to a dash do not count
@@ -84,7 +88,7 @@ def test_a_quote_that_is_not_there_is_not_found(quote, passage):
 
 
 def test_the_same_reply_always_gets_the_same_decision():
-    passage = "The  Amazon River\u00a0\u2014 in South\nAmerica \u2014 flows into the \u201cAtlantic\u201d Ocean."
+    passage = "The  Amazon River\u00a0\u2014 in South\nAmerica \u2014 flows into the \u201cAtlantic\u201d Ocean."  # noqa: E501
     quotes = [("Amazon River#0", "amazon river - in south america"), ("Amazon River#0", "the Pacific Ocean")]
     ev = [Evidence("Amazon River#0", "Amazon River", passage)]
     first = check_quotes(quotes, ev)
@@ -109,7 +113,8 @@ def test_a_quote_must_be_in_the_passage_it_cites_and_a_decisive_verdict_must_quo
                                               '"x" is not in passage [C#0]']
     assert problems([], decisive=True) == ["the verdict quotes no passage"]
     assert problems([], decisive=False) == []
-    assert Quote("A#0", "Alpha", 0, 5).to_dict() == {"passage_id": "A#0", "text": "Alpha", "start": 0, "end": 5,
+    assert Quote("A#0", "Alpha", 0, 5).to_dict() == {"passage_id": "A#0", "text": "Alpha", "start": 0,
+                                                     "end": 5,
                                                       "found": True}
 
 
@@ -125,20 +130,24 @@ def test_the_quote_schema_enumerates_the_shown_ids_and_bounds_each_quote():
 
 # ----------------------------------------------------------------- rag with quotes
 # the issue's false attribution: the passage says nothing about the river's mouth
-AMAZON = {"Amazon River": ["The Amazon River in South America is the largest river by discharge volume of water "
+AMAZON = {"Amazon River": ["The Amazon River in South America is the largest river by discharge volume of "
+                           "water "
                            "in the world, and the disputed longest river system in the world."]}
 CLAIM = Claim("amazon", "The Amazon River flows into the Pacific Ocean")
 MISREAD = {"explanation": "The passage states that the Amazon River flows into the Pacific Ocean.",
            "label": "SUPPORTED",
-           "quotes": [{"passage_id": "Amazon River#0", "quote": "The Amazon River flows into the Pacific Ocean"}]}
+           "quotes": [{"passage_id": "Amazon River#0",
+                       "quote": "The Amazon River flows into the Pacific Ocean"}]}
 HONEST = {"explanation": "The passage does not say where the river ends.", "label": "NOT_ENOUGH_INFO",
-          "quotes": [{"passage_id": "Amazon River#0", "quote": "the largest river by discharge volume of water"}]}
+          "quotes": [{"passage_id": "Amazon River#0",
+                      "quote": "the largest river by discharge volume of water"}]}
 
 
 def run_rag(replies, space=None, **params):
     llm = ScriptedLLM({"rag.judge": list(replies)})
     spec = METHODS["rag"]
-    verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(AMAZON), spec.make_params({"select": "false", **params}),
+    verdict = asyncio.run(verify_one(CLAIM, spec, llm, FakeSearcher(AMAZON),
+                                     spec.make_params({"select": "false", **params}),
                                      label_space=space))
     return verdict, llm
 
@@ -153,7 +162,7 @@ def test_the_amazon_misreading_is_not_supported_when_the_retry_misreads_again():
     assert [c.role for c in llm.calls] == ["rag.judge", "rag.judge"]  # one retry, no more
     retry = llm.calls[1].messages
     assert retry[:2] == llm.calls[0].messages and retry[2]["role"] == "assistant"
-    assert '"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]' in retry[3]["content"]
+    assert '"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]' in retry[3]["content"]  # noqa: E501
     assert [e["attempt"] for e in events(verdict, MISMATCH_EVENT)] == [1, 2]
     (ung,) = events(verdict, UNGROUNDED_EVENT)
     assert ung["label_given"] == "SUPPORTED" and ung["label"] == "NOT_ENOUGH_INFO" and ung["mode"] == "check"
@@ -214,7 +223,8 @@ def test_every_method_that_reads_passages_has_the_switch_off_by_default_and_dire
 
     for name, spec in METHODS.items():
         if name == "direct":
-            with pytest.raises(ConfigError, match="direct reads no passages .closed book., so its verdict has nothing"):
+            with pytest.raises(ConfigError,
+                               match="direct reads no passages .closed book., so its verdict has nothing"):
                 spec.make_params({"quotes": "check"})
             continue
         assert spec.make_params({}).quotes == "off", name
@@ -247,7 +257,8 @@ def test_the_cli_panel_prints_each_quote_under_its_passage():
     assert "ungrounded" in verdict_line(record, None).plain
 
 
-# ----------------------------------------------------------------- MERMAID's switch (off in the paper configs)
+# ----------------------------------------------------------------- MERMAID's switch (off in the paper
+# configs)
 def run_mermaid(executor, final=(), **params):
     from veracity.pipeline.engine import open_run_state
 
@@ -262,8 +273,10 @@ def run_mermaid(executor, final=(), **params):
     return verdict, llm
 
 
-SEARCH = {"thought": "look it up", "action": "search", "argument": "Amazon River", "label": None, "quotes": []}
-FINISH_MISREAD = {"thought": "The passage says it flows into the Pacific.", "action": "finish", "argument": "",
+SEARCH = {"thought": "look it up", "action": "search", "argument": "Amazon River", "label": None,
+          "quotes": []}
+FINISH_MISREAD = {"thought": "The passage says it flows into the Pacific.", "action": "finish",
+                  "argument": "",
                   "label": "SUPPORTED", "quotes": MISREAD["quotes"]}
 
 
@@ -280,7 +293,7 @@ def test_mermaid_quotes_check_retries_a_misread_finish_as_the_final_verdict():
 def test_mermaid_quotes_check_keeps_a_grounded_forced_verdict():
     verdict, llm = run_mermaid([SEARCH, SEARCH], [HONEST], quotes="check")
     assert [c.role for c in llm.calls][-1] == "mermaid.final" and len(llm.calls) == 3
-    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and verdict.quotes[0].found
+    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and verdict.quotes[0].found  # noqa: E501
 
 
 def test_mermaid_quotes_off_is_the_paper_executor():
@@ -294,10 +307,12 @@ def test_mermaid_quotes_off_is_the_paper_executor():
 
 # ----------------------------------------------------------------- issue 44: brackets, chunk edges, key terms
 def test_editorial_brackets_and_chunk_edges_are_tolerated():
-    passage = 'She won the Nobel Prize in Chemistry "[for] the discovery of the elements radium and polonium".'
-    assert span('"for the discovery of the elements radium', passage) == '"[for] the discovery of the elements radium'
+    passage = 'She won the Nobel Prize in Chemistry "[for] the discovery of the elements radium and polonium".'  # noqa: E501
+    assert span('"for the discovery of the elements radium',
+                passage) == '"[for] the discovery of the elements radium'
     chunk = "In 1898 Marie Curie discovered the elements radium and"  # the chunk ends mid-sentence
-    (q,) = check_quotes([("a", "discovered the elements radium and polonium in 1898")], [Evidence("a", "t", chunk)])
+    (q,) = check_quotes([("a", "discovered the elements radium and polonium in 1898")], [Evidence("a", "t",
+                                                                                                  chunk)])
     assert q.found and q.at_edge and chunk[q.start:q.end] == "discovered the elements radium and"
     assert q.to_dict()["at_edge"] is True and "at_edge" not in Quote("a", "x", 0, 1).to_dict()
     (q,) = check_quotes([("a", "She was the first woman")], [Evidence("a", "t", "Marie Curie. She")])
@@ -313,7 +328,8 @@ def test_a_verbatim_quote_that_never_mentions_the_claims_key_terms_is_flagged():
     assert terms["missing"] == ["Tiber"] and terms["flag"] == "the quotes never mention Tiber"
     elsewhere = [Quote("Tiber#0", "the river flows through the city", 0, 30)]
     assert quote_terms("Rome is on the Tiber.", elsewhere)["flag"] == "the quotes never mention Rome"
-    assert quote_terms("Rome is on the Tiber.", [Quote("R#0", "Rome lies on the Tiber", 0, 5)])["flag"] is None
+    assert quote_terms("Rome is on the Tiber.", [Quote("R#0", "Rome lies on the Tiber", 0,
+                                                       5)])["flag"] is None
     verdict, _ = run_rag([HONEST], quotes="check")
     assert verdict.to_dict(CLAIM)["quote_terms"]["subject"] == "Amazon River"
 
@@ -321,16 +337,20 @@ def test_a_verbatim_quote_that_never_mentions_the_claims_key_terms_is_flagged():
 def test_an_explanation_may_not_attribute_words_the_passage_lacks():
     from veracity.pipeline.quotes import unsupported_attributions
 
-    curie = [Evidence("Marie Curie#0", "Marie Curie", "Marie Curie was a Polish physicist and chemist who conducted "
+    curie = [Evidence("Marie Curie#0", "Marie Curie",
+                      "Marie Curie was a Polish physicist and chemist who conducted "
                       "pioneering research on radioactivity.")]
-    (lack,) = unsupported_attributions("The passage states that Marie Curie was born in Warsaw, so the claim is "
+    (lack,) = unsupported_attributions("The passage states that Marie Curie was born in Warsaw, so the claim "
+                                       "is "
                                        "refuted.", curie)
     assert "born, warsaw" in lack
     assert unsupported_attributions("Passage [Marie Curie#0] says she was a Polish physicist.", curie) == []
     assert unsupported_attributions("The passage says nothing about her birthplace.", curie) == []
-    assert unsupported_attributions('It reads "born in Paris in 1900".', curie) == ['"born in Paris in 1900" is not in the passages']
+    assert unsupported_attributions('It reads "born in Paris in 1900".',
+                                    curie) == ['"born in Paris in 1900" is not in the passages']
     # in quotes=check the attribution is a mismatch like a missing quote: retried, then not supported
-    lying = {**HONEST, "label": "SUPPORTED", "explanation": "The passage states that the river ends in the Pacific."}
+    lying = {**HONEST, "label": "SUPPORTED",
+             "explanation": "The passage states that the river ends in the Pacific."}
     verdict, llm = run_rag([lying, lying], quotes="check")
     assert len(llm.calls) == 2 and "the passages, which lack" in llm.calls[1].messages[-1]["content"]
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
@@ -353,10 +373,11 @@ def test_check_shows_the_quotes_in_json_terminal_and_html():
     verdict, _ = run_rag([HONEST], quotes="check")
     claim = Claim("t#s1c1", CLAIM.text)
     ex = Extraction("t", CLAIM.text + ".", [Sentence(1, 0, len(CLAIM.text) + 1, CLAIM.text + ".",
-                                                      [ExtractedClaim("t#s1c1", CLAIM.text, "factual")])], {}, {})
+                                                      [ExtractedClaim("t#s1c1", CLAIM.text, "factual")])], {},
+                    {})
     rec = json.loads(json.dumps(assemble(ex, {claim.id: verdict.to_dict(claim)}, "rag")))
     item = rec["sentences"][0]["claims"][0]
-    assert item["quotes"][0]["text"] == "the largest river by discharge volume of water" and item["grounding"] == "grounded"
+    assert item["quotes"][0]["text"] == "the largest river by discharge volume of water" and item["grounding"] == "grounded"  # noqa: E501
     assert item["quote_terms"]["flag"] == "the quotes never mention Amazon River"
     con = Console(width=250, record=True)
     con.print(render_text(rec))
@@ -420,14 +441,17 @@ def test_each_combining_mark_stays_with_its_own_letter_in_the_offsets():
 def test_the_grounding_texts_and_schemas_word_for_word():
     from pydantic import BaseModel
 
-    from veracity.pipeline.grounding import Grounded, not_supported, quoted, retry_prompt, ungrounded_explanation
+    from veracity.pipeline.grounding import Grounded, not_supported, quoted, retry_prompt, ungrounded_explanation  # noqa: E501
     from veracity.pipeline.labels import THREE_WAY
 
     assert retry_prompt(["a", "b"], THREE_WAY) == (
-        "Your quotes must be copied word for word from the passages they cite, and a verdict that the passages "
-        "settle must quote them. These do not hold:\n- a\n- b\nAnswer again: quote the exact words of the passages "
+        "Your quotes must be copied word for word from the passages they cite, and a verdict that the "
+        "passages "
+        "settle must quote them. These do not hold:\n- a\n- b\nAnswer again: quote the exact words of the "
+        "passages "
         "your label rests on, or, if the passages do not say it, answer NOT_ENOUGH_INFO.")
-    assert retry_prompt(["a"], BINARY).endswith("answer REFUTED.") and retry_prompt(["a"], BINARY, "False").endswith(
+    assert retry_prompt(["a"], BINARY).endswith("answer REFUTED.") and retry_prompt(["a"], BINARY,
+                                                                                    "False").endswith(
         "answer False.")
     assert not_supported(THREE_WAY) is Label.NOT_ENOUGH_INFO and not_supported(BINARY) is Label.REFUTED
 
@@ -445,8 +469,10 @@ def test_the_grounding_texts_and_schemas_word_for_word():
     assert schema["properties"]["quotes"]["maxItems"] == 2
 
     reply = model(explanation="It says so.", label="SUPPORTED", quotes=[])
-    g = Grounded(reply, [], "ungrounded", problems=["x is not in passage [A#0]", "the verdict quotes no passage"])
-    assert ungrounded_explanation(g) == ("Ungrounded: x is not in passage [A#0]; the verdict quotes no passage. "
+    g = Grounded(reply, [], "ungrounded", problems=["x is not in passage [A#0]",
+                                                    "the verdict quotes no passage"])
+    assert ungrounded_explanation(g) == ("Ungrounded: x is not in passage [A#0]; the verdict quotes no "
+                                         "passage. "
                                          "The judge had answered SUPPORTED: It says so.")
     assert ungrounded_explanation(g, "T").endswith("answered SUPPORTED: T")
 
@@ -454,7 +480,8 @@ def test_the_grounding_texts_and_schemas_word_for_word():
 def test_whitespace_at_the_ends_and_inside_runs_maps_back_exactly():
     norm, spans = normalise("  Zurich  ")  # spaces before and after: dropped
     assert norm == "zurich" and spans[0] == (2, 3) and spans[-1] == (7, 8)
-    assert normalise("ab  c") == ("ab c", [(0, 1), (1, 2), (2, 4), (4, 5)])  # a run later in the text: one space
+    # a run later in the text: one space
+    assert normalise("ab  c") == ("ab c", [(0, 1), (1, 2), (2, 4), (4, 5)])
     assert locate("  flows into the  ", "It flows into the sea.") == (3, 17)
 
 

@@ -27,7 +27,8 @@ from veracity.cli.verify import verify
 from veracity.errors import ClusterError, ConfigError, EndpointError, OutputError
 from veracity.pipeline.api import Verifier
 from veracity.pipeline.methods.rag import RagJudgement
-from veracity.pipeline.backends.ray import (ClaimActor, RayOptions, actor_cpus, actor_recipe, claim_of, claim_payload,
+from veracity.pipeline.backends.ray import (ClaimActor, RayOptions, actor_cpus, actor_recipe, claim_of,
+                                            claim_payload,
                                             collect, connect)
 from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.results import ResultSink, ResultWriter
@@ -39,7 +40,8 @@ ARTICLES = {"Paris": ["Paris is the capital of France."], "Berlin": ["Berlin is 
 
 def rag_llm(**kw) -> ScriptedLLM:
     return ScriptedLLM({"rag.judge": lambda m: RagJudgement(
-        explanation="The passage says so.", label="SUPPORTED" if "[Paris#0]" in m[-1]["content"] else "REFUTED",
+        explanation="The passage says so.", label="SUPPORTED" if "[Paris#0]" in m[-1]["content"]
+                                                            else "REFUTED",
         cited_passages=["Paris#0"] if "[Paris#0]" in m[-1]["content"] else [])}, **kw)
 
 
@@ -87,7 +89,8 @@ def ray_options(backend, address=None, actors=None):
     """(backend, Ray options) as the run's config checks and normalises them (the one place)."""
     c = VerifierConfig.of(method="direct", backend=backend, ray_address=address, ray_actors=actors)
     ex = c.execution
-    return ex.backend, (None if ex.backend == "local" else RayOptions(address=ex.ray_address, actors=ex.ray_actors))
+    return ex.backend, (None if ex.backend == "local" else RayOptions(address=ex.ray_address,
+                                                                      actors=ex.ray_actors))
 
 
 def verify_many_ray(v, claims, out=None, concurrency=None, progress=False, on_result=None, rows=None):
@@ -169,9 +172,11 @@ def test_the_local_backend_needs_no_ray(monkeypatch, tmp_path):
     v = Verifier(method="rag", index=FakeSearcher(ARTICLES), llm=rag_llm(), state_dir=tmp_path, k=1)
     stats = v.verify_many(["Paris is the capital of France."], out=tmp_path / "r.jsonl")
     assert v.backend == "local" and stats.done == 1 and lines(tmp_path / "r.jsonl")[0]["label"] == "SUPPORTED"
-    code = ("import sys, veracity.cli, veracity.pipeline.api, veracity.bench.run, veracity.pipeline.backends.ray;"
+    code = ("import sys, veracity.cli, veracity.pipeline.api, veracity.bench.run, "
+            "veracity.pipeline.backends.ray;"
             "sys.exit('ray' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0  # importing veracity never imports ray
+    # importing veracity never imports ray
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 def test_a_single_claim_is_not_sent_to_ray(monkeypatch, capsys):
@@ -185,19 +190,21 @@ def test_the_actor_runs_the_unchanged_method_and_reports_failures_per_claim(tmp_
         if "Atlantis" in m[-1]["content"]:
             raise RuntimeError("a bug in   one claim")
         if "Mars" in m[-1]["content"]:
-            raise EndpointError("cannot reach the model endpoint http://x/v1 (ConnectError)", hint="restart it")
+            raise EndpointError("cannot reach the model endpoint http://x/v1 (ConnectError)",
+                                hint="restart it")
         return RagJudgement(explanation="ok", label="SUPPORTED", cited_passages=[])
 
     llm = ScriptedLLM({"rag.judge": judge})
     v = ray_verifier(llm, tmp_path)
     actor = ClaimActor(actor_recipe(v, None, None))
-    claims = [Claim("p", "Paris is the capital of France.", meta={"topic": "geo"}), Claim("a", "Atlantis sank."),
+    claims = [Claim("p", "Paris is the capital of France.", meta={"topic": "geo"}), Claim("a",
+                                                                                          "Atlantis sank."),
               Claim("m", "Mars is red.")]
     batch = asyncio.run(actor({"id": [c.id for c in claims], "claim": [claim_payload(c) for c in claims]}))
     assert batch["id"] == ["p", "a", "m"] and batch["kind"] == ["ok", "failed", "endpoint"]
     record = json.loads(batch["record"][0])
     assert record["id"] == "p" and record["label"] == "SUPPORTED" and record["method"] == "rag"
-    assert record["trace"]["summary"]["llm_calls"] == 1 and record["trace"]["tool_calls"][0]["tool"] == "search"
+    assert record["trace"]["summary"]["llm_calls"] == 1 and record["trace"]["tool_calls"][0]["tool"] == "search"  # noqa: E501
     assert batch["error"][1] == "RuntimeError: a bug in one claim" and batch["record"][1] == ""
     assert "cannot reach the model endpoint" in batch["error"][2] and batch["hint"][2] == "restart it"
     assert claim_of(claim_payload(claims[0])) == claims[0]
@@ -227,7 +234,8 @@ def test_collect_writes_as_rows_come_and_stops_at_an_endpoint_error(tmp_path):
     stats = RunStats(out_path=path)
     seen = []
     w = ResultSink(path, stats, on_result=seen.append)
-    rows = [ok_row("a"), ok_row("a", "REFUTED"), {"id": "b", "kind": "failed", "record": "", "error": "X: y", "hint": ""},
+    rows = [ok_row("a"), ok_row("a", "REFUTED"), {"id": "b", "kind": "failed", "record": "", "error": "X: y",
+                                                  "hint": ""},
             {"id": "a", "kind": "failed", "record": "", "error": "late retry", "hint": ""},
             {"id": "c", "kind": "endpoint", "record": "", "error": "endpoint gone", "hint": "restart"},
             ok_row("d")]
@@ -272,7 +280,7 @@ def test_driver_writes_manifest_and_results_resumes_and_drops_duplicates(tmp_pat
     assert got["p"]["label"] == "SUPPORTED" and got["b"]["label"] == "REFUTED"
     assert stats.done == 2 and stats.skipped == 0 and len(stats.rejected) == 1 and stats.total == 2
     manifest = json.loads((tmp_path / "results.jsonl.manifest.json").read_text())
-    assert manifest["method"] == "rag" and manifest["model"] == "scripted-llm" and manifest["params"]["k"] == 1
+    assert manifest["method"] == "rag" and manifest["model"] == "scripted-llm" and manifest["params"]["k"] == 1  # noqa: E501
     stats = verify_many_ray(v, str(src), out=out, rows=twice)  # resume: nothing left, no pipeline
     assert stats.done == 0 and stats.skipped == 2 and len(calls) == 1 and len(lines(out)) == 2
 
@@ -298,7 +306,8 @@ def test_driver_stop_keeps_what_was_written(tmp_path):
 
     with pytest.raises(ClusterError, match="the Ray pipeline failed: RuntimeError: ActorDiedError") as info:
         verify_many_ray(v, claims, out=out, rows=cluster_breaks)
-    assert "\n" not in str(info.value) and info.value.stats.done == 0 and [r["id"] for r in lines(out)] == ["p"]
+    assert "\n" not in str(info.value) and info.value.stats.done == 0 and [r["id"]
+                                                                           for r in lines(out)] == ["p"]
     stats = verify_many_ray(v, claims, out=out, rows=in_process_rows)  # the same run again finishes the rest
     assert stats.skipped == 1 and stats.done == 1 and sorted(r["id"] for r in lines(out)) == ["p", "q"]
 
@@ -320,7 +329,8 @@ def test_an_unreachable_address_is_one_line_and_loses_nothing(monkeypatch, capsy
 
     monkeypatch.setattr(Engine, "_client", client)
     src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
-    src.write_text('{"id": "p", "claim": "Paris is the capital of France."}\n{"id": "q", "claim": "Paris is old."}\n')
+    src.write_text('{"id": "p", "claim": "Paris is the capital of France."}\n{"id": "q", "claim": "Paris is '
+                   'old."}\n')
     out.write_text('{"id": "p", "label": "SUPPORTED"}\n')
     before = out.read_bytes()
     port = free_port()
@@ -355,16 +365,18 @@ def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_p
     spec = importlib.util.spec_from_file_location("ray_vs_local", root / "benchmarks" / "ray_vs_local.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    text = "verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \nclaims/min, 50 tokens/s)"
+    text = "verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \nclaims/min, 50 tokens/s)"  # noqa: E501
     assert bench.parse_summary(text) == {"written": 4, "failed": 1, "run_claims_per_min": 17.5}
     assert bench.parse_summary("error: endpoint down")["written"] is None
-    args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=4, index=tmp_path, evidence=None,
+    args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=4, index=tmp_path,
+                              evidence=None,
                               param=["k=2"], ray_actors=2, ray_address="auto", ray_concurrency=None)
     local = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "local")
     ray = bench.command(args, tmp_path / "c.jsonl", tmp_path / "o.jsonl", "ray")
     assert local[local.index("--backend") + 1] == "local" and "--ray-actors" not in local
     assert local[-4:] == ["--concurrency", "4", "--backend", "local"]  # 4 claims in flight in all
-    assert ray[len(local) - 4:] == ["--concurrency", "2", "--backend", "ray", "--ray-actors", "2", "--ray-address",
+    assert ray[len(local) - 4:] == ["--concurrency", "2", "--backend", "ray", "--ray-actors", "2",
+                                    "--ray-address",
                                     "auto"] and ray[:len(local) - 4] == local[:-4]  # 2 actors x 2 in flight
 
 
@@ -372,11 +384,14 @@ def test_an_actors_error_reaches_the_user_as_one_line():
     from veracity.errors import IndexDirError
     from veracity.pipeline.backends.ray import _cluster_failure
 
-    text = ("The actor died because of an error raised in its creation task, \x1b[36mray::MapWorker(MapBatches("
-            "ClaimActor)).__init__()\x1b[39m (pid=1, ip=10.0.0.7)\n  File \"api.py\", line 77, in open_index\n"
+    text = ("The actor died because of an error raised in its creation task, "
+            "\x1b[36mray::MapWorker(MapBatches("
+            "ClaimActor)).__init__()\x1b[39m (pid=1, ip=10.0.0.7)\n  File \"api.py\", line 77, in "
+            "open_index\n"
             "veracity.errors.IndexDirError: index directory /data/idx does not exist\n")
     err = _cluster_failure(RuntimeError(text))
-    assert isinstance(err, IndexDirError) and str(err) == "on a Ray actor: index directory /data/idx does not exist"
+    assert isinstance(err,
+                      IndexDirError) and str(err) == "on a Ray actor: index directory /data/idx does not exist"  # noqa: E501
     assert "index at the driver's path" in err.hint
 
     class TaskError(Exception):  # like Ray's RayTaskError: the actor's exception in .cause
@@ -399,7 +414,8 @@ def test_rays_error_messages_stay_off_stdout(tmp_path, capfd):
     log = tmp_path / "ray-driver.log"
     original = ray_worker.print_to_stdstream
     with ray_output_to(log), ray_messages_to_log():  # what Ray's error listener calls for a raylet's message
-        ray_worker.print_to_stdstream({"lines": ["Task failed: Traceback ..."], "pid": "raylet", "is_err": False},
+        ray_worker.print_to_stdstream({"lines": ["Task failed: Traceback ..."], "pid": "raylet",
+                                       "is_err": False},
                                       ignore_prefix=False)
     assert ray_worker.print_to_stdstream is original
     assert log.read_text() == "(raylet) Task failed: Traceback ...\n" and capfd.readouterr().out == ""

@@ -31,7 +31,8 @@ def test_ci_installs_and_tests_only_through_the_readme():
     assert "readme_commands.py install" in script and "readme_commands.py test" in script
     # no install of veracity and no pytest run of its own: every such line comes from the README
     own = [line for line in script.splitlines()
-           if not line.lstrip().startswith("#") and ("pip install" in line and "-e" in line or "pytest tests" in line)]
+           if not line.lstrip().startswith("#") and ("pip install" in line and "-e" in line
+                                                     or "pytest tests" in line)]
     assert own == []
 
 

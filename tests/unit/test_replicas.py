@@ -46,7 +46,7 @@ class H(BaseHTTPRequestHandler):
         self._send({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
 ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-'''
+'''  # noqa: E501
 
 
 @pytest.fixture()
@@ -81,13 +81,15 @@ def test_device_groups_split_gpus_and_cpu_cores():
     spec = ServerSpec(model="m", tensor_parallel_size=2)
     assert device_groups(2, spec, on_gpu=True, gpu_count=4) == [{"CUDA_VISIBLE_DEVICES": "0,1"},
                                                                {"CUDA_VISIBLE_DEVICES": "2,3"}]
-    with pytest.raises(ConfigError, match="3 replicas x 2 GPU\\(s\\) each need 6 GPUs; this machine has 4") as info:
+    with pytest.raises(ConfigError,
+                       match="3 replicas x 2 GPU\\(s\\) each need 6 GPUs; this machine has 4") as info:
         device_groups(3, spec, on_gpu=True, gpu_count=4)
     assert "--replicas 2" in info.value.hint
     one = ServerSpec(model="m")
     assert device_groups(2, one, on_gpu=False, cpus=[0, 1, 2, 3]) == [{"VLLM_CPU_OMP_THREADS_BIND": "0,1"},
                                                                       {"VLLM_CPU_OMP_THREADS_BIND": "2,3"}]
-    assert device_groups(3, one, on_gpu=False, cpus=[0, 1]) == [{}, {}, {}]  # fewer cores than replicas: shared
+    # fewer cores than replicas: shared
+    assert device_groups(3, one, on_gpu=False, cpus=[0, 1]) == [{}, {}, {}]
     assert device_groups(1, one, on_gpu=False, cpus=[0, 1]) == [{}]
 
 
@@ -100,7 +102,8 @@ def test_replica_ports_must_fit_and_be_free():
         s.bind(("127.0.0.1", 0))
         s.listen()
         busy = s.getsockname()[1]
-        with pytest.raises(ServerError, match=f"port {busy} on 127.0.0.1 is in use \\(the 2 replicas take ports "
+        with pytest.raises(ServerError,
+                           match=f"port {busy} on 127.0.0.1 is in use \\(the 2 replicas take ports "
                                               f"{busy - 1}-{busy}\\)"):
             srv.check_replica_ports(ServerSpec(model="m", port=busy - 1), 2)
 
@@ -146,7 +149,7 @@ def test_a_managed_set_serves_every_command_and_stops_as_one(stand_in, tmp_path)
     assert "replica 1 of 2" in res.output and "replica 2 of 2" in res.output
 
     res = CliRunner().invoke(cli, ["serve", "--stop"])
-    assert res.exit_code == 0 and res.output.count("stopped m at") == 1 and "cleared the state" in res.output, res.output
+    assert res.exit_code == 0 and res.output.count("stopped m at") == 1 and "cleared the state" in res.output, res.output  # noqa: E501
     assert replica_statuses(settings) == [] and not srv.pid_alive(states[0].pid)
 
 

@@ -88,7 +88,8 @@ def test_hybrid_passes_exclusions_to_both():
                                                           exclude_patterns=[r"^Z"])
     assert first.calls == second.calls == [("q", 3, ("A",), (r"^Z",))]
     # without A: first [B, C], second [C, D]
-    assert [(h.passage_id, h.score) for h in hits] == [("C#0", 1 / 62 + 1 / 61), ("B#0", 1 / 61), ("D#0", 1 / 62)]
+    assert [(h.passage_id, h.score) for h in hits] == [("C#0", 1 / 62 + 1 / 61), ("B#0", 1 / 61), ("D#0",
+                                                                                                   1 / 62)]
 
 
 def test_hybrid_k_zero_asks_nobody():
@@ -206,15 +207,18 @@ def test_searcher_search_delegates_to_the_mode_retriever(tmp_path, monkeypatch):
     bm25 = searcher.search("q", 2, mode="bm25")
     assert bm25 == [Hit("A#0", "A", "text of A", 3.0), Hit("B#0", "B", "text of B", 2.0)]
     dense = searcher.search("q", 2, mode="dense")
-    assert [(h.passage_id, h.title, h.text) for h in dense] == [("C#0", "C", "text of C"), ("A#0", "A", "text of A")]
+    assert [(h.passage_id, h.title, h.text) for h in dense] == [("C#0", "C", "text of C"), ("A#0", "A",
+                                                                                            "text of A")]
     assert [h.score for h in dense] == pytest.approx([0.9, 0.8])
     hybrid = searcher.search("q", 3)  # default mode: hybrid
     assert hybrid == searcher.retriever("hybrid").search("q", 3)
-    assert hybrid == [Hit("A#0", "A", "text of A", 1 / 61 + 1 / 62), Hit("C#0", "C", "text of C", 1 / 63 + 1 / 61),
+    assert hybrid == [Hit("A#0", "A", "text of A", 1 / 61 + 1 / 62), Hit("C#0", "C", "text of C",
+                                                                         1 / 63 + 1 / 61),
                       Hit("B#0", "B", "text of B", 1 / 62)]
     # exclusions reach both parts: without A, BM25 gives [B, C] and dense [C, D]
     hybrid = searcher.search("q", 3, exclude_titles=["A"])
-    assert [(h.passage_id, h.score) for h in hybrid] == [("C#0", 1 / 62 + 1 / 61), ("B#0", 1 / 61), ("D#0", 1 / 62)]
+    assert [(h.passage_id, h.score) for h in hybrid] == [("C#0", 1 / 62 + 1 / 61), ("B#0", 1 / 61), ("D#0",
+                                                                                                     1 / 62)]
     assert [h.passage_id for h in searcher.search("q", 3, exclude_patterns=["^[AC]$"])] == ["B#0", "D#0"]
     assert searcher.search("q", 0) == []
     assert loads == ["fake-encoder"]  # loaded once, lazily
@@ -252,4 +256,5 @@ def test_tools_search_the_given_retriever_and_trace_the_calls():
     assert asyncio.run(tools.open_page("B")) == [] and retriever.opened == []
     assert [e.passage_id for e in asyncio.run(tools.open_page("A", role="reader"))] == ["A#0"]
     assert [(c.tool, c.query, c.hits, c.role) for c in trace.tool_calls] == [
-        ("search", "query", ["A#0"], "planner"), ("open_page", "B", [], None), ("open_page", "A", ["A#0"], "reader")]
+        ("search", "query", ["A#0"], "planner"), ("open_page", "B", [], None), ("open_page", "A", ["A#0"],
+                                                                                "reader")]

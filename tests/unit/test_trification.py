@@ -58,12 +58,14 @@ def test_self_dependency_is_a_cycle():
 
 
 def test_root_must_be_search():
-    errs = validate_plan([N("t_1", "THINK"), N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1", "t_1"])], max_nodes=12)
+    errs = validate_plan([N("t_1", "THINK"), N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1", "t_1"])],
+                         max_nodes=12)
     assert len(errs) == 1 and "t_1: a root node must be a SEARCH node" in errs[0]
 
 
 def test_refine_has_at_most_one_parent():
-    plan = [N("s_1", "SEARCH"), N("s_2", "SEARCH"), N("r_1", "REFINE", ["s_1", "s_2"]), N("j_1", "JUDGE", ["r_1"])]
+    plan = [N("s_1", "SEARCH"), N("s_2", "SEARCH"), N("r_1", "REFINE", ["s_1", "s_2"]), N("j_1", "JUDGE",
+                                                                                          ["r_1"])]
     errs = validate_plan(plan, max_nodes=12)
     assert len(errs) == 1 and "r_1: a REFINE node may have at most one parent" in errs[0]
 
@@ -92,7 +94,8 @@ def test_subgraph_may_depend_on_existing_nodes_but_not_reuse_their_ids():
     sub = [N("s_3", "SEARCH"), N("j_2", "JUDGE", ["s_3", "s_1"])]
     assert validate_plan(sub, max_nodes=12, external_ids=["s_1"]) == []
     assert validate_plan(sub, max_nodes=12) != []  # s_1 unknown without the graph
-    clash = validate_plan([N("s_1", "SEARCH"), N("j_2", "JUDGE", ["s_1"])], max_nodes=12, external_ids=["s_1"])
+    clash = validate_plan([N("s_1", "SEARCH"), N("j_2", "JUDGE", ["s_1"])], max_nodes=12,
+                          external_ids=["s_1"])
     assert any("already used" in e for e in clash)
 
 
@@ -118,7 +121,7 @@ def test_plan_models_follow_ablations():
     assert plan_model_for(("SEARCH", "REFINE", "THINK", "JUDGE")) is VerificationPlan
     assert plan_model_for(("SEARCH", "THINK", "JUDGE")) is VerificationPlanNoRefine
     assert plan_model_for(("SEARCH", "JUDGE")) is VerificationPlanSearchJudge
-    enum = VerificationPlanNoRefine.model_json_schema()["$defs"]["PlanNodeNoRefine"]["properties"]["type"]["enum"]
+    enum = VerificationPlanNoRefine.model_json_schema()["$defs"]["PlanNodeNoRefine"]["properties"]["type"]["enum"]  # noqa: E501
     assert "REFINE" not in enum
 
 
@@ -155,7 +158,9 @@ SEARCHER_PAGES = {
 
 
 def plan(*nodes):
-    return {"reasoning": "the paragraph names a tower and its builder", "nodes": [{"id": n.id, "type": n.type, "input": n.input, "hint": n.hint,
+    return {"reasoning": "the paragraph names a tower and its builder", "nodes": [{"id": n.id, "type": n.type,
+                                                                                   "input": n.input,
+                                                                                   "hint": n.hint,
                        "dependencies": n.dependencies} for n in nodes]}
 
 
@@ -182,7 +187,8 @@ GRAPH = plan(N("s_1", "SEARCH", input="Eiffel Tower"), N("s_2", "SEARCH", input=
 def handlers(judge=("Supports",), think_ok=True, planner=None, modify=None):
     def search(messages, model, i):
         text = user_text(messages)
-        return {"queries": ["Eiffel Tower 1889" if "Eiffel Tower" in text.split("\n")[0] else "Gustave Eiffel engineer"]}
+        return {"queries": ["Eiffel Tower 1889" if "Eiffel Tower" in text.split("\n")[0]
+                            else "Gustave Eiffel engineer"]}
 
     def synthesize(messages):
         text = user_text(messages)
@@ -194,7 +200,8 @@ def handlers(judge=("Supports",), think_ok=True, planner=None, modify=None):
         "trification.search": search,
         "trification.synthesize": synthesize,
         "trification.refine": [{"new_input": "The Eiffel Tower was completed in 1889."}],
-        "trification.think": [{"explanation": "The engineer's company built it.", "evidence_sufficient": think_ok}],
+        "trification.think": [{"explanation": "The engineer's company built it.",
+                               "evidence_sufficient": think_ok}],
         "trification.judge": [{"explanation": f"judged {x}", "label": x} for x in judge],
         "trification.modify": modify or [plan(N("s_9", "SEARCH", input="Eiffel Tower completion"),
                                               N("j_9", "JUDGE", ["s_9", "s_1"], input="completed in 1889"))],
@@ -204,9 +211,12 @@ def handlers(judge=("Supports",), think_ok=True, planner=None, modify=None):
 async def test_concurrent_execution_respects_dependencies():
     llm = ScriptedLLM(handlers(), repeat_last=True, delay=0.02)
     ctx = make_ctx(llm)
-    verdict = await verify_trification(Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
+    verdict = await verify_trification(Claim("c1",
+                                             "Gustave Eiffel's company built the Eiffel Tower. It was "
+                                             "completed in 1889."), ctx)
     assert verdict.label == Label.SUPPORTED
-    order = [(e["kind"], e["id"]) for e in ctx.trace.events if e["kind"] in ("trification.node_start", "trification.node_end")]
+    order = [(e["kind"], e["id"]) for e in ctx.trace.events if e["kind"] in ("trification.node_start",
+                                                                             "trification.node_end")]
     pos = {ev: i for i, ev in enumerate(order)}
     deps = {n["id"]: n["dependencies"] for n in GRAPH["nodes"]}
     for node, parents in deps.items():
@@ -309,7 +319,8 @@ async def test_uncertain_label_param_and_static_mode():
 
 
 async def test_insufficient_think_skips_descendants_and_merges_subgraph():
-    sub = plan(N("s_5", "SEARCH", input="Eiffel Tower builder"), N("j_5", "JUDGE", ["s_5", "s_2"], input="built"))
+    sub = plan(N("s_5", "SEARCH", input="Eiffel Tower builder"), N("j_5", "JUDGE", ["s_5", "s_2"],
+                                                                   input="built"))
     llm = ScriptedLLM(handlers(think_ok=False, judge=("Supports",), modify=[sub]), repeat_last=True)
     ctx = make_ctx(llm)
     verdict = await verify_trification(Claim("c", "Gustave Eiffel's company built the Eiffel Tower."), ctx)
@@ -334,13 +345,14 @@ async def test_refuting_judge_wins_and_static_mode_never_modifies():
 
 
 async def test_ablation_no_refine_uses_restricted_schema():
-    llm = ScriptedLLM(handlers(planner=[plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))]), repeat_last=True)
+    llm = ScriptedLLM(handlers(planner=[plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))]),
+                      repeat_last=True)
     ctx = make_ctx(llm, no_refine_think=True)
     await verify_trification(Claim("c", "x"), ctx)
     call = llm.calls[0]
     assert issubclass(call.output_model, VerificationPlanSearchJudge)
     assert call.output_model.model_json_schema()["properties"]["nodes"]["maxItems"] == ctx.params.max_nodes
-    assert "REFINE (ids" not in call.messages[0]["content"] and "THINK (ids" not in call.messages[0]["content"]
+    assert "REFINE (ids" not in call.messages[0]["content"] and "THINK (ids" not in call.messages[0]["content"]  # noqa: E501
 
 
 async def test_bad_uncertain_label_is_a_config_error():
@@ -394,7 +406,8 @@ def test_structural_repair_breaks_cycles_by_list_order_and_roots_the_graph_in_a_
     assert {n.id: n.dependencies for n in fixed} == {"1": [], "2": ["1"]}
     think_first = [N("t", "THINK"), N("j", "JUDGE", ["t"])]
     fixed, fixes = structural_repair(think_first, max_nodes=12, judge_input="the claim")
-    assert [(n.id, n.type, n.dependencies) for n in fixed] == [("search", "SEARCH", []), ("t", "THINK", ["search"]),
+    assert [(n.id, n.type, n.dependencies) for n in fixed] == [("search", "SEARCH", []), ("t", "THINK",
+                                                                                          ["search"]),
                                                                ("j", "JUDGE", ["t"])]
     assert fixed[0].input == "the claim" and validate_plan(fixed, max_nodes=12) == []
     # an acyclic plan listed out of order keeps its edges
@@ -405,7 +418,8 @@ def test_structural_repair_breaks_cycles_by_list_order_and_roots_the_graph_in_a_
 
 def test_structural_repair_renames_reused_ids():
     # SmolLM2 used an entity name as the id of every node
-    plan_ = [N("Sven Scheuer", "SEARCH", input="Sven Scheuer"), N("Sven Scheuer", "THINK", ["Sven Scheuer"], input="b"),
+    plan_ = [N("Sven Scheuer", "SEARCH", input="Sven Scheuer"), N("Sven Scheuer", "THINK", ["Sven Scheuer"],
+                                                                  input="b"),
              N("Sven Scheuer", "JUDGE", ["Sven Scheuer"], input="c")]
     assert any("more than once" in e for e in validate_plan(plan_, max_nodes=12))
     fixed, fixes = structural_repair(plan_, max_nodes=12)
@@ -434,24 +448,29 @@ async def test_a_node_whose_reply_never_validates_falls_back_instead_of_blocking
     from veracity.errors import LLMOutputError
 
     def bad(role):
-        return lambda messages, model, i: LLMOutputError(f"{role}: the reply did not validate (json_invalid)", role=role)
+        return lambda messages, model, i: LLMOutputError(f"{role}: the reply did not validate (json_invalid)",
+                                                         role=role)
 
     h = handlers(judge=("Refutes",))
     h.update({"trification.think": bad("trification.think"), "trification.refine": bad("trification.refine"),
               "trification.search": bad("trification.search")})
     llm = ScriptedLLM(h, repeat_last=True)
     ctx = make_ctx(llm, static=True)
-    verdict = await verify_trification(Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889."), ctx)
+    verdict = await verify_trification(Claim("c1",
+                                             "Gustave Eiffel's company built the Eiffel Tower. It was "
+                                             "completed in 1889."), ctx)
     assert verdict.label == Label.REFUTED
     failed = {e["id"]: e["fallback"] for e in events(ctx.trace, "trification.agent_failed")}
     assert set(failed) == {n["id"] for n in GRAPH["nodes"] if n["type"] != "JUDGE"}
-    assert any(e["status"] == "done" and e["type"] == "JUDGE" for e in events(ctx.trace, "trification.node_end"))
+    assert any(e["status"] == "done" and e["type"] == "JUDGE" for e in events(ctx.trace,
+                                                                              "trification.node_end"))
     assert ctx.trace.tool_calls  # the SEARCH nodes searched their inputs
     judge_text = user_text(next(c for c in llm.calls if c.role == "trification.judge").messages)
     assert "[Eiffel Tower#0]" in judge_text or "[Gustave Eiffel#0]" in judge_text  # evidence still reached it
 
 
-# ----------------------------------------------------------------- JUDGE nodes with quotes (veracity's switch)
+# ----------------------------------------------------------------- JUDGE nodes with quotes (veracity's
+# switch)
 TOWER = Claim("c1", "Gustave Eiffel's company built the Eiffel Tower. It was completed in 1889.")
 
 
@@ -470,7 +489,8 @@ async def test_a_judge_quoting_what_its_passages_do_not_say_becomes_uncertain_in
     judge_calls = [c for c in llm.calls if c.role == "trification.judge"]
     assert len(judge_calls) == 2 and "answer Uncertain" in judge_calls[1].messages[-1]["content"]
     assert "copied exactly from it" in user_text(judge_calls[0].messages)
-    assert verdict.label is Label.REFUTED  # Uncertain -> uncertain_label (REFUTED, the paper's binary setting)
+    # Uncertain -> uncertain_label (REFUTED, the paper's binary setting)
+    assert verdict.label is Label.REFUTED
     assert verdict.grounding == "ungrounded" and not verdict.quotes[0].found
 
 

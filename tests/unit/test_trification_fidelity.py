@@ -48,7 +48,8 @@ async def test_planner_reasons_before_the_nodes_within_its_own_budget():
     assert plan_event["reasoning"] == "the paragraph names a tower and its builder"  # traced
     # a reply without the reasoning does not validate (constrained decoding would never produce one)
     with pytest.raises(ValueError):
-        call.output_model.model_validate({"nodes": plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))["nodes"]})
+        call.output_model.model_validate({"nodes": plan(N("s_1", "SEARCH"), N("j_1", "JUDGE",
+                                                                              ["s_1"]))["nodes"]})
 
 
 async def test_the_modifier_reasons_too_and_zero_drops_the_field():
@@ -104,7 +105,7 @@ async def test_search_nodes_synthesize_and_children_see_the_synthesis():
     assert all("[Eiffel Tower#0]" in user_text(c.messages) or "[Gustave Eiffel#0]" in user_text(c.messages)
                for c in syn)
     think = user_text(llm.of("trification.think")[0].messages)
-    assert "[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in think and "[s_2] (SEARCH) SYNTHESIS of Gustave Eiffel" in think
+    assert "[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in think and "[s_2] (SEARCH) SYNTHESIS of Gustave Eiffel" in think  # noqa: E501
     refine = user_text(llm.of("trification.refine")[0].messages)
     assert "[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in refine
     assert "[Eiffel Tower#0]" in think  # the passages still propagate beside the synthesis (§3.3)
@@ -127,7 +128,8 @@ async def test_an_invalid_synthesis_leaves_the_passages_without_a_summary():
     llm = ScriptedLLM(h, repeat_last=True)
     ctx = make_ctx(llm)
     verdict = await verify_trification(CLAIM, ctx)
-    failed = [e for e in events(ctx.trace, "trification.agent_failed") if e["role"] == "trification.synthesize"]
+    failed = [e for e in events(ctx.trace,
+                                "trification.agent_failed") if e["role"] == "trification.synthesize"]
     assert {e["id"] for e in failed} == {"s_1", "s_2"}
     think = user_text(llm.of("trification.think")[0].messages)
     assert "(SEARCH)" not in think and "[Eiffel Tower#0]" in think
@@ -159,7 +161,8 @@ def test_budget_is_split_fairly_and_keeps_each_parents_top_passages():
     shared = [ev("S", 0, 10)]
     assert [e.passage_id for e in select_evidence([shared, shared], budget=2000, max_words=120)] == ["S#0"]
     long_ = [ev("L", i, 1000) for i in range(10)]
-    assert len(select_evidence([long_], budget=2000, max_words=120)) > len(select_evidence([long_], budget=2000,
+    assert len(select_evidence([long_], budget=2000, max_words=120)) > len(select_evidence([long_],
+                                                                                           budget=2000,
                                                                                           max_words=1000))
 
 
@@ -170,12 +173,13 @@ async def test_a_node_sees_each_search_parents_passages_within_its_budget():
     three = plan(N("s_1", "SEARCH", input="alpha"), N("s_2", "SEARCH", input="beta"),
                  N("s_3", "SEARCH", input="gamma"), N("j_1", "JUDGE", ["s_1", "s_2", "s_3"], input="claim"))
     h = handlers(planner=[three])
-    h["trification.search"] = lambda messages: {"queries": [user_text(messages).split("Text: ")[1].split("\n")[0]]}
+    h["trification.search"] = lambda messages: {"queries": [user_text(messages).split("Text: ")[1].split("\n")[0]]}  # noqa: E501
 
     def ctx_for(**params):
         trace = Trace()
         searcher = FakeSearcher(titles, scripted=scripted)
-        return MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace, params=SPEC.make_params(params))
+        return MethodContext(llm=llm, tools=Tools(searcher, trace), trace=trace,
+                             params=SPEC.make_params(params))
 
     llm = ScriptedLLM(h, repeat_last=True)
     ctx = ctx_for()
@@ -226,7 +230,8 @@ async def test_after_the_modification_cap_the_initial_graph_runs_in_static_mode(
     assert len(fb) == 1 and fb[0]["rerun"] == ["j_1"] and "Uncertain" in fb[0]["reason"]
     assert set(fb[0]["reused"]) == {"s_1", "s_2", "r_1", "t_1"}  # finished nodes are not run again
     assert llm.count("trification.think") == 1 and llm.count("trification.planner") == 1
-    j1 = [c for c in llm.of("trification.judge") if "Input: The Eiffel Tower was completed" in user_text(c.messages)]
+    j1 = [c for c in llm.of("trification.judge")
+          if "Input: The Eiffel Tower was completed" in user_text(c.messages)]
     assert len(j1) == 1 and "The engineer's company built it." in user_text(j1[0].messages)  # THINK's result
     stats = events(ctx.trace, "trification.stats")[0]
     assert stats["static_fallback"]["judges"] == {"j_1": "Supports"}

@@ -28,21 +28,25 @@ ARTICLES = {"Eiffel Tower": ["The Eiffel Tower is a wrought-iron tower in Paris,
 
 def rag_reply(messages, output_model, index):
     cited = ["Eiffel Tower#0"] if "Eiffel Tower#0" in messages[-1]["content"] else []
-    return output_model.model_validate({"explanation": "The tower is in Paris, not Berlin.", "label": "REFUTED",
+    return output_model.model_validate({"explanation": "The tower is in Paris, not Berlin.",
+                                        "label": "REFUTED",
                                         "cited_passages": cited})
 
 
 def make(tmp_path, llm=None, searcher="fake", job_concurrency=None, **kw):
     llm = llm or ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply,
-                              "direct.judge": lambda m: DirectJudgement(explanation="known", label="SUPPORTED")})
+                              "direct.judge": lambda m: DirectJudgement(explanation="known",
+                                                                        label="SUPPORTED")})
     searcher = FakeSearcher(dict(ARTICLES)) if searcher == "fake" else searcher
     if job_concurrency is not None:  # claims in flight per job: the run configuration's
         from veracity.config import Settings
         from veracity.pipeline.config import VerifierConfig
 
-        kw["verifier"] = VerifierConfig.of(concurrency=job_concurrency, settings=Settings(home=tmp_path / "home"))
+        kw["verifier"] = VerifierConfig.of(concurrency=job_concurrency,
+                                           settings=Settings(home=tmp_path / "home"))
     config = WebConfig(home=tmp_path / "home", searcher=searcher, llm=llm,
-                       model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]}, **kw)
+                       model_health=lambda: {"ok": True, "endpoint": "scripted", "models": ["scripted-llm"]},
+                       **kw)
     return TestClient(asgi(config), base_url="http://127.0.0.1"), config  # the Host the app is bound to
 
 
@@ -84,7 +88,8 @@ def test_verify_refuses_bad_requests_in_one_line_before_any_model_call(tmp_path)
     with client:
         one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "nosuch"}), 400, "nosuch")
         one_line_error(client.post("/v1/verify", json={"claim": "x", "labels": "5way"}), 400, "5way")
-        one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag", "params": {"bogus": 1}}),
+        one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag",
+                                                       "params": {"bogus": 1}}),
                        400, "bogus")
         one_line_error(client.post("/v1/verify", json={"claim": "   ", "method": "rag"}), 422, "empty claim")
         one_line_error(client.post("/v1/verify", json={"claim": "y" * 101, "method": "rag"}), 422,
@@ -92,10 +97,12 @@ def test_verify_refuses_bad_requests_in_one_line_before_any_model_call(tmp_path)
         one_line_error(client.post("/v1/verify", json={"method": "rag"}), 422, "claim")
         bad = one_line_error(client.post("/v1/verify", content=b"{not json", headers=JSON_BODY), 422,
                              "the request body is not valid JSON", "at character 1")
-        assert "decode error" not in bad["error"]  # issue 29: "invalid request: 14: JSON decode error" read like a bug
+        # issue 29: "invalid request: 14: JSON decode error" read like a bug
+        assert "decode error" not in bad["error"]
         one_line_error(client.post("/v1/verify", content=b"", headers=JSON_BODY), 422, "no JSON body")
         # a misspelt field is refused by name, never silently ignored (issue 29)
-        bad = one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag", "lables": "binary"}),
+        bad = one_line_error(client.post("/v1/verify", json={"claim": "x", "method": "rag",
+                                                             "lables": "binary"}),
                              422, "unknown field 'lables'")
         assert "claim, method, params, labels" in bad["error"]
         one_line_error(client.get("/v1/verify"), 405)
@@ -107,9 +114,11 @@ def test_a_failing_model_server_is_a_503_in_one_line_and_counted_as_a_failure(tm
     def down(role, messages):
         raise EndpointError("the model server at http://127.0.0.1:9/v1 does not answer", hint="start it")
 
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=down))
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply},
+                                               fail=down))
     with client:
-        body = one_line_error(client.post("/v1/verify", json={"claim": "Paris is big.", "method": "rag"}), 503,
+        body = one_line_error(client.post("/v1/verify", json={"claim": "Paris is big.", "method": "rag"}),
+                              503,
                               "does not answer")
         assert body["hint"] == "start it"
         assert "veracity_claim_failures_total 1" in client.get("/metrics").text
@@ -173,20 +182,25 @@ def test_a_stream_whose_method_fails_ends_with_an_error_event(tmp_path):
     def down(role, messages):
         raise EndpointError("the model server does not answer", hint="start it")
 
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=down))
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply},
+                                               fail=down))
     with client:
-        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.",
+                                                              "method": "rag"}) as resp:
             events = sse_events(resp.read().decode())
     name, data = events[-1]
     assert name == "error" and data["status"] == 503 and "does not answer" in data["error"]
     failed = [d for n, d in events if n == "trace" and d["kind"] == "role.failed"]
-    assert failed and failed[0]["role"] == "rag.select"  # the first call; an unreachable server is no fallback
+    # the first call; an unreachable server is no fallback
+    assert failed and failed[0]["role"] == "rag.select"
 
 
 def test_checks_beyond_the_cap_are_429_with_retry_after(tmp_path):
-    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.3), max_checks=1)
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage,
+                                                     "rag.judge": rag_reply}, delay=0.3), max_checks=1)
     with client:
-        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as first:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.",
+                                                              "method": "rag"}) as first:
             busy = client.post("/v1/verify", json={"claim": "Berlin is big.", "method": "rag"})
             body = one_line_error(busy, 429, "limit is 1")
             assert int(busy.headers["Retry-After"]) > 0 and "retry" in body["hint"]
@@ -213,7 +227,8 @@ def test_passages_and_articles_come_from_the_index(tmp_path):
 
 # -- jobs ---------------------------------------------------------------------------------------------------
 def claims_jsonl(n, bad=False):
-    lines = [json.dumps({"id": f"c{i}", "claim": f"Claim number {i} is about the Eiffel Tower."}) for i in range(n)]
+    lines = [json.dumps({"id": f"c{i}",
+                         "claim": f"Claim number {i} is about the Eiffel Tower."}) for i in range(n)]
     if bad:
         lines.insert(1, "{not json")
     return ("\n".join(lines) + "\n").encode()
@@ -232,11 +247,13 @@ def wait_job(client, job_id, states=("done", "stopped", "error"), timeout=20.0):
 def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
     client, _ = make(tmp_path)
     with client:
-        resp = client.post("/v1/jobs?method=rag&labels=binary", headers=NDJSON, content=claims_jsonl(3, bad=True))
+        resp = client.post("/v1/jobs?method=rag&labels=binary", headers=NDJSON, content=claims_jsonl(3,
+                                                                                                     bad=True))
         assert resp.status_code == 201, resp.text
         job = resp.json()
         assert re.fullmatch(r"[0-9a-f]{32}", job["id"]) and job["total"] == 3
-        assert job["rejected"] == [{"line": 2, "reason": "not JSON (Expecting property name enclosed in double "
+        assert job["rejected"] == [{"line": 2,
+                                    "reason": "not JSON (Expecting property name enclosed in double "
                                                           "quotes at column 2)"}]
         assert resp.headers["Location"] == f"/v1/jobs/{job['id']}"
         done = wait_job(client, job["id"])
@@ -245,8 +262,10 @@ def test_a_batch_job_runs_reports_progress_and_serves_its_results(tmp_path):
         res = client.get(f"/v1/jobs/{job['id']}/results")
         assert res.headers["content-type"].startswith("application/x-ndjson")
         rows = [json.loads(x) for x in res.text.splitlines()]
-        assert sorted(r["id"] for r in rows) == ["c0", "c1", "c2"] and {r["label"] for r in rows} == {"REFUTED"}
-        assert set(rows[0]) == {"id", "claim", "label", "explanation", "method", "evidence", "confidence", "trace"}
+        assert sorted(r["id"] for r in rows) == ["c0", "c1",
+                                                 "c2"] and {r["label"] for r in rows} == {"REFUTED"}
+        assert set(rows[0]) == {"id", "claim", "label", "explanation", "method", "evidence", "confidence",
+                                "trace"}
         (listed,) = client.get("/v1/jobs").json()
         assert listed["id"] == job["id"] and listed["done"] == 3
         metrics = client.get("/metrics").text
@@ -262,12 +281,16 @@ def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
     client, config = make(tmp_path)
     with client:
         one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=b""), 422, "empty")
-        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=b"{oops\n[1]\n"), 422, "no claims in the uploaded file")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=b"{oops\n[1]\n"), 422,
+                       "no claims in the uploaded file")
         dup = b'{"id": "a", "claim": "x"}\n{"id": "a", "claim": "y"}\n'
         one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=dup), 422, "duplicate id")
-        one_line_error(client.post("/v1/jobs?method=nosuch", headers=NDJSON, content=claims_jsonl(1)), 400, "nosuch")
-        one_line_error(client.post("/v1/jobs?method=rag&labels=7way", headers=NDJSON, content=claims_jsonl(1)), 400, "7way")
-        one_line_error(client.post("/v1/jobs?method=rag&params=[1]", headers=NDJSON, content=claims_jsonl(1)), 400, "JSON object")
+        one_line_error(client.post("/v1/jobs?method=nosuch", headers=NDJSON, content=claims_jsonl(1)), 400,
+                       "nosuch")
+        one_line_error(client.post("/v1/jobs?method=rag&labels=7way", headers=NDJSON,
+                                   content=claims_jsonl(1)), 400, "7way")
+        one_line_error(client.post("/v1/jobs?method=rag&params=[1]", headers=NDJSON, content=claims_jsonl(1)),
+                       400, "JSON object")
         one_line_error(client.get("/v1/jobs/" + "f" * 32), 404, "no job")
         one_line_error(client.get("/v1/jobs/..%2F..%2Fetc/results"), 404)
         one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume", headers=JSON_BODY), 404, "no job")
@@ -276,7 +299,8 @@ def test_job_errors_are_one_line_and_keep_nothing(tmp_path):
 
 
 def test_jobs_beyond_the_cap_are_429_and_a_running_job_cannot_be_resumed_twice(tmp_path):
-    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.2), max_jobs=1, job_concurrency=1)
+    client, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply},
+                                               delay=0.2), max_jobs=1, job_concurrency=1)
     with client:
         first = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(3)).json()
         busy = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(2))
@@ -294,11 +318,12 @@ def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tm
         if state["down"] and state["calls"] > 2:
             raise EndpointError("the model server does not answer", hint="start it")
 
-    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
+    client, config = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage,
+                                                     "rag.judge": rag_reply}, fail=flaky), job_concurrency=1)
     with client:
         job = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(5)).json()
         stopped = wait_job(client, job["id"])
-        assert stopped["state"] == "stopped" and "does not answer" in stopped["error"] and stopped["done"] == 2
+        assert stopped["state"] == "stopped" and "does not answer" in stopped["error"] and stopped["done"] == 2  # noqa: E501
         state["down"] = False
         assert client.post(f"/v1/jobs/{job['id']}/resume", headers=JSON_BODY).status_code == 200
         done = wait_job(client, job["id"])
@@ -319,7 +344,8 @@ def test_jobs_persist_and_resume_after_the_app_restarts(tmp_path):
     results = config.home / "web" / "jobs" / job["id"] / "results.jsonl"
     written = [json.loads(x)["id"] for x in results.read_text().splitlines()]
     assert 2 <= len(written) < 8
-    client2, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}), job_concurrency=2)
+    client2, _ = make(tmp_path, llm=ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}),
+                      job_concurrency=2)
     with client2:
         done = wait_job(client2, job["id"])
         assert done["state"] == "done" and done["done"] == 8
@@ -344,8 +370,10 @@ def test_health_metrics_openapi_docs_and_page(tmp_path):
         client.get("/v1/articles/anything-a-user-types")
         assert "anything-a-user-types" not in client.get("/metrics").text  # route templates only
         spec = client.get("/v1/openapi.json").json()
-        for path in ("/v1/verify", "/v1/verify/stream", "/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/results",
-                     "/v1/passages/{passage_id}", "/v1/articles/{title}", "/v1/checks", "/healthz", "/metrics"):
+        for path in ("/v1/verify", "/v1/verify/stream", "/v1/jobs", "/v1/jobs/{job_id}",
+                     "/v1/jobs/{job_id}/results",
+                     "/v1/passages/{passage_id}", "/v1/articles/{title}", "/v1/checks", "/healthz",
+                     "/metrics"):
             assert path in spec["paths"], path
         docs = client.get("/v1/docs")
         assert docs.status_code == 200 and "/static/docs.js" in docs.text
@@ -370,7 +398,8 @@ def test_a_token_guards_every_route_but_healthz(tmp_path):
     client, _ = make(tmp_path, token=TOKEN)
     with client:
         assert client.get("/healthz").status_code == 200
-        for method, path in (("GET", "/"), ("GET", "/v1/openapi.json"), ("GET", "/v1/docs"), ("GET", "/metrics"),
+        for method, path in (("GET", "/"), ("GET", "/v1/openapi.json"), ("GET", "/v1/docs"), ("GET",
+                                                                                              "/metrics"),
                              ("GET", "/static/app.js"), ("GET", "/v1/checks"), ("GET", "/v1/jobs"),
                              ("GET", "/v1/articles/Berlin"), ("GET", "/v1/passages/Berlin%230"),
                              ("GET", "/v1/methods"), ("POST", "/v1/verify"), ("POST", "/v1/verify/stream"),
@@ -382,11 +411,13 @@ def test_a_token_guards_every_route_but_healthz(tmp_path):
         assert wrong.status_code == 401
         good = {"Authorization": f"Bearer {TOKEN}"}
         assert client.get("/v1/checks", headers=good).status_code == 200
-        assert client.post("/v1/verify", headers=good, json={"claim": "Paris is big.", "method": "rag"}).status_code == 200
+        assert client.post("/v1/verify", headers=good, json={"claim": "Paris is big.",
+                                                             "method": "rag"}).status_code == 200
         # the page: a sign-in form (no content) for a browser, then the cookie it sets is accepted
         signin = client.get("/", headers={"Accept": "text/html"})
         assert signin.status_code == 401 and 'id="claim"' not in signin.text
-        for asset in ("/static/signin.js", "/static/signin.css"):  # the sign-in page's own files need no token
+        # the sign-in page's own files need no token
+        for asset in ("/static/signin.js", "/static/signin.css"):
             assert asset in signin.text and client.get(asset).status_code == 200
         assert "veracity_token" in client.get("/static/signin.js").text
         assert client.get("/static/app.js").status_code == 401
@@ -417,7 +448,8 @@ def test_bodies_over_the_limit_are_413_before_they_are_read(tmp_path):
     client, _ = make(tmp_path, llm=llm, max_body_bytes=1000)
     with client:
         big = json.dumps({"claim": "x" * 2000, "method": "rag"})
-        body = one_line_error(client.post("/v1/verify", content=big, headers={"Content-Type": "application/json"}),
+        body = one_line_error(client.post("/v1/verify", content=big,
+                                          headers={"Content-Type": "application/json"}),
                               413, "over the limit of 1,000")
         assert "smaller" in body["hint"]
 
@@ -425,7 +457,8 @@ def test_bodies_over_the_limit_are_413_before_they_are_read(tmp_path):
             for _ in range(5):
                 yield b"x" * 400
 
-        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=chunks()), 413, "over the limit")
+        one_line_error(client.post("/v1/jobs?method=rag", headers=NDJSON, content=chunks()), 413,
+                       "over the limit")
         assert client.get("/v1/jobs").json() == []
     assert llm.calls == []
 
@@ -457,7 +490,8 @@ def test_a_stream_abandoned_by_its_client_stops_its_method_and_frees_its_slot(tm
     llm = ScriptedLLM({"rag.select": keep_every_passage, "rag.judge": rag_reply}, delay=0.5)
     client, config = make(tmp_path, llm=llm, max_checks=1)
     with client:
-        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.", "method": "rag"}) as resp:
+        with client.stream("POST", "/v1/verify/stream", json={"claim": "Paris is big.",
+                                                              "method": "rag"}) as resp:
             first = next(resp.iter_lines())
             assert first == "event: start"
         # the client left mid-check: the slot comes back (the method was cancelled), nothing is kept
@@ -480,34 +514,44 @@ def test_state_changing_requests_need_their_declared_type_so_no_simple_cross_sit
     claim = json.dumps({"claim": "Paris is big.", "method": "rag"})
     with client:
         # what a page on another origin can send without a preflight: text/plain, a form, multipart, nothing
-        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+        for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                      None):
             headers = {"Content-Type": ctype} if ctype else {}
             for path in ("/v1/verify", "/v1/verify/stream"):
-                one_line_error(client.post(path, content=claim, headers=headers), 415, "needs Content-Type application/json")
+                one_line_error(client.post(path, content=claim, headers=headers), 415,
+                               "needs Content-Type application/json")
             one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers=headers), 415,
                            "needs Content-Type application/x-ndjson")
-            one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume", headers=headers), 415, "application/json")
+            one_line_error(client.post("/v1/jobs/" + "f" * 32 + "/resume", headers=headers), 415,
+                           "application/json")
         assert client.get("/v1/jobs").json() == [] and client.get("/v1/checks").json() == []
         # the browser says where a request comes from: another origin is refused even with the right type
-        for headers in ({"Origin": "http://localhost:8399"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
-                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9", "Sec-Fetch-Site": "same-site"},
-                        {"Origin": "http://127.0.0.1:9999"}):  # the same host on another port, no Sec-Fetch-Site
+        for headers in ({"Origin": "http://localhost:8399"}, {"Origin": "null"},
+                        {"Sec-Fetch-Site": "cross-site"},
+                        {"Sec-Fetch-Site": "same-site"}, {"Origin": "http://127.0.0.1:9",
+                                                          "Sec-Fetch-Site": "same-site"},
+                        # the same host on another port, no Sec-Fetch-Site
+                        {"Origin": "http://127.0.0.1:9999"}):
             one_line_error(client.post("/v1/verify", content=claim, headers={**JSON_BODY, **headers}), 403,
                            "cross-site request refused")
-            one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **headers}),
+            one_line_error(client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON,
+                                                                                                **headers}),
                            403, "cross-site")
         assert llm.calls == [] and client.get("/v1/jobs").json() == []
         # the page itself: same origin (or a typed URL's "none"), its declared types
         same = {"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"}
         assert client.post("/v1/verify", content=claim, headers={**JSON_BODY, **same}).status_code == 200
-        assert client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON, **same}).status_code == 201
+        assert client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON,
+                                                                                    **same}).status_code == 201  # noqa: E501
         assert client.post("/v1/verify", content=claim,
                            headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
-        assert client.get("/v1/checks", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are safe
+        # reads are safe
+        assert client.get("/v1/checks", headers={"Origin": "http://evil.example"}).status_code == 200
     listed, _ = make(tmp_path / "cors", cors_origins=("http://tools.local",))
     with listed:  # an origin named by --cors-origin may post (after its preflight)
         ok = listed.post("/v1/verify", content=claim,
-                         headers={**JSON_BODY, "Origin": "http://tools.local", "Sec-Fetch-Site": "cross-site"})
+                         headers={**JSON_BODY, "Origin": "http://tools.local",
+                                  "Sec-Fetch-Site": "cross-site"})
         assert ok.status_code == 200
 
 
@@ -517,7 +561,8 @@ def test_the_host_header_must_name_the_address_served(tmp_path):
     client, _ = make(tmp_path)
     with client:
         for host in ("evil.example.com", "evil.example.com:8080", "127.0.0.1.nip.io", "192.168.1.10"):
-            body = one_line_error(client.get("/v1/checks", headers={"Host": host}), 421, "does not name this server")
+            body = one_line_error(client.get("/v1/checks", headers={"Host": host}), 421,
+                                  "does not name this server")
             assert "--allowed-host" in body["hint"]
             one_line_error(client.get("/healthz", headers={"Host": host}), 421)
         for host in ("127.0.0.1", "127.0.0.1:8080", "localhost:8080", "[::1]:8080"):
@@ -530,8 +575,10 @@ def test_the_host_header_must_name_the_address_served(tmp_path):
         claim = {"claim": "Paris is big.", "method": "direct"}
         public = {"Origin": "https://checks.example.org", "Sec-Fetch-Site": "same-origin"}
         for host in ("checks.example.org", "127.0.0.1:8080"):
-            assert proxied.post("/v1/verify", json=claim, headers={**public, "Host": host}).status_code == 200, host
-        one_line_error(proxied.post("/v1/verify", json=claim, headers={"Origin": "https://other.example.org"}), 403)
+            assert proxied.post("/v1/verify", json=claim, headers={**public,
+                                                                   "Host": host}).status_code == 200, host
+        one_line_error(proxied.post("/v1/verify", json=claim,
+                                    headers={"Origin": "https://other.example.org"}), 403)
     assert host_allowed("10.0.0.5:80", "0.0.0.0") and not host_allowed("evil.example", "0.0.0.0")
     assert host_allowed("10.0.0.5", "10.0.0.5") and not host_allowed("10.0.0.6", "10.0.0.5")
     assert host_allowed("[::1]:8080", "::1") and not host_allowed("", "127.0.0.1")
@@ -552,7 +599,7 @@ def test_tokens_are_long_without_whitespace_and_healthz_tells_details_only_to_to
         anonymous = client.get("/healthz")
         assert anonymous.status_code == 200 and anonymous.json() == {"ok": True}
         full = client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"}).json()
-        assert full["app"]["version"] and full["model_server"]["endpoint"] == "scripted" and "dir" in full["index"]
+        assert full["app"]["version"] and full["model_server"]["endpoint"] == "scripted" and "dir" in full["index"]  # noqa: E501
 
 
 def test_every_response_carries_the_security_headers(tmp_path):
@@ -564,8 +611,8 @@ def test_every_response_carries_the_security_headers(tmp_path):
                      client.get("/", headers={"Accept": "text/html"}), client.get("/nothing", headers=auth),
                      client.get("/v1/checks", headers={**auth, "Host": "evil.example"})):
             csp = resp.headers["content-security-policy"]
-            assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp and "unsafe-inline" not in csp
-            assert resp.headers["x-content-type-options"] == "nosniff" and resp.headers["x-frame-options"] == "DENY"
+            assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp and "unsafe-inline" not in csp  # noqa: E501
+            assert resp.headers["x-content-type-options"] == "nosniff" and resp.headers["x-frame-options"] == "DENY"  # noqa: E501
 
 
 def test_the_shipped_pages_run_under_the_csp_no_inline_script_or_style():
@@ -574,7 +621,8 @@ def test_the_shipped_pages_run_under_the_csp_no_inline_script_or_style():
     for page in STATIC.glob("*.html"):
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), page.name  # every script from a file
-        assert "<style" not in text and " style=" not in text and not re.search(r"\son[a-z]+=", text), page.name
+        assert "<style" not in text and " style=" not in text and not re.search(r"\son[a-z]+=",
+                                                                                text), page.name
 
 
 def test_the_web_command_reads_its_token_from_a_file_or_the_environment_and_checks_it(tmp_path, monkeypatch):
@@ -583,7 +631,8 @@ def test_the_web_command_reads_its_token_from_a_file_or_the_environment_and_chec
 
     f = tmp_path / "token"
     f.write_text(TOKEN + "\n")
-    assert _token(None, f, None) == TOKEN and _token(None, None, TOKEN) == TOKEN and _token("given", None, TOKEN) == "given"
+    assert _token(None, f, None) == TOKEN and _token(None, None, TOKEN) == TOKEN and _token("given", None,
+                                                                                            TOKEN) == "given"
     assert _token(None, None, "") is None
     with pytest.raises(ConfigError, match="not both"):
         _token("x", f, None)
@@ -605,8 +654,10 @@ def test_the_guards_rules_one_by_one(tmp_path):
     # a loopback bind: localhost and loopback addresses, any case and port; nothing else
     assert host_allowed("LOCALHOST:80", "127.0.0.1") and host_allowed("127.0.0.5:1", "127.0.0.1")
     assert host_allowed("127.0.0.1", "localhost") and host_allowed("[::1]:80", "[::1]")
-    assert not host_allowed("10.0.0.1", "127.0.0.1") and not host_allowed("localhost.evil.example", "127.0.0.1")
-    # a wildcard bind: any address, localhost and this machine's names; a name served to nobody else is refused
+    assert not host_allowed("10.0.0.1", "127.0.0.1") and not host_allowed("localhost.evil.example",
+                                                                          "127.0.0.1")
+    # a wildcard bind: any address, localhost and this machine's names; a name served to nobody else is
+    # refused
     for bound in ("0.0.0.0", "::"):
         assert host_allowed("10.1.2.3:8000", bound) and host_allowed("localhost", bound)
         assert host_allowed(socket.gethostname().upper(), bound) and not host_allowed("evil.example", bound)
@@ -614,11 +665,14 @@ def test_the_guards_rules_one_by_one(tmp_path):
     assert not host_allowed("localhost", "10.0.0.5") and not host_allowed("127.0.0.1", "10.0.0.5")
     assert host_allowed("Proxy.Example:443", "10.0.0.5", ("proxy.example",))
     assert host_allowed("proxy.example", "10.0.0.5", ("proxy.example:8443",))
-    assert not host_allowed("other.example", "10.0.0.5", ("proxy.example",)) and not host_allowed(":80", "0.0.0.0")
+    assert not host_allowed("other.example", "10.0.0.5", ("proxy.example",)) and not host_allowed(":80",
+                                                                                                  "0.0.0.0")
 
     same = Guard._same_origin
-    assert same("http://127.0.0.1:8000", " 127.0.0.1:8000 ") and same("HTTPS://LOCALHOST:8000", "localhost:8000")
-    assert not same("http://127.0.0.1:9999", "127.0.0.1:8000") and not same("http://127.0.0.1", "127.0.0.1:8000")
+    assert same("http://127.0.0.1:8000", " 127.0.0.1:8000 ") and same("HTTPS://LOCALHOST:8000",
+                                                                      "localhost:8000")
+    assert not same("http://127.0.0.1:9999", "127.0.0.1:8000") and not same("http://127.0.0.1",
+                                                                            "127.0.0.1:8000")
     assert not same("ftp://127.0.0.1:8000", "127.0.0.1:8000") and not same("http://", "")
     assert not same("null", "null") and not same("127.0.0.1:8000", "127.0.0.1:8000")
 
@@ -637,7 +691,8 @@ def test_the_guards_rules_one_by_one(tmp_path):
     locked = guard(token=TOKEN)
     assert locked._authorised(scope(("Authorization", f"Bearer {TOKEN}")))
     assert locked._authorised(scope(("authorization", f"bearer   {TOKEN}  ")))  # the scheme in any case
-    assert locked._authorised(scope(("Cookie", f"theme=dark; veracity_token={TOKEN.replace('-', '%2D')}; x=1")))
+    assert locked._authorised(scope(("Cookie",
+                                     f"theme=dark; veracity_token={TOKEN.replace('-', '%2D')}; x=1")))
     for headers in ((), (("Authorization", f"Basic {TOKEN}"),), (("Authorization", "Bearer "),),
                     (("Authorization", f"Bearer {TOKEN}x"),), (("Cookie", f"veracity_tokenx={TOKEN}"),),
                     (("Cookie", f"other={TOKEN}"),), (("Authorization", TOKEN),)):

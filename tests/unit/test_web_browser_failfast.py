@@ -23,7 +23,8 @@ def run_page_test(chromium: str, tmp_path: Path) -> tuple[subprocess.CompletedPr
     env = {**os.environ, "CI": "true", "VERACITY_CHROMIUM": chromium, "VERACITY_ARTIFACTS": str(tmp_path),
            "VERACITY_TEST_ENDPOINT": "http://127.0.0.1:9/v1"}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-rf",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header",
+                           "-rf",
                            "tests/integration/test_web_real.py", "-k", "page"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     return proc, time.perf_counter() - t0

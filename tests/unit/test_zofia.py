@@ -45,10 +45,12 @@ PAGES = {
               "Paris is known for its museums."],
     "Paris, Texas": ["Paris is a city in Lamar County, Texas, United States. It has a replica tower. "
                      "Its population is about 25,000."],
-    "Jamie Foxx": ["Jamie Foxx is an American actor and singer. He won an Academy Award. He was born in Texas."],
+    "Jamie Foxx": ["Jamie Foxx is an American actor and singer. He won an Academy Award. He was born in "
+                   "Texas."],
     "Katie Holmes": ["Katie Holmes is an American actress. She starred in Dawson's Creek."],
     "Foxx and Holmes": ["Jamie Foxx and Katie Holmes were reported to be dating for years. "
-                        "A representative for Jamie Foxx denied the engagement rumors with Katie Holmes in Paris."],
+                        "A representative for Jamie Foxx denied the engagement rumors with Katie Holmes in "
+                        "Paris."],
 }
 
 ARTICLE = ("Jamie Foxx is reportedly ready to marry Katie Holmes. The couple plans a wedding in Paris during "
@@ -76,8 +78,10 @@ def scripted(judge=("FAKE",), ents=None, **extra):  # for ScriptedLLM(..., repea
         "zofia.claim_extractor": [{"core_claim": "Jamie Foxx plans to marry Katie Holmes in Paris.",
                                    "subclaims": ["Jamie Foxx and Katie Holmes have been dating for years."]}],
         "zofia.claim_verifier": [{"reasoning": "a representative denied it", "label": "REFUTES",
-                                  "quoted_evidence": ["A representative for Jamie Foxx denied the engagement rumors"]}],
-        "zofia.pro": lambda msgs, model, i: {"rebuttal": "" if i == 0 else f"pro rebuts {i}", "points": [f"pro point {i}"]},
+                                  "quoted_evidence": ["A representative for Jamie Foxx denied the engagement "
+                                                      "rumors"]}],
+        "zofia.pro": lambda msgs, model, i: {"rebuttal": "" if i == 0 else f"pro rebuts {i}",
+                                             "points": [f"pro point {i}"]},
         "zofia.con": lambda msgs, model, i: {"rebuttal": f"con rebuts {i}", "points": [f"con point {i}"]},
         "zofia.judge": judge_h,
     }
@@ -107,7 +111,8 @@ async def test_full_pipeline_with_debate_ending_on_judge_ruling():
     # entities: the LLM extractor (ner=llm) and the dynamic threshold dropped the 0.3 entity at λ=0.8
     assert events(ctx.trace, "zofia.entities")[0]["extractor"] == "llm"
     thr = events(ctx.trace, "zofia.threshold")[0]
-    assert thr["threshold"] == 0.8 and [k["text"] for k in thr["kept"]] == ["Jamie Foxx", "Katie Holmes", "Paris"]
+    assert thr["threshold"] == 0.8 and [k["text"] for k in thr["kept"]] == ["Jamie Foxx", "Katie Holmes",
+                                                                            "Paris"]
     kw = events(ctx.trace, "zofia.keywords")[0]
     assert kw["keywords"] and set(kw["keywords"]) <= {"Jamie Foxx", "Katie Holmes", "Paris"}
     assert all("saliency" in s for s in kw["saliency"]) and kw["mmr_steps"]
@@ -156,7 +161,8 @@ async def test_wikipedia_entry_is_disambiguated_by_context():
     assert sims["Paris (France)"] > sims["Paris, Texas"]
     wiki = [e for e in verdict.evidence if e.title == "Paris (France)"]
     # the first 3 sentences of the entry
-    assert wiki and wiki[0].text == ("Paris is the capital and largest city of France. It hosts fashion week every "
+    assert wiki and wiki[0].text == ("Paris is the capital and largest city of France. It hosts fashion week "
+                                     "every "
                                      "year. Paris is known for its museums.")
 
 
@@ -179,7 +185,8 @@ async def test_real_maps_to_supported_and_first_round_ruling_stops():
 async def test_no_entities_still_gets_a_verdict_without_retrieval():
     llm = ScriptedLLM(scripted(ents=entities(), judge=("FAKE",)), repeat_last=True)
     ctx, searcher = make_ctx(llm)
-    verdict = await verify_zofia(Claim("n5", "it is said that something big will happen soon, believe it."), ctx)
+    verdict = await verify_zofia(Claim("n5", "it is said that something big will happen soon, believe it."),
+                                 ctx)
     assert verdict.label == Label.REFUTED
     assert searcher.queries == [] and ctx.trace.tool_calls == []
     assert "no entities" in events(ctx.trace, "zofia.no_entities")[0]["reason"]
@@ -280,8 +287,9 @@ async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
     assert [e.passage_id for e in found] == ["Foxx and Holmes#0"]  # the only passage naming all three
     found = await web_search(["Jamie Foxx", "Mars"], ctx, set())
     assert {e.passage_id for e in found} == {"Jamie Foxx#0", "Foxx and Holmes#0"}
-    assert [w["keywords"] for w in events(ctx.trace, "zofia.web")][-2:] == [["Jamie Foxx", "Mars"], ["Jamie Foxx"]]
-    ctx2, _ = make_ctx(ScriptedLLM({}, repeat_last=True), web_relax=False, exclude_titles=("Foxx and Holmes",))
+    assert [w["keywords"] for w in events(ctx.trace, "zofia.web")][-2:] == [["Jamie Foxx", "Mars"],
+                                                                            ["Jamie Foxx"]]
+    ctx2, _ = make_ctx(ScriptedLLM({}, repeat_last=True), web_relax=False, exclude_titles=("Foxx and Holmes",))  # noqa: E501
     assert await web_search(["Jamie Foxx", "Mars"], ctx2, set()) == []
     assert await web_search(["Jamie Foxx"], ctx2, set()) == [e for e in found if e.title == "Jamie Foxx"]
 
@@ -289,7 +297,8 @@ async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
 async def test_entity_reply_that_never_validates_still_gives_a_verdict():
     from veracity.errors import LLMOutputError
 
-    llm = ScriptedLLM(scripted(ents=LLMOutputError("zofia.entities: the reply did not validate", role="zofia.entities")),
+    llm = ScriptedLLM(scripted(ents=LLMOutputError("zofia.entities: the reply did not validate",
+                                                   role="zofia.entities")),
                       repeat_last=True)
     ctx, searcher = make_ctx(llm)
     verdict = await verify_zofia(Claim("n7", "Jamie Foxx will marry Katie Holmes in Paris."), ctx)
@@ -354,7 +363,8 @@ class StandInNER:
         for word, (group, score) in self.names.items():
             i = text.find(word)
             if i >= 0:
-                out.append({"entity_group": group, "score": score, "word": word, "start": i, "end": i + len(word)})
+                out.append({"entity_group": group, "score": score, "word": word, "start": i,
+                            "end": i + len(word)})
         return out
 
 
@@ -367,7 +377,8 @@ async def test_supervised_ner_is_the_default_when_installed(monkeypatch):
     assert SPEC.make_params().ner == "auto"
     llm = ScriptedLLM(scripted(), repeat_last=True)
     trace = Trace()
-    ctx = MethodContext(llm=llm, tools=Tools(FakeSearcher(dict(PAGES), strip_punctuation=True), trace), trace=trace,
+    ctx = MethodContext(llm=llm, tools=Tools(FakeSearcher(dict(PAGES), strip_punctuation=True), trace),
+                        trace=trace,
                         params=SPEC.make_params(), state=ZofiaState(encoder=BagOfWords()))
     await verify_zofia(Claim("s1", ARTICLE), ctx)
     assert "zofia.entities" not in llm.roles() and stand_in.texts == [ARTICLE]
@@ -408,17 +419,19 @@ async def test_headline_reaches_every_linguist_call():
     headline = "Jamie Foxx Is Reportedly Ready To Wife Up Katie Holmes"
     await verify_zofia(Claim("h1", ARTICLE, meta={"title": headline}), ctx)
     ling = [c for c in llm.calls if c.role == "zofia.linguist"]
-    assert len(ling) == 5 and all(c.messages[-1]["content"].startswith(f"Headline: {headline}\n\nNews text:\n")
+    assert len(ling) == 5 and all(c.messages[-1]["content"].startswith(f"Headline: {headline}\n\nNews text:\n")  # noqa: E501
                                   for c in ling)
     # "headline" wins over "title"; a title-only item (text == title) has no separate headline
     llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, _ = make_ctx(llm)
     await verify_zofia(Claim("h2", ARTICLE, meta={"headline": "H!", "title": "T"}), ctx)
-    assert next(c for c in llm.calls if c.role == "zofia.linguist").messages[-1]["content"].startswith("Headline: H!")
+    assert next(c for c in llm.calls if c.role
+                == "zofia.linguist").messages[-1]["content"].startswith("Headline: H!")
     llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, _ = make_ctx(llm)
     await verify_zofia(Claim("h3", ARTICLE, meta={"title": ARTICLE.upper()}), ctx)
-    assert next(c for c in llm.calls if c.role == "zofia.linguist").messages[-1]["content"].startswith("News text:")
+    assert next(c for c in llm.calls if c.role
+                == "zofia.linguist").messages[-1]["content"].startswith("News text:")
 
 
 async def test_judge_prompt_is_b6_and_sees_the_debate_record_only():
@@ -452,7 +465,8 @@ def test_debaters_budget_follows_the_paper():
     assert len(arg.points) == 5
 
 
-# ------------------------------------------------------------------ issue 31: the judge's quotes (veracity's switch)
+# ------------------------------------------------------------------ issue 31: the judge's quotes (veracity's
+# switch)
 DENIAL = "A representative for Jamie Foxx denied the engagement rumors"
 
 
@@ -482,16 +496,18 @@ async def run_quoting(judge, **params):
 async def test_quotes_check_retries_a_misquoted_ruling_then_gives_nei_marked_ungrounded():
     from veracity.pipeline.grounding import MISMATCH_EVENT, UNGROUNDED_EVENT
 
-    verdict, llm, ctx = await run_quoting(quoting_judge(("F", "The couple married in Paris last week")), quotes="check")
+    verdict, llm, ctx = await run_quoting(quoting_judge(("F", "The couple married in Paris last week")),
+                                          quotes="check")
     judge_calls = [c for c in llm.calls if c.role == "zofia.judge"]
-    assert len(judge_calls) == 2 and llm.roles().count("zofia.pro") == 1  # round 1's ruling, then its one retry
+    # round 1's ruling, then its one retry
+    assert len(judge_calls) == 2 and llm.roles().count("zofia.pro") == 1
     first = judge_calls[0].messages
     assert "when you rule R or F, for each passage your ruling rests on" in first[0]["content"]
     assert "Just one character" not in first[0]["content"]
-    assert first[1]["content"].startswith("Passages:\n[") and "[Foxx and Holmes#0] Foxx and Holmes" in first[1]["content"]
+    assert first[1]["content"].startswith("Passages:\n[") and "[Foxx and Holmes#0] Foxx and Holmes" in first[1]["content"]  # noqa: E501
     retry = judge_calls[1].messages
     assert retry[:-2] == first and retry[-2]["role"] == "assistant"
-    assert "is not in passage [Foxx and Holmes#0]" in retry[-1]["content"] and "answer I." in retry[-1]["content"]
+    assert "is not in passage [Foxx and Holmes#0]" in retry[-1]["content"] and "answer I." in retry[-1]["content"]  # noqa: E501
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
     assert verdict.explanation.startswith("Ungrounded:") and "FAKE" in verdict.explanation
     assert [e["attempt"] for e in events(ctx.trace, MISMATCH_EVENT)] == [1, 2]
@@ -500,7 +516,8 @@ async def test_quotes_check_retries_a_misquoted_ruling_then_gives_nei_marked_ung
 
 
 async def test_quotes_check_keeps_a_ruling_whose_retry_quotes_the_passage():
-    verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped"), ("F", f"“{DENIAL}”")), quotes="check")
+    verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped"), ("F", f"“{DENIAL}”")),
+                                        quotes="check")
     assert verdict.label is Label.REFUTED and verdict.grounding == "grounded"
     q = verdict.quotes[0]
     passage = next(e for e in verdict.evidence if e.passage_id == "Foxx and Holmes#0")
@@ -524,7 +541,7 @@ async def test_quotes_continue_needs_no_quote_and_a_grounded_ruling_costs_no_ret
 
 async def test_quotes_show_marks_a_misquote_but_keeps_the_ruling():
     verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped")), quotes="show")
-    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded" and not verdict.quotes[0].found
+    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded" and not verdict.quotes[0].found  # noqa: E501
     assert llm.roles().count("zofia.judge") == 1
 
 
@@ -548,7 +565,7 @@ async def test_quotes_check_for_the_no_debate_judge():
     assert "or, if the passages do not say it, answer FAKE." in calls[1].messages[-1]["content"]
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
     verdict, _, _ = await run_quoting(quoting_judge(("R", DENIAL)), quotes="check", no_debate=True)
-    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and verdict.explanation == "Real: direct"
+    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and verdict.explanation == "Real: direct"  # noqa: E501
 
 
 async def test_quotes_off_is_the_paper_judge():

@@ -86,7 +86,8 @@ def test_hierarchical_saliency_is_local_times_global():
 def test_repeated_entity_keeps_best_mention():
     sents = ["Alice ran.", "Sun.", "Alice sat."]
     text = " ".join(sents)
-    enc = DictEncoder({"Alice": [1, 0], "alice": [1, 0], "Alice ran. Sun.": [0, 1], "Sun. Alice sat.": [1, 0], text: [1, 0]})
+    enc = DictEncoder({"Alice": [1, 0], "alice": [1, 0], "Alice ran. Sun.": [0, 1], "Sun. Alice sat.": [1, 0],
+                       text: [1, 0]})
     scored = hierarchical_saliency([m("Alice", 0.9, 0), m("alice", 0.9, 2)], sents, text, enc)
     assert len(scored) == 1 and scored[0].mention.sentence == 2 and scored[0].saliency == pytest.approx(1.0)
 
@@ -104,7 +105,9 @@ def test_lambda_schedule_values():
 
 
 # ------------------------------------------------------------------ SC-MMR (Algorithm 3)
-VECS = {"A": np.array([1.0, 0, 0]), "B": np.array([1.0, 0, 0]), "C": np.array([0, 1.0, 0]), "D": np.array([0, 0, 1.0])}
+VECS = {"A": np.array([1.0, 0, 0]), "B": np.array([1.0, 0, 0]), "C": np.array([0, 1.0, 0]), "D": np.array([0,
+                                                                                                           0,
+                                                                                                           1.0])}
 
 
 def test_sc_mmr_prefers_diversity_and_stops_on_decay():
@@ -113,7 +116,8 @@ def test_sc_mmr_prefers_diversity_and_stops_on_decay():
     # seed A (highest saliency). k=1, λ=0.889197:
     #   B = 0.889197*0.7 - 0.110803*1 = 0.511635 ; C = 0.889197*0.6 - 0 = 0.533518 ; D = 0.177839
     #   best C 0.533518 > 0.5*1.0 -> add C (B, a duplicate of A, loses despite higher saliency)
-    # k=2, λ=0.850431: B = 0.595302 - 0.149569 = 0.445733 ; D = 0.170086 -> best B, 0.445733 > 0.5*0.533518 -> add
+    # k=2, λ=0.850431: B = 0.595302 - 0.149569 = 0.445733 ; D = 0.170086 -> best B, 0.445733 > 0.5*0.533518 ->
+    # add
     # k=3, λ=0.798103: D = 0.159621 <= 0.5*0.445733 = 0.222867 -> stop
     assert selected == ["A", "C", "B"]
     assert [(s.k, s.best, s.accepted) for s in steps] == [(1, "C", True), (2, "B", True), (3, "D", False)]
@@ -178,15 +182,19 @@ def test_disambiguation_picks_sense_closest_to_context():
 def test_sentences_and_placement():
     text = "Jamie Foxx met Katie Holmes. They wed in Paris!\nSources said so."
     spans = split_sentences(text)
-    assert [s for _, _, s in spans] == ["Jamie Foxx met Katie Holmes.", "They wed in Paris!", "Sources said so."]
+    assert [s for _, _, s in spans] == ["Jamie Foxx met Katie Holmes.", "They wed in Paris!",
+                                        "Sources said so."]
     assert all(text[a:b].strip() == s for a, b, s in spans)
     assert first_sentences(text, 2) == "Jamie Foxx met Katie Holmes. They wed in Paris!"
-    placed, dropped = place_mentions([("katie holmes", "PER", 1.4), ("Paris", "LOC", 0.9), ("Mars", "LOC", 0.9)],
+    placed, dropped = place_mentions([("katie holmes", "PER", 1.4), ("Paris", "LOC", 0.9), ("Mars", "LOC",
+                                                                                            0.9)],
                                      [s for _, _, s in spans])
-    assert [(x.text, x.sentence, x.confidence) for x in placed] == [("katie holmes", 0, 1.0), ("Paris", 1, 0.9)]
+    assert [(x.text, x.sentence, x.confidence) for x in placed] == [("katie holmes", 0, 1.0), ("Paris", 1,
+                                                                                               0.9)]
     assert dropped == ["Mars"]
     ner = [{"entity_group": "LOC", "score": 0.99, "word": "Paris", "start": text.index("Paris"), "end": 0}]
-    assert [(x.text, x.sentence, x.type) for x in mentions_from_token_classifier(ner, spans)] == [("Paris", 1, "LOC")]
+    assert [(x.text, x.sentence, x.type) for x in mentions_from_token_classifier(ner, spans)] == [("Paris", 1,
+                                                                                                   "LOC")]
 
 
 def test_lower_cased_news_splits_into_sentences():
@@ -195,7 +203,8 @@ def test_lower_cased_news_splits_into_sentences():
             "spotted! is it true? sources close to the couple told radar online.")
     assert [s for _, _, s in split_sentences(text)] == [
         "jamie foxx and katie holmes have been the subject of dating rumors.",
-        "the couple has rarely been spotted!", "is it true?", "sources close to the couple told radar online."]
+        "the couple has rarely been spotted!", "is it true?",
+                                                        "sources close to the couple told radar online."]
 
 
 def test_sentence_split_keeps_abbreviations_initials_and_decimals():

@@ -18,7 +18,8 @@ def test_eq2_is_the_mean_of_the_units_token_probabilities():
     for w in words:
         offsets.append((pos, pos + len(w)))
         pos += len(w) + 1
-    steps = [(0, "B-PERSON", 0.9), (1, "L-PERSON", 0.7), (2, "O", 1.0), (3, "B-PERSON", 0.6), (4, "L-PERSON", 1.0),
+    steps = [(0, "B-PERSON", 0.9), (1, "L-PERSON", 0.7), (2, "O", 1.0), (3, "B-PERSON", 0.6), (4, "L-PERSON",
+                                                                                               1.0),
              (5, "O", 0.99), (6, "U-GPE", 0.95), (7, "O", 1.0), (8, "U-DATE", 0.9), (9, "O", 1.0)]
     ents = entities_from_steps(steps, offsets, text)
     assert [(e["word"], e["entity_group"]) for e in ents] == [("Jamie Foxx", "PER"), ("Katie Holmes", "PER"),

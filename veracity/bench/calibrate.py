@@ -27,9 +27,11 @@ def calibrate_runs(run_dirs: Sequence[Any], home: Any) -> tuple[Any, Any, dict[s
         model = (run.get("model") or {}).get("model") or next(
             (m.get("id") for m in (run.get("model") or {}).get("served") or []), None)
         if not model:
-            raise ConfigError(f"{d}/run.json names no model", hint="calibrate runs made against a model endpoint")
+            raise ConfigError(f"{d}/run.json names no model",
+                              hint="calibrate runs made against a model endpoint")
         record = run_manifest(run)
-        keys.add((model, record.get("method") or run["config"]["method"], record.get("label_space") or "3way"))
+        keys.add((model, record.get("method") or run["config"]["method"],
+                  record.get("label_space") or "3way"))
         dataset = run_dataset(run)
         gold = {c.id: g.value for c, g in dataset.claims}
         got = read_predictions(d)
@@ -37,11 +39,13 @@ def calibrate_runs(run_dirs: Sequence[Any], home: Any) -> tuple[Any, Any, dict[s
         preds += [{**r, "id": f"{d}::{r.get('id')}"} for r in got]
         gold_all.update({f"{d}::{k}": v for k, v in gold.items()})
         cfg = run["config"]
-        splits.append({"run": str(d), "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
+        splits.append({"run": str(d), "dataset": run["dataset"]["name"],
+                       "variant": run["dataset"].get("variant"),
                        "evidence": record.get("evidence"), "seed": cfg.get("seed"), "limit": cfg.get("limit"),
                        "ids_sha256": hashlib.sha256("\n".join(sorted(gold)).encode()).hexdigest()[:16]})
     if len(keys) != 1:
-        raise ConfigError("the runs differ in model, method or label space: " + "; ".join(" / ".join(k) for k in sorted(keys)),
+        raise ConfigError("the runs differ in model, method or label space: " + "; ".join(" / ".join(k)
+                                                                                          for k in sorted(keys)),  # noqa: E501
                           hint="a map is per model x method x label space: calibrate each group on its own")
     (model, method, labels), = keys
     t = fit_temperature(rows)

@@ -12,8 +12,10 @@ from veracity.bench.report import finalize
 from veracity.pipeline.labels import THREE_WAY
 
 
-COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "acc 95% CI", "macro-F1", "F1 95% CI", "majority acc",
-                   "weighted-F1", "labels", "evidence", "NEI", "forced", "fallback", "LLM calls/claim", "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
+COMPARE_COLUMNS = ("run", "dataset", "method", "n", "acc", "acc 95% CI", "macro-F1", "F1 95% CI",
+                   "majority acc",
+                   "weighted-F1", "labels", "evidence", "NEI", "forced", "fallback", "LLM calls/claim",
+                   "tokens/claim", "tools/claim", "memory hits/claim", "claim p50 s", "wall s",
                    "claims/min", "leakage")
 
 
@@ -42,7 +44,8 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
                     if key in (src.get("ci95") or {}) else "n/a")
         rows.append({
             "run": name,
-            "dataset": run["dataset"]["name"] + (f"/{run['dataset']['variant']}" if run["dataset"].get("variant") else ""),
+            "dataset": run["dataset"]["name"] + (f"/{run['dataset']['variant']}"
+                                                 if run["dataset"].get("variant") else ""),
             "method": method,
             "evidence": run_evidence(run),
             "n": f"{metrics.get('n_predicted', 0)}/{metrics.get('n_claims', 0)}",
@@ -54,8 +57,10 @@ def compare_rows(run_dirs: list[Path | str]) -> list[dict[str, str]]:
             # the NEI rate whenever NOT_ENOUGH_INFO is allowed; in binary, the verdicts the binary rule forced
             "NEI": fmt("nei_rate", s, ".2f") if ls.get("nei_allowed", True) else "n/a",
             "forced": fmt("forced_rate", ls, ".2f") if not ls.get("nei_allowed", True) else "n/a",
-            "LLM calls/claim": fmt("llm_calls_per_claim", e, ".1f"), "tokens/claim": fmt("tokens_per_claim", e, ".0f"),
-            "tools/claim": fmt("tool_calls_per_claim", e, ".2f"), "memory hits/claim": fmt("memory_hits_per_claim", e, ".2f"),
+            "LLM calls/claim": fmt("llm_calls_per_claim", e, ".1f"), "tokens/claim": fmt("tokens_per_claim",
+                                                                                         e, ".0f"),
+            "tools/claim": fmt("tool_calls_per_claim", e, ".2f"),
+                     "memory hits/claim": fmt("memory_hits_per_claim", e, ".2f"),
             "claim p50 s": fmt("latency_p50_s", e, ".1f"), "wall s": fmt("wall_time_s", e, ".0f"),
             "claims/min": fmt("claims_per_min", e, ".2f"),
             "leakage": ("allowed" if leak.get("index_newer") else "ok") if leak.get("checked") else "n/a",

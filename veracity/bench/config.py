@@ -28,7 +28,8 @@ from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.labels import THREE_WAY
 
 # the flat keys (config file and flags) that are run settings: VerifierConfig fields
-RUN_KEYS = ("method", "params", "labels", "evidence", "index", "concurrency", "llm_concurrency", "search_mode",
+RUN_KEYS = ("method", "params", "labels", "evidence", "index", "concurrency", "llm_concurrency",
+            "search_mode",
             "min_confidence", "calibration")
 # their types in a hand-written config file (VerifierConfig checks values, not what TOML made of them)
 _STR = ("method", "labels", "evidence", "search_mode")
@@ -46,18 +47,21 @@ class RunConfig:
     hops: list[int] | None = None
     limit: int | None = None
     seed: int | None = 0
-    sample: str = "random"  # how --limit draws: "random" (seeded) or "balanced" (class- and hop-balanced, seeded)
+    # how --limit draws: "random" (seeded) or "balanced" (class- and hop-balanced, seeded)
+    sample: str = "random"
     # the order claims are run in: "sample" (as drawn: shuffled when --limit samples) or "dataset" (the drawn
     # claims in the file's order; with concurrency 1, what each claim leaves in a method's run state, e.g.
     # MERMAID's memory, is there for the next one: the setting of MERMAID's memory ablation)
     order: str = "sample"
     label_map: str | None = None
-    labels: str | None = None  # the label space asked for (None: the dataset's declared one); checked by `verifier`
+    # the label space asked for (None: the dataset's declared one); checked by `verifier`
+    labels: str | None = None
     ablations: list[str] = field(default_factory=list)  # folded into the verifier's method parameters
     allow_leakage: bool = False
     name: str | None = None  # a label for tables (default: the run directory's name)
     description: str | None = None
-    paper: dict[str, Any] = field(default_factory=dict)  # the paper's reported numbers (source, metric: value)
+    # the paper's reported numbers (source, metric: value)
+    paper: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -66,10 +70,11 @@ class RunConfig:
         self.ablations = [a.strip().lstrip("-") for a in self.ablations]
         if self.order not in ORDER_MODES:
             raise ConfigError(f"unknown run order {self.order!r}",
-                              hint="use --order sample (the sample's order) or dataset (the dataset file's order)")
+                              hint="use --order sample (the sample's order) or dataset (the dataset file's "
+                                   "order)")
         if self.sample not in SAMPLE_MODES:
             raise ConfigError(f"unknown sample mode {self.sample!r}",
-                              hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
+                              hint="use --sample random (a seeded random sample) or balanced (class-balanced)")  # noqa: E501
 
     @classmethod
     def of(cls, *, settings: Settings | None = None, endpoint: str | None = None, model: str | None = None,
@@ -176,7 +181,8 @@ class RunConfig:
         if self.order != "sample":  # memory carried between claims makes the order part of the result
             extra["order"] = self.order
         return {
-            "dataset": self.dataset, "variant": self.variant, "hops": sorted(self.hops) if self.hops else None,
+            "dataset": self.dataset, "variant": self.variant,
+                "hops": sorted(self.hops) if self.hops else None,
             "limit": self.limit, "seed": self.seed, "label_map": self.label_map, "method": self.method,
             "params": json.loads(json.dumps(self.method_overrides(), sort_keys=True, default=str)),
             "search_mode": self.search_mode,
@@ -186,7 +192,7 @@ class RunConfig:
 
 def _bad_type(key: str, want: str, value: Any) -> ConfigError:
     return ConfigError(f"{key} must be {want}, got {value!r}",
-                       hint=f"fix `{key}` in the config (or its flag); `veracity bench run --help` lists them")
+                       hint=f"fix `{key}` in the config (or its flag); `veracity bench run --help` lists them")  # noqa: E501
 
 
 def _check_run_types(run: dict[str, Any]) -> None:
@@ -231,7 +237,8 @@ def load_config(path: Path | str, *, settings: Settings | None = None, endpoint:
     known = config_keys()
     unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}", hint=f"valid keys: {', '.join(known)}")
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
+                          hint=f"valid keys: {', '.join(known)}")
     for key in ("dataset", "method"):
         if key not in raw and overrides.get(key) is None:
             raise ConfigError(f"{path}: missing {key!r}", hint=f"add {key} = \"...\"")

@@ -111,7 +111,8 @@ async def _closed_loop(n: int, concurrency: int, one: Callable[[int], "asyncio.F
     return time.perf_counter() - t0
 
 
-async def run_raw(endpoint: str, model: str, concurrency: int, n: int, max_tokens: int, phase: str) -> PhaseResult:
+async def run_raw(endpoint: str, model: str, concurrency: int, n: int, max_tokens: int,
+                  phase: str) -> PhaseResult:
     """Requests straight to the server: one POST, no validation on the hot path (checked afterwards)."""
     fmt = response_format_for(BenchVerdict)
     res = PhaseResult("raw", concurrency, n, 0, 0, 0.0, 0, 0, [])
@@ -142,7 +143,8 @@ async def run_raw(endpoint: str, model: str, concurrency: int, n: int, max_token
     return res
 
 
-async def run_client(endpoint: str, model: str, concurrency: int, n: int, max_tokens: int, phase: str) -> PhaseResult:
+async def run_client(endpoint: str, model: str, concurrency: int, n: int, max_tokens: int,
+                     phase: str) -> PhaseResult:
     res = PhaseResult("client", concurrency, n, 0, 0, 0.0, 0, 0, [])
     llm = LLMClient(endpoint, model, concurrency=concurrency, max_tokens=max_tokens, validation_retries=0)
     await llm.start()
@@ -165,7 +167,8 @@ async def run_client(endpoint: str, model: str, concurrency: int, n: int, max_to
     return res
 
 
-async def bench_llm(endpoint: str, model: str | None, concurrencies: list[int], *, requests_per_level: int | None = None,
+async def bench_llm(endpoint: str, model: str | None, concurrencies: list[int], *,
+                    requests_per_level: int | None = None,
                     max_tokens: int = 192, progress: Callable[[str], None] | None = None) -> dict:
     """Run both modes at each concurrency; returns a JSON-ready report."""
     normalize_endpoint(endpoint)  # one endpoint: the raw mode talks to it directly (a list: ConfigError)

@@ -31,11 +31,13 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
     base = url.rstrip("/")
     base = base if base.endswith("/v1") else base + "/v1"
     try:
-        data = httpx.get(base + "/models", timeout=5, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
-        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len", "owned_by")} for m in data.get("data", [])]
+        data = httpx.get(base + "/models", timeout=5,
+                         headers={"Authorization": f"Bearer {settings.api_key}"}).json()
+        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len",
+                                                "owned_by")} for m in data.get("data", [])]
     except httpx.TransportError as exc:  # nobody answers: stop before the run directory is written
         raise EndpointError(f"cannot reach the model endpoint {url} ({type(exc).__name__})",
-                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None
+                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None  # noqa: E501
     except Exception as exc:  # the manifest records what could be learned; the run itself reports errors
         out["served_error"] = f"{type(exc).__name__}: {exc}"
     state = read_state(settings)
@@ -58,12 +60,13 @@ def leakage_check(searcher: Any, dataset: Dataset, allow: bool, evidence: str = 
         elif evidence == "none":
             why = "no index (--evidence none: closed book)"
         else:
-            why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"
+            why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"  # noqa: E501
         return {"checked": False, "reason": why, "allowed": allow}
     dump = index_dump_date(manifest)
     newer = index_newer_than(manifest, dataset.created)
     check_leakage(manifest, dataset.created, allow=allow, what=f"the {dataset.name} dataset")
-    return {"checked": True, "dataset_created": dataset.created, "index_dump_date": dump.isoformat() if dump else None,
+    return {"checked": True, "dataset_created": dataset.created,
+            "index_dump_date": dump.isoformat() if dump else None,
             "index_newer": newer, "allowed": allow,
             "status": ("index may be newer than the dataset: run allowed by --allow-leakage" if newer
                        else "index is not newer than the dataset")}

@@ -29,7 +29,7 @@ def _as_label(value: Label | str) -> Label:
     try:
         return Label(str(value))
     except ValueError:
-        raise ValueError(f"not a label: {value!r} (expected one of {', '.join(lab.value for lab in Label)})") from None
+        raise ValueError(f"not a label: {value!r} (expected one of {', '.join(lab.value for lab in Label)})") from None  # noqa: E501
 
 
 def _div(num: float, den: float) -> float:
@@ -91,7 +91,8 @@ def per_class(gold: Sequence[Label | str], pred: Sequence[Label | str],
         predicted = sum(1 for b in p if b == lab)
         precision = _div(tp, predicted)
         recall = _div(tp, support)
-        out[lab] = ClassScores(precision, recall, _div(2 * precision * recall, precision + recall), support, predicted)
+        out[lab] = ClassScores(precision, recall, _div(2 * precision * recall, precision + recall), support,
+                               predicted)
     return out
 
 
@@ -168,7 +169,8 @@ def evaluate(gold: Sequence[Label | str], pred: Sequence[Label | str],
     )
 
 
-def bootstrap_ci(gold: Sequence[Label | str], pred: Sequence[Label | str], labels: Sequence[Label | str] | None = None,
+def bootstrap_ci(gold: Sequence[Label | str], pred: Sequence[Label | str],
+                 labels: Sequence[Label | str] | None = None,
                  *, resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
     """Percentile bootstrap intervals of accuracy and macro-F1: ``resamples`` samples of the claims drawn
     with replacement (seeded, so a report is reproducible), the ``level`` central interval of each.
@@ -194,7 +196,8 @@ def bootstrap_ci(gold: Sequence[Label | str], pred: Sequence[Label | str], label
             "macro_f1": [_percentile(f1s, lo), _percentile(f1s, hi)], "level": level, "resamples": resamples}
 
 
-def majority_baseline(gold: Sequence[Label | str], labels: Sequence[Label | str] | None = None) -> dict[str, Any]:
+def majority_baseline(gold: Sequence[Label | str], labels: Sequence[Label | str] | None = None) -> dict[str,
+                                                                                                        Any]:
     """Accuracy and macro-F1 of always answering the sample's most frequent gold label (ties: Label order):
     the floor a method has to clear on that sample."""
     g = [_as_label(x) for x in gold]
@@ -211,7 +214,9 @@ def reply_reliability(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How often a role's reply failed to validate and its declared fallback stood in (trace events
     carrying ``fallback``), per claim and in all: the client's zero-parse-failure contract, measured."""
     n = len(results)
-    events = [[e for e in ((r.get("trace") or {}).get("events") or []) if isinstance(e, Mapping) and "fallback" in e]
+    events = [[e for e in ((r.get("trace") or {}).get("events") or []) if isinstance(e,
+                                                                                     Mapping)
+               and "fallback" in e]
               for r in results]
     by_role: Counter[str] = Counter()
     for evs in events:
@@ -222,7 +227,8 @@ def reply_reliability(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "fallback_rate": _div(with_fallback, n), "by_role": dict(by_role.most_common())}
 
 
-def orig_label_breakdown(orig_labels: Sequence[Any], pred: Sequence[Label | str]) -> dict[str, dict[str, int]]:
+def orig_label_breakdown(orig_labels: Sequence[Any], pred: Sequence[Label | str]) -> dict[str, dict[str,
+                                                                                                    int]]:
     """How each original (fine-grained) label was predicted, e.g. LIAR's six ratings or BingCheck's
     "partially supported": ``{orig: {predicted Label value: count}}``, originals in first-seen order."""
     _check_lengths(orig_labels, pred)
@@ -245,7 +251,7 @@ _LATENCY_KEYS = ("latency_s", "wall_s", "total_s", "total")
 
 
 def claim_latency(result: Mapping[str, Any]) -> float | None:
-    """Seconds one claim took: ``result["latency_s"]``, else ``trace.timings`` "total_s" / "wall_s" / "total"."""
+    """Seconds one claim took: ``result["latency_s"]``, else ``trace.timings`` "total_s" / "wall_s" / "total"."""  # noqa: E501
     if isinstance(result.get("latency_s"), (int, float)):
         return float(result["latency_s"])
     timings = (result.get("trace") or {}).get("timings") or {}
@@ -266,7 +272,8 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def efficiency_summary(results: Sequence[Mapping[str, Any]], wall_time_s: float | None = None) -> dict[str, Any]:
+def efficiency_summary(results: Sequence[Mapping[str, Any]], wall_time_s: float | None = None) -> dict[str,
+                                                                                                       Any]:
     """Cost of a run from its result dicts (each with ``trace.summary``: llm_calls, prompt_tokens,
     completion_tokens, tool_calls [, memory_hits]).
 

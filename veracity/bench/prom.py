@@ -42,7 +42,7 @@ class Sample:
 
 @dataclass
 class Histogram:
-    """One histogram family summed over its matching series: ``buckets`` are (upper bound, cumulative count)."""
+    """One histogram family summed over its matching series: ``buckets`` are (upper bound, cumulative count)."""  # noqa: E501
 
     sum: float
     count: float
@@ -102,7 +102,8 @@ def _parse_value(text: str) -> float | None:
 class Metrics:
     """Samples of one scrape; every lookup returns None when the metric is not there."""
 
-    def __init__(self, samples: Iterable[Sample] = (), types: Mapping[str, str] | None = None, bad_lines: int = 0):
+    def __init__(self, samples: Iterable[Sample] = (), types: Mapping[str, str] | None = None,
+                 bad_lines: int = 0):
         self.samples: list[Sample] = list(samples)
         self.types: dict[str, str] = dict(types or {})
         self.bad_lines = bad_lines
@@ -119,7 +120,8 @@ class Metrics:
     def has(self, name: str) -> bool:
         """Whether a metric family (or sample name) is there: a counter's ``_total`` and a histogram's
         ``_sum`` / ``_count`` samples count for their family."""
-        return any(n in self._by_name or n in self.types for n in (name, name + "_total", name + "_sum", name + "_count"))
+        return any(n in self._by_name or n in self.types for n in (name, name + "_total", name + "_sum",
+                                                                   name + "_count"))
 
     def series(self, name: str, labels: Mapping[str, str] | None = None) -> list[Sample]:
         """Samples called ``name`` whose labels agree with ``labels`` (see the module docstring)."""
@@ -145,7 +147,7 @@ class Metrics:
         return None
 
     def counter(self, *names: str, labels: Mapping[str, str] | None = None) -> float | None:
-        """A counter by its family name or its sample name (``_total`` suffix optional); first present wins."""
+        """A counter by its family name or its sample name (``_total`` suffix optional); first present wins."""  # noqa: E501
         for name in names:
             base = name[:-len("_total")] if name.endswith("_total") else name
             for candidate in (base + "_total", base):

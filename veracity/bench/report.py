@@ -35,7 +35,8 @@ def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
         top = max((max(row) for row in matrix), default=0)
         for i, row in enumerate(matrix):
             for j, v in enumerate(row):
-                ax.text(j, i, str(v), ha="center", va="center", color="white" if top and v > top / 2 else "black")
+                ax.text(j, i, str(v), ha="center", va="center",
+                        color="white" if top and v > top / 2 else "black")
         ax.set_title("confusion matrix")
         fig.tight_layout()
         fig.savefig(run_dir / "confusion.png", dpi=110)
@@ -47,7 +48,8 @@ def _plots(run_dir: Path, metrics: dict[str, Any]) -> list[str]:
         keys = list(hops)
         ax.bar([f"{k}-hop" for k in keys], [hops[k]["macro_f1"] for k in keys], color="#4477aa")
         for i, k in enumerate(keys):
-            ax.text(i, hops[k]["macro_f1"], f"{hops[k]['macro_f1']:.2f}\nn={hops[k]['n']}", ha="center", va="bottom", fontsize=8)
+            ax.text(i, hops[k]["macro_f1"], f"{hops[k]['macro_f1']:.2f}\nn={hops[k]['n']}", ha="center",
+                    va="bottom", fontsize=8)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("macro-F1")
         ax.set_title("macro-F1 by number of hops")
@@ -82,7 +84,8 @@ def _label_space_line(run: dict[str, Any], metrics: dict[str, Any]) -> str:
     name = ls.get("name") or run_manifest(run).get("label_space") or THREE_WAY.name
     labels = " / ".join(ls.get("labels") or label_space(name).values())
     dataset = ls.get("dataset") or (run.get("dataset") or {}).get("label_space")
-    whose = ("the dataset's" if dataset == name else f"--labels; the dataset's is {dataset}") if dataset else "recorded"
+    whose = ("the dataset's" if dataset == name
+             else f"--labels; the dataset's is {dataset}") if dataset else "recorded"
     rule = f"; a claim no verdict was reached for: {BINARY_RULE}" if name == BINARY.name else ""
     return f"- label space: {name} ({labels}; {whose}){rule}"
 
@@ -98,7 +101,8 @@ def _evidence_line(run: dict[str, Any]) -> str:
 
 
 def _confidence_section(run: dict[str, Any], metrics: dict[str, Any]) -> list[str]:
-    """The verdicts' confidence (veracity/bench/selective.py): ECE, AUROC, accuracy at 100 / 80 / 60 % coverage,
+    """The verdicts' confidence (veracity/bench/selective.py): ECE, AUROC, accuracy at 100 / 80 / 60 %
+    coverage,
     before the calibration map too when one was applied."""
     conf = metrics.get("confidence")
     if not conf:
@@ -106,7 +110,8 @@ def _confidence_section(run: dict[str, Any], metrics: dict[str, Any]) -> list[st
     settings = run_manifest(run).get("confidence") or {}
     cal = settings.get("calibration")
     lines = ["## Confidence", "",
-             f"{conf['with_confidence']} verdicts with a confidence, {conf['without']} without (no logprobs, or no "
+             f"{conf['with_confidence']} verdicts with a confidence, {conf['without']} without (no logprobs, "
+             "or no "
              f"deciding reply); {conf['abstained']} abstained (--min-confidence "
              f"{settings.get('min_confidence')}). Calibration map: "
              + (f"temperature {cal['temperature']} ({cal['path']})" if cal else "none") + ".", "",
@@ -119,14 +124,16 @@ def _confidence_section(run: dict[str, Any], metrics: dict[str, Any]) -> list[st
         ci = m["ci95"]
         span = (lambda v, c: f"{v:.3f} [{c[0]:.3f}, {c[1]:.3f}]" if v is not None and c else "n/a")  # noqa: E731
         lines.append(f"| {name} | {span(m['ece'], ci['ece'])} | {span(m['auroc'], ci['auroc'])} | "
-                     + " | ".join(span(m["accuracy_at"][k], ci["accuracy_at"][k]) for k in ("100%", "80%", "60%"))
+                     + " | ".join(span(m["accuracy_at"][k], ci["accuracy_at"][k]) for k in ("100%", "80%",
+                                                                                            "60%"))
                      + " |")
     lines.append("")
     return lines
 
 
 CLAIMS_CSV = "predictions.csv"
-ENGINE_WORDS = {"vllm": "vLLM", "llamacpp": "llama.cpp (llama-server)", "llama-server": "llama.cpp (llama-server)",
+ENGINE_WORDS = {"vllm": "vLLM", "llamacpp": "llama.cpp (llama-server)",
+                "llama-server": "llama.cpp (llama-server)",
                 "llama.cpp": "llama.cpp (llama-server)"}
 
 
@@ -159,7 +166,7 @@ CLAIMS_IN_REPORT = 200  # the per-claim table of report.md; predictions.csv hold
 
 
 def claim_rows(dataset: Dataset, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per predicted claim in the dataset's order: id, gold, predicted, correct, the claim, its cost."""
+    """One row per predicted claim in the dataset's order: id, gold, predicted, correct, the claim, its cost."""  # noqa: E501
     gold = {c.id: (c, g) for c, g in dataset.claims}
     by_id = {r.get("id"): r for r in results if r.get("id") in gold}
     rows = []
@@ -180,7 +187,8 @@ def write_claims_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     import csv
 
     with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["id", "gold", "predicted", "correct", "claim", "llm_calls", "tokens",
+        w = csv.DictWriter(f, fieldnames=["id", "gold", "predicted", "correct", "claim", "llm_calls",
+                                          "tokens",
                                           "grounding"])
         w.writeheader()
         w.writerows(rows)
@@ -190,7 +198,8 @@ def _claims_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     out = ["## Claims", "", f"Every claim with its gold label and prediction in `{CLAIMS_CSV}` "
-           + (f"(the first {CLAIMS_IN_REPORT} of {len(rows)} here)." if len(rows) > CLAIMS_IN_REPORT else "(all here)."),
+           + (f"(the first {CLAIMS_IN_REPORT} of {len(rows)} here)." if len(rows) > CLAIMS_IN_REPORT
+              else "(all here)."),
            "", "| id | gold | predicted | right | claim |", "|---|---|---|---|---|"]
     for r in rows[:CLAIMS_IN_REPORT]:
         text = " ".join(str(r["claim"]).split()).replace("|", "\\|")
@@ -204,21 +213,26 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
                   claims: list[dict[str, Any]] | None = None) -> str:
     cfg = run["config"]
     ds = run["dataset"]
-    lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant") else ""), ""]
-    status = "complete" if metrics.get("complete") else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)"
+    lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant")
+                                                                else ""), ""]
+    status = "complete" if metrics.get("complete") else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)"  # noqa: E501
     model = run.get("model", {})
     record = run_manifest(run)
     lines += [
         f"- status: {status}",
-        f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed {cfg.get('seed')}, "
+        f"- claims: {ds['n_claims']} of {ds['total_before_limit']} (limit {cfg.get('limit')}, seed "
+        f"{cfg.get('seed')}, "
         f"sample {cfg.get('sample') or 'random'},"
         f" hops {cfg.get('hops') or 'all'}); labels {', '.join(ds['labels'])}",
         _label_space_line(run, metrics),
         _evidence_line(run),
-        f"- dataset sha256: `{ds['sha256'][:16]}`; files: {', '.join(Path(p).name for p in ds['source_files'])}",
-        f"- method parameters: `{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"
+        f"- dataset sha256: `{ds['sha256'][:16]}`; files: "
+        f"{', '.join(Path(p).name for p in ds['source_files'])}",
+        "- method parameters: "
+        f"`{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"  # noqa: E501
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
-        f"- model: {model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"
+        "- model: "
+        f"{model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"
         f" at {model.get('endpoint')}" + _server_words(model),
         f"- index: {record.get('index_dir') or 'none'}"
         + (f" ({record['index'].get('passages')} passages)" if isinstance(record.get("index"), dict) else ""),
@@ -255,7 +269,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         lines += [f"| predictions outside the label set | {scores['out_of_set_predictions']} |", ""]
         lines += ["| class | precision | recall | F1 | support |", "|---|---|---|---|---|"]
         for lab, s in scores["per_class"].items():
-            lines.append(f"| {lab} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |")
+            lines.append(f"| {lab} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | "
+                         f"{s['support']} |")
         lines += ["", "Confusion matrix (rows gold, columns predicted):", "",
                   "| gold \\ pred | " + " | ".join(scores["confusion"]["labels"]) + " |",
                   "|---" * (len(scores["confusion"]["labels"]) + 1) + "|"]
@@ -270,17 +285,22 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     e = metrics.get("efficiency") or {}
     if e.get("claims"):
         lines += ["## Efficiency", "", "| per claim | value |", "|---|---|",
-                  f"| LLM calls | {e['llm_calls_per_claim']:.2f} |", f"| tokens (prompt + completion) | {e['tokens_per_claim']:.0f} |",
-                  f"| tool calls | {e['tool_calls_per_claim']:.2f} |", f"| memory hits | {e['memory_hits_per_claim']:.2f} |",
+                  f"| LLM calls | {e['llm_calls_per_claim']:.2f} |",
+                  f"| tokens (prompt + completion) | {e['tokens_per_claim']:.0f} |",
+                  f"| tool calls | {e['tool_calls_per_claim']:.2f} |",
+                  f"| memory hits | {e['memory_hits_per_claim']:.2f} |",
                   f"| latency p50 / p95 (s) | {e['latency_p50_s']:.1f} / {e['latency_p95_s']:.1f} |", "",
-                  f"Wall time {e['wall_time_s']:.0f} s ({e['wall_time_source']}), {e['claims_per_min']:.2f} claims/min "
+                  f"Wall time {e['wall_time_s']:.0f} s ({e['wall_time_source']}), {e['claims_per_min']:.2f} "
+                  "claims/min "
                   f"at concurrency {run.get('concurrency')}.", ""]
     tri = (metrics.get("method_stats") or {}).get("trification")
     if tri:
         lines += ["## Trification graph statistics (paper's Table 2)", "",
                   f"Graph modifications per claim: {tri['graph_modifications_per_claim']:.2f} "
-                  f"({tri['claims_modified']:.0%} of claims modified); claims with no valid plan: {tri['no_plan']}; "
-                  f"claims decided in static mode after the modification cap: {tri.get('static_fallbacks', 0)}.", "",
+                  f"({tri['claims_modified']:.0%} of claims modified); claims with no valid plan: "
+                  f"{tri['no_plan']}; "
+                  "claims decided in static mode after the modification cap: "
+                  f"{tri.get('static_fallbacks', 0)}.", "",
                   "| node type | initial graph | final graph |", "|---|---|---|"]
         for k in tri["nodes_initial"]:
             lines.append(f"| {k} | {tri['nodes_initial'][k]:.2f} | {tri['nodes_final'][k]:.2f} |")
@@ -289,8 +309,10 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     mer = (metrics.get("method_stats") or {}).get("mermaid")
     if mer:
         lines += ["## MERMAID executor", "",
-                  f"Executor steps per claim {mer['executor_steps_per_claim']:.2f}; claims that recalled evidence from "
-                  f"memory {mer['claims_with_memory_hits']:.0%}; verdicts forced at T_max {mer['forced_verdicts']:.0%}.", ""]
+                  f"Executor steps per claim {mer['executor_steps_per_claim']:.2f}; claims that recalled "
+                  "evidence from "
+                  f"memory {mer['claims_with_memory_hits']:.0%}; verdicts forced at T_max "
+                  f"{mer['forced_verdicts']:.0%}.", ""]
     for png in plots:
         lines += [f"![{png}]({png})", ""]
     paper = cfg.get("paper") or {}
@@ -303,7 +325,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
 def run_dataset(run: dict[str, Any]) -> Dataset:
     """The claims a run directory's run.json says it ran (the same sample, gold labels included)."""
     cfg = run["config"]
-    return load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"), seed=cfg.get("seed"),
+    return load_dataset(cfg["dataset"], run["dataset"].get("data_dir"), limit=cfg.get("limit"),
+                        seed=cfg.get("seed"),
                         hops=cfg.get("hops"), variant=cfg.get("variant"), label_map=cfg.get("label_map"),
                         evidence=cfg.get("evidence") or "open", sample=cfg.get("sample") or "random")
 
@@ -322,7 +345,8 @@ def finalize(run_dir: Path, dataset: Dataset | None = None) -> dict[str, Any]:
                       "dataset": run["dataset"]["name"], "variant": run["dataset"].get("variant"),
                       "label_space": metrics["label_space"]["name"],
                       "evidence": run_evidence(run),
-                      "ablations": run["config"].get("ablations", []), "model": run.get("model", {}).get("model"),
+                      "ablations": run["config"].get("ablations", []), "model": run.get("model",
+                                                                                        {}).get("model"),
                       "concurrency": run.get("concurrency"), "leakage": run.get("leakage")}
     _write_json(run_dir / METRICS_FILE, metrics)
     plots = _plots(run_dir, metrics)

@@ -42,7 +42,8 @@ def load_hover(path: Path, limit: int | None = None) -> list[dict]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise DataError(f"cannot read HoVer file {path}: {exc}", hint="pass the official hover_*_release_v1.1.json") \
+        raise DataError(f"cannot read HoVer file {path}: {exc}",
+                        hint="pass the official hover_*_release_v1.1.json") \
             from exc
     if not isinstance(data, list):
         raise DataError(f"{path} is not a HoVer release file (expected a JSON list)", hint="pass --data-file")
@@ -58,7 +59,8 @@ def load_hover(path: Path, limit: int | None = None) -> list[dict]:
         if limit is not None and len(claims) >= limit:
             break
     if not claims:
-        raise DataError(f"{path} holds no claims with supporting_facts", hint="use the dev file, not the test file")
+        raise DataError(f"{path} holds no claims with supporting_facts",
+                        hint="use the dev file, not the test file")
     return claims
 
 
@@ -139,7 +141,8 @@ def bench_retrieval(index_dir: Path | str, *, dataset: str = "hover", data_file:
                             hint="build the index from a corpus holding the gold articles "
                                  "(e.g. wiki_corpus_hover_gold)")
         results = [bench_mode(searcher, kept, m, ks,
-                              progress=(lambda i, n, m=m: progress(m, i, n)) if progress else None) for m in modes]
+                              progress=(lambda i, n, m=m: progress(m, i,
+                                                                   n)) if progress else None) for m in modes]
     finally:
         searcher.close()
     man = searcher.manifest

@@ -55,8 +55,10 @@ from veracity.pipeline.labels import label_space
 from veracity.pipeline.results import RunManifest, ServedModel
 
 
-def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None, data_dir: str | None = None,
-              progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]], None] | None = None,
+def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None = None,
+              data_dir: str | None = None,
+              progress: bool = False, llm: Any = None, on_result: Callable[[dict[str, Any]],
+                                                                           None] | None = None,
               on_warning: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run ``cfg`` into ``out_dir`` (resuming what is there) and return its metrics.
 
@@ -74,8 +76,10 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
 
     settings = settings or cfg.verifier.settings
     out_dir = Path(out_dir).expanduser()
-    dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed, hops=cfg.hops,
-                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence, sample=cfg.sample,
+    dataset = load_dataset(cfg.dataset, data_dir or settings.data_dir, limit=cfg.limit, seed=cfg.seed,
+                           hops=cfg.hops,
+                           variant=cfg.variant, label_map=cfg.label_map, evidence=cfg.evidence,
+                           sample=cfg.sample,
                            order=cfg.order)
     space = label_space(cfg.labels) if cfg.labels is not None else dataset.label_space
     if space != dataset.label_space:
@@ -121,7 +125,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         _, claims = verifier.prepare_many([c for c, _ in dataset.claims], out_dir / PREDICTIONS_FILE, None)
         leakage = leakage_check(verifier.searcher, dataset, cfg.allow_leakage, cfg.evidence)
         if llm is not None:
-            model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__), "server": {"managed": False}}
+            model = {"endpoint": None, "model": getattr(llm, "model", type(llm).__name__),
+                     "server": {"managed": False}}
         else:
             url, served = verifier.resolve_endpoint()
             model = describe_endpoint(url, served, settings)
@@ -172,7 +177,8 @@ def bench_run(cfg: RunConfig, out_dir: Path | str, *, settings: Settings | None 
         metrics = finalize(out_dir, dataset)
         if stopped is not None:
             kind = EndpointBusyError if isinstance(stopped, EndpointBusyError) else EndpointError
-            raise kind(f"{stopped}; {metrics['n_predicted']} of {metrics['n_claims']} claims are scored in {out_dir}",
+            raise kind(f"{stopped}; {metrics['n_predicted']} of {metrics['n_claims']} claims are scored in "
+                       f"{out_dir}",
                        hint=endpoint_stop_hint(stopped))
         metrics["failed"] = session["failed"]
         return metrics

@@ -53,7 +53,8 @@ def score_run(dataset: Dataset, results: list[dict[str, Any]], wall_time_s: floa
     rows.sort(key=lambda r: order[r["id"]])
     g = [gold[r["id"]][1] for r in rows]
     p = [Label(r["label"]) for r in rows]
-    out: dict[str, Any] = {"complete": len(rows) == len(gold), "n_predicted": len(rows), "n_claims": len(gold)}
+    out: dict[str, Any] = {"complete": len(rows) == len(gold), "n_predicted": len(rows),
+                           "n_claims": len(gold)}
     forced = forced_verdicts(rows)
     out["label_space"] = {"name": space.name, "labels": list(space.values()), "nei_allowed": space.allows_nei,
                           "dataset": dataset.label_space.name, "forced_verdicts": forced,

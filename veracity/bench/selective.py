@@ -121,7 +121,8 @@ def selective_metrics(conf: Sequence[float], right: Sequence[bool], *, resamples
 def confidence_rows(rows: Sequence[Mapping[str, Any]], gold: Mapping[str, str], *,
                     raw: bool = False) -> tuple[list[float], list[bool]]:
     """(confidence, right) of every prediction with a confidence and a gold label; an abstained verdict with
-    the label it would have given. ``raw``: the confidence before the calibration map (where one was applied)."""
+    the label it would have given. ``raw``: the confidence before the calibration map (where one was
+    applied)."""
     conf, right = [], []
     for r in rows:
         want = gold.get(str(r.get("id")))
@@ -140,7 +141,8 @@ def run_confidence(rows: Sequence[Mapping[str, Any]], gold: Mapping[str, str]) -
     conf, right = confidence_rows(rows, gold)
     if not conf:
         return None
-    out: dict[str, Any] = {"with_confidence": len(conf), "without": sum(1 for r in rows if r.get("confidence") is None),
+    out: dict[str, Any] = {"with_confidence": len(conf),
+                           "without": sum(1 for r in rows if r.get("confidence") is None),
                            "abstained": sum(1 for r in rows if r.get("abstained")),
                            "metrics": selective_metrics(conf, right)}
     if any(r.get("raw_label_probs") for r in rows):

@@ -23,7 +23,8 @@ cache outlives a benchmark: claims an earlier run sent (same dataset and seed) m
 so pass another ``seed`` for claims the server has not seen.
 
 The output directory holds ``report.json``, ``report.md``, ``scaling.png`` and one folder per level
-(``c0004/results.jsonl`` with every verdict and trace, ``c0004/memory/evidence.sqlite`` where used). The reports
+(``c0004/results.jsonl`` with every verdict and trace, ``c0004/memory/evidence.sqlite`` where used). The
+reports
 are rewritten after every level, so an interrupted benchmark keeps the levels it finished.
 
 The server may serve other clients at the same time; its counters then include their work. A level
@@ -85,16 +86,18 @@ def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
     served = health(url, timeout=10.0)
     if served is None:
         raise EndpointError(f"the model endpoint {url} does not answer",
-                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint")
+                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint")  # noqa: E501
     if not served:
         raise EndpointError(f"the model endpoint {url} serves no model", hint="start vLLM with --model")
     if model and model not in served:
-        raise EndpointError(f"the endpoint {url} serves {', '.join(served)}, not {model}", hint=f"pass --model {served[0]}")
+        raise EndpointError(f"the endpoint {url} serves {', '.join(served)}, not {model}",
+                            hint=f"pass --model {served[0]}")
     return url, model or served[0]
 
 
 def _level_record(concurrency: int, claims: list[Any], stats: Any, rows: list[dict[str, Any]], wall_s: float,
-                  server: dict[str, Any], gpu: list[dict[str, Any]], level_dir: str, stopped: str | None) -> dict[str, Any]:
+                  server: dict[str, Any], gpu: list[dict[str, Any]], level_dir: str,
+                  stopped: str | None) -> dict[str, Any]:
     eff = efficiency_summary(rows, wall_s)
     done = len(rows)
     per_s = (lambda x: x / wall_s if wall_s > 0 else 0.0)  # noqa: E731
@@ -129,9 +132,11 @@ def _level_record(concurrency: int, claims: list[Any], stats: Any, rows: list[di
     calls = [c for r in rows for c in ((r.get("trace") or {}).get("llm_calls") or [])]
     reported = [c for c in calls if isinstance(c.get("cached_prompt_tokens"), int)]
     prompt = sum(c.get("prompt_tokens") or 0 for c in reported)
-    record["own_prefix_cache_hit_rate"] = (sum(c["cached_prompt_tokens"] for c in reported) / prompt) if prompt else None
+    record["own_prefix_cache_hit_rate"] = (sum(c["cached_prompt_tokens"] for c in reported)
+                                           / prompt) if prompt else None
     finished = server.get("requests_finished")
-    record["other_traffic"] = bool(finished is not None and not record["failed"] and finished > eff["llm_calls"])
+    record["other_traffic"] = bool(finished is not None and not record["failed"]
+                                   and finished > eff["llm_calls"])
     return record
 
 
@@ -177,7 +182,8 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
     spec = cfg.verifier.method.spec  # method and parameters were checked when the config was built
     out_dir = Path(out_dir).expanduser()
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise ConfigError(f"{out_dir} exists and is not empty", hint="pass a new --out directory (benchmarks do not resume)")
+        raise ConfigError(f"{out_dir} exists and is not empty",
+                          hint="pass a new --out directory (benchmarks do not resume)")
     wanted = cfg.warmup + (sum(cfg.claims_per_level or default_claims_per_level(c) for c in levels))
     dataset = load_dataset(cfg.dataset, cfg.data_dir or settings.data_dir, limit=wanted, seed=cfg.seed)
     available = len(dataset.claims)
@@ -232,7 +238,8 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
         "warmup_claims": warmup_n,
         "disjoint": True,
         "disjointness": "each level verifies its own claims (disjoint slices of one seeded sample, warm-up "
-                        "excluded) with a fresh run state in its own folder (e.g. a fresh evidence memory): no "
+                        "excluded) with a fresh run state in its own folder (e.g. a fresh evidence memory): "
+                        "no "
                         "level repeats a claim's prompts to the prefix cache or inherits memory from another",
         "llm_concurrency": settings.llm_concurrency,
         "endpoint": url,
@@ -282,7 +289,8 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
             sampler.start()
             t0 = time.perf_counter()
             try:
-                stats = await v.averify_many(level_claims, out=level_dir / "results.jsonl", concurrency=concurrency,
+                stats = await v.averify_many(level_claims, out=level_dir / "results.jsonl",
+                                             concurrency=concurrency,
                                              progress=progress)
             except EndpointError as exc:
                 stats, why, stopped = getattr(exc, "stats", None), str(exc), exc
@@ -294,15 +302,18 @@ async def abench_throughput(cfg: ThroughputConfig, out_dir: Path | str, *, setti
                 await asyncio.sleep(min(SETTLE_S, cfg.poll_interval_s))
             after = await sampler.snapshot()
             if sampler.poll_errors and (sampler.polls or before is not None or after is not None):
-                warn_(f"level {concurrency}: {sampler.poll_errors} of {sampler.poll_errors + len(sampler.polls)} "
+                warn_(f"level {concurrency}: {sampler.poll_errors} of "
+                      f"{sampler.poll_errors + len(sampler.polls)} "
                       "metrics polls failed")
             rows = _read_rows(level_dir / "results.jsonl")
             figures = server_figures(before, after, sampler.polls, model=model if probe is not None else None)
             record = _level_record(concurrency, level_claims, stats, rows, wall, figures, sampler.gpu_samples,
                                    name, why)
             if record["other_traffic"]:
-                warn_(f"level {concurrency}: the server finished {figures['requests_finished']:.0f} requests, this "
-                      f"benchmark made {record['llm_calls']}: other clients were using it, its figures include their work")
+                warn_(f"level {concurrency}: the server finished {figures['requests_finished']:.0f} "
+                      "requests, this "
+                      f"benchmark made {record['llm_calls']}: other clients were using it, its figures "
+                      "include their work")
             report["levels"].append(record)
             write_reports(out_dir, report)
             if stopped is not None:

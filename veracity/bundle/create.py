@@ -51,8 +51,10 @@ class BundleOptions:
     extras: list[str] = field(default_factory=list)    # besides cpu / gpu, e.g. ray
     python: str | None = None                          # X.Y for another Python (wheels only)
     platform: str | None = None                        # a pip platform tag for another machine (wheels only)
-    llama_cpp: str = "auto"                            # source | binary | both | none; auto: both if built here
-    wheels: bool = True                                # False: models / indexes only (added to a machine later)
+    # source | binary | both | none; auto: both if built here
+    llama_cpp: str = "auto"
+    # False: models / indexes only (added to a machine later)
+    wheels: bool = True
 
 
 @dataclass
@@ -83,13 +85,15 @@ def project_root() -> Path:
     root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file():
         raise BundleError(f"veracity's sources are not at {root} (installed from a wheel?)",
-                          hint="run `veracity bundle create` from a source checkout installed with pip install -e")
+                          hint="run `veracity bundle create` from a source checkout installed with pip "
+                               "install -e")
     return root
 
 
 def _files_under(folder: Path) -> list[Path]:
     """Every file under ``folder`` but the partial copies this module writes (``.NAME.part``)."""
-    return sorted(p for p in folder.rglob("*") if p.is_file() and not (p.name.startswith(".") and p.name.endswith(".part")))
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not (p.name.startswith(".")
+                                                                       and p.name.endswith(".part")))
 
 
 def _check_options(settings: Settings, options: BundleOptions) -> None:
@@ -97,17 +101,19 @@ def _check_options(settings: Settings, options: BundleOptions) -> None:
         raise ConfigError(f"--llama-cpp must be one of {', '.join(LLAMA_CHOICES)}, got {options.llama_cpp!r}",
                           hint="e.g. --llama-cpp source")
     if options.python and not re.fullmatch(r"3\.\d{1,2}", options.python):
-        raise ConfigError(f"--python takes a version like 3.11, got {options.python!r}", hint="e.g. --python 3.12")
+        raise ConfigError(f"--python takes a version like 3.11, got {options.python!r}",
+                          hint="e.g. --python 3.12")
     if options.platform and not re.fullmatch(r"[a-z0-9_.]+", options.platform):
         raise ConfigError(f"--platform takes a pip platform tag, got {options.platform!r}",
-                          hint="e.g. --platform manylinux_2_28_x86_64 (pip debug --verbose lists this machine's)")
+                          hint="e.g. --platform manylinux_2_28_x86_64 (pip debug --verbose lists this "
+                               "machine's)")
     out = options.out.expanduser()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} exists and is not a folder", hint="pass a new or an earlier bundle folder")
 
 
 def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
-    """What goes in (the local files: models, indexes, engine), checked before anything is fetched or copied."""
+    """What goes in (the local files: models, indexes, engine), checked before anything is fetched or copied."""  # noqa: E501
     from veracity.models.defaults import default_model
     from veracity.models.prepared import load_prepared
 
@@ -125,7 +131,8 @@ def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
             gguf = _kept_gguf(settings, name)
             if gguf is None:
                 raise ConfigError(f"model {name} is not prepared on this machine",
-                                  hint=f"run `veracity models prepare {name}` first, or leave --model {name} out "
+                                  hint=f"run `veracity models prepare {name}` first, or leave --model {name} "
+                                       "out "
                                        f"(prepared: {', '.join(sorted(prepared)) or 'none'})")
             # only its GGUF is here (joined from the pinned wheels, never converted): llama.cpp serves it
             rel = f"models/{name}/{gguf.name}"
@@ -134,10 +141,12 @@ def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
             continue
         files = _files_under(entry.path)
         record = {"name": name, "weights": f"models/{name}/weights", "gguf": None,
-                  "entry": {"source": entry.source, "prepared_at": entry.prepared_at, "verified": entry.verified,
+                  "entry": {"source": entry.source, "prepared_at": entry.prepared_at,
+                            "verified": entry.verified,
                             "timings": entry.timings}}
         for f in files:
-            items.append(Item(f, f"models/{name}/weights/{f.relative_to(entry.path).as_posix()}", f.stat().st_size))
+            items.append(Item(f, f"models/{name}/weights/{f.relative_to(entry.path).as_posix()}",
+                              f.stat().st_size))
         if entry.gguf and Path(entry.gguf).is_file():
             gguf = Path(entry.gguf)
             record["gguf"] = f"models/{name}/{gguf.name}"
@@ -173,7 +182,8 @@ def _kept_gguf(settings: Settings, name: str) -> Path | None:
     return kept if kept is not None and kept.is_file() else None
 
 
-def _plan_llama_cpp(settings: Settings, options: BundleOptions, same_machine: bool, items: list[Item]) -> dict:
+def _plan_llama_cpp(settings: Settings, options: BundleOptions, same_machine: bool,
+                    items: list[Item]) -> dict:
     from veracity.serving.engines import llamacpp_install as li
 
     choice = options.llama_cpp
@@ -184,7 +194,8 @@ def _plan_llama_cpp(settings: Settings, options: BundleOptions, same_machine: bo
     if choice in ("binary", "both"):
         if info is None:
             raise ConfigError("llama-server is not built on this machine, so there is no binary to carry",
-                              hint="run `veracity engines install llama.cpp` first, or pass --llama-cpp source")
+                              hint="run `veracity engines install llama.cpp` first, or pass --llama-cpp "
+                                   "source")
         if not same_machine:
             raise ConfigError("a llama-server binary built here does not run on the --platform given",
                               hint="pass --llama-cpp source (built on arrival)")
@@ -270,7 +281,8 @@ def drop_broken_wheels(wheels: Path) -> list[Path]:
 
 def pip_download_command(plan: Plan, options: BundleOptions, own_wheel: Path, wheels: Path) -> list[str]:
     """``pip download`` of veracity's wheel with its extras and every dependency, for the bundle's target:
-    this machine, or ``--python`` / ``--platform`` (then wheels only: pip cannot build for another machine)."""
+    this machine, or ``--python`` / ``--platform`` (then wheels only: pip cannot build for another
+    machine)."""
     extras = plan.requirement.split("[", 1)[1].split("]", 1)[0]
     cmd = [sys.executable, "-m", "pip", "download", "-d", str(wheels), "--progress-bar", "off",
            f"veracity[{extras}] @ {own_wheel.resolve().as_uri()}"]
@@ -322,9 +334,11 @@ def fetch_wheels(root: Path, plan: Plan, options: BundleOptions, progress: Progr
         proc.wait()
         raise
     if proc.wait() != 0:
-        last = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
+        last = next((ln for ln in reversed(lines) if "error" in ln.lower()),
+                    lines[-1] if lines else "no output")
         raise BundleError(f"pip download failed: {last.strip()[:240]}",
-                          hint="check the package index is reachable (this step needs it); run the same command "
+                          hint="check the package index is reachable (this step needs it); run the same "
+                               "command "
                                "again to go on from the wheels already downloaded")
 
 
@@ -333,7 +347,8 @@ def _last_line(proc: subprocess.CompletedProcess) -> str:
     return (lines[-1] if lines else "no output")[:240]
 
 
-def create_bundle(settings: Settings, options: BundleOptions, *, progress: Progress = print, bar: Bar = no_bar,
+def create_bundle(settings: Settings, options: BundleOptions, *, progress: Progress = print,
+                  bar: Bar = no_bar,
                   plan: Plan | None = None) -> dict:
     """Make (or finish) the bundle at ``options.out``; returns its manifest."""
     from veracity.bundle import manifest as mf
@@ -360,10 +375,13 @@ def create_bundle(settings: Settings, options: BundleOptions, *, progress: Progr
         t0 = time.monotonic()
         _sdist_into(settings, root / "engines" / "llama.cpp", bar)
         timings["llama.cpp source"] = round(time.monotonic() - t0, 1)
-    wheels_bytes = sum(p.stat().st_size for p in (root / WHEELS).glob("*") if p.is_file()) if options.wheels else 0
+    wheels_bytes = sum(p.stat().st_size for p in (root / WHEELS).glob("*")
+                       if p.is_file()) if options.wheels else 0
     source_bytes = (root / plan.llama_cpp["source"]).stat().st_size if plan.llama_cpp.get("source") else 0
-    progress(f"bundle size: {human(wheels_bytes + source_bytes + plan.copy_bytes)} (wheels {human(wheels_bytes)}, "
-             f"llama.cpp source {human(source_bytes)}, models, indexes and engine binary {human(plan.copy_bytes)} "
+    progress(f"bundle size: {human(wheels_bytes + source_bytes + plan.copy_bytes)} (wheels "
+             f"{human(wheels_bytes)}, "
+             f"llama.cpp source {human(source_bytes)}, models, indexes and engine binary "
+             f"{human(plan.copy_bytes)} "
              f"to copy now); {human(shutil.disk_usage(root).free)} free at {root}")
     t0 = time.monotonic()
     copy_items(root, plan.items, bar, progress)

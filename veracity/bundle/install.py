@@ -59,7 +59,8 @@ def _needed_bytes(root: Path, manifest: dict, home: Path) -> int:
     prefixes = tuple(f"{m['weights']}/" for m in manifest.get("models", []) if m.get("weights")) + tuple(
         f"{i['path']}/" for i in manifest.get("indexes", []))
     ggufs = {m["gguf"] for m in manifest.get("models", []) if m.get("gguf")}
-    return sum(meta["size"] for rel, meta in manifest["files"].items() if rel.startswith(prefixes) or rel in ggufs)
+    return sum(meta["size"] for rel,
+               meta in manifest["files"].items() if rel.startswith(prefixes) or rel in ggufs)
 
 
 def _gguf_place(settings: Settings, model: dict) -> Path:
@@ -71,7 +72,7 @@ def _gguf_place(settings: Settings, model: dict) -> Path:
     name = Path(model["gguf"]).name
     info = MODELS.get(model["name"])
     kept = kept_gguf(settings, info) if info is not None else None
-    return kept if kept is not None and kept.name == name else settings.home / "downloads" / model["name"] / name
+    return kept if kept is not None and kept.name == name else settings.home / "downloads" / model["name"] / name  # noqa: E501
 
 
 class _Staged:
@@ -143,7 +144,8 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
     staged = _Staged()
     try:
         for m in models:
-            progress(f"model {m['name']}: {'linking' if _same_device(root, settings.home) else 'copying'} its files"
+            progress(f"model {m['name']}: {'linking' if _same_device(root, settings.home) else 'copying'} "
+                     "its files"
                      + ("" if m.get("weights") else " (its GGUF only: llama.cpp serves it)"))
             if m.get("weights"):
                 staged.folder(root, m["weights"], manifest, settings.models_dir / m["name"])
@@ -155,7 +157,8 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
     except BaseException as exc:  # a full disk, Ctrl-C, ...: nothing staged stays behind, nothing registered
         staged.discard()
         if isinstance(exc, OSError) and exc.errno in FULL:
-            raise BundleError(f"the disk filled while installing the bundle's models and indexes ({exc.filename or ''}); "
+            raise BundleError("the disk filled while installing the bundle's models and indexes "
+                              f"({exc.filename or ''}); "
                               "nothing was registered and what was written is removed",
                               hint="free disk space and run the same command again")
         raise
@@ -164,7 +167,8 @@ def install_files(settings: Settings, root: Path, manifest: dict, *, index_dir: 
         return _register_models(settings, models, indexes, index_dir, progress)
     except OSError as exc:  # prepared.json is written whole (a temporary file, then renamed) or not at all
         if exc.errno in FULL:
-            raise BundleError(f"the disk filled while registering the bundle's models ({exc.filename or ''}); "
+            raise BundleError("the disk filled while registering the bundle's models "
+                              f"({exc.filename or ''}); "
                               "their files are in place but nothing was registered",
                               hint="free disk space and run the same command again")
         raise
@@ -177,12 +181,14 @@ def _register_models(settings: Settings, models: list[dict], indexes: list[dict]
 
     # registered last: a model is in prepared.json only once its files are in place
     prepared = load_prepared(settings)
-    registered = [m for m in models if m.get("weights")]  # a GGUF alone is found where models prepare keeps it
+    # a GGUF alone is found where models prepare keeps it
+    registered = [m for m in models if m.get("weights")]
     for m in registered:
         entry = m["entry"]
         gguf = _gguf_place(settings, m) if m.get("gguf") else None
         prepared[m["name"]] = PreparedModel(m["name"], settings.models_dir / m["name"],
-                                            f"bundle: {entry.get('source', '')}", time.time(), entry.get("verified"),
+                                            f"bundle: {entry.get('source', '')}", time.time(),
+                                            entry.get("verified"),
                                             entry.get("timings") or {}, str(gguf) if gguf else None)
     if registered:
         _save_prepared(settings, prepared)
@@ -204,7 +210,8 @@ def install_engine(settings: Settings, root: Path, manifest: dict, *, progress: 
     if llama.get("binary"):
         lacking = missing_cpu_features(llama.get("features") or [])
         if lacking:
-            progress(f"the bundle's llama-server needs {', '.join(lacking)}, which this CPU lacks; building it "
+            progress(f"the bundle's llama-server needs {', '.join(lacking)}, which this CPU lacks; building "
+                     "it "
                      "from the bundle's source")
         else:
             try:
@@ -223,7 +230,7 @@ def install_engine(settings: Settings, root: Path, manifest: dict, *, progress: 
         info = li.install_from_local(settings, root / llama["source"], bar=bar, progress=progress)
     except VeracityError as exc:
         return f"llama.cpp: not built ({exc}; {exc.hint})"
-    return f"llama-server built from the bundle's source ({', '.join(info.get('features') or []) or 'baseline'})"
+    return f"llama-server built from the bundle's source ({', '.join(info.get('features') or []) or 'baseline'})"  # noqa: E501
 
 
 def install_bundle(settings: Settings, root: Path, *, packages: bool = True, checked: bool = False,
@@ -237,7 +244,8 @@ def install_bundle(settings: Settings, root: Path, *, packages: bool = True, che
     need = _needed_bytes(root, manifest, settings.home)
     free = shutil.disk_usage(settings.home).free
     if need > free:
-        raise BundleError(f"the bundle's models and indexes take {human(need)}, {settings.home} has {human(free)} free",
+        raise BundleError(f"the bundle's models and indexes take {human(need)}, {settings.home} has "
+                          f"{human(free)} free",
                           hint="free disk space, or set VERACITY_HOME to a larger disk")
     if packages and manifest.get("requirement"):
         t0 = time.monotonic()
@@ -251,7 +259,8 @@ def install_bundle(settings: Settings, root: Path, *, packages: bool = True, che
         t0 = time.monotonic()
         engine_done = install_engine(settings, root, manifest, progress=progress, bar=bar)
         timings["engine"] = round(time.monotonic() - t0, 1)
-    return {"bundle": str(root), "models": models, "indexes": [str(p) for p in indexes], "engine": engine_done,
+    return {"bundle": str(root), "models": models, "indexes": [str(p) for p in indexes],
+            "engine": engine_done,
             "files": len(manifest["files"]), "bytes": manifest["total_bytes"], "timings": timings}
 
 

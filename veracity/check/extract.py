@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from veracity.check.guard import check_claim, replaces, unresolved_reference, without_near_duplicates
 from veracity.check.opinions import opinion_rule
-from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt
+from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt  # noqa: E501
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import split_sentences
 from veracity.pipeline.types import Trace
@@ -75,7 +75,8 @@ class Extraction:
 
 GUARD_EVENT = "check.claim_outside_sentence"  # claims the guard refused (before the re-ask)
 GUARD_DROPPED_EVENT = "check.claims_dropped"  # what the re-ask could not fix: dropped and counted
-GUARD_SENTENCE_EVENT = "check.sentence_as_claim"  # no claim of a sentence passed: the sentence itself is checked
+# no claim of a sentence passed: the sentence itself is checked
+GUARD_SENTENCE_EVENT = "check.sentence_as_claim"
 
 
 def text_id(text: str) -> str:
@@ -117,7 +118,8 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
                      claims=[asdict(c) for c in sentence.claims])
 
     trace.notify("check.sentences", id=tid,
-                 sentences=[{"index": s.index, "start": s.start, "end": s.end, "text": s.text} for s in sentences])
+                 sentences=[{"index": s.index, "start": s.start, "end": s.end,
+                             "text": s.text} for s in sentences])
     with usage_scope() as sink:
         trace.llm_calls = sink
         await asyncio.gather(*(one(s) for s in sentences))
@@ -131,8 +133,10 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
     return Extraction(tid, text, sentences, fallbacks, trace.to_dict(), dropped)
 
 
-async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams, *, ctx: MethodContext | None = None,
-                        claim_id: str = "worthiness", trace_info: dict[str, Any] | None = None) -> tuple[str, str]:
+async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams, *,
+                        ctx: MethodContext | None = None,
+                        claim_id: str = "worthiness", trace_info: dict[str, Any] | None = None) -> tuple[str,
+                                                                                                         str]:
     """A claim's check-worthiness (factual / opinion / not_a_claim) and why: the model-free rule of
     :mod:`veracity.check.opinions` first, then ``check.worthiness`` (with ``params.worthiness`` and a model);
     without either, factual."""
@@ -168,7 +172,8 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     verdicts = {c: check_claim(c, sentence.text, text) for c in claims}
     kept = [c for c in claims if verdicts[c].ok]
     failing = {c: verdicts[c].reason for c in claims if not verdicts[c].ok}
-    # not decontextualised: re-asked with the others, but not dropped (a claim with "It" is still the sentence's)
+    # not decontextualised: re-asked with the others, but not dropped (a claim with "It" is still the
+    # sentence's)
     unresolved = {c: f"starts with {w!r}: write the name it refers to in the text"
                   for c in kept if (w := unresolved_reference(c))}
     lost: list[dict[str, Any]] = []
@@ -196,8 +201,10 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     lost += [{"sentence": sentence.index, "claim": c, "reason": "repeats another claim of the sentence"}
              for c in repeated]
     if failing or unresolved or repeated:
-        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost], kept=kept)
-    if not kept:  # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does)
+        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost],
+                    kept=kept)
+    # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does)
+    if not kept:
         kept = [" ".join(sentence.text.split())]
         trace.event(GUARD_SENTENCE_EVENT, sentence=sentence.index)
     return kept[:MAX_CLAIMS_PER_SENTENCE], lost

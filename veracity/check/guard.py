@@ -100,14 +100,17 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
         i = j
     if len(runs) > MAX_ANTECEDENTS:
         return Verdict(False, f"carries words from other sentences ({len(runs)} separate phrases: "
-                       + "; ".join(" ".join(toks[k] for k in r) for r in runs) + ")", tuple(dict.fromkeys(foreign)))
+                       + "; ".join(" ".join(toks[k] for k in r) for r in runs) + ")",
+                       tuple(dict.fromkeys(foreign)))
     for r in runs:
         phrase = [stem(toks[k]) for k in r]
         if sum(1 for k in r if stems[k] is not None) > MAX_RUN_WORDS:
-            return Verdict(False, "carries a long phrase from other sentences: " + " ".join(toks[k] for k in r),
+            return Verdict(False,
+                           "carries a long phrase from other sentences: " + " ".join(toks[k] for k in r),
                            tuple(dict.fromkeys(foreign)))
         if not _phrase_in(phrase, text_tokens):
-            return Verdict(False, "joins words that are not one phrase of the text: " + " ".join(toks[k] for k in r),
+            return Verdict(False,
+                           "joins words that are not one phrase of the text: " + " ".join(toks[k] for k in r),
                            tuple(dict.fromkeys(foreign)))
     return Verdict(True, "", tuple(dict.fromkeys(foreign)))
 

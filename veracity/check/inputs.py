@@ -53,7 +53,8 @@ def decode_text(data: bytes, where: str, max_chars: int = DEFAULT_MAX_CHARS, mor
         raise DataError(f"{where} is not UTF-8 text (byte {exc.start})",
                         hint="pass a UTF-8 text file (e.g. convert it with iconv -t UTF-8)") from None
     if more:
-        raise DataError(f"cannot check {where}: text has more than {max_chars:,} characters, over --max-chars "
+        raise DataError(f"cannot check {where}: text has more than {max_chars:,} characters, over "
+                        "--max-chars "
                         f"{max_chars:,} (reading stopped there)", hint=MAX_HINT)
     return valid_text(text, where, max_chars)
 
@@ -79,7 +80,8 @@ def read_text(source: str, max_chars: int = DEFAULT_MAX_CHARS, stdin: Any = None
         raise DataError(f"{path} is a directory", hint="pass a text file, - for stdin, or -i DOCS.jsonl")
     if not path.exists():
         raise DataError(f"{path} does not exist", hint="pass a text file, - for stdin, or -i DOCS.jsonl")
-    with open(path, "rb") as f:  # a file, a device (/dev/zero) or a named pipe: read no further than the limit
+    # a file, a device (/dev/zero) or a named pipe: read no further than the limit
+    with open(path, "rb") as f:
         data, more = _bounded(f, max_chars)
     return decode_text(data, str(path), max_chars, more)
 
@@ -105,7 +107,8 @@ def read_docs_jsonl(path: Path, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[lis
     rejected: list[RejectedLine] = []
     seen: dict[str, int] = {}
     budget = LineBudget(str(path), hint)
-    max_line = max(MAX_LINE_BYTES, 6 * max_chars + 65_536)  # a text of max_chars characters, every one escaped
+    # a text of max_chars characters, every one escaped
+    max_line = max(MAX_LINE_BYTES, 6 * max_chars + 65_536)
     with open(path, "rb") as stream:
         for n, raw in jsonl_lines(stream, str(path), hint, max_line=max_line):
             if not isinstance(raw, bytes):  # over the line limit
@@ -119,13 +122,16 @@ def read_docs_jsonl(path: Path, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[lis
                 budget.bad_line(n, problem)
                 rejected.append(RejectedLine(str(path), n, problem))
     if not docs:
-        why = f" ({rejected[0]}" + (f", and {len(rejected) - 1} more bad lines)" if len(rejected) > 1 else ")") \
+        why = f" ({rejected[0]}" + (f", and {len(rejected) - 1} more bad lines)" if len(rejected) > 1
+                                    else ")") \
             if rejected else " (the file is empty)"
-        raise DataError(f"no texts to check in {path}{why}", hint="one {\"id\": ..., \"text\": ...} object per line")
+        raise DataError(f"no texts to check in {path}{why}",
+                        hint="one {\"id\": ..., \"text\": ...} object per line")
     return docs, rejected
 
 
-def _line_problem(raw: bytes, n: int, max_chars: int, seen: dict[str, int], path: Path, docs: list[Doc]) -> str | None:
+def _line_problem(raw: bytes, n: int, max_chars: int, seen: dict[str, int], path: Path,
+                  docs: list[Doc]) -> str | None:
     """Why line ``n`` of a texts file is skipped, or None (a blank line, or its Doc appended to ``docs``)."""
     if not raw.strip():
         return None

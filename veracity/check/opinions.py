@@ -5,7 +5,8 @@ factual), so an opinion piece was verified claim by claim and an opinion could t
 rule reads the claim and the sentence it came from:
 
 - a claim that judges, prefers, recommends or predicts: an evaluative word (``beautiful``, ``boring``,
-  ``overrated``, ``worth``, ``better`` / ``best`` / ``greatest`` written in lower case — ``Best Picture`` and the
+  ``overrated``, ``worth``, ``better`` / ``best`` / ``greatest`` written in lower case — ``Best Picture`` and
+  the
   ``Great Wall`` are names), a hedge (``probably``, ``arguably``, ``seems``), ``should`` / ``ought to``, or
   ``will`` without a year (a prediction);
 - a claim from a sentence that marks itself as the writer's view (``I think``, ``we believe``, ``in my
@@ -30,14 +31,17 @@ delightful gorgeous magnificent superb excellent mediocre dull tedious pointless
 brilliant fantastic horrible dreadful wasteful deserve deserves deserved worth worthwhile
 best better worst worse greatest great good nicer nice finest weakest strongest favourite favorite
 difficult easy easily appealing speculative unclear necessarily
-""".split()
-_LOWER_ONLY = {"best", "better", "great", "greatest", "good", "finest", "nice", "strongest", "weakest"}  # names otherwise
-_HEDGES = r"\b(?:probably|arguably|perhaps|maybe|seems?|seemed|may seem|feels?|too (?:long|short|slow|expensive))\b"
+""".split()  # noqa: E501
+# names otherwise
+_LOWER_ONLY = {"best", "better", "great", "greatest", "good", "finest", "nice", "strongest", "weakest"}
+_HEDGES = r"\b(?:probably|arguably|perhaps|maybe|seems?|seemed|may seem|feels?|too (?:long|short|slow|expensive))\b"  # noqa: E501
 _MODAL = r"\b(?:should|shouldn't|ought to|must-see|must visit|is a must|a waste of|ruining)\b"
-_MARKERS = re.compile(r"\b(?:i|we)\s+(?:really\s+)?(?:think|believe|feel|guess|suppose|reckon|love|hate|prefer|find|adore|"
-                      r"like|doubt|expect|hope)\b|\bin (?:my|our) (?:opinion|view)\b|\bpersonally\b|\bhonestly\b|"
+_MARKERS = re.compile(r"\b(?:i|we)\s+(?:really\s+)?(?:think|believe|feel|guess|suppose|reckon|love|hate|prefer|find|adore|"  # noqa: E501
+                      r"like|doubt|expect|hope)\b|\bin (?:my|our) "
+                      r"(?:opinion|view)\b|\bpersonally\b|\bhonestly\b|"
                       r"\bfrankly\b|\bif you ask me\b|\bto me\b", re.IGNORECASE)
-_NOT_A_CLAIM = re.compile(r"^\s*(?:thanks?\b|thank you|enjoy\b|hello\b|hi\b|dear\b|let me know|feel free|here (?:are|is)\b|"
+_NOT_A_CLAIM = re.compile(r"^\s*(?:thanks?\b|thank you|enjoy\b|hello\b|hi\b|dear\b|let me know|feel "
+                          r"free|here (?:are|is)\b|"
                           r"i hope\b|good luck|have a\b|please\b|you're welcome)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _NUMBER = re.compile(r"\d")
@@ -51,7 +55,8 @@ def _evaluative(claim: str) -> str | None:
         if low in _EVALUATIVE:
             if low in _LOWER_ONLY and w[0].isupper() and i > 0:
                 continue  # "Best Picture", "the Great Wall": part of a name
-            if low in ("best", "better") and re.match(r"(?:best|better)[ -](?:known|selling|seller)", claim[m.start():].lower()):
+            if low in ("best", "better") and re.match(r"(?:best|better)[ -](?:known|selling|seller)",
+                                                      claim[m.start():].lower()):
                 continue
             return low
     return None

@@ -33,9 +33,10 @@ def header_line(record: dict[str, Any]) -> str:
     h = record.get("run") or {}
     idx = h.get("index")
     index = (f"index {idx.get('name')} ({idx.get('passages') or '?'} passages, dump date "
-             f"{idx.get('dump_date') or 'unknown'})") if idx else f"no index (evidence {h.get('evidence', 'n/a')})"
+             f"{idx.get('dump_date') or 'unknown'})") if idx else f"no index (evidence {h.get('evidence', 'n/a')})"  # noqa: E501
     return (f"model {h.get('model') or 'unknown'} on {h.get('engine') or 'unknown engine'} · {index} · "
-            f"method {h.get('method') or record.get('method')}, labels {h.get('labels', '3way')} · {h.get('date', '')}")
+            f"method {h.get('method') or record.get('method')}, labels {h.get('labels', '3way')} · "
+            f"{h.get('date', '')}")
 
 
 def sentence_facts(s: dict[str, Any]) -> str:
@@ -49,7 +50,8 @@ def summary_line(record: dict[str, Any]) -> str:
     s = record["summary"]
     c = s["counts"]
     if s["no_factual_claim"]:
-        return (f"No factual claim in this text ({s['claims']} claims: {s['categories']['opinion']} opinions, "
+        return (f"No factual claim in this text ({s['claims']} claims: {s['categories']['opinion']} "
+                "opinions, "
                 f"{s['categories']['not_a_claim']} not claims); nothing to verify.")
     fp = s["factual_precision"]
     decided = c["SUPPORTED"] + c["REFUTED"]
@@ -57,7 +59,7 @@ def summary_line(record: dict[str, Any]) -> str:
     if fp is not None:
         precision = f"factual precision {fp:.2f} over {decided} decided claims"
     elif decided:
-        precision = f"factual precision withheld ({s.get('precision_withheld') or f'only {decided} decided claims'})"
+        precision = f"factual precision withheld ({s.get('precision_withheld') or f'only {decided} decided claims'})"  # noqa: E501
     else:
         precision = "factual precision n/a (nothing decided)"
     nei = (f"NOT ENOUGH INFO for {c['NOT_ENOUGH_INFO']} of {verified} verified claims "
@@ -67,12 +69,14 @@ def summary_line(record: dict[str, Any]) -> str:
              + (f", {c['failed']} failed" if c["failed"] else ""), precision] + ([nei] if nei else [])
     if "factscore" in s:
         fs = s["factscore"]
-        parts.append(f"FActScore (gamma={s['factscore_gamma']}) " + (f"{fs:.2f}" if fs is not None else "n/a"))
+        parts.append(f"FActScore (gamma={s['factscore_gamma']}) " + (f"{fs:.2f}" if fs is not None
+                                                                     else "n/a"))
     if s.get("dropped"):
         parts.append(f"{s['dropped']} claims dropped (outside their sentence after one re-ask)")
     fb = sum(s["fallbacks"].values())
     if fb:
-        parts.append(f"{fb} extraction replies fell back ({', '.join(f'{k}: {v}' for k, v in s['fallbacks'].items() if v)})")
+        parts.append(f"{fb} extraction replies fell back "
+                     f"({', '.join(f'{k}: {v}' for k, v in s['fallbacks'].items() if v)})")
     return "; ".join(parts)
 
 
@@ -86,7 +90,8 @@ def _quote_lines(c: dict[str, Any]) -> list[Text]:
         out.append(Text.assemble("      quote ", (f"[{control_safe(q['passage_id'])}] ", "cyan"),
                                  f"\u201c{control_safe(q['text'])}\u201d  ", mark))
     if c.get("grounding"):
-        out.append(Text.assemble("      ", (c["grounding"], "green" if c["grounding"] == "grounded" else "bold red")))
+        out.append(Text.assemble("      ", (c["grounding"],
+                                            "green" if c["grounding"] == "grounded" else "bold red")))
     flag = (c.get("quote_terms") or {}).get("flag")
     if flag:
         out.append(Text(f"      warning: {control_safe(flag)}", style="yellow"))
@@ -97,33 +102,40 @@ def _quote_lines(c: dict[str, Any]) -> list[Text]:
 
 def render_text(record: dict[str, Any]) -> Group:
     """The text, each sentence marked by its verdict, its numbered claims under it with the cited passages."""
-    parts: list[Any] = [Text(f"veracity check · {control_safe(record['id'])} · {record['method']}", style="bold"),
+    parts: list[Any] = [Text(f"veracity check · {control_safe(record['id'])} · {record['method']}",
+                             style="bold"),
                         Text(control_safe(header_line(record)), style="dim")]
     n = 0
     for s in record["sentences"]:
         v = s["verdict"]
-        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]), control_safe(s["text"]),
+        parts.append(Text.assemble(("\n" + f"[{VERDICT_WORD[v]}] ", VERDICT_STYLE[v]),
+                                   control_safe(s["text"]),
                                    (sentence_facts(s), "dim")))
         for c in s["claims"]:
             n += 1
             if c["category"] != "factual":
-                parts.append(Text(f"   {n}. {control_safe(c['text'])}  ({c['category'].replace('_', ' ')}, not checked)",
+                parts.append(Text(f"   {n}. {control_safe(c['text'])}  ({c['category'].replace('_', ' ')}, "
+                                  "not checked)",
                                   style="dim"))
                 continue
             label = c.get("label")
             if label is None:
-                parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", ("FAILED", VERDICT_STYLE["failed"]),
+                parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", ("FAILED",
+                                                                                    VERDICT_STYLE["failed"]),
                                            f" {control_safe(c.get('error', ''))}"))
                 continue
             cited = ", ".join(control_safe(e["passage_id"]) for e in c["evidence"]) or "no passage cited"
             conf = c.get("confidence")
-            parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", (VERDICT_WORD[label], VERDICT_STYLE[label]),
+            parts.append(Text.assemble(f"   {n}. {control_safe(c['text'])}  ", (VERDICT_WORD[label],
+                                                                                VERDICT_STYLE[label]),
                                        *([(f"  confidence {conf:.2f}", "dim")] if conf is not None else []),
-                                       *([("  ungrounded", "yellow")] if c.get("grounding") == "ungrounded" else []),
+                                       *([("  ungrounded",
+                                           "yellow")] if c.get("grounding") == "ungrounded" else []),
                                        (f"  [{cited}]", "cyan")))
             for e in c["evidence"]:
                 parts.append(Text.assemble("      ", (f"[{control_safe(e['passage_id'])}] ", "cyan"),
-                                           (control_safe(e["title"]), "bold"), f": {control_safe(_snippet(e['text']))}"))
+                                           (control_safe(e["title"]), "bold"),
+                                           f": {control_safe(_snippet(e['text']))}"))
             parts.extend(_quote_lines(c))
     parts.append(Text("\n" + summary_line(record), style="bold"))
     unsure = record["summary"].get("uncertain") or []
@@ -133,8 +145,10 @@ def render_text(record: dict[str, Any]) -> Group:
         for u in unsure:
             how = "abstained, would say " if u["abstained"] else ""
             conf = f"{u['confidence']:.2f}" if u["confidence"] is not None else "n/a"
-            parts.append(Text(f"   {u['n']}. {control_safe(u['text'])}  ({how}{VERDICT_WORD[u['label']]}, confidence {conf}"
-                              + (", ungrounded" if u.get("grounding") == "ungrounded" else "") + ")", style="yellow"))
+            parts.append(Text(f"   {u['n']}. {control_safe(u['text'])}  ({how}{VERDICT_WORD[u['label']]}, "
+                              f"confidence {conf}"
+                              + (", ungrounded" if u.get("grounding") == "ungrounded" else "") + ")",
+                              style="yellow"))
     return Group(*parts)
 
 
@@ -201,7 +215,7 @@ function show(i){
 var first=rec.sentences.findIndex(function(s){return s.verdict==='REFUTED';});if(rec.sentences.length)show(first<0?0:first);
 })();
 </script></body></html>
-"""
+"""  # noqa: E501
 
 
 def _script_json(obj: Any) -> str:

@@ -65,7 +65,8 @@ def extractor_messages(text: str, sentence: str) -> list[Message]:
 
 
 def _sentence_as_claim(text: str, sentence: str) -> AtomicClaims:
-    return AtomicClaims.model_construct(claims=[sentence])  # the declared fallback (not re-validated: may be long)
+    # the declared fallback (not re-validated: may be long)
+    return AtomicClaims.model_construct(claims=[sentence])
 
 
 def guard_retry_prompt(failing: dict[str, str]) -> str:
@@ -80,7 +81,8 @@ EXTRACTOR = Role(
     "check.extractor", output=AtomicClaims, render=extractor_messages, instructions=EXTRACTOR_SYSTEM,
     max_tokens=320,
     summary="a sentence's atomic, decontextualised claims (the whole text as context)",
-    extra={"paper": "Factcheck-Bench §3 (decomposition, decontextualisation); FActScore §3.1; ZoFia §4.1.3, B.3"},
+    extra={"paper": "Factcheck-Bench §3 (decomposition, decontextualisation); FActScore §3.1; ZoFia §4.1.3, "
+                    "B.3"},
     fallback=Fallback(_sentence_as_claim, "the sentence itself is verified as one claim",
                       event="check.extractor_failed"),
 )
@@ -95,7 +97,8 @@ EXTRACTOR = Role(
 # claims sorted out on seed 7). The kinds say what is asked — does the text assert something checkable —
 # without a word that can be read as a verdict.
 Kind = Literal["checkable_statement", "opinion", "no_statement"]
-CATEGORY_OF: dict[str, str] = {"checkable_statement": "factual", "opinion": "opinion", "no_statement": "not_a_claim"}
+CATEGORY_OF: dict[str, str] = {"checkable_statement": "factual", "opinion": "opinion",
+                               "no_statement": "not_a_claim"}
 
 
 class CheckWorthiness(BaseModel):
@@ -141,7 +144,8 @@ ROLES: tuple[Role, ...] = (EXTRACTOR, WORTHINESS)
 
 @dataclass
 class CheckParams(MethodParams):
-    """The check stage's settings (``veracity check --param``); the roles' budgets are ``extractor.max_tokens`` and
+    """The check stage's settings (``veracity check --param``); the roles' budgets are
+    ``extractor.max_tokens`` and
     ``worthiness.max_tokens``."""
 
     worthiness: bool = param(True, help="ask check.worthiness for each claim; false: every claim is "

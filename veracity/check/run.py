@@ -37,7 +37,8 @@ OnEvent = Callable[[dict[str, Any]], None]
 
 def claims_to_verify(extraction: Extraction) -> list[Claim]:
     """The factual claims of a text, as engine claims (id ``<text>#s<i>c<j>``)."""
-    return [Claim(id=c.id, text=c.text, meta={"text_id": extraction.text_id}) for c in extraction.claims if c.factual]
+    return [Claim(id=c.id, text=c.text,
+                  meta={"text_id": extraction.text_id}) for c in extraction.claims if c.factual]
 
 
 UNCERTAIN_BELOW = 0.7  # a verdict less sure than this is listed apart as uncertain (abstained ones always)
@@ -45,17 +46,21 @@ UNCERTAIN_BELOW = 0.7  # a verdict less sure than this is listed apart as uncert
 
 def uncertain_claims(sentences: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The factual claims whose verdict is unsure: abstained (``--min-confidence``), or a confidence below
-    :data:`UNCERTAIN_BELOW`; each with its number in the text, label (or the one it would give), confidence and
+    :data:`UNCERTAIN_BELOW`; each with its number in the text, label (or the one it would give), confidence
+    and
     grounding."""
     out, n = [], 0
     for s in sentences:
         for c in s["claims"]:
             n += 1
             conf = c.get("confidence")
-            if c.get("label") is None or not (c.get("abstained") or (conf is not None and conf < UNCERTAIN_BELOW)):
+            if c.get("label") is None or not (c.get("abstained") or (conf is not None
+                                                                     and conf < UNCERTAIN_BELOW)):
                 continue
-            out.append({"n": n, "id": c["id"], "text": c["text"], "label": c.get("abstained_label") or c["label"],
-                        "confidence": conf, "abstained": bool(c.get("abstained")), "grounding": c.get("grounding")})
+            out.append({"n": n, "id": c["id"], "text": c["text"],
+                        "label": c.get("abstained_label") or c["label"],
+                        "confidence": conf, "abstained": bool(c.get("abstained")),
+                        "grounding": c.get("grounding")})
     return out
 
 
@@ -82,7 +87,8 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                             item[key] = r[key]
                     # words the explanation attributes to its passages that they lack (any quotes mode;
                     # shown beside the explanation, the verdict unchanged)
-                    lacks = unsupported_attributions(r["explanation"], [Evidence(e["passage_id"], e["title"], e["text"])
+                    lacks = unsupported_attributions(r["explanation"], [Evidence(e["passage_id"], e["title"],
+                                                                                 e["text"])
                                                                        for e in r["evidence"]])
                     if lacks:
                         item["explanation_lacks"] = lacks
@@ -104,12 +110,14 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
                "dropped": len(extraction.dropped),
                "no_factual_claim": categories["factual"] == 0,
                "uncertain": uncertain_claims(sentences), "uncertain_below": UNCERTAIN_BELOW}
-    return {"id": extraction.text_id, "text": extraction.text, "method": method, "run": header or {"method": method},
+    return {"id": extraction.text_id, "text": extraction.text, "method": method,
+            "run": header or {"method": method},
             "summary": summary,
             "sentences": sentences, "dropped": extraction.dropped, "extraction_trace": extraction.trace}
 
 
-async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, params: CheckParams | None = None,
+async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None,
+                     params: CheckParams | None = None,
                      gamma: int | None = None, on_event: OnEvent | None = None) -> dict[str, Any]:
     """Check one text (already validated: :func:`veracity.check.inputs.valid_text`) and return its record."""
     params = params or CheckParams()
@@ -118,12 +126,14 @@ async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None, pa
         ex = await extract(text, llm, tid=tid, params=params, on_event=on_event)
         emit({"kind": "check.extracted", "id": ex.text_id, "fallbacks": ex.fallbacks,
               "sentences": [{"index": s.index, "start": s.start, "end": s.end, "text": s.text,
-                             "claims": [{"id": c.id, "text": c.text, "category": c.category} for c in s.claims]}
+                             "claims": [{"id": c.id, "text": c.text,
+                                         "category": c.category} for c in s.claims]}
                             for s in ex.sentences]})
         results = await cv.verify_claims(
             claims_to_verify(ex), llm,
             on_record=lambda r: emit({"kind": "claim.verdict", "claim_id": r["id"], "record": r}),
-            on_event=(lambda cid, ev: emit({"kind": "claim.event", "claim_id": cid, "event": ev})) if on_event else None)
+            on_event=(lambda cid, ev: emit({"kind": "claim.event", "claim_id": cid,
+                                            "event": ev})) if on_event else None)
         header = cv.header(llm)
     record = assemble(ex, results, cv.method, gamma, header)
     emit({"kind": "check.done", "record": record})
@@ -166,7 +176,8 @@ def check_batch_output(out: Path, cv: ClaimVerifier) -> None:
         raise DataError(f"output {out} is a directory", hint="pass a file path, e.g. -o checks.jsonl")
     parts = parts_dir(out)
     if parts.exists() and not parts.is_dir():
-        raise DataError(f"{parts} is a file, not the batch's parts folder", hint="move it aside or pass another -o")
+        raise DataError(f"{parts} is a file, not the batch's parts folder",
+                        hint="move it aside or pass another -o")
     cv.check_output(parts / "claims.jsonl")  # writable, results only, same method and parameters
     for path in (out, parts / "extractions.jsonl"):
         if path.exists():
@@ -178,8 +189,10 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
                       on_claim: Callable[[dict[str, Any]], None] | None = None,
                       on_progress: Callable[[int, int], None] | None = None) -> BatchStats:
     """Check ``docs`` into ``out`` (see the module docstring); ``on_text(record)`` is called as each text is
-    written, ``on_claim(record)`` as each claim's result is, ``on_progress(finished, pending)`` before the first
-    text and after each (texts written or failed this run, texts this run has to do). An endpoint or output failure stops the run with
+    written, ``on_claim(record)`` as each claim's result is, ``on_progress(finished, pending)`` before the
+    first
+    text and after each (texts written or failed this run, texts this run has to do). An endpoint or output
+    failure stops the run with
     everything written kept (raised, ``err.stats`` set)."""
     params = params or CheckParams()
     out = Path(out).expanduser()
@@ -196,7 +209,8 @@ async def check_batch(docs: list[Doc], out: Path, cv: ClaimVerifier, *, params: 
     if changed:  # its stored claims belong to the old text: refuse before any work
         ext_writer_hint = f"give the changed text a new id, or pass another -o (stored in {ext_path})"
         raise DataError(f"text {changed[0]!r} differs from the text its stored extraction was made from"
-                        + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""), hint=ext_writer_hint)
+                        + (f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""),
+                        hint=ext_writer_hint)
     stats.skipped = len(docs) - len(pending)
     t0 = time.perf_counter()
     ext_writer, out_writer = ResultWriter(ext_path), ResultWriter(out)

@@ -13,7 +13,8 @@ from veracity import __version__
 from veracity.cli._common import VeracityGroup, debug_option, run_main
 
 
-@click.group("veracity", cls=VeracityGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group("veracity", cls=VeracityGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                                              "max_content_width": 100})
 @click.version_option(__version__, prog_name="veracity")
 @debug_option
 def cli() -> None:

@@ -24,7 +24,8 @@ def fail(message: str, hint: str | None = None, code: int = 1) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), " ", _one_line(message)), highlight=False,
                       soft_wrap=True)
     if hint:
-        err_console.print(Text.assemble(("hint:", "dim"), " ", _one_line(hint)), highlight=False, soft_wrap=True)
+        err_console.print(Text.assemble(("hint:", "dim"), " ", _one_line(hint)), highlight=False,
+                          soft_wrap=True)
     raise SystemExit(code)
 
 
@@ -36,7 +37,8 @@ def _one_line(text: str) -> str:
 _debug = {"on": False}  # set by `veracity --debug` (or VERACITY_DEBUG=1) for the current invocation
 
 
-def set_debug(ctx: click.Context | None = None, param: click.Parameter | None = None, value: bool = True) -> None:
+def set_debug(ctx: click.Context | None = None, param: click.Parameter | None = None,
+              value: bool = True) -> None:
     """The ``--debug`` option's callback: tracebacks are shown for the rest of this invocation."""
     if value:
         _debug["on"] = True
@@ -94,7 +96,8 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
         err_console.print("aborted")
         raise SystemExit(130)
     except click.ClickException as exc:  # bad flags / arguments
-        if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help, as click shows it
+        # a group run without a command: its help, as click shows it
+        if type(exc).__name__ == "NoArgsIsHelpError":
             exc.show()
             raise SystemExit(exc.exit_code)
         ctx = getattr(exc, "ctx", None)
@@ -104,7 +107,8 @@ def run_main(group: click.Group, args: list[str] | None = None, **extra: Any) ->
         raise SystemExit(exc.exit_code)
     except VeracityError as exc:
         _show_traceback()
-        fail(str(exc), exc.hint or f"see `{command} --help`; add --debug (`veracity --debug ...`) for details",
+        fail(str(exc),
+             exc.hint or f"see `{command} --help`; add --debug (`veracity --debug ...`) for details",
              exc.exit_code)
     except KeyboardInterrupt:
         interrupt.exit_interrupted()
@@ -150,7 +154,8 @@ class VeracityGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        run_main(self, args=None if args is None else list(args), prog_name=prog_name, complete_var=complete_var,
+        run_main(self, args=None if args is None else list(args), prog_name=prog_name,
+                 complete_var=complete_var,
                  **extra)
         return None
 
@@ -209,7 +214,8 @@ def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bo
         for name in reversed(names):
             opt = opts[name]
             text = (help or {}).get(name, opt.help)
-            kw: dict[str, Any] = {"cls": RegistryHelp, "help_from": text} if callable(text) else {"help": text}
+            kw: dict[str, Any] = {"cls": RegistryHelp,
+                                  "help_from": text} if callable(text) else {"help": text}
             if opt.metavar:
                 kw["metavar"] = opt.metavar
             if opt.type is bool:
@@ -218,7 +224,8 @@ def config_options(*names: str, help: dict[str, Any] | None = None, defaults: bo
                     kw["default"] = None
             else:
                 default = VerifierConfig.option_default(name)
-                kw["default"] = (opt.cli_default if opt.cli_default is not None else default) if defaults else None
+                kw["default"] = (opt.cli_default if opt.cli_default is not None
+                                 else default) if defaults else None
                 kw["show_default"] = opt.show_default and defaults
                 kw["multiple"] = opt.multiple
                 if opt.registry == "methods" and defaults:

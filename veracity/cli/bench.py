@@ -40,7 +40,8 @@ def bench() -> None:
 
 
 @bench.command("llm")
-@click.option("--concurrency", default="1,8,32", show_default=True, help="Comma-separated in-flight request levels.")
+@click.option("--concurrency", default="1,8,32", show_default=True,
+              help="Comma-separated in-flight request levels.")
 @click.option("--requests", "requests_per_level", type=int, default=None,
               help="Requests per level and mode (default: max(8, 2 x concurrency)).")
 @click.option("--max-tokens", type=int, default=192, show_default=True, help="Output budget per request.")
@@ -69,7 +70,8 @@ def bench_llm_cmd(concurrency, requests_per_level, max_tokens, endpoint, model, 
             raise click.BadParameter(f"must be at least 1, got {value}", param_hint=f"'{flag}'")
     settings = load_settings().with_(endpoint=endpoint, model=model)
     with console.status("finding the model endpoint") as status:
-        url, served = ensure_endpoint(settings, model, progress=lambda s: status.update(f"starting vLLM: {s}"))
+        url, served = ensure_endpoint(settings, model,
+                                      progress=lambda s: status.update(f"starting vLLM: {s}"))
         report = asyncio.run(bench_llm(url, served, levels, requests_per_level=requests_per_level,
                                        max_tokens=max_tokens, progress=lambda s: status.update(s)))
     out = out or Path("bench-results") / f"llm-{time.strftime('%Y%m%d-%H%M%S')}.json"

@@ -10,7 +10,8 @@ from veracity.cli._common import console, print_json, print_table
 @click.command("datasets")
 @click.option("--count", is_flag=True, help="Read each variant's files and show its claims per label "
               "(a variant whose files are absent shows why).")
-@click.option("--data-dir", default=None, help="Folder with the datasets in their official layout, for --count "
+@click.option("--data-dir", default=None,
+              help="Folder with the datasets in their official layout, for --count "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def datasets_cmd(count: bool, data_dir: str | None, as_json: bool) -> None:
@@ -18,7 +19,8 @@ def datasets_cmd(count: bool, data_dir: str | None, as_json: bool) -> None:
 
     Each variant is one set of official files read with one label mapping; `*` marks the default
     variant. Its label space (binary: SUPPORTED / REFUTED, or 3way) is what `bench run` verifies its
-    claims in unless --labels says otherwise. The release date is what the leakage guard compares with the index's dump date.
+    claims in unless --labels says otherwise. The release date is what the leakage guard compares with the
+    index's dump date.
 
     \b
     Examples:
@@ -43,7 +45,8 @@ def datasets_cmd(count: bool, data_dir: str | None, as_json: bool) -> None:
     for rec in records:
         for name, var in rec["variants"].items():
             row = [rec["name"], name + (" *" if name == rec["default_variant"] else ""),
-                   "/".join(var["labels"]), var["label_space"], ", ".join(f"{rec['folder']}/{f}" for f in var["files"]), var["created"]]
+                   "/".join(var["labels"]), var["label_space"],
+                   ", ".join(f"{rec['folder']}/{f}" for f in var["files"]), var["created"]]
             if count:
                 row.append(_counts(var))
             rows.append(row)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn  # noqa: E501
 from rich.table import Table
 
 from veracity.cli._common import console, fail, print_json
@@ -30,9 +30,11 @@ def _int_list(value: str, flag: str) -> list[int]:
 @click.option("--dataset", type=click.Choice(["hover"]), default="hover", show_default=True,
               help="Claims with gold evidence titles.")
 @click.option("--data-file", type=click.Path(path_type=Path), default=None,
-              help="Dataset file (default: hover/hover_dev_release_v1.1.json under $VERACITY_DATA_DIR or ../shared/data).")
+              help="Dataset file (default: hover/hover_dev_release_v1.1.json under $VERACITY_DATA_DIR or "
+                   "../shared/data).")
 @click.option("--modes", default="bm25,dense,hybrid", show_default=True, help="Comma-separated search modes.")
-@click.option("--k", "ks", default="1,5,10,20", show_default=True, help="Comma-separated cut-offs for recall@k.")
+@click.option("--k", "ks", default="1,5,10,20", show_default=True,
+              help="Comma-separated cut-offs for recall@k.")
 @click.option("--limit", type=int, default=None, help="Use the first N covered claims.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="JSON report path (default: bench-results/retrieval-<time>.json).")
@@ -74,7 +76,8 @@ def retrieval_cmd(index_dir, dataset, data_file, modes, ks, limit, out, as_json)
 
     try:
         with progress:
-            report = bench_retrieval(index_dir, dataset=dataset, data_file=data_file, modes=mode_list, ks=k_list,
+            report = bench_retrieval(index_dir, dataset=dataset, data_file=data_file, modes=mode_list,
+                                     ks=k_list,
                                      limit=limit, progress=on_progress)
     except VeracityError as exc:
         fail(str(exc), exc.hint, exc.exit_code)

@@ -21,9 +21,11 @@ from veracity.terminal import terminal_safe
 # dataset supply what a flag leaves out), with bench's wording, in four groups among its own flags
 _RUN_HELP = {
     "method": lambda: f"{methods_listed()}.",
-    "labels": "Label space of the verdicts (default: the dataset's, see `veracity bench datasets`; another one is "
+    "labels": "Label space of the verdicts (default: the dataset's, see `veracity bench datasets`; another "
+              "one is "
               "run with a warning).",
-    "evidence": "Evidence setting: open (the index, default), gold (each claim's own gold passages only; no index "
+    "evidence": "Evidence setting: open (the index, default), gold (each claim's own gold passages only; no "
+                "index "
                 "needed: hover, feverous-s, or a jsonl:PATH file with an \"evidence\" list per line) or none "
                 "(closed book: searches return nothing).",
     "index": "Index directory (default: $VERACITY_INDEX or the demo index); read with --evidence open only.",
@@ -50,34 +52,44 @@ def _verify_ablations(fn):
 @click.command("run")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="TOML config (see benchmarks/configs/); flags given here override it.")
-@click.option("--dataset", default=None, cls=RegistryHelp, help_from=lambda: f"{datasets_listed()}, or jsonl:PATH.")
+@click.option("--dataset", default=None, cls=RegistryHelp,
+              help_from=lambda: f"{datasets_listed()}, or jsonl:PATH.")
 @_run_options("method")
-@click.option("--variant", default=None, help="Dataset variant (label convention / release), e.g. bingcheck's binary-fire.")
+@click.option("--variant", default=None,
+              help="Dataset variant (label convention / release), e.g. bingcheck's binary-fire.")
 @click.option("--hops", default=None, help="HoVer only: comma-separated hop counts to keep, e.g. 2 or 3,4.")
 @click.option("--limit", type=int, default=None, help="Claims to run (a seeded sample when --seed is given).")
 @click.option("--seed", type=int, default=None, help="Sampling seed for --limit (default 0).")
-@click.option("--sample", default=None, metavar="random|balanced", help="How --limit draws its claims: random "
+@click.option("--sample", default=None, metavar="random|balanced",
+              help="How --limit draws its claims: random "
               "(default) or balanced (class-balanced, and hop-balanced on HoVer; seeded).")
-@click.option("--order", default=None, metavar="sample|dataset", help="Order the claims are run in: sample (as "
-              "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run state, "
+@click.option("--order", default=None, metavar="sample|dataset",
+              help="Order the claims are run in: sample (as "
+              "drawn, default) or dataset (the dataset file's order; with --concurrency 1 a method's run "
+              "state, "
               "MERMAID's memory, carries each claim's evidence to the next, as in MERMAID's memory setting).")
-@click.option("--label-map", default=None, help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
+@click.option("--label-map", default=None,
+              help="ORIG=LABEL,... (LABEL: SUPPORTED, REFUTED, NOT_ENOUGH_INFO or drop).")
 @_run_options("labels", "evidence", "index", "min_confidence", "calibration")
 @click.option("--data-dir", default=None, help="Folder with the datasets in their official layout "
               "(default: $VERACITY_DATA_DIR).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Run directory (default: bench-results/<dataset>-<method>-<time>); an existing run resumes.")
+              help="Run directory (default: bench-results/<dataset>-<method>-<time>); an existing run "
+                   "resumes.")
 @click.option("--ablation", "ablations", multiple=True, hidden=True,
               help="The old spelling of the ablation flags: --ablation no-memory is --no-memory.")
 @_verify_ablations
 @_run_options("params", "concurrency", "llm_concurrency")
-@click.option("--allow-leakage", is_flag=True, default=None, help="Run even if the index may be newer than the dataset "
+@click.option("--allow-leakage", is_flag=True, default=None,
+              help="Run even if the index may be newer than the dataset "
               "(the report says so).")
 @_run_options("endpoint", "model")
 @click.option("--json", "as_json", is_flag=True, help="Print metrics.json instead of tables.")
 @backend_options
-def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, data_dir, out_dir,
-            ablations, allow_leakage, endpoint, model, as_json, backend, ray_address, ray_actors, **run) -> None:
+def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, order, label_map, data_dir,
+            out_dir,
+            ablations, allow_leakage, endpoint, model, as_json, backend, ray_address, ray_actors,
+            **run) -> None:
     """Run a method over a benchmark dataset and score it (accuracy, F1, confusion, cost).
 
     Predictions (with traces), run.json (model, server flags, index manifest, method parameters, dataset
@@ -104,17 +116,20 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     from veracity.cli.verify import parse_params
 
     flags = [k.removeprefix("ablation_").replace("_", "-") for k in list(run) if k.startswith("ablation_")]
-    ablations = tuple(dict.fromkeys([*ablations, *(f for f in flags if run.pop(f"ablation_{f.replace('-', '_')}"))]))
+    ablations = tuple(dict.fromkeys([*ablations,
+                                     *(f for f in flags if run.pop(f"ablation_{f.replace('-', '_')}"))]))
 
     hop_list = None
     if hops:
         try:
             hop_list = [int(h) for h in hops.split(",") if h.strip()]
         except ValueError:
-            raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts", param_hint="--hops")
+            raise click.BadParameter(f"{hops!r} is not a comma-separated list of hop counts",
+                                     param_hint="--hops")
     # the run settings (``run``: the generated options, RUN_KEYS of veracity.bench.config) as they came;
     # --param as a table, added to a config file's
-    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit, "seed": seed,
+    given = {"dataset": dataset, "method": method, "variant": variant, "hops": hop_list, "limit": limit,
+             "seed": seed,
              "sample": sample, "order": order, "label_map": label_map, "allow_leakage": allow_leakage,
              "ablations": list(ablations) or None, **run, "params": parse_params(run["params"]) or None}
     if config_path is None and (not dataset or not method):
@@ -127,12 +142,13 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     else:
         cfg = RunConfig.of(settings=settings, **backend_given, **given)
     given_out = out_dir is not None
-    out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"  # noqa: E501
     err_console.print(f"run directory: {terminal_safe(out_dir)}", highlight=False)
     interrupt.keep(lambda: _run_kept(out_dir, given_out))
     try:
         metrics = bench_run(cfg, out_dir, settings=settings, data_dir=data_dir, progress=not as_json,
-                            on_warning=lambda msg: err_console.print(f"[yellow]warning:[/] {terminal_safe(msg)}", highlight=False,
+                            on_warning=lambda msg: err_console.print("[yellow]warning:[/] "
+                                                                     f"{terminal_safe(msg)}", highlight=False,
                                                                      soft_wrap=True))
     except EndpointError as exc:
         fail(str(exc), exc.hint or RESTART_HINT)
@@ -142,7 +158,8 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
         return
     _print_summary(metrics, out_dir)
     for cid, why in metrics.get("failed", []):
-        err_console.print(f"[red]failed[/] claim {terminal_safe(cid)}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] claim {terminal_safe(cid)}: {terminal_safe(why)}", highlight=False,
+                          soft_wrap=True)
     if metrics.get("failed"):
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")
 
@@ -174,20 +191,25 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     if s:
         table.add_row(f"{s['accuracy']:.3f}", f"{s['macro_f1']:.3f}", f"{s['weighted_f1']:.3f}",
                       f"{s['nei_rate']:.2f}" if nei_allowed else f"{ls.get('forced_rate', 0.0):.2f}",
-                      f"{e['llm_calls_per_claim']:.1f}", f"{e['tokens_per_claim']:.0f}", f"{e['tool_calls_per_claim']:.1f}",
+                      f"{e['llm_calls_per_claim']:.1f}", f"{e['tokens_per_claim']:.0f}",
+                      f"{e['tool_calls_per_claim']:.1f}",
                       f"{e['claims_per_min']:.2f}")
     console.print(table)
     leak = run.get("leakage") or {}
     if leak.get("checked") and leak.get("index_newer"):
-        console.print("[yellow]leakage guard:[/] the index may be newer than the dataset (allowed by --allow-leakage)")
+        console.print("[yellow]leakage guard:[/] the index may be newer than the dataset (allowed by "
+                      "--allow-leakage)")
     console.print(f"report: {terminal_safe(out_dir / 'report.md')}", highlight=False)
 
 
 @click.command("compare")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True,
+                                                                 path_type=Path))
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print a markdown table (for BENCHMARKS.md).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the markdown table here.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: per run its settings and unformatted "
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the markdown table here.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON list: per run its settings and unformatted "
               "scores and efficiency figures.")
 def compare_cmd(runs, as_markdown, out, as_json) -> None:
     """One table across benchmark runs: accuracy, F1, NEI rate and cost per claim.
@@ -231,8 +253,10 @@ def compare_cmd(runs, as_markdown, out, as_json) -> None:
 def calibrate_cmd(run_dirs, as_json) -> None:
     """Fit the confidence calibration map of a model, method and label space on bench runs of a dev split.
 
-    One temperature, fitted to the runs' verdict probabilities and gold labels (least negative log-likelihood),
-    stored beside the model ($VERACITY_HOME/models/<model>/calibration/<method>-<labels>.json) with the split it
+    One temperature, fitted to the runs' verdict probabilities and gold labels (least negative
+    log-likelihood),
+    stored beside the model ($VERACITY_HOME/models/<model>/calibration/<method>-<labels>.json) with the split
+    it
     was fitted on; `verify`, `check`, `bench run` and the web app apply it by default (--calibration off does
     not) and `bench run` records it in run.json. Fit on a dev split, judge on another.
 
@@ -252,7 +276,8 @@ def calibrate_cmd(run_dirs, as_json) -> None:
     if as_json:
         print_json({"path": str(path), **m.to_dict(), "summary": summary})
         return
-    console.print(f"temperature {m.temperature} for {m.model} · {m.method} · {m.labels}, fitted on {summary['n']} "
+    console.print(f"temperature {m.temperature} for {m.model} · {m.method} · {m.labels}, fitted on "
+                  f"{summary['n']} "
                   f"verdicts (NLL {m.nll_before} -> {m.nll_after}; ECE {summary['ece_before']} -> "
                   f"{summary['ece_after']})", highlight=False)
     console.print(f"stored in {path}", highlight=False)

@@ -16,7 +16,8 @@ from veracity.terminal import terminal_safe
 @click.command("throughput")
 @click.option("--method", required=True, cls=RegistryHelp,
               help_from=lambda: f"Verification method: {methods_listed()}.")
-@click.option("--concurrency", default="1,4,16,64", show_default=True, help="Comma-separated claims-in-flight levels "
+@click.option("--concurrency", default="1,4,16,64", show_default=True,
+              help="Comma-separated claims-in-flight levels "
               "(LLM requests in flight stay at $VERACITY_LLM_CONCURRENCY or 256).")
 @click.option("--dataset", default="hover", show_default=True, help="Where the claims come from: a benchmark "
               "name (hover, fever, ...) or jsonl:PATH.")
@@ -26,14 +27,17 @@ from veracity.terminal import terminal_safe
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the claim sample.")
 @click.option("--warmup", type=int, default=1, show_default=True,
               help="Claims verified at concurrency 1 before the first level (not reported; 0 for none).")
-@click.option("--index", "index", default=None, help="Index directory (default: $VERACITY_INDEX or the demo index).")
-@click.option("--endpoint", default=None, help="OpenAI-compatible endpoint (default: the managed local server).")
+@click.option("--index", "index", default=None,
+              help="Index directory (default: $VERACITY_INDEX or the demo index).")
+@click.option("--endpoint", default=None,
+              help="OpenAI-compatible endpoint (default: the managed local server).")
 @click.option("--model", default=None, help="Model name on the endpoint (default: the one it serves).")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Method parameter, repeatable.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: bench-results/throughput-<method>-<time>/).")
 @click.option("--json", "as_json", is_flag=True, help="Print report.json instead of tables.")
-def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, seed, warmup, index, endpoint, model,
+def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, seed, warmup, index, endpoint,
+                   model,
                    params, out_dir, as_json) -> None:
     """End-to-end throughput of a method: claims/min and LLM tokens/s as claims in flight grow.
 
@@ -58,7 +62,8 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
 
     levels = parse_int_list(concurrency, "--concurrency")
     cfg = ThroughputConfig.of(method=method, levels=levels, dataset=dataset, data_dir=data_dir,
-                              claims_per_level=claims_per_level, seed=seed, index=index, params=parse_params(params),
+                              claims_per_level=claims_per_level, seed=seed, index=index,
+                              params=parse_params(params),
                               warmup=warmup)
     settings = load_settings(endpoint=endpoint, model=model)
     safe = method.replace("/", "_")
@@ -86,7 +91,8 @@ def throughput_cmd(method, concurrency, dataset, data_dir, claims_per_level, see
         console.print(table)
     for lv in report["levels"]:
         for cid, why in lv["failed_claims"]:
-            err_console.print(f"[red]failed[/] claim {terminal_safe(cid)} (concurrency {lv['concurrency']}): {terminal_safe(why)}",
+            err_console.print(f"[red]failed[/] claim {terminal_safe(cid)} (concurrency {lv['concurrency']}): "
+                              f"{terminal_safe(why)}",
                               highlight=False, soft_wrap=True)
     console.print("levels ran disjoint claims with fresh run state and memory; "
                   f"report: {out_dir / 'report.md'}", highlight=False)

@@ -44,7 +44,8 @@ def bundle() -> None:
               type=click.Choice(["auto", "source", "binary", "both", "none"]),
               help="The llama.cpp engine: its pinned source, the binary built here, both (auto: both when "
                    "built here), or none.")
-@click.option("--no-wheels", is_flag=True, help="Models and indexes only (for a machine veracity is on already).")
+@click.option("--no-wheels", is_flag=True,
+              help="Models and indexes only (for a machine veracity is on already).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest's summary as JSON.")
 def create(out: Path, models: tuple[str, ...], indexes: tuple[Path, ...], gpu: bool, extras: tuple[str, ...],
            python: str | None, platform: str | None, llama_cpp: str, no_wheels: bool, as_json: bool) -> None:
@@ -89,7 +90,8 @@ def create(out: Path, models: tuple[str, ...], indexes: tuple[Path, ...], gpu: b
 
 @bundle.command("verify")
 @click.argument("root", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--files-only", is_flag=True, help="Check the files only, not whether this machine can install it.")
+@click.option("--files-only", is_flag=True,
+              help="Check the files only, not whether this machine can install it.")
 def verify(root: Path, files_only: bool) -> None:
     """Check bundle DIR without installing: its manifest, this machine's platform and Python, every sha256.
 
@@ -126,16 +128,19 @@ def install(root: Path, index_dir: Path | None, no_engine: bool, no_packages: bo
     from veracity.bundle.install import install_bundle
 
     settings = load_settings()
-    interrupt.keep(f"nothing from {root} is registered until all its files are in place (models and indexes are "
+    interrupt.keep(f"nothing from {root} is registered until all its files are in place (models and indexes "
+                   "are "
                    "staged under hidden names, removed when stopped); run the same command again to finish")
     with _PrepareDisplay() as display:
         done = install_bundle(settings, root, packages=not no_packages, checked=checked, engine=not no_engine,
-                              index_dir=index_dir, progress=lambda s: display.message(escape(s)), bar=display.bar)
+                              index_dir=index_dir, progress=lambda s: display.message(escape(s)),
+                              bar=display.bar)
     console.print(f"[green]installed[/] from {done['bundle']}: models {', '.join(done['models']) or 'none'}; "
                   f"indexes {', '.join(done['indexes']) or 'none'}", highlight=False)
     if done["engine"]:
         console.print(done["engine"], highlight=False)
-    console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in done["timings"].items()), highlight=False)
+    console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in done["timings"].items()),
+                  highlight=False)
     # doctor in a fresh process: the packages may have been installed after this one started
     rc = subprocess.call([sys.executable, "-m", "veracity", "doctor"])
     if rc != 0:

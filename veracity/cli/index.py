@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
-    TimeRemainingColumn
+    TimeRemainingColumn  # noqa: E501
 from rich.table import Table
 from rich.text import Text
 
@@ -66,20 +66,25 @@ def index() -> None:
 
 @index.command("build")
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Index directory to create.")
-@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv", "kilt",
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="Index directory to create.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "wiki-xml", "jsonl", "hover", "fever", "dpr-tsv",
+                                                    "kilt",
                                                    "hotpot-abstracts", "demo"]),
-              default="auto", show_default=True, help="Corpus format of every SOURCE (auto: by name and first record).")
+              default="auto", show_default=True,
+              help="Corpus format of every SOURCE (auto: by name and first record).")
 @click.option("--no-bm25", is_flag=True, help="Skip the BM25 (Lucene) index.")
 @click.option("--no-dense", is_flag=True, help="Skip the dense (FAISS) index.")
 @click.option("--encoder", default="all-MiniLM-L6-v2", show_default=True,
               help="Sentence-transformers encoder: the default, or a local model folder.")
 @click.option("--faiss-factory", default="auto", show_default=True,
-              help="FAISS index factory: auto (Flat up to 100,000 passages, IVF with SQ8 above, nprobe tuned to "
+              help="FAISS index factory: auto (Flat up to 100,000 passages, IVF with SQ8 above, nprobe tuned "
+                   "to "
                    "recall@10 >= 0.95 of exact search), or a factory string, e.g. Flat, HNSW32, IVF4096,SQ8.")
 @click.option("--limit", type=int, default=None, help="Stop after N passages (quick trials).")
 @click.option("--chunk-words", type=int, default=100, show_default=True, help="Words per passage.")
-@click.option("--chunk-overlap", type=int, default=0, show_default=True, help="Words shared by consecutive passages.")
+@click.option("--chunk-overlap", type=int, default=0, show_default=True,
+              help="Words shared by consecutive passages.")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
               help="Bad JSONL lines: stop with file:line, or skip and count them.")
 @click.option("--dump-date", default=None,
@@ -87,12 +92,15 @@ def index() -> None:
 @click.option("--batch-size", type=int, default=None,
               help="Encoder batch size (default: 64 on CPU, sized to the device's memory on a GPU).")
 @click.option("--workers-per-device", type=int, default=None,
-              help="GPU embedding workers per device (default: up to 4, one core each: the tokeniser runs on the "
+              help="GPU embedding workers per device (default: up to 4, one core each: the tokeniser runs on "
+                   "the "
                    "CPU and one worker leaves the GPU waiting).")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Embedding: local (this machine: workers on every GPU, else the CPU), or ray (Ray Data actors, "
+              help="Embedding: local (this machine: workers on every GPU, else the CPU), or ray (Ray Data "
+                   "actors, "
                    "one per GPU of the cluster; the build folder must be on a file system every node sees).")
-@click.option("--ray-address", default=None, help="--backend ray: the cluster to join (default: a local instance).")
+@click.option("--ray-address", default=None,
+              help="--backend ray: the cluster to join (default: a local instance).")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
 @click.option("--workers", type=int, default=None,
@@ -107,12 +115,14 @@ def index() -> None:
               help="Wikitext to plain text: the fast scanner, or mwparserfromhell (about 30x slower).")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Print the plan (passages, disk, RAM, time per stage for this machine) and stop.")
-@click.option("--overwrite", is_flag=True, help="Replace an existing index that veracity built (any other folder is "
+@click.option("--overwrite", is_flag=True,
+              help="Replace an existing index that veracity built (any other folder is "
               "refused and left as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, workers_per_device, backend, ray_address, shard_size, workers, multistream_index,
+              on_error, dump_date, batch_size, workers_per_device, backend, ray_address, shard_size, workers,
+              multistream_index,
               bm25_threads, bm25_prebuilt, cleaner, plan_only, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
 
@@ -125,7 +135,8 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
 
     The plan (expected passages, disk, RAM and time per stage on this machine) is printed first; a build
     that cannot fit is refused before it starts (--plan prints it and stops). Embedding uses up to four
-    workers per GPU (fp16), else the CPU; the same command started again while a build embeds — in another terminal,
+    workers per GPU (fp16), else the CPU; the same command started again while a build embeds — in another
+    terminal,
     or on another machine that sees the same --out folder — joins it and embeds the shards nobody holds.
     --backend ray embeds with Ray Data actors instead (one per GPU of the cluster).
     --faiss-factory auto (the default) is exact search up to 100,000 passages and an IVF index with 8-bit
@@ -145,7 +156,8 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     from veracity.indexes.plan import stage1_name
 
     options = BuildOptions(bm25=not no_bm25, dense=not no_dense, encoder=encoder, faiss_factory=faiss_factory,
-                           chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)), limit=limit,
+                           chunking=Chunking(chunk_words, chunk_overlap, min(25, chunk_words // 4)),
+                           limit=limit,
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
                            workers_per_device=workers_per_device, backend=backend, ray_address=ray_address,
                            shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
@@ -159,19 +171,22 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
         resolved = resolve_sources(sources, fmt)
     for s in resolved:
         console.print(f"source [bold]{terminal_safe(s.path)}[/] ({terminal_safe(s.format)})", highlight=False)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(), _CountColumn(),
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+                        _CountColumn(),
                         _RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                         console=console, transient=False)
     tasks: dict[str, int] = {}
 
-    where: dict[str, str | None] = {"stage": None}  # for the interrupt line: embedding done means FAISS is next
+    # for the interrupt line: embedding done means FAISS is next
+    where: dict[str, str | None] = {"stage": None}
 
     def on_progress(stage: str, done: int, total: int | None) -> None:
         where["stage"] = "faiss" if stage == "embed" and total is not None and done >= total else stage
         if stage not in tasks:
             label = stage1_name(options) if stage == "passages" else _STAGES.get(stage, stage)
             tasks[stage] = progress.add_task(label, total=total,
-                                             unit={"hash": "bytes", "recall": "settings"}.get(stage, "passages"))
+                                             unit={"hash": "bytes", "recall": "settings"}.get(stage,
+                                                                                              "passages"))
         progress.update(tasks[stage], completed=done, total=total)
 
     def log(msg: str) -> None:
@@ -194,10 +209,12 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
     for s in manifest["sources"]:
         for k, v in s["skipped"].items():
             skipped[k] = skipped.get(k, 0) + v
-    console.print(f"[green]built[/] {terminal_safe(out)}: {manifest['passages']:,} passages from {manifest['articles']:,} articles "
+    console.print(f"[green]built[/] {terminal_safe(out)}: {manifest['passages']:,} passages from "
+                  f"{manifest['articles']:,} articles "
                   f"in {manifest['build']['seconds']:.1f} s", highlight=False)
     if skipped:
-        console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())), highlight=False)
+        console.print("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(skipped.items())),
+                      highlight=False)
     console.print("size estimate: " + format_estimate(manifest["estimate"]), highlight=False)
 
 
@@ -210,13 +227,16 @@ def _build_kept(out: Path, stage: str | None) -> str:
     if (out / "manifest.json").exists() and not work.exists():
         return f"the index {out} was complete; nothing to resume"
     if stage in (None, "hash", "passages"):
-        return (f"nothing kept yet (reading and BM25 start again from the beginning); run the same command again "
+        return ("nothing kept yet (reading and BM25 start again from the beginning); run the same command "
+                "again "
                 f"to build {out}")
     shards = len(list((work / SHARDS_DIR).glob("shard-*[0-9].npy")))
     if stage == "faiss" or (work / "dense" / FAISS_FILE).exists():
-        return (f"passages, BM25 and all {shards} embedding shards are kept in {work}; run the same command again: "
+        return (f"passages, BM25 and all {shards} embedding shards are kept in {work}; run the same command "
+                "again: "
                 "it builds the FAISS index from them")
-    return (f"passages, BM25 and {shards} embedding shard(s) are kept in {work}; run the same command again to "
+    return (f"passages, BM25 and {shards} embedding shard(s) are kept in {work}; run the same command again "
+            "to "
             "resume embedding from there")
 
 
@@ -225,14 +245,16 @@ def _build_kept(out: Path, stage: str | None) -> str:
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Number of passages.")
 @click.option("--mode", type=click.Choice(["bm25", "dense", "hybrid"]), default=None,
-              help="bm25, dense, or hybrid (reciprocal-rank fusion of both); default hybrid, or the one part an "
+              help="bm25, dense, or hybrid (reciprocal-rank fusion of both); default hybrid, or the one part "
+                   "an "
                    "index built with --no-dense / --no-bm25 has.")
 @click.option("--exclude-title", "exclude_titles", multiple=True, help="Hide this article (repeatable).")
 @click.option("--exclude-pattern", "exclude_patterns", multiple=True,
               help="Hide articles whose title matches this regex (repeatable).")
 @click.option("--encoder", default=None, help="Query encoder (default: the index's; must match it).")
 @click.option("--nprobe", type=int, default=None,
-              help="IVF lists searched per query (default: the index's, tuned at build time; more: slower, closer "
+              help="IVF lists searched per query (default: the index's, tuned at build time; more: slower, "
+                   "closer "
                    "to exact).")
 @click.option("--ef-search", "ef_search", type=int, default=None,
               help="HNSW search depth (default: the index's; more: slower, closer to exact).")
@@ -260,7 +282,8 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
     if (mode is None or mode == "hybrid") and "hybrid" not in have and have:
         # an index with one part (--no-dense, --no-bm25): search that part, and say so
         err_console.print(f"note: {terminal_safe(str(index_dir))} has no "
-                          f"{'dense vectors' if have[0] == 'bm25' else 'BM25 index'}: searching {have[0]} only",
+                          f"{'dense vectors' if have[0] == 'bm25' else 'BM25 index'}: searching {have[0]} "
+                          "only",
                           highlight=False, soft_wrap=True)
         mode = have[0]
     mode = mode or "hybrid"
@@ -269,7 +292,8 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
         from veracity.indexes.retriever import Hit
 
         title, text = exact[query]
-        err_console.print(f"note: {terminal_safe(query)} is a passage id: that passage first", highlight=False,
+        err_console.print(f"note: {terminal_safe(query)} is a passage id: that passage first",
+                          highlight=False,
                           soft_wrap=True)
     with console.status("searching"):
         hits = searcher.search(query, k=k, mode=mode, exclude_titles=exclude_titles,
@@ -277,7 +301,8 @@ def search_cmd(index_dir, query, k, mode, exclude_titles, exclude_patterns, enco
     if exact:
         hits = [Hit(query, title, text, 0.0), *[h for h in hits if h.passage_id != query]][:k]
     if as_json:
-        print_json([{"passage_id": h.passage_id, "title": h.title, "text": h.text, "score": h.score} for h in hits])
+        print_json([{"passage_id": h.passage_id, "title": h.title, "text": h.text,
+                     "score": h.score} for h in hits])
         return
     console.print(hits_table(hits, mode, query, width))
     if not hits:
@@ -325,7 +350,9 @@ def info_cmd(index_dir, as_json) -> None:
     table.add_column("value")
     for s in m["sources"]:
         skipped = ", ".join(f"{k} {v:,}" for k, v in s.get("skipped", {}).items()) or "none"
-        table.add_row("source", f"{terminal_safe(s['path'])} ({terminal_safe(s['format'])}, {s['bytes']:,} B)\nsha256 {s['sha256']}\n"
+        table.add_row("source",
+                      f"{terminal_safe(s['path'])} ({terminal_safe(s['format'])}, {s['bytes']:,} B)\nsha256 "
+                      f"{s['sha256']}\n"
                                 f"dump date {s.get('dump_date') or 'unknown'}"
                                 f"{' (' + s['dump_date_from'] + ')' if s.get('dump_date_from') else ''}; "
                                 f"{s['articles']:,} articles; skipped: {skipped}")
@@ -335,7 +362,8 @@ def info_cmd(index_dir, as_json) -> None:
     table.add_row("chunking", f"{c['words']} words, overlap {c['overlap']}, min tail {c['min_tail']}")
     table.add_row("bm25", "yes — " + m["bm25"]["similarity"] if m.get("bm25") else "no")
     d = m.get("dense")
-    table.add_row("dense", f"{d['encoder']} ({d['dimension']}-d), FAISS {d['faiss_factory']}, {d['ntotal']:,} vectors"
+    table.add_row("dense",
+                  f"{d['encoder']} ({d['dimension']}-d), FAISS {d['faiss_factory']}, {d['ntotal']:,} vectors"
                   + _search_line(d.get("search")) if d else "no")
     b = m["build"]
     rates = []
@@ -343,7 +371,8 @@ def info_cmd(index_dir, as_json) -> None:
         rates.append(f"read+BM25 {b['read_bm25_passages_per_s']:,.0f} passages/s")
     if b.get("embed_passages_per_s"):
         rates.append(f"embedding {b['embed_passages_per_s']:,.1f} passages/s")
-    table.add_row("build", f"{b['finished']} in {b['seconds']:.1f} s" + (f" ({'; '.join(rates)})" if rates else ""))
+    table.add_row("build",
+                  f"{b['finished']} in {b['seconds']:.1f} s" + (f" ({'; '.join(rates)})" if rates else ""))
     table.add_row("versions", ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items()))
     console.print(table)
 
@@ -352,7 +381,7 @@ def _search_line(search: dict | None) -> str:
     if not search or not search.get("measured"):
         return ""
     setting = f"nprobe {search['nprobe']}" if "nprobe" in search else f"efSearch {search.get('ef_search')}"
-    return f"; {setting}: recall@10 {search['recall_at_10']:.3f} of exact search ({search['queries']:,} held-out queries)"
+    return f"; {setting}: recall@10 {search['recall_at_10']:.3f} of exact search ({search['queries']:,} held-out queries)"  # noqa: E501
 
 
 COMMANDS = [index]

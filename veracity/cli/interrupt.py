@@ -50,5 +50,6 @@ def exit_interrupted() -> NoReturn:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread (an embedding host): nothing to guard
         pass
-    err_console.print(Text.assemble(("interrupted:", "yellow"), " ", message()), highlight=False, soft_wrap=True)
+    err_console.print(Text.assemble(("interrupted:", "yellow"), " ", message()), highlight=False,
+                      soft_wrap=True)
     raise SystemExit(130)

@@ -47,7 +47,8 @@ def methods_markdown_table() -> str:
     """The README's methods table, generated from the method registry."""
     from veracity.pipeline.methods import METHODS
 
-    lines = ["| `--method` | what runs | roles (`--param ROLE.max_tokens=N`) | ablations |", "|---|---|---|---|"]
+    lines = ["| `--method` | what runs | roles (`--param ROLE.max_tokens=N`) | ablations |",
+             "|---|---|---|---|"]
     for name, spec in METHODS.items():
         roles = ", ".join(f"`{r.short}`" for r in spec.roles)
         abl = ", ".join(f"`{a}`" for a in _ablations(name))
@@ -88,7 +89,8 @@ def list_methods(as_json: bool, markdown: bool) -> None:
 @methods.command("show")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with each role's full output schema).")
-@click.option("--prompts", is_flag=True, help="Also print each role's system message exactly as it is sent, and "
+@click.option("--prompts", is_flag=True,
+              help="Also print each role's system message exactly as it is sent, and "
                                              "the later turns its conversation continues with.")
 def show_method(name: str, as_json: bool, prompts: bool) -> None:
     """Show one method: each role with its output schema, token budget, temperature and fallback, then
@@ -107,19 +109,21 @@ def show_method(name: str, as_json: bool, prompts: bool) -> None:
     if console.is_terminal:
         console.print(f"[bold]{rec['name']}[/]: {rec['summary']}")
         if rec["run_state"]:
-            console.print(f"run state: {rec['run_state']} (kept across the claims of a run, under --state-dir)")
+            console.print(f"run state: {rec['run_state']} (kept across the claims of a run, under "
+                          "--state-dir)")
     print_table(f"{rec['name']} roles", ["role", "output", "max_tokens", "temperature", "fields", "fallback"],
                 [[r["name"], r["output"], str(r["max_tokens"]),
                   "client default" if r["temperature"] is None else f"{r['temperature']:g}",
                   _fields(r["schema"]), r["fallback"] or "none (the claim fails)"] for r in rec["roles"]])
     print_table(f"{rec['name']} parameters (--param NAME=VALUE; per role: ROLE.max_tokens, ROLE.temperature)",
                 ["parameter", "type", "default", "valid", "help", "paper"],
-                [[p["name"], p["type"], _default(p["default"]), p["range"] or "-", p["help"], p["paper"] or ""]
+                [[p["name"], p["type"], _default(p["default"]), p["range"] or "-", p["help"],
+                  p["paper"] or ""]
                  for p in rec["parameters"]])
     if prompts:
         for r in rec["roles"]:
             vary = r["instructions_vary_with"]
-            note = f" (depends on {', '.join(vary)}: shown with their defaults, {{NAME}} where none)" if vary else ""
+            note = f" (depends on {', '.join(vary)}: shown with their defaults, {{NAME}} where none)" if vary else ""  # noqa: E501
             click.echo(f"\n== {r['name']}: system message{note}\n{r['instructions']}")
             if r.get("task"):
                 click.echo(f"-- the user turn ends with this task:\n{r['task']}")

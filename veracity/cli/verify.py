@@ -71,15 +71,20 @@ def render_verdict(record: dict) -> Panel:
         for ev in record["evidence"]:
             words = control_safe(ev["text"]).split()
             text = " ".join(words[:80]) + (" ..." if len(words) > 80 else "")
-            parts.append(Text.assemble((f"[{control_safe(ev['passage_id'])}] ", "cyan"), (control_safe(ev["title"]), "bold"),
+            parts.append(Text.assemble((f"[{control_safe(ev['passage_id'])}] ", "cyan"),
+                                       (control_safe(ev["title"]), "bold"),
                                        "\n", text))
             parts += [quote_line(q) for q in quotes if q["passage_id"] == ev["passage_id"]]
     else:
         parts.append(Text("No evidence passages cited.", style="dim"))
     s = record["trace"]["summary"]
-    parts += [Text(""), Text(f"{record['method']}: {s['llm_calls']} LLM calls, {s['prompt_tokens'] + s['completion_tokens']}"
-                             f" tokens, {s['tool_calls']} tool calls, {s['memory_hits']} memory hits", style="dim")]
-    return Panel(Group(*parts), title=f"veracity verify · {terminal_safe(record['id'])}", border_style=LABEL_STYLE.get(label, "white").split()[-1])
+    parts += [Text(""),
+              Text(f"{record['method']}: {s['llm_calls']} LLM calls, "
+                   f"{s['prompt_tokens'] + s['completion_tokens']}"
+                             f" tokens, {s['tool_calls']} tool calls, {s['memory_hits']} memory hits",
+                             style="dim")]
+    return Panel(Group(*parts), title=f"veracity verify · {terminal_safe(record['id'])}",
+                 border_style=LABEL_STYLE.get(label, "white").split()[-1])
 
 
 def quote_line(q: dict) -> Text:
@@ -88,7 +93,8 @@ def quote_line(q: dict) -> Text:
     if q["found"]:
         return Text.assemble(("  “", "green"), (control_safe(q["text"]), "italic"), ("”", "green"),
                              (f"  ✓ in the passage (characters {q['start']}-{q['end']})", "green"))
-    return Text.assemble(("  “", "red"), (control_safe(q["text"]), "italic"), ("”", "red"), ("  ✗ not in this passage", "bold red"))
+    return Text.assemble(("  “", "red"), (control_safe(q["text"]), "italic"), ("”", "red"),
+                         ("  ✗ not in this passage", "bold red"))
 
 
 def backend_options(fn):
@@ -98,7 +104,8 @@ def backend_options(fn):
 
 # verify's (and check's) run settings: the VerifierConfig fields they offer, in --help order
 # (three groups, as they sit among verify's own flags; a new setting goes into one of them)
-RUN_OPTIONS_MODEL = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params", "state_dir")
+RUN_OPTIONS_MODEL = ("method", "index", "endpoint", "model", "concurrency", "llm_concurrency", "params",
+                     "state_dir")
 RUN_OPTIONS_EVIDENCE = ("labels", "evidence", "cache", "min_confidence", "calibration")
 RUN_OPTIONS_BACKEND = ("backend", "ray_address", "ray_actors")
 RUN_OPTIONS = RUN_OPTIONS_MODEL + RUN_OPTIONS_EVIDENCE + RUN_OPTIONS_BACKEND
@@ -112,7 +119,8 @@ def run_config(opts: dict, semantic_memory: bool = False) -> Any:
     from veracity.pipeline.methods import ablation_params
 
     overrides = parse_params(opts["params"])
-    chosen = [k.removeprefix("ablation_").replace("_", "-") for k, on in opts.items() if k.startswith("ablation_") and on]
+    chosen = [k.removeprefix("ablation_").replace("_", "-") for k,
+              on in opts.items() if k.startswith("ablation_") and on]
     if chosen:
         overrides.update(ablation_params(opts["method"], chosen))
     if semantic_memory:
@@ -143,7 +151,8 @@ def _ablation_options(fn):
               "similarity (all-MiniLM-L6-v2), not only by entity keys.")
 @config_options(*RUN_OPTIONS_EVIDENCE)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per claim (id, claim, label, "
-              "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on stderr).")
+              "explanation, evidence, trace) on stdout; with -i, as each result is written (summary on "
+              "stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="With -i: no line per claim, only the progress bar and the "
               "summary (the results file is written the same).")
 @backend_options
@@ -166,12 +175,14 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
 
     A batch appends each result to the output as it finishes (with its trace), prints one line per claim
     (verdict and cited passages; when the claim's line names a "label", whether the verdict agrees), shows
-    claims/min and tokens/s, and resumes where it stopped when run again. With --evidence gold every input line carries
+    claims/min and tokens/s, and resumes where it stopped when run again. With --evidence gold every input
+    line carries
     its own evidence, e.g. {"claim": "...", "evidence": [{"title": "Paris", "text": "Paris is ..."}]}.
     """
     from veracity.pipeline.api import Verifier
 
-    # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked for
+    # a single CLAIM on Ray is a mistake whether or not Ray is installed: say that before the extra is looked
+    # for
     if str(opts["backend"] or "").strip().lower() == "ray" and claim is not None:
         raise ConfigError("--backend ray runs a claims file: a single CLAIM is verified in this process",
                           hint="pass -i FILE -o RESULTS.jsonl, or drop --backend ray")
@@ -181,11 +192,14 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
     if input_path is not None and output_path is None:
         raise click.UsageError("-i needs -o RESULTS.jsonl (where results are appended)")
     if input_path is not None and _same_file(input_path, output_path):
-        raise ConfigError(f"-o {output_path} is the claims file given with -i: results would be appended to it",
+        raise ConfigError(f"-o {output_path} is the claims file given with -i: results would be appended to "
+                          "it",
                           hint="pass another -o, e.g. -o results.jsonl")
     if config.evidence.setting == "gold" and claim is not None:
-        raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has none",
-                          hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} passages, "
+        raise ConfigError("--evidence gold needs claims that carry their gold evidence: a single CLAIM has "
+                          "none",
+                          hint="pass -i FILE whose lines carry an \"evidence\" list of {title, text} "
+                               "passages, "
                                "or use --evidence open (an index) or --evidence none (closed book)")
     single = None
     if claim is not None:
@@ -193,7 +207,7 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
     if opts["index"] is not None and config.evidence.setting != "open":
-        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence.setting}",
+        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence.setting}",  # noqa: E501
                           highlight=False)
     verifier = Verifier.from_config(config)
     try:
@@ -226,8 +240,10 @@ def _lines(path: Path) -> int:
 
 
 # what a claims file may call the three labels (the datasets' own spellings included)
-_LABEL_SPELLINGS = {"SUPPORTED": "SUPPORTED", "SUPPORTS": "SUPPORTED", "REFUTED": "REFUTED", "REFUTES": "REFUTED",
-                    "NOT_ENOUGH_INFO": "NOT_ENOUGH_INFO", "NOT ENOUGH INFO": "NOT_ENOUGH_INFO", "NEI": "NOT_ENOUGH_INFO"}
+_LABEL_SPELLINGS = {"SUPPORTED": "SUPPORTED", "SUPPORTS": "SUPPORTED", "REFUTED": "REFUTED",
+                    "REFUTES": "REFUTED",
+                    "NOT_ENOUGH_INFO": "NOT_ENOUGH_INFO", "NOT ENOUGH INFO": "NOT_ENOUGH_INFO",
+                    "NEI": "NOT_ENOUGH_INFO"}
 
 
 def expected_label(meta: dict) -> str | None:
@@ -245,7 +261,8 @@ def verdict_line(record: dict, expected: str | None) -> Text:
     if expected is not None:
         parts.append(("  ✓" if expected == label else f"  ✗ (the line says {expected})",
                       "green" if expected == label else "red"))
-    if record.get("confidence") is not None or record.get("abstained"):  # a line says nothing of a missing one
+    # a line says nothing of a missing one
+    if record.get("confidence") is not None or record.get("abstained"):
         parts += confidence_text(record)
     cited = ", ".join(control_safe(ev["passage_id"]) for ev in record["evidence"])
     parts += ["  ", (f"[{cited}]" if cited else "[no passage cited]", "cyan" if cited else "dim")]
@@ -255,7 +272,8 @@ def verdict_line(record: dict, expected: str | None) -> Text:
     return Text.assemble(*parts)
 
 
-def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool, quiet: bool = False) -> None:
+def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_json: bool,
+               quiet: bool = False) -> None:
     loaded = verifier.load_claims(input_path)
     for bad in loaded.rejected:
         err_console.print(f"[yellow]skipped[/] {terminal_safe(str(bad))}", highlight=False, soft_wrap=True)
@@ -274,7 +292,8 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
         elif not quiet:
             console.print(verdict_line(record, want), highlight=False, soft_wrap=True)
 
-    interrupt.keep(lambda: f"{written[0]} results written this run, {_lines(output_path)} in {output_path} in all; "
+    interrupt.keep(lambda: f"{written[0]} results written this run, {_lines(output_path)} in {output_path} "
+                           "in all; "
                    "run the same command again to resume")
     try:
         stats = verifier.verify_many(loaded, out=output_path, concurrency=concurrency, progress=not as_json,
@@ -282,13 +301,16 @@ def _run_batch(verifier, input_path: Path, output_path: Path, concurrency, as_js
     except (EndpointError, OutputError, ClusterError) as exc:
         st = getattr(exc, "stats", None)
         kept = f"; {st.done} results written this run, all kept in {output_path}" if st else ""
-        fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError, ClusterError)) else endpoint_stop_hint(exc))
+        fail(f"{exc}{kept}", exc.hint if isinstance(exc, (OutputError,
+                                                          ClusterError)) else endpoint_stop_hint(exc))
         return
     for cid, why in stats.failed:
-        err_console.print(f"[red]failed[/] claim {terminal_safe(str(cid))}: {terminal_safe(why)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]failed[/] claim {terminal_safe(str(cid))}: {terminal_safe(why)}",
+                          highlight=False, soft_wrap=True)
     if agree[1]:
         (err_console if as_json else console).print(
-            f"{agree[0]} of {agree[1]} verdicts written this run agree with the label their line names", highlight=False)
+            f"{agree[0]} of {agree[1]} verdicts written this run agree with the label their line names",
+                                                    highlight=False)
     (err_console if as_json else console).print(
         f"{stats.done} written, {stats.skipped} already done, {len(stats.failed)} failed, "
         f"{len(stats.rejected)} bad lines → {terminal_safe(str(output_path))}  "

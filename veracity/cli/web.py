@@ -17,10 +17,12 @@ from veracity.errors import ConfigError
               help="Address to bind. Any address other than loopback needs --token.")
 @click.option("--port", type=int, default=8080, show_default=True, help="Port to bind.")
 @config_options("index", "endpoint", "model", help={
-    "endpoint": "OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the managed local server, started if "
+    "endpoint": "OpenAI-compatible endpoint (default: $VERACITY_ENDPOINT or the managed local server, "
+                "started if "
                 "needed)."})
 @click.option("--token", default=None,
-              help="Bearer token required on every route but /healthz: at least 16 characters, 8 different ones, "
+              help="Bearer token required on every route but /healthz: at least 16 characters, 8 different "
+                   "ones, "
               "64 bits, no whitespace and no simple pattern (veracity web --new-token makes one). "
               "Required when binding a non-loopback address. Visible to other users in `ps`: prefer "
               "--token-file or $VERACITY_WEB_TOKEN.")
@@ -29,7 +31,8 @@ from veracity.errors import ConfigError
 @click.option("--new-token", is_flag=True, help="Print a new random bearer token (256 bits) and exit, e.g. "
               "`veracity web --new-token > ~/.veracity/web-token` then --token-file ~/.veracity/web-token.")
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
-              help="Also accept requests whose Host header names NAME (repeatable; e.g. a reverse proxy's name). "
+              help="Also accept requests whose Host header names NAME (repeatable; e.g. a reverse proxy's "
+                   "name). "
               "By default only the address bound (and localhost on loopback) is accepted.")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="ORIGIN",
               help="Allow cross-origin requests from ORIGIN (repeatable; CORS is off by default).")
@@ -41,7 +44,8 @@ from veracity.errors import ConfigError
 @click.option("--max-claim-chars", type=int, default=None, help="Longest claim (default: 20,000 characters).")
 @config_options("concurrency", help={
     "concurrency": "Claims in flight in a batch job (default: $VERACITY_CONCURRENCY or 16)."})
-def web(host, port, index, endpoint, model, token, token_file, new_token, allowed_hosts, cors_origins, max_checks, max_jobs,
+def web(host, port, index, endpoint, model, token, token_file, new_token, allowed_hosts, cors_origins,
+        max_checks, max_jobs,
         max_body_mb, max_claim_chars, concurrency) -> None:
     """Serve the page at / and the API under /v1/ (docs at /v1/docs).
 
@@ -68,7 +72,8 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
     token = _token(token, token_file, os.environ.get("VERACITY_WEB_TOKEN"))
     if not _loopback(host) and not token:
         raise ConfigError(f"binding {host} exposes the app beyond this machine and needs a token",
-                          hint="pass --token SECRET (clients send `Authorization: Bearer SECRET`), or bind 127.0.0.1")
+                          hint="pass --token SECRET (clients send `Authorization: Bearer SECRET`), or bind "
+                               "127.0.0.1")
     for name, value in (("--max-checks", max_checks), ("--max-jobs", max_jobs)):
         if value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}", hint=f"e.g. {name} 4")
@@ -81,8 +86,10 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
                           hint="e.g. --max-claim-chars 2000")
     settings = load_settings(endpoint=endpoint, model=model)
     # the app's configuration, before any index or server: the token and the limits are checked here, once
-    config = WebConfig(home=settings.home, verifier=VerifierConfig.of(concurrency=concurrency, settings=settings),
-                       token=token, cors_origins=tuple(cors_origins), host=host, allowed_hosts=tuple(allowed_hosts),
+    config = WebConfig(home=settings.home, verifier=VerifierConfig.of(concurrency=concurrency,
+                                                                      settings=settings),
+                       token=token, cors_origins=tuple(cors_origins), host=host,
+                       allowed_hosts=tuple(allowed_hosts),
                        max_body_bytes=int(max_body_mb * 1024 * 1024), max_claim_chars=claim_cap,
                        max_checks=max_checks, max_jobs=max_jobs)
     _check_port(host, port)
@@ -90,7 +97,8 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
     if index is not None or settings.index_dir is not None or (settings.indexes_dir / "demo").exists():
         searcher = open_index(index, settings)  # a bad --index: one line, before the model server
     else:
-        err_console.print("[yellow]warning:[/] no index (pass --index DIR): only methods without one (direct) "
+        err_console.print("[yellow]warning:[/] no index (pass --index DIR): only methods without one "
+                          "(direct) "
                           "can run", highlight=False)
     from veracity.serving.server import ensure_endpoint
 
@@ -108,10 +116,12 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
 
     from veracity.cli import interrupt
 
-    interrupt.keep(f"the app stopped; its checks and jobs are kept in {settings.home / 'web'} and unfinished jobs "
+    interrupt.keep(f"the app stopped; its checks and jobs are kept in {settings.home / 'web'} and unfinished "
+                   "jobs "
                    "resume when `veracity web` starts again")
     try:
-        server = _uvicorn_server()(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        server = _uvicorn_server()(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                                  access_log=False))
         server.run()
         if server.stopped_by == signal.SIGINT:
             # uvicorn shut down gracefully on Ctrl-C and raises it again, but inside its event loop, where
@@ -123,7 +133,7 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
 
 
 def _uvicorn_server():
-    """uvicorn.Server noting its stop signal (a class made on first use: `veracity --help` imports no uvicorn)."""
+    """uvicorn.Server noting its stop signal (a class made on first use: `veracity --help` imports no uvicorn)."""  # noqa: E501
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -153,13 +163,15 @@ def _token(given: str | None, path: Path | None, env: str | None) -> str | None:
         data, more = read_file_limited(path, TOKEN_FILE_BYTES)  # a device or a pipe is read with a bound
         lines = data.decode("utf-8").splitlines()
         if more and len(lines) < 2:  # no line break in the first 64 KiB: no token file
-            raise ConfigError(f"the token file {path} has no line break in its first {TOKEN_FILE_BYTES >> 10} KiB: "
+            raise ConfigError(f"the token file {path} has no line break in its first "
+                              f"{TOKEN_FILE_BYTES >> 10} KiB: "
                               "not a token file", hint="write the token on the file's first line, e.g. "
                               "veracity web --new-token > FILE")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"cannot read the token file {path} ({why})",
-                          hint="write the token on the file's first line, e.g. veracity web --new-token > FILE") from None
+                          hint="write the token on the file's first line, e.g. veracity web --new-token > "
+                               "FILE") from None
     return lines[0].strip() if lines else ""
 
 

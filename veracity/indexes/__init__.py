@@ -23,7 +23,8 @@ from veracity.indexes.hybrid import HybridRetriever, rrf_fuse
 from veracity.indexes.retriever import Hit, Retriever, TitleFilter
 from veracity.indexes.searcher import MODES, Searcher
 
-__all__ = ["Article", "Chunking", "Passage", "chunk_article", "Hit", "Retriever", "TitleFilter", "HybridRetriever",
+__all__ = ["Article", "Chunking", "Passage", "chunk_article", "Hit", "Retriever", "TitleFilter",
+           "HybridRetriever",
            "GoldRetriever", "NoEvidenceRetriever",
            "Searcher", "MODES", "rrf_fuse",
            "read_manifest", "index_newer_than", "index_dump_date", "check_leakage"]

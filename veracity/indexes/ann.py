@@ -75,7 +75,8 @@ def factory_facts(factory: str, dim: int) -> FactoryFacts:
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
-        raise ConfigError(f"FAISS rejects the factory string {factory!r}: {str(exc).strip().splitlines()[-1][:160]}",
+        raise ConfigError(f"FAISS rejects the factory string {factory!r}: "
+                          f"{str(exc).strip().splitlines()[-1][:160]}",
                           hint="e.g. --faiss-factory auto | Flat | HNSW32 | IVF4096,SQ8") from None
     nlist = None
     try:
@@ -96,7 +97,8 @@ def check_factory(factory: str, dim: int, n: int | None) -> FactoryFacts:
     facts = factory_facts(factory, dim)
     if n is not None and facts.needs_training and n < facts.min_train:
         per = f"{MIN_PER_LIST} per list x {facts.nlist:,} lists" if facts.nlist else "its codebooks"
-        raise ConfigError(f"--faiss-factory {factory} needs at least {facts.min_train:,} training vectors ({per}); "
+        raise ConfigError(f"--faiss-factory {factory} needs at least {facts.min_train:,} training vectors "
+                          f"({per}); "
                           f"the corpus has {n:,} passages",
                           hint=f"use --faiss-factory auto (here: {auto_factory(n)}), or fewer IVF lists "
                                f"(at most {max(1, n // MIN_PER_LIST):,})")
@@ -110,7 +112,8 @@ def train_index(index, sample: np.ndarray, *, gpus: int | None = None, seed: int
 
     gpus = faiss.get_num_gpus() if gpus is None and hasattr(faiss, "get_num_gpus") else (gpus or 0)
     on_gpu = False
-    try:  # our floor is MIN_PER_LIST (checked before): FAISS's own warning below 39 would only be noise on stderr
+    # our floor is MIN_PER_LIST (checked before): FAISS's own warning below 39 would only be noise on stderr
+    try:
         faiss.extract_index_ivf(index).cp.min_points_per_centroid = MIN_PER_LIST
     except RuntimeError:
         pass
@@ -120,10 +123,12 @@ def train_index(index, sample: np.ndarray, *, gpus: int | None = None, seed: int
         except RuntimeError:
             ivf = None
         if ivf is not None and ivf.quantizer.ntotal == 0:
-            km = faiss.Kmeans(index.d, int(ivf.nlist), niter=20, seed=seed, gpu=gpus, max_points_per_centroid=256,
+            km = faiss.Kmeans(index.d, int(ivf.nlist), niter=20, seed=seed, gpu=gpus,
+                              max_points_per_centroid=256,
                               min_points_per_centroid=MIN_PER_LIST)
             km.train(sample)
-            ivf.quantizer.add(km.centroids)  # IndexIVF.train skips a quantizer that already holds nlist centroids
+            # IndexIVF.train skips a quantizer that already holds nlist centroids
+            ivf.quantizer.add(km.centroids)
             on_gpu = True
     index.train(sample)
     return on_gpu
@@ -161,7 +166,8 @@ def search_kind(index) -> str:
 
 
 def exact_top(shards: list[Path], queries: np.ndarray, k: int) -> np.ndarray:
-    """Exact inner-product top-``k`` rows of ``queries`` over the vectors in ``shards`` (streamed, one shard in
+    """Exact inner-product top-``k`` rows of ``queries`` over the vectors in ``shards`` (streamed, one shard
+    in
     memory at a time)."""
     import faiss
 
@@ -207,7 +213,8 @@ def tune_search(index, shards: list[Path], query_rows: np.ndarray, queries: np.n
     if kind == "ivf":
         import faiss
 
-        nlist = int(faiss.extract_index_ivf(index).nlist)  # probing every list is the last candidate, if in range
+        # probing every list is the last candidate, if in range
+        nlist = int(faiss.extract_index_ivf(index).nlist)
         values = tuple(v for v in values if v < nlist) + ((nlist,) if nlist <= NPROBES[-1] else ())
     by = {}
     chosen = None
@@ -223,7 +230,10 @@ def tune_search(index, shards: list[Path], query_rows: np.ndarray, queries: np.n
     if chosen is None:
         chosen = max(by, key=lambda v: (by[v], -v))
     key = "nprobe" if kind == "ivf" else "ef_search"
-    set_search_params(index, nprobe=chosen if kind == "ivf" else None, ef_search=chosen if kind == "hnsw" else None)
-    return {"kind": kind, key: chosen, "recall_at_10": by[chosen], "target": target, "queries": int(len(queries)),
-            "measured": True, "against": "exact inner-product search over every vector, the query's own row left out",
+    set_search_params(index, nprobe=chosen if kind == "ivf" else None,
+                      ef_search=chosen if kind == "hnsw" else None)
+    return {"kind": kind, key: chosen, "recall_at_10": by[chosen], "target": target,
+            "queries": int(len(queries)),
+            "measured": True,
+            "against": "exact inner-product search over every vector, the query's own row left out",
             f"recall_by_{key}": {str(v): r for v, r in by.items()}}

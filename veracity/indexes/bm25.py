@@ -80,7 +80,8 @@ class BM25Writer:
     def _raise_error(self) -> None:
         if self._error is not None:
             exc, self._error = self._error, None
-            raise IndexDirError(f"Lucene failed while indexing BM25 documents ({str(exc).splitlines()[0][:160]})",
+            raise IndexDirError("Lucene failed while indexing BM25 documents "
+                                f"({str(exc).splitlines()[0][:160]})",
                                 hint="run the build again; if it repeats, build with --no-bm25") from exc
 
     def close(self, discard: bool = False) -> None:
@@ -112,11 +113,13 @@ def _detach_jvm_thread() -> None:
 
 def java_reason(exc: BaseException) -> str:
     """A Java exception in a few words: its class's simple name and the first sentence of its message, without
-    the package path, the stack or a cut in the middle (``IndexNotFoundException: no segments* file found``)."""
+    the package path, the stack or a cut in the middle (``IndexNotFoundException: no segments* file
+    found``)."""
     text = " ".join(str(exc).split())
     m = re.search(r"(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))\s*:?\s*(.*)", text)
     name, message = (m.group(1), m.group(2)) if m else (type(exc).__name__, text)
-    while True:  # drop parenthesised asides, nested ones included: "(resource BufferedChecksumIndexInput(...))"
+    # drop parenthesised asides, nested ones included: "(resource BufferedChecksumIndexInput(...))"
+    while True:
         shorter = re.sub(r"\s*\([^()]*\)", "", message)
         if shorter == message:
             break
@@ -133,7 +136,8 @@ class BM25Index:
 
     def __init__(self, path: Path, k1: float = 0.9, b: float = 0.4):
         if not path.is_dir():
-            raise IndexDirError(f"BM25 index {path} is missing", hint="rebuild with --overwrite, or use --mode dense")
+            raise IndexDirError(f"BM25 index {path} is missing",
+                                hint="rebuild with --overwrite, or use --mode dense")
         self.path = path
         ensure_jvm()
         from pyserini.search.lucene import LuceneSearcher
@@ -192,7 +196,7 @@ class BM25Retriever(StoredPassagesRetriever):
         return filtered_top(lambda d: self._hits(query, d), self._title_of, k, keep, self.store.count)
 
     def _title_of(self, item: tuple[str, float]) -> str:
-        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id (DPR's)."""
+        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id (DPR's)."""  # noqa: E501
         pid = item[0]
         if "#" in pid:
             return split_passage_id(pid)[0]
@@ -220,7 +224,8 @@ def check_prebuilt(index: BM25Index, store, samples: int = 5) -> str:
     path = index.path
     if index.num_docs != store.count:
         raise IndexDirError(f"the prebuilt BM25 index {path} holds {index.num_docs:,} documents, the corpus "
-                            f"{store.count:,} passages", hint="build from the corpus the prebuilt index was made of "
+                            f"{store.count:,} passages",
+                            hint="build from the corpus the prebuilt index was made of "
                             "(wikipedia-dpr-100w: DPR's psgs_w100.tsv), or drop --bm25-prebuilt")
     n = store.count
     rows = sorted({0, n - 1, *(i * (n - 1) // max(1, samples - 1) for i in range(samples))})
@@ -229,7 +234,9 @@ def check_prebuilt(index: BM25Index, store, samples: int = 5) -> str:
         raw = index.raw(docid)
         words = " ".join(_WORD.findall(text)[:8])
         if raw is None or words not in " ".join(_WORD.findall(_contents(raw))):
-            raise IndexDirError(f"the prebuilt BM25 index {path} does not match the corpus: document {docid} is not "
+            raise IndexDirError(f"the prebuilt BM25 index {path} does not match the corpus: document {docid} "
+                                "is not "
                                 f"passage {pid!r} ({words[:60]!r}...)",
-                                hint="build from the same psgs_w100.tsv the index was made of, or drop --bm25-prebuilt")
+                                hint="build from the same psgs_w100.tsv the index was made of, or drop "
+                                     "--bm25-prebuilt")
     return index.docids

@@ -32,7 +32,8 @@ from veracity.errors import ConfigError, CorpusError, IndexDirError
 from veracity.indexes.ann import AUTO, check_factory, resolve_factory
 from veracity.indexes.embedding import (acquire, claim_is_stale, claim_owner, embed_claimed_shards,
                                         embed_on_devices, embed_with_ray, plan_workers, release)
-from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build_faiss, estimate_resources, write_ids)
+from veracity.indexes.dense import (DEFAULT_FACTORY, FAISS_FILE, IDS_FILE, build_faiss, estimate_resources,
+                                    write_ids)
 from veracity.models.encoders import DEFAULT_ENCODER, canonical_encoder, load_encoder
 from veracity.indexes.manifest import (MANIFEST_FILE, MANIFEST_KIND, MANIFEST_VERSION, index_dump_date,
                                        package_versions, write_manifest)
@@ -47,7 +48,8 @@ STATE_FILE = "build-state.json"
 READING_CLAIM = "reading.claim"   # held by the one process running stage 1
 FAISS_CLAIM = "faiss.claim"       # held by the one process assembling the FAISS index
 BACKENDS = ("local", "ray")
-PARSE_DIM = 3840  # a dimension most PQ / SQ / OPQ sizes divide: checks a factory string before the encoder loads
+# a dimension most PQ / SQ / OPQ sizes divide: checks a factory string before the encoder loads
+PARSE_DIM = 3840
 SHARDS_DIR = "dense-shards"
 
 Progress = Callable[[str, int, "int | None"], None]  # (stage, done, total)
@@ -79,26 +81,31 @@ class BuildOptions:
     workers: int = field(default_factory=default_workers)       # dump parser processes (stage 1)
     cleaner: str = "fast"                                       # wikitext -> plain: fast | mwparser
     multistream_index: Path | None = None                       # else found beside a *-multistream dump
-    bm25_prebuilt: Path | None = None                           # a Lucene index to use instead of building one
+    # a Lucene index to use instead of building one
+    bm25_prebuilt: Path | None = None
 
     def check(self) -> None:
         """Refuse options no build can use (one-line ConfigError), before any source is read."""
         check_workers(self.workers)
         if self.bm25_prebuilt is not None and not Path(self.bm25_prebuilt).is_dir():
             raise ConfigError(f"--bm25-prebuilt {self.bm25_prebuilt} is not a directory",
-                              hint="pass the folder of a Lucene index (e.g. pyserini's wikipedia-dpr-100w, unpacked)")
+                              hint="pass the folder of a Lucene index (e.g. pyserini's wikipedia-dpr-100w, "
+                                   "unpacked)")
         if self.bm25_prebuilt is not None and not self.bm25:
             raise ConfigError("--bm25-prebuilt and --no-bm25 contradict each other", hint="drop one of them")
         check_workers(self.bm25_threads, "--bm25-threads")
         if self.cleaner not in CLEANERS:
             raise ConfigError(f"unknown --cleaner {self.cleaner!r}", hint=f"one of {', '.join(CLEANERS)}")
-        for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size, 4096),
-                                     ("--limit", self.limit, 1000), ("--workers-per-device", self.workers_per_device, 2)):
+        for flag, value, example in (("--batch-size", self.batch_size, 64), ("--shard-size", self.shard_size,
+                                                                             4096),
+                                     ("--limit", self.limit, 1000), ("--workers-per-device",
+                                                                     self.workers_per_device, 2)):
             if flag in ("--batch-size", "--workers-per-device") and value is None:
                 continue
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
-                                  hint=f"e.g. {flag} {example}" if flag.startswith("--") else f"e.g. {example}")
+                                  hint=f"e.g. {flag} {example}" if flag.startswith("--")
+                                  else f"e.g. {example}")
         if self.on_error not in ON_ERROR:
             raise ConfigError(f"--on-error must be one of {', '.join(ON_ERROR)}, got {self.on_error!r}",
                               hint="raise stops at a bad line (file:line), skip counts it")
@@ -111,15 +118,19 @@ class BuildOptions:
                 raise ConfigError("--backend ray needs Ray, which is not installed",
                                   hint="pip install 'veracity[ray]', or drop --backend ray")
         if not self.bm25 and not self.dense:
-            raise ConfigError("--no-bm25 and --no-dense together leave nothing to build", hint="drop one of them")
+            raise ConfigError("--no-bm25 and --no-dense together leave nothing to build",
+                              hint="drop one of them")
         _check_date(self.dump_date)
         if self.dense and self.faiss_factory.strip().lower() != AUTO:
-            check_factory(self.faiss_factory, PARSE_DIM, None)  # a string FAISS rejects, before anything loads
+            # a string FAISS rejects, before anything loads
+            check_factory(self.faiss_factory, PARSE_DIM, None)
 
     def key(self) -> dict:
         """Options that change the result: a resumed build must have the same."""
-        return {"bm25": self.bm25, "dense": self.dense, "encoder": canonical_encoder(self.encoder) if self.dense else None,
-                "faiss_factory": self.faiss_factory if self.dense else None, "chunking": self.chunking.to_dict(),
+        return {"bm25": self.bm25, "dense": self.dense,
+                "encoder": canonical_encoder(self.encoder) if self.dense else None,
+                "faiss_factory": self.faiss_factory if self.dense else None,
+                "chunking": self.chunking.to_dict(),
                 "limit": self.limit, "on_error": self.on_error, "dump_date": self.dump_date,
                 "shard_size": self.shard_size, "cleaner": self.cleaner,
                 "bm25_prebuilt": str(Path(self.bm25_prebuilt).resolve()) if self.bm25_prebuilt else None}
@@ -164,7 +175,8 @@ def check_first_records(sources: list[Source], on_error: str = "raise") -> None:
             articles.close()
         if first is None and len(sources) == 1:
             skipped = ", ".join(f"{k} {v}" for k, v in info.skipped.items()) or "none"
-            raise CorpusError(f"the corpus is empty: {source.path} holds no usable record (skipped: {skipped})",
+            raise CorpusError(f"the corpus is empty: {source.path} holds no usable record (skipped: "
+                              f"{skipped})",
                               hint="check the file and --format (JSONL: one {title, text} object per line)")
 
 
@@ -173,7 +185,8 @@ def check_dumps(sources: list[Source], multistream_index: Path | None = None) ->
     index that does not match): the plan to read each, by path."""
     dumps = [s for s in sources if s.format == "wiki-xml"]
     if multistream_index is not None and len(dumps) != 1:
-        raise ConfigError(f"--multistream-index needs exactly one Wikipedia dump among the sources, got {len(dumps)}",
+        raise ConfigError("--multistream-index needs exactly one Wikipedia dump among the sources, got "
+                          f"{len(dumps)}",
                           hint="build one dump at a time, or drop --multistream-index")
     return {s.path: check_dump(s.path, multistream_index) for s in dumps}
 
@@ -184,7 +197,8 @@ def _check_date(value: str | None) -> None:
     try:
         _dt.date.fromisoformat(value)
     except ValueError:
-        raise ConfigError(f"--dump-date must be YYYY-MM-DD, got {value!r}", hint="e.g. --dump-date 2017-10-01") from None
+        raise ConfigError(f"--dump-date must be YYYY-MM-DD, got {value!r}",
+                          hint="e.g. --dump-date 2017-10-01") from None
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
@@ -198,7 +212,8 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
         raise IndexDirError(f"output {out} exists and is not a directory", hint="pick another --out")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise IndexDirError(f"output directory {out} already exists", hint="pass --overwrite to replace it, "
+            raise IndexDirError(f"output directory {out} already exists",
+                                hint="pass --overwrite to replace it, "
                                 "or pick another --out")
         why = _not_ours(out)
         if why:
@@ -207,7 +222,8 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     work = build_dir_for(out)
     why = _not_our_work(work) if work.is_dir() and any(work.iterdir()) else None
     if why:
-        raise IndexDirError(f"{work} exists and is not a partial build of veracity's ({why}): refusing to remove it",
+        raise IndexDirError(f"{work} exists and is not a partial build of veracity's ({why}): refusing to "
+                            "remove it",
                             hint="move it away, or pick another --out")
 
 
@@ -233,7 +249,7 @@ def _not_ours(folder: Path) -> str | None:
         return f"its {MANIFEST_FILE} is not a veracity index manifest"
     version = manifest.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MANIFEST_VERSION:
-        return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"
+        return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"  # noqa: E501
     return None
 
 
@@ -247,11 +263,12 @@ def _not_our_work(work: Path) -> str | None:
         return f"no {STATE_FILE}"
     except (ValueError, OSError):
         return f"its {STATE_FILE} is not readable JSON"
-    if not isinstance(state, dict) or not isinstance(state.get("key"), str) or not _KEY.fullmatch(state["key"]):
+    if not isinstance(state, dict) or not isinstance(state.get("key"),
+                                                     str) or not _KEY.fullmatch(state["key"]):
         return f"its {STATE_FILE} is not a veracity build state"
     strangers = sorted(p.name for p in work.iterdir() if not _WORK_ENTRY.fullmatch(p.name))
     if strangers:
-        return f"it holds {', '.join(strangers[:3])}{' ...' if len(strangers) > 3 else ''}, which a build does not write"
+        return f"it holds {', '.join(strangers[:3])}{' ...' if len(strangers) > 3 else ''}, which a build does not write"  # noqa: E501
     return None
 
 
@@ -270,7 +287,7 @@ class BuildState:
     other fields are filled as the stages finish."""
 
     key: str
-    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))  # noqa: E501
     timings: dict[str, float | None] = field(default_factory=dict)
     sources: list[dict] | None = None  # each source's record (hash first, counters after stage 1)
     passages_done: bool = False  # stage 1 (read, chunk, store, BM25) is finished
@@ -292,7 +309,8 @@ class BuildState:
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")  # several processes may share one build
-        tmp.write_text(json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None}, indent=2))
+        tmp.write_text(json.dumps({k: v for k, v in dataclasses.asdict(self).items() if v is not None},
+                                  indent=2))
         tmp.replace(path)
 
 
@@ -322,8 +340,10 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         except IndexDirError as exc:
             raise IndexDirError(f"--bm25-prebuilt {prebuilt} is not a Lucene index that can be opened"
                                 f"{' (' + exc.detail + ')' if getattr(exc, 'detail', '') else ''}",
-                                hint="pass the folder of a Lucene index built from this corpus (e.g. pyserini's "
-                                     "wikipedia-dpr-100w for psgs_w100.tsv), or drop --bm25-prebuilt to build "
+                                hint="pass the folder of a Lucene index built from this corpus (e.g. "
+                                     "pyserini's "
+                                     "wikipedia-dpr-100w for psgs_w100.tsv), or drop --bm25-prebuilt to "
+                                     "build "
                                      "BM25 from the corpus") from None
     expected, how = expected_passages(sources, options)  # the start of each source, read with the real reader
     if options.dense and options.faiss_factory.strip().lower() != AUTO:
@@ -332,8 +352,10 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         check_factory(options.faiss_factory, PARSE_DIM, 2 * expected)
     encoder = load_encoder(options.encoder) if options.dense else None  # fail fast on a bad encoder
     if options.dense and options.faiss_factory.strip().lower() != AUTO:
-        check_factory(options.faiss_factory, encoder.dimension, None)  # e.g. PQ64 on a dimension 64 does not divide
-    plan = make_plan(sources, options, encoder.dimension if encoder else 0, detect_hardware(out), expected, how)
+        # e.g. PQ64 on a dimension 64 does not divide
+        check_factory(options.faiss_factory, encoder.dimension, None)
+    plan = make_plan(sources, options, encoder.dimension if encoder else 0, detect_hardware(out), expected,
+                     how)
     for line in format_plan(plan):
         log(line)
     check_fits(plan)  # disk short, Flat larger than RAM: one line, before anything is written
@@ -354,8 +376,10 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         else:
             log(f"resuming the partial build in {work}")
     elif work.exists():
-        if any(work.iterdir()) and _not_our_work(work):  # only a folder of ours is cleared (a stranger's stays)
-            raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove it",
+        # only a folder of ours is cleared (a stranger's stays)
+        if any(work.iterdir()) and _not_our_work(work):
+            raise IndexDirError(f"{work} exists and is not a partial build of veracity's: refusing to remove "
+                                "it",
                                 hint="move it away, or pick another --out")
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -364,9 +388,11 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     if not state.passages_done:  # stage 1 is one process's; others may join the embedding after it
         reading = acquire(work / READING_CLAIM)
         if reading is None:
-            raise IndexDirError(f"another process ({claim_owner(work / READING_CLAIM) or 'unknown'}) is reading the "
+            raise IndexDirError(f"another process ({claim_owner(work / READING_CLAIM) or 'unknown'}) is "
+                                "reading the "
                                 f"sources of this build in {work}",
-                                hint="wait until it starts embedding, then run the same command again to help embed")
+                                hint="wait until it starts embedding, then run the same command again to "
+                                     "help embed")
 
     def save_state() -> None:
         state.save(state_path)
@@ -417,7 +443,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
     state.estimate = est
     save_state()
     log(f"estimate for {n} passages: " + format_estimate(est))
-    if options.dense:  # the exact count is known: a factory its training sample cannot serve stops before embedding
+    # the exact count is known: a factory its training sample cannot serve stops before embedding
+    if options.dense:
         check_factory(resolve_factory(options.faiss_factory, n), dim, n)
 
     # -- stage 2: dense
@@ -463,7 +490,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         "chunking": options.chunking.to_dict(),
         "limit": options.limit,
         "passage_store": STORE_FILE,
-        "bm25": {"dir": "bm25", "engine": "Lucene (pyserini/Anserini)", "analyzer": "default English (Porter, stopwords)",
+        "bm25": {"dir": "bm25", "engine": "Lucene (pyserini/Anserini)",
+                 "analyzer": "default English (Porter, stopwords)",
                  "stored": "raw JSON {id, contents}", "similarity": "BM25 k1=0.9 b=0.4",
                  **_prebuilt_info(options, state)} if options.bm25 else None,
         "dense": dense_info,
@@ -499,7 +527,7 @@ def _check_prebuilt(path: Path, work: Path) -> str:
 
 
 def _prebuilt_info(options: BuildOptions, state: BuildState) -> dict:
-    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""
+    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""  # noqa: E501
     if options.bm25_prebuilt is None:
         return {}
     return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state.bm25_docids,
@@ -526,7 +554,8 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
         try:
             res = ray.cluster_resources()
             log(f"embedding with Ray Data: {int(res.get('GPU', 0))} GPU(s), {int(res.get('CPU', 0))} CPU(s)")
-            embedded = embed_with_ray(work / STORE_FILE, n, shards, encoder.name, shard_size=options.shard_size,
+            embedded = embed_with_ray(work / STORE_FILE, n, shards, encoder.name,
+                                      shard_size=options.shard_size,
                                       batch_size=options.batch_size, progress=report)
         finally:
             if started:
@@ -542,11 +571,13 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
                                         shard_size=options.shard_size, progress=report)
         else:
             plan = plans[0]
-            embedded = embed_claimed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
+            embedded = embed_claimed_shards(store.iter_rows, n, shards, encoder,
+                                            shard_size=options.shard_size,
                                             batch_size=plan.batch_size, progress=report, on_shard=on_shard,
                                             device=plan.device)
     return embedded + embed_claimed_shards(store.iter_rows, n, shards, encoder, shard_size=options.shard_size,
-                                           batch_size=options.batch_size or 64, progress=report, on_shard=on_shard)
+                                           batch_size=options.batch_size or 64, progress=report,
+                                           on_shard=on_shard)
 
 
 def _wait_for_index(out: Path, claim: Path, log: Callable[[str], None], poll: float = 2.0) -> dict:
@@ -558,7 +589,8 @@ def _wait_for_index(out: Path, claim: Path, log: Callable[[str], None], poll: fl
     while not (out / MANIFEST_FILE).exists():
         if claim.exists() and claim_is_stale(claim):
             raise IndexDirError("the process building the FAISS index stopped",
-                                hint="run the same command again: it builds the index from the embedded shards")
+                                hint="run the same command again: it builds the index from the embedded "
+                                     "shards")
         if not claim.parent.exists():  # renamed into place (or given up): the manifest tells which
             time.sleep(poll)
             if not (out / MANIFEST_FILE).exists():
@@ -606,7 +638,8 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
             info.articles, info.skipped = 0, {}
             # dump parsers cut the passages and serialise their BM25 documents; this process stores them
             articles = read_articles(source.path, source.format, info, on_error=options.on_error,
-                                     cleaner=options.cleaner, workers=options.workers, plan=plans.get(source.path),
+                                     cleaner=options.cleaner, workers=options.workers,
+                                     plan=plans.get(source.path),
                                      chunking=options.chunking, documents=bm25 is not None)
             with contextlib.closing(articles):  # stops the parser processes when --limit ends the read early
                 for article in articles:
@@ -643,7 +676,8 @@ def _read_into(work: Path, sources: list[Source], infos: list[dict], options: Bu
         raise CorpusError("the corpus is empty: no passages were read from "
                           + ", ".join(str(s.path) for s in sources),
                           hint="check the file and --format (skipped: "
-                               + (", ".join(f"{k} {v}" for i in out_infos for k, v in i["skipped"].items()) or "none")
+                               + (", ".join(f"{k} {v}" for i in out_infos for k,
+                                            v in i["skipped"].items()) or "none")
                                + ")")
     dt = time.perf_counter() - t0
     progress("passages", writer.count, writer.count)

@@ -3,7 +3,8 @@
 
 - ``dpr-tsv``: DPR's ``psgs_w100.tsv`` (Karpukhin et al. 2020, §4.1: the 2018-12-20 English Wikipedia cut
   into disjoint 100-word passages; 21,015,324 rows). Columns ``id``, ``text``, ``title`` behind a header
-  line, text quoted as CSV. The passages are kept as DPR cut them and under DPR's own ids: DPR row ``id`` ``k``
+  line, text quoted as CSV. The passages are kept as DPR cut them and under DPR's own ids: DPR row ``id``
+  ``k``
   is passage ``k`` (its chunk number ``n`` counts from 0 within its title, consecutive rows of one title
   being one article), so results compare with DPR's and pyserini's gold passage ids, ``index search IDX k``
   shows it, and with every row kept the store's row ``idx`` is ``k - 1``.
@@ -52,8 +53,10 @@ def _dated(info, date: str, what: str) -> None:
 
 def check_dpr_header(path: Path, header: list[str]) -> None:
     if [h.strip().lower() for h in header] != DPR_COLUMNS:
-        raise CorpusError(f"{path} is not a DPR passages TSV: its columns are {header[:6]}, not id, text, title",
-                          hint="pass psgs_w100.tsv as DPR's download_data.py fetches it (header `id<TAB>text<TAB>title`)"
+        raise CorpusError(f"{path} is not a DPR passages TSV: its columns are {header[:6]}, not id, text, "
+                          "title",
+                          hint="pass psgs_w100.tsv as DPR's download_data.py fetches it (header "
+                               "`id<TAB>text<TAB>title`)"
                                ", or --format jsonl for {title, text} lines")
 
 
@@ -79,7 +82,8 @@ def read_dpr_tsv(path: Path, info, *, on_error: str = "raise") -> Iterator[Artic
             for row in rows:
                 lineno = rows.line_num
                 if len(row) != 3:
-                    _bad(info, path, lineno, f"a DPR row has 3 columns (id, text, title), this one {len(row)}",
+                    _bad(info, path, lineno,
+                         f"a DPR row has 3 columns (id, text, title), this one {len(row)}",
                          on_error, hint)
                     continue
                 pid, text, row_title = row
@@ -106,7 +110,8 @@ def read_dpr_tsv(path: Path, info, *, on_error: str = "raise") -> Iterator[Artic
 
 
 def kilt_paragraphs(title: str, paragraphs: list[str]) -> str:
-    """KILT's paragraph list as plain text: the title paragraph dropped, section markers made headings (and the
+    """KILT's paragraph list as plain text: the title paragraph dropped, section markers made headings (and
+    the
     page cut at end matter, as the dump cleaner does), list-item markers removed."""
     lines = []
     for i, para in enumerate(paragraphs):
@@ -168,7 +173,8 @@ def read_hotpot_abstracts(path: Path, info, *, on_error: str = "raise") -> Itera
     files = hotpot_files(path) if path.is_dir() else [path]
     if not files:
         raise CorpusError(f"{path} holds no HotpotQA abstract files (*/wiki_*.bz2)",
-                          hint="pass the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts folder")
+                          hint="pass the unpacked enwiki-20171001-pages-meta-current-withlinks-abstracts "
+                               "folder")
     for file in files:
         yield from json_articles(file, info, hotpot_record, "hotpot-abstracts", on_error=on_error)
 

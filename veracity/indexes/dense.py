@@ -41,8 +41,10 @@ def _factory_bytes_per_vector(factory: str, dim: int) -> float:
         per = dim + 8
     elif last.startswith("SQfp16"):
         per = 2 * dim + 8
-    if f.split(",")[0].startswith("HNSW"):  # an HNSW index links every vector (an HNSW coarse quantizer: only lists)
-        links = int("".join(ch for ch in f.split("HNSW", 1)[1].split(",")[0].split("_")[0] if ch.isdigit()) or 32)
+    # an HNSW index links every vector (an HNSW coarse quantizer: only lists)
+    if f.split(",")[0].startswith("HNSW"):
+        links = int("".join(ch for ch in f.split("HNSW",
+                                                 1)[1].split(",")[0].split("_")[0] if ch.isdigit()) or 32)
         per += links * 2 * 4 * 1.1
     return per
 
@@ -50,7 +52,8 @@ def _factory_bytes_per_vector(factory: str, dim: int) -> float:
 def estimate_resources(n_passages: int, dim: int, factory: str = DEFAULT_FACTORY, *,
                        avg_text_bytes: int = 700, bm25: bool = True, dense: bool = True) -> dict:
     """Rough RAM and disk needs of an index (bytes). The embedding shards live on disk during the build.
-    ``factory`` ``auto`` is the factory :func:`~veracity.indexes.ann.auto_factory` picks for ``n_passages``."""
+    ``factory`` ``auto`` is the factory :func:`~veracity.indexes.ann.auto_factory` picks for
+    ``n_passages``."""
     factory = resolve_factory(factory, n_passages)
     out = {"passages": n_passages, "dimension": dim, "faiss_factory": factory}
     text = n_passages * avg_text_bytes
@@ -83,14 +86,16 @@ def embed_shards(rows: Callable[[int, int], list[tuple[int, str, str]]], n_passa
                  on_shard: Callable[[int], None] | None = None) -> int:
     """Embed rows [0, n) into shard files, in this process; existing shards are kept (resume), shards other
     workers hold are waited for (:func:`veracity.indexes.embedding.embed_claimed_shards`)."""
-    return embed_claimed_shards(rows, n_passages, folder, encoder, shard_size=shard_size, batch_size=batch_size,
+    return embed_claimed_shards(rows, n_passages, folder, encoder, shard_size=shard_size,
+                                batch_size=batch_size,
                                 progress=progress, on_shard=on_shard)
 
 
 def _to_gpu(index):
     import faiss
 
-    if hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0 and hasattr(faiss, "index_cpu_to_all_gpus"):
+    if hasattr(faiss, "get_num_gpus") and faiss.get_num_gpus() > 0 and hasattr(faiss,
+                                                                               "index_cpu_to_all_gpus"):
         try:
             return faiss.index_cpu_to_all_gpus(index), True
         except Exception:  # index type without a GPU implementation (e.g. HNSW)
@@ -113,7 +118,8 @@ def read_rows(folder: Path, rows: np.ndarray, shard_size: int) -> np.ndarray:
 
 
 def build_faiss(folder: Path, n_passages: int, dim: int, factory: str, out_file: Path, *, shard_size: int,
-                seed: int = 0, recall_queries: int = RECALL_QUERIES, progress: Callable[[int, int], None] | None = None,
+                seed: int = 0, recall_queries: int = RECALL_QUERIES, progress: Callable[[int, int],
+                                                                                        None] | None = None,
                 recall_progress: Callable[[int, int], None] | None = None) -> dict:
     """Assemble the FAISS index from the shards, measure its recall against exact search and write it.
 
@@ -185,7 +191,8 @@ MMAP_FROM_BYTES = 256 * 2**20  # index files from this size on are memory-mapped
 
 
 def read_faiss(path: Path, expected: int | None = None, *, mmap: bool | None = None):
-    """Read a FAISS index file; IndexDirError when missing, corrupt, truncated or not ``expected`` vectors long.
+    """Read a FAISS index file; IndexDirError when missing, corrupt, truncated or not ``expected`` vectors
+    long.
 
     ``mmap`` (None: files of at least :data:`MMAP_FROM_BYTES`) maps the vectors from the file instead of
     reading them into memory (the IVF inverted lists, or a flat index's codes), so an index larger than RAM
@@ -195,7 +202,8 @@ def read_faiss(path: Path, expected: int | None = None, *, mmap: bool | None = N
 
     if not path.exists():
         raise IndexDirError(f"FAISS index {path} is missing",
-                            hint="rebuild the dense part (`veracity index build ... --overwrite`) or search --mode bm25")
+                            hint="rebuild the dense part (`veracity index build ... --overwrite`) or search "
+                                 "--mode bm25")
     if mmap is None:
         mmap = path.stat().st_size >= MMAP_FROM_BYTES
     index = None
@@ -222,7 +230,8 @@ def read_faiss(path: Path, expected: int | None = None, *, mmap: bool | None = N
     return index
 
 
-def load_faiss(path: Path, expected: int | None = None, *, nprobe: int | None = None, ef_search: int | None = None,
+def load_faiss(path: Path, expected: int | None = None, *, nprobe: int | None = None,
+               ef_search: int | None = None,
                mmap: bool | None = None):
     """Read a FAISS index (:func:`read_faiss`) set up for search. ``nprobe`` / ``ef_search`` default to those
     recorded at build time by the caller, else :data:`~veracity.indexes.ann.DEFAULT_NPROBE` /
@@ -274,9 +283,10 @@ class DenseRetriever(StoredPassagesRetriever):
                         enc = (self._load or load_encoder)(self.encoder_name)
                     except ConfigError as exc:
                         raise IndexDirError(f"cannot load the index's encoder: {exc}",
-                                            hint="pass --encoder with a local copy of the same model") from None
+                                            hint="pass --encoder with a local copy of the same model") from None  # noqa: E501
                     if enc.dimension != self.dimension:
-                        raise IndexDirError(f"encoder {enc.name} gives {enc.dimension}-d vectors, the index holds "
+                        raise IndexDirError(f"encoder {enc.name} gives {enc.dimension}-d vectors, the index "
+                                            "holds "
                                             f"{self.dimension}-d",
                                             hint="pass the encoder the index was built with")
                     self._encoder = enc

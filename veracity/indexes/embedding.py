@@ -14,7 +14,8 @@ Hardware: on GPUs up to four worker processes per visible device (the tokeniser 
 worker leaves the GPU waiting for it), the encoder in fp16, the batch sized to each worker's share of the
 device's memory (:func:`plan_workers`); on CPU one worker in this process (torch uses the cores).
 ``index build --backend ray`` runs the workers as Ray Data actors (GPU actors when the cluster has GPUs)
-writing the same files (:func:`embed_with_ray`); the build folder must then be on a file system every node sees.
+writing the same files (:func:`embed_with_ray`); the build folder must then be on a file system every node
+sees.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def claim_owner(path: Path) -> str:
         return ""
 
 
-def try_claim(folder: Path, i: int, *, stale_after: float = STALE_AFTER_S, device: str = "cpu") -> ShardClaim | None:
+def try_claim(folder: Path, i: int, *, stale_after: float = STALE_AFTER_S,
+              device: str = "cpu") -> ShardClaim | None:
     """Claim shard ``i`` (None: done, or held by a live worker)."""
     return acquire(claim_path(folder, i), stale_after=stale_after, device=device,
                    done=lambda: shard_path(folder, i).exists())
@@ -246,11 +248,13 @@ def cuda_devices() -> list[tuple[int, int]]:
         return []
     if not torch.cuda.is_available():
         return []
-    return [(i, int(torch.cuda.get_device_properties(i).total_memory)) for i in range(torch.cuda.device_count())]
+    return [(i,
+             int(torch.cuda.get_device_properties(i).total_memory)) for i in range(torch.cuda.device_count())]
 
 
 def gpu_batch_size(memory_bytes: int, requested: int | None = None) -> int:
-    """Encoder batch for a GPU share of ``memory_bytes``: 128 per GiB, a power of two between 64 and 4096 (all-
+    """Encoder batch for a GPU share of ``memory_bytes``: 128 per GiB, a power of two between 64 and 4096
+    (all-
     MiniLM-L6-v2 in fp16 peaked at 7,655 MiB at batch 4096 on an H200, about 1.9 MiB per passage, so a
     quarter of the share is left to the allocator and the model). ``requested`` (``--batch-size``) wins."""
     if requested:
@@ -276,13 +280,15 @@ def workers_per_device(n_devices: int, cpus: int | None = None) -> int:
 
 def plan_workers(batch_size: int | None = None, devices: list[tuple[int, int]] | None = None,
                  per_device: int | None = None, cpus: int | None = None) -> list[WorkerPlan]:
-    """``per_device`` fp16 workers on each visible GPU (default :func:`workers_per_device`), each batch sized to
+    """``per_device`` fp16 workers on each visible GPU (default :func:`workers_per_device`), each batch sized
+    to
     its share of the device's memory; without a GPU one CPU worker."""
     devices = cuda_devices() if devices is None else devices
     if not devices:
         return [WorkerPlan("cpu", batch_size or 64, False)]
     k = per_device or workers_per_device(len(devices), cpus)
-    return [WorkerPlan(f"cuda:{i}", gpu_batch_size(mem // k, batch_size), True) for i, mem in devices for _ in range(k)]
+    return [WorkerPlan(f"cuda:{i}", gpu_batch_size(mem // k, batch_size), True) for i,
+            mem in devices for _ in range(k)]
 
 
 def _device_worker(store_path: str, n_passages: int, folder: str, encoder_name: str, plan: WorkerPlan,
@@ -297,12 +303,14 @@ def _device_worker(store_path: str, n_passages: int, folder: str, encoder_name: 
                                 batch_size=plan.batch_size, stale_after=stale_after, device=plan.device)
 
 
-def embed_on_devices(store_path: Path, n_passages: int, folder: Path, encoder_name: str, plans: list[WorkerPlan],
+def embed_on_devices(store_path: Path, n_passages: int, folder: Path, encoder_name: str,
+                     plans: list[WorkerPlan],
                      *, shard_size: int, stale_after: float = STALE_AFTER_S,
                      progress: Callable[[int, int], None] | None = None, poll: float = 1.0,
                      start: Callable | None = None) -> int:
     """Run one worker process per plan (spawned: CUDA does not survive fork) and follow the shard files for
-    progress; returns the passages embedded. ``start(target, args) -> process`` replaces the spawner (tests)."""
+    progress; returns the passages embedded. ``start(target, args) -> process`` replaces the spawner
+    (tests)."""
     import multiprocessing as mp
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -341,7 +349,8 @@ def embed_on_devices(store_path: Path, n_passages: int, folder: Path, encoder_na
 # ------------------------------------------------------------------------------------------------ Ray
 
 class ShardEmbedder:
-    """A Ray Data actor: loads the encoder once (on its GPU when Ray gave it one, fp16), then embeds the shards
+    """A Ray Data actor: loads the encoder once (on its GPU when Ray gave it one, fp16), then embeds the
+    shards
     of each batch through the same claims and files as a local worker."""
 
     def __init__(self, store_path: str, n_passages: int, folder: str, encoder_name: str, shard_size: int,
@@ -373,7 +382,8 @@ class ShardEmbedder:
 
 
 def embed_with_ray(store_path: Path, n_passages: int, folder: Path, encoder_name: str, *, shard_size: int,
-                   batch_size: int | None = None, actors: int | None = None, stale_after: float = STALE_AFTER_S,
+                   batch_size: int | None = None, actors: int | None = None,
+                   stale_after: float = STALE_AFTER_S,
                    progress: Callable[[int, int], None] | None = None) -> int:
     """Embed the missing shards with a pool of Ray Data actors: one per GPU of the cluster (``num_gpus=1``
     each), else ``actors`` CPU actors (default: one per 2 CPUs of the cluster). Ray must be initialised by
@@ -396,7 +406,8 @@ def embed_with_ray(store_path: Path, n_passages: int, folder: Path, encoder_name
                                                    folder=str(folder), encoder_name=encoder_name,
                                                    shard_size=shard_size, batch_size=batch_size,
                                                    stale_after=stale_after),
-                        num_gpus=1 if gpus else 0, num_cpus=1 if gpus else max(1, int(res.get("CPU", 1)) // size))
+                        num_gpus=1 if gpus else 0, num_cpus=1 if gpus else max(1, int(res.get("CPU",
+                                                                                              1)) // size))
     embedded = 0
     done = done_passages(folder, n_passages, shard_size)
     for row in ds.iter_rows():

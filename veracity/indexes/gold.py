@@ -63,8 +63,10 @@ def gold_passages(items: Iterable[Hit | Mapping[str, Any]], where: str = "gold e
     seen: set[str] = set()
     per_title: Counter[str] = Counter()
     if isinstance(items, (str, bytes, Mapping)):
-        raise DataError(f"{where}: expected a list of {{title, text}} passages, found a {type(items).__name__}",
-                        hint='e.g. "evidence": [{"title": "Paris", "text": "Paris is the capital of France."}]')
+        raise DataError(f"{where}: expected a list of {{title, text}} passages, found a "
+                        f"{type(items).__name__}",
+                        hint='e.g. "evidence": [{"title": "Paris", "text": "Paris is the capital of '
+                             'France."}]')
     for i, item in enumerate(items):
         if isinstance(item, Hit):
             title, text, pid = item.title, item.text, item.passage_id
@@ -75,7 +77,8 @@ def gold_passages(items: Iterable[Hit | Mapping[str, Any]], where: str = "gold e
             title = text = pid = None
         if not (isinstance(title, str) and title.strip() and isinstance(text, str) and text.strip()):
             raise DataError(f"{where}: passage {i} is not a {{title, text}} object with non-empty strings",
-                            hint='e.g. "evidence": [{"title": "Paris", "text": "Paris is the capital of France."}]')
+                            hint='e.g. "evidence": [{"title": "Paris", "text": "Paris is the capital of '
+                                 'France."}]')
         title = title.strip()
         n = per_title[title]
         per_title[title] += 1
@@ -110,7 +113,8 @@ class GoldRetriever:
         out = []
         for counts, length in zip(self._words, self._lengths, strict=True):
             norm = K1 * (1 - B + B * length / self._avg) if self._avg else K1
-            out.append(sum(idf[t] * counts[t] * (K1 + 1) / (counts[t] + norm) for t in terms if counts.get(t)))
+            out.append(sum(idf[t] * counts[t] * (K1 + 1) / (counts[t] + norm) for t in terms
+                           if counts.get(t)))
         return out
 
     def search(self, query: str, k: int, *, exclude_titles: Iterable[str] = (),

@@ -93,7 +93,8 @@ def ensure_jvm(max_heap: str | None = None) -> None:
             # -Xrs: the JVM installs no handlers for SIGINT / SIGTERM / SIGHUP / SIGQUIT. Without it a Ctrl-C
             # reached Java's handler, which ran System.exit and tore down the process's C++ statics under
             # torch while it was still embedding: "unknown parameter type", "Invalid (backend, op) pair",
-            # SIGSEGV with an hs_err file (issue 29 point 1). With it Python gets the signal: KeyboardInterrupt.
+            # SIGSEGV with an hs_err file (issue 29 point 1). With it Python gets the signal:
+            # KeyboardInterrupt.
             opts += ["-Xrs", "--enable-native-access=ALL-UNNAMED"]
             if (java_version(home) or 0) >= 24:
                 opts.append("--sun-misc-unsafe-memory-access=allow")

@@ -57,9 +57,11 @@ def read_manifest(index_dir: Path | str) -> dict:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as exc:
-        raise IndexDirError(f"{path} is not readable JSON ({exc})", hint="rebuild the index with --overwrite") from exc
+        raise IndexDirError(f"{path} is not readable JSON ({exc})",
+                            hint="rebuild the index with --overwrite") from exc
     if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
-        raise IndexDirError(f"{path} is not a veracity index manifest", hint="rebuild the index with --overwrite")
+        raise IndexDirError(f"{path} is not a veracity index manifest",
+                            hint="rebuild the index with --overwrite")
     return manifest
 
 
@@ -99,5 +101,6 @@ def check_leakage(manifest: dict, date, *, allow: bool = False, what: str = "the
         return
     dump = index_dump_date(manifest)
     when = f"dump date {dump}" if dump else "an unknown dump date"
-    raise LeakageError(f"the index has {when}, newer than {what} ({_as_date(date)}): evidence may leak the answers",
+    raise LeakageError(f"the index has {when}, newer than {what} ({_as_date(date)}): evidence may leak the "
+                       "answers",
                        hint="use an index built from an older dump, or pass --allow-leakage")

@@ -106,24 +106,27 @@ def read_multistream_index(path: Path) -> StreamIndex:
                     off, pid, _ = line.split(b":", 2)
                     off_i, pid_i = int(off), int(pid)
                 except ValueError:
-                    raise CorpusError(f"{path}:{lineno} is not an `offset:page_id:title` line of a multistream index",
-                                      hint="pass the *-multistream-index.txt.bz2 downloaded with the dump") from None
+                    raise CorpusError(f"{path}:{lineno} is not an `offset:page_id:title` line of a "
+                                      "multistream index",
+                                      hint="pass the *-multistream-index.txt.bz2 downloaded with the dump") from None  # noqa: E501
                 if not offsets or off_i != offsets[-1]:
                     if offsets and off_i < offsets[-1]:
-                        raise CorpusError(f"{path}:{lineno}: offsets go backwards ({off_i} after {offsets[-1]})",
-                                          hint="pass the *-multistream-index.txt.bz2 downloaded with the dump")
+                        raise CorpusError(f"{path}:{lineno}: offsets go backwards ({off_i} after "
+                                          f"{offsets[-1]})",
+                                          hint="pass the *-multistream-index.txt.bz2 downloaded with the dump")  # noqa: E501
                     offsets.append(off_i)
                     first_ids.append(pid_i)
     except (EOFError, OSError) as exc:
         raise CorpusError(f"cannot read the multistream index {path} ({exc})",
-                          hint="re-download the *-multistream-index.txt.bz2; check it with `bzip2 -t FILE`") from None
+                          hint="re-download the *-multistream-index.txt.bz2; check it with `bzip2 -t FILE`") from None  # noqa: E501
     if not offsets:
-        raise CorpusError(f"the multistream index {path} is empty", hint="pass the index downloaded with the dump")
+        raise CorpusError(f"the multistream index {path} is empty",
+                          hint="pass the index downloaded with the dump")
     return StreamIndex(path, offsets, first_ids)
 
 
 def _first_page_id(f, offset: int, limit: int = 1 << 20) -> int | None:
-    """The id of the first <page> in the bz2 stream starting at ``offset``; None when no stream starts there."""
+    """The id of the first <page> in the bz2 stream starting at ``offset``; None when no stream starts there."""  # noqa: E501
     f.seek(offset)
     dec = bz2.BZ2Decompressor()
     out = b""
@@ -153,7 +156,8 @@ def check_stream_index(dump: Path, index: StreamIndex, samples: int = 5) -> None
     hint = ("pass the *-multistream-index.txt.bz2 downloaded with this dump (same wiki and date), or "
             "remove it / --multistream-index to read the dump as one stream")
     if index.offsets[-1] >= size:
-        raise CorpusError(f"the multistream index {index.path} does not match {dump}: offset {index.offsets[-1]} "
+        raise CorpusError(f"the multistream index {index.path} does not match {dump}: offset "
+                          f"{index.offsets[-1]} "
                           f"is past the end of the dump ({size} bytes)", hint=hint)
     n = len(index.offsets)
     picks = sorted({0, n - 1, *(i * (n - 1) // (samples - 1) for i in range(samples))})
@@ -163,7 +167,8 @@ def check_stream_index(dump: Path, index: StreamIndex, samples: int = 5) -> None
             if got != index.first_ids[i]:
                 found = "no bz2 stream with a page" if got is None else f"page {got}"
                 raise CorpusError(f"the multistream index {index.path} does not match {dump}: at offset "
-                                  f"{index.offsets[i]} it names page {index.first_ids[i]}, the dump has {found}",
+                                  f"{index.offsets[i]} it names page {index.first_ids[i]}, the dump has "
+                                  f"{found}",
                                   hint=hint)
 
 
@@ -176,7 +181,7 @@ class DumpPlan:
 
 
 def check_dump(path: Path, multistream_index: Path | None = None) -> DumpPlan:
-    """Everything about a dump that can be checked cheaply, before hashing or reading it: raises CorpusError."""
+    """Everything about a dump that can be checked cheaply, before hashing or reading it: raises CorpusError."""  # noqa: E501
     from veracity.indexes.readers import open_maybe_compressed
 
     if multistream_index is not None and not Path(multistream_index).is_file():
@@ -184,12 +189,14 @@ def check_dump(path: Path, multistream_index: Path | None = None) -> DumpPlan:
                           hint="pass the *-multistream-index.txt.bz2 downloaded with the dump")
     bz = is_bz2(path)
     if bz and not bz2_ends_complete(path):
-        raise CorpusError(f"{path} is truncated: it does not end with a complete bz2 stream", hint=_TRUNCATED_HINT)
+        raise CorpusError(f"{path} is truncated: it does not end with a complete bz2 stream",
+                          hint=_TRUNCATED_HINT)
     try:
         with open_maybe_compressed(path) as f:
             head = f.read(1 << 16)
     except (EOFError, OSError) as exc:
-        raise CorpusError(f"{path} is truncated or not a readable dump ({exc})", hint=_TRUNCATED_HINT) from None
+        raise CorpusError(f"{path} is truncated or not a readable dump ({exc})",
+                          hint=_TRUNCATED_HINT) from None
     _check_head(path, head)
     index_path = Path(multistream_index) if multistream_index is not None else multistream_index_for(path)
     if index_path is None:
@@ -205,7 +212,8 @@ def check_dump(path: Path, multistream_index: Path | None = None) -> DumpPlan:
 def _check_head(path: Path, head: bytes) -> None:
     start = head.lstrip()[:1]
     if start != b"<":
-        raise CorpusError(f"{path} is not XML", hint="pass a *-pages-articles*.xml.bz2 dump, or another --format")
+        raise CorpusError(f"{path} is not XML",
+                          hint="pass a *-pages-articles*.xml.bz2 dump, or another --format")
     if b"<mediawiki" not in head:
         tag = head.lstrip()[1:40].split(None, 1)[0].rstrip(b">").decode("utf-8", "replace")
         raise CorpusError(f"{path} is XML but not a MediaWiki export (root <{tag}>)",
@@ -251,7 +259,7 @@ class ChunkResult:
 
 
 def parse_chunk(task: tuple) -> ChunkResult:
-    """Articles of one chunk of <page> elements: ``("bytes", xml)`` or ``("stream", path, offset, length)``."""
+    """Articles of one chunk of <page> elements: ``("bytes", xml)`` or ``("stream", path, offset, length)``."""  # noqa: E501
     from veracity.indexes.readers import SourceInfo, page_article
 
     where = "a chunk"
@@ -387,7 +395,8 @@ def read_wiki_dump(path: Path, info, *, cleaner: str = "fast", workers: int = 1,
                 newest = res.newest
             for title, text, cut in res.articles:
                 info.articles += 1
-                yield Article(title, text) if cut is None else Article(title, text, cut=cut[0], documents=cut[1])
+                yield Article(title, text) if cut is None else Article(title, text, cut=cut[0],
+                                                                       documents=cut[1])
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

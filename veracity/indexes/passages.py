@@ -59,7 +59,8 @@ class Chunking:
 
     def __post_init__(self):
         if self.words < 1:
-            raise ConfigError(f"chunk size must be >= 1 word, got {self.words}", hint="e.g. --chunk-words 100")
+            raise ConfigError(f"chunk size must be >= 1 word, got {self.words}",
+                              hint="e.g. --chunk-words 100")
         if not 0 <= self.overlap < self.words:
             raise ConfigError(f"chunk overlap must be in [0, {self.words}), got {self.overlap}",
                               hint="e.g. --chunk-overlap 0")
@@ -89,7 +90,8 @@ def chunk_article(article: Article, chunking: Chunking = Chunking()) -> list[Pas
         return [Passage(passage_id(article.title, i), article.title, t) for i, t in enumerate(article.cut)]
     if article.chunks is not None:
         ids = article.chunk_ids
-        return [Passage(ids[i] if ids else passage_id(article.title, i), article.title, " ".join(c.split()), chunk=i)
+        return [Passage(ids[i] if ids else passage_id(article.title, i), article.title, " ".join(c.split()),
+                        chunk=i)
                 for i, c in enumerate(article.chunks)]
     words = article.text.split()
     if not words:

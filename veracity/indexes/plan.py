@@ -5,7 +5,8 @@ Passages are estimated by *reading the start of each source with the build's own
 :data:`SAMPLE_BYTES` of decompressed text, cut at a page / line boundary) and scaling the passages found by
 the share of the file that start is (compressed bytes for bz2, so no fixed compression ratio is assumed). A
 source smaller than the sample is counted exactly. Times come from per-core rates measured on this project's
-machines (:data:`STAGE1_US`, :data:`RATES`, with where each was measured); GPU embedding rates are projections until measured.
+machines (:data:`STAGE1_US`, :data:`RATES`, with where each was measured); GPU embedding rates are
+projections until measured.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from veracity.indexes.parallel import multistream_index_for
 
 SAMPLE_BYTES = 8 * 2**20
 
-# Stage 1 in CPU-microseconds per passage, by the thread that spends them (a thread cannot go faster than its own
+# Stage 1 in CPU-microseconds per passage, by the thread that spends them (a thread cannot go faster than its
+# own
 # CPU time; all of them together share the cores). From the per-thread CPU accounting of
 # `benchmarks/index_build.py stage1` (benchmarks/BENCHMARKS.md, "1 vs 2 workers", 2026-11-26: the 10x copy
 # of the dump sample, 43,610 passages, with 1 and 2 workers): the reader thread's bz2 decompression 3.1-3.3
@@ -32,17 +34,20 @@ SAMPLE_BYTES = 8 * 2**20
 # thread 0.58 CPU-s with 2 workers (SQLite), the rest of the writer process 5.6-7.0 CPU-s (Lucene's indexing
 # threads in the JVM).
 STAGE1_US = {
-    "decompress": 73.0,    # bz2: in the reader thread (one stream) or in the parsers (multistream with its index)
+    # bz2: in the reader thread (one stream) or in the parsers (multistream with its index)
+    "decompress": 73.0,
     "parse": {"wiki-xml": 99.0,
               # JSONL-family readers run in the writer's thread: the HoVer paragraphs' 7.43 CPU-s for 3,908
-              # passages (`index build --no-dense --workers 1`, 2026-11-25) less the fixed cost, store and Lucene
+              # passages (`index build --no-dense --workers 1`, 2026-11-25) less the fixed cost, store and
+              # Lucene
               "jsonl": 467.0},
     "store": 13.0,         # the writer's main thread: SQLite rows
     "lucene": 140.0,       # Lucene's analysis and indexing, spread over --bm25-threads
 }
 
 # passages per CPU-second (one core, nothing else running), measured (benchmarks/BENCHMARKS.md, "The index at
-# full scale — embedding and ANN"); a busy machine is accounted for by the share of a core this build can expect
+# full scale — embedding and ANN"); a busy machine is accounted for by the share of a core this build can
+# expect
 RATES = {
     # fixed CPU of stage 1: imports, starting the JVM, Lucene's commit (the dump sample's 6.55 CPU-s for 4,361
     # passages less 4,361 x the per-passage costs above, 2026-11-25); without BM25 no JVM starts
@@ -51,8 +56,10 @@ RATES = {
     # all-MiniLM-L6-v2 on CPU, 100-word passages: 27.4 passages/s on 2 idle cores (the demo build, issue 28)
     "embed_cpu_per_core": 13.7,
     "embed_fixed_cpu_s": 6.0,     # loading torch and the encoder
-    # all-MiniLM-L6-v2 fp16 through embed_on_devices on one H200 (16 cores), 219,740 demo passages, each worker's
-    # start included: 1 / 2 / 4 workers on the device 2,929 / 4,881 / 6,654 passages/s (benchmarks/gpu_embed.py,
+    # all-MiniLM-L6-v2 fp16 through embed_on_devices on one H200 (16 cores), 219,740 demo passages, each
+    # worker's
+    # start included: 1 / 2 / 4 workers on the device 2,929 / 4,881 / 6,654 passages/s
+    # (benchmarks/gpu_embed.py,
     # 2026-11-26); the tokeniser on the CPU is the limit, so a smaller GPU is assumed to do the same
     "embed_per_gpu_by_workers": {1: 2929.0, 2: 4881.0, 3: 5770.0, 4: 6654.0},  # 3: interpolated
     # FAISS work (k-means training, assigning every vector to a list, the exact search of the recall check)
@@ -178,7 +185,8 @@ def _bz2_prefix(path: Path, limit: int) -> tuple[bytes, int, bool]:
 
 def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
     """(expected passages of one source, how it was estimated)."""
-    if path.is_dir():  # a folder source (HotpotQA's abstracts, FEVER's wiki-pages): its first file, scaled by size
+    # a folder source (HotpotQA's abstracts, FEVER's wiki-pages): its first file, scaled by size
+    if path.is_dir():
         from veracity.indexes.sources import source_files
 
         files = source_files(path)
@@ -202,13 +210,15 @@ def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
             return 0, "no complete page in the sample"
         head = text[:cut + len(b"</page>")] + b"\n</mediawiki>\n"
         share = used * (cut / len(text))
-        return _scaled(head, ".xml", fmt, chunking, size / max(1.0, share)), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"
+        return _scaled(head, ".xml", fmt, chunking, size / max(1.0,
+                                                               share)), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"  # noqa: E501
     if fmt == "demo" or size <= SAMPLE_BYTES or path.suffix in (".bz2", ".gz"):
         return _count(path, fmt, chunking), "counted (whole file read)"
     with open(path, "rb") as f:
         head = f.read(SAMPLE_BYTES)
     head = head[:head.rfind(b"\n") + 1]
-    return _scaled(head, path.suffix or ".txt", fmt, chunking, size / max(1, len(head))), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"
+    return _scaled(head, path.suffix or ".txt", fmt, chunking, size / max(1,
+                                                                          len(head))), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"  # noqa: E501
 
 
 def _scaled(head: bytes, suffix: str, fmt: str, chunking, factor: float) -> int:
@@ -244,7 +254,8 @@ class Plan:
     def to_dict(self) -> dict:
         return {"passages": self.passages, "how": self.how, "faiss_factory": self.factory,
                 "hardware": {"cores": self.hardware.cores, "gpus": len(self.hardware.gpus),
-                             "ram_available": self.hardware.ram_available, "disk_free": self.hardware.disk_free},
+                             "ram_available": self.hardware.ram_available,
+                             "disk_free": self.hardware.disk_free},
                 "stages": [s.__dict__ for s in self.stages], "disk_peak": self.disk_peak,
                 "disk_final": self.disk_final, "ram_peak": self.ram_peak}
 
@@ -286,10 +297,12 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
     share = hardware.share
     fmts = {s.format for s in sources}
     multistream = any(s.format == "wiki-xml" and (options.multistream_index is not None
-                                                  or multistream_index_for(s.path) is not None) for s in sources)
+                                                  or multistream_index_for(s.path) is not None)
+                      for s in sources)
     read_s = stage1_seconds(passages, fmt="wiki-xml" if "wiki-xml" in fmts else "jsonl", workers=workers,
                             cores=hardware.cores, bm25=options.bm25 and options.bm25_prebuilt is None,
-                            bm25_threads=min(options.bm25_threads, hardware.cores), multistream=multistream) / share
+                            bm25_threads=min(options.bm25_threads, hardware.cores),
+                            multistream=multistream) / share
     plan.stages.append(Stage(stage1_name(options), read_s, 2**30, est["store_disk"] + est["bm25_disk"],
                              f"{workers} parser(s)"))
     if options.dense:
@@ -310,7 +323,8 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
         if hardware.gpus:
             train /= RATES["gpu_speedup_training"] * len(hardware.gpus) / hardware.cores
         plan.stages.append(Stage("FAISS", (train + rest) / cpu, est["build_ram_peak"], est["dense_disk"],
-                                 factory + (" (k-means on GPU: projected)" if hardware.gpus and train else "")))
+                                 factory + (" (k-means on GPU: projected)" if hardware.gpus and train
+                                            else "")))
     plan.disk_final = est["disk_total"]
     plan.disk_peak = est["disk_peak_during_build"]
     plan.ram_peak = max(s.ram for s in plan.stages)
@@ -330,12 +344,14 @@ def check_fits(plan: Plan) -> None:
                           f"({plan.passages:,} passages), {human_bytes(hw.disk_free)} are free",
                           hint="free disk, pick an --out on a larger disk, or --limit the passages")
     if plan.factory == "Flat" and plan.search_ram > hw.ram_available:
-        raise ConfigError(f"a Flat FAISS index of {plan.passages:,} passages takes {human_bytes(plan.search_ram)} "
+        raise ConfigError(f"a Flat FAISS index of {plan.passages:,} passages takes "
+                          f"{human_bytes(plan.search_ram)} "
                           f"of RAM, {human_bytes(hw.ram_available)} are available",
                           hint="use --faiss-factory auto (IVF with SQ8 at this size), or --no-dense")
     faiss_stage = next((s for s in plan.stages if s.name == "FAISS"), None)
     if faiss_stage is not None and faiss_stage.ram > hw.ram_available:
-        raise ConfigError(f"assembling the FAISS index ({plan.factory}) needs about {human_bytes(faiss_stage.ram)} "
+        raise ConfigError(f"assembling the FAISS index ({plan.factory}) needs about "
+                          f"{human_bytes(faiss_stage.ram)} "
                           f"of RAM, {human_bytes(hw.ram_available)} are available",
                           hint="use --faiss-factory auto, or a more compact factory (e.g. IVF...,PQ32)")
 

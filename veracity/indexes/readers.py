@@ -96,7 +96,8 @@ def _child(elem, name: str):
     return None
 
 
-def page_article(page, info: SourceInfo, clean: Callable[[str], tuple[str, bool]]) -> tuple[Article | None, str | None]:
+def page_article(page, info: SourceInfo, clean: Callable[[str], tuple[str, bool]]) -> tuple[Article | None,
+                                                                                            str | None]:
     """One ``<page>`` element as an Article (None when a filter skips it, counted in ``info``), and its
     revision timestamp."""
     title_el, ns_el = _child(page, "title"), _child(page, "ns")
@@ -179,7 +180,8 @@ def mwparser_to_plain(text: str) -> tuple[str, bool]:
             elif isinstance(node, mwparserfromhell.nodes.Wikilink) and \
                     str(node.title).strip().lower().startswith(DROP_LINK_PREFIXES):
                 code.remove(node)
-            elif isinstance(node, mwparserfromhell.nodes.Wikilink) and re.match(r"^[a-z-]{2,12}:", str(node.title)):
+            elif isinstance(node, mwparserfromhell.nodes.Wikilink) and re.match(r"^[a-z-]{2,12}:",
+                                                                                str(node.title)):
                 code.remove(node)  # interlanguage / interwiki links
         except ValueError:  # already removed with a parent
             pass
@@ -286,14 +288,16 @@ def json_articles(path: Path, info: SourceInfo, record: Callable[[object], Artic
                     what = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
                     raise CorpusError(f"{path}:{lineno}: bad {fmt} record: {what}",
                                       hint="fix the line, or pass --on-error skip to skip and count bad lines") \
-                        from exc
+                        from exc  # noqa: E501
                 if article is None or not article.title or not article.text:
                     info.skip("empty")
                     continue
                 info.articles += 1
                 yield article
         except EOFError as exc:
-            raise CorpusError(f"{path} is truncated after line {lineno} ({exc})", hint="re-download the file") from exc
+            raise CorpusError(f"{path} is truncated after line {lineno} ({exc})",
+                              hint="re-download the file") from exc
         except OSError as exc:
-            raise CorpusError(f"cannot read {path} at line {lineno}: {exc}", hint="is the compressed file intact?") \
+            raise CorpusError(f"cannot read {path} at line {lineno}: {exc}",
+                              hint="is the compressed file intact?") \
                 from exc

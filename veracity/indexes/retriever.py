@@ -64,7 +64,8 @@ class TitleFilter:
         try:
             self.patterns = [re.compile(p) for p in patterns]
         except re.error as exc:
-            raise ConfigError(f"bad title pattern: {exc}", hint="patterns are Python regular expressions") from None
+            raise ConfigError(f"bad title pattern: {exc}",
+                              hint="patterns are Python regular expressions") from None
 
     def __bool__(self) -> bool:
         return bool(self.titles or self.patterns)
@@ -76,7 +77,8 @@ class TitleFilter:
 
 # ------------------------------------------------------------------- shared by index-backed retrievers
 
-def filtered_top(fetch: Callable[[int], list], title_of: Callable, k: int, keep: TitleFilter, total: int) -> list:
+def filtered_top(fetch: Callable[[int], list], title_of: Callable, k: int, keep: TitleFilter,
+                 total: int) -> list:
     """The first ``k`` items of a ranking that ``keep`` lets through. ``fetch(depth)`` returns the top
     ``depth`` items; with a filter the depth starts at ``2k + 10`` and grows fourfold until ``k`` items
     survive, the ranking runs out, or the whole collection (``total``) was fetched."""

@@ -44,7 +44,8 @@ class Searcher:
                  mmap: bool | None = None):
         for flag, value in (("--nprobe", nprobe), ("--ef-search", ef_search)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}", hint=f"e.g. {flag} 32")
+                raise ConfigError(f"{flag} must be an integer of at least 1, got {value!r}",
+                                  hint=f"e.g. {flag} 32")
         self.index_dir = Path(index_dir).expanduser()
         self.manifest: dict = read_manifest(self.index_dir)
         self.rrf_k = rrf_k
@@ -74,14 +75,16 @@ class Searcher:
             from veracity.models.encoders import canonical_encoder, same_encoder
 
             if encoder is not None and not same_encoder(encoder, dense["encoder"]):
-                raise IndexDirError(f"query encoder {canonical_encoder(encoder)} differs from the index's encoder "
+                raise IndexDirError(f"query encoder {canonical_encoder(encoder)} differs from the index's "
+                                    "encoder "
                                     f"{dense['encoder']} ({dense['dimension']}-d)",
                                     hint="drop --encoder, or pass the encoder the index was built with")
             self.encoder_name = encoder or dense["encoder"]
             search = dense.get("search") or {}
             kind = search.get("kind") or _kind_of(dense.get("faiss_factory", "Flat"))
             if nprobe is not None and kind != "ivf":
-                raise ConfigError(f"--nprobe applies to IVF indexes; {self.index_dir} is {dense.get('faiss_factory')}",
+                raise ConfigError(f"--nprobe applies to IVF indexes; {self.index_dir} is "
+                                  f"{dense.get('faiss_factory')}",
                                   hint="drop --nprobe" + (" (use --ef-search)" if kind == "hnsw" else ""))
             if ef_search is not None and kind != "hnsw":
                 raise ConfigError(f"--ef-search applies to HNSW indexes; {self.index_dir} is "
@@ -89,9 +92,11 @@ class Searcher:
                                   hint="drop --ef-search" + (" (use --nprobe)" if kind == "ivf" else ""))
             self.nprobe = nprobe if nprobe is not None else search.get("nprobe")
             self.ef_search = ef_search if ef_search is not None else search.get("ef_search")
-            self._faiss = load_faiss(self.index_dir / dense.get("faiss_file", "dense/index.faiss"), expected=n,
+            self._faiss = load_faiss(self.index_dir / dense.get("faiss_file", "dense/index.faiss"),
+                                     expected=n,
                                      nprobe=self.nprobe, ef_search=self.ef_search, mmap=mmap)
-            self._retrievers["dense"] = DenseRetriever(self.store, self._faiss, encoder_name=self.encoder_name,
+            self._retrievers["dense"] = DenseRetriever(self.store, self._faiss,
+                                                       encoder_name=self.encoder_name,
                                                        dimension=int(dense["dimension"]))
         elif nprobe is not None or ef_search is not None:
             raise ConfigError(f"{self.index_dir} has no dense part, so --nprobe / --ef-search do not apply",
@@ -119,7 +124,8 @@ class Searcher:
         if mode not in MODES:
             raise ConfigError(f"unknown search mode {mode!r}", hint="one of bm25, dense, hybrid")
         if mode not in self.modes:
-            missing = "dense vectors" if mode in ("dense", "hybrid") and self._faiss is None else "a BM25 index"
+            missing = "dense vectors" if mode in ("dense",
+                                                  "hybrid") and self._faiss is None else "a BM25 index"
             raise IndexDirError(f"mode {mode} needs {missing}, which {self.index_dir} was built without",
                                 hint=f"use --mode {self.modes[0]}, or rebuild the index with both parts")
 
@@ -157,7 +163,8 @@ class Searcher:
 
     async def asearch(self, query: str, k: int = 10, mode: str = "hybrid", exclude_titles: Iterable[str] = (),
                       exclude_patterns: Iterable[str] = ()) -> list[Hit]:
-        return await asyncio.to_thread(self.search, query, k, mode, tuple(exclude_titles), tuple(exclude_patterns))
+        return await asyncio.to_thread(self.search, query, k, mode, tuple(exclude_titles),
+                                       tuple(exclude_patterns))
 
     async def aopen_page(self, title: str) -> list[Hit]:
         return await asyncio.to_thread(self.open_page, title)

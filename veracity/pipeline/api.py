@@ -58,7 +58,8 @@ from veracity.pipeline.types import Claim, Verdict
 
 class Verifier:
     """Verify claims with one method, one index and one model endpoint: a facade over an
-    :class:`~veracity.pipeline.engine.Engine` built from a :class:`~veracity.pipeline.config.VerifierConfig`."""
+    :class:`~veracity.pipeline.engine.Engine` built from a
+    :class:`~veracity.pipeline.config.VerifierConfig`."""
 
     def __init__(self, method: str = DEFAULT_METHOD, index: Any = None, endpoint: str | None = None,
                  model: str | None = None, *, settings: Settings | None = None, llm: Any = None,
@@ -67,7 +68,8 @@ class Verifier:
                  state_dir: Path | str | None = None, labels: LabelSpace | str | None = None,
                  evidence: str | None = None, retriever_for: ClaimRetrievers | None = None,
                  params: dict[str, Any] | None = None, backend: str = "local", ray_address: str | None = None,
-                 ray_actors: int | None = None, min_confidence: float | None = None, calibration: str = "auto",
+                 ray_actors: int | None = None, min_confidence: float | None = None,
+                 calibration: str = "auto",
                  **more_params: Any):
         # method parameters: ``params={...}`` (a name there never collides with a Verifier setting, so
         # --param concurrency=3 is refused as no parameter of the method), or as keywords
@@ -75,9 +77,12 @@ class Verifier:
             evidence = str(evidence) if evidence is not None else "custom"
         config = VerifierConfig.of(
             method=method, params={**more_params, **(params or {})},
-            labels=labels.name if isinstance(labels, LabelSpace) else (labels if labels is not None else "3way"),
-            evidence=evidence if evidence is not None else "open", index=index, endpoint=endpoint, model=model,
-            concurrency=concurrency, llm_concurrency=llm_concurrency, backend=backend, ray_address=ray_address,
+            labels=labels.name if isinstance(labels,
+                                             LabelSpace) else (labels if labels is not None else "3way"),
+            evidence=evidence if evidence is not None else "open", index=index, endpoint=endpoint,
+                                   model=model,
+            concurrency=concurrency, llm_concurrency=llm_concurrency, backend=backend,
+                                   ray_address=ray_address,
             ray_actors=ray_actors, state_dir=state_dir, cache=cache, search_mode=search_mode,
             exclude_titles=tuple(exclude_titles), min_confidence=min_confidence, calibration=calibration,
             settings=settings or Settings())
@@ -155,14 +160,17 @@ class Verifier:
         """A JSONL path, a ClaimsFile, or an iterable of str / Claim / {"claim": ..., "id": ...} dicts."""
         return load_claims(claims)
 
-    def prepare_many(self, claims: Any, out: Path | str | None, concurrency: int | None) -> tuple[int, ClaimsFile]:
+    def prepare_many(self, claims: Any, out: Path | str | None, concurrency: int | None) -> tuple[int,
+                                                                                                  ClaimsFile]:
         """(claims in flight, the loaded claims): every check of a batch that needs no server (limits, claims,
-        gold evidence, the results file), made once for every backend (:func:`veracity.pipeline.batch.prepare`)."""
+        gold evidence, the results file), made once for every backend
+        (:func:`veracity.pipeline.batch.prepare`)."""
         n = self._claims_in_flight(concurrency)
         return n, prepare(self.engine, claims, out)
 
     def _claims_in_flight(self, concurrency: int | None) -> int:
-        """The batch's claims in flight: the config's (checked when it was built), or this call's, which enters
+        """The batch's claims in flight: the config's (checked when it was built), or this call's, which
+        enters
         here and is checked by the config's execution part, as any other value of it."""
         if concurrency is None:
             return self.concurrency
@@ -171,7 +179,8 @@ class Verifier:
     async def arun_batch(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                          progress: bool = False, on_result: Any = None,
                          backend_options: dict[str, Any] | None = None) -> RunStats:
-        """A batch on the config's backend (:func:`veracity.pipeline.batch.run_batch`): the checks, the results
+        """A batch on the config's backend (:func:`veracity.pipeline.batch.run_batch`): the checks, the
+        results
         file and its resume, the manifest, the progress bar and the statistics are the same for both."""
         n = self._claims_in_flight(concurrency)
         return await run_batch(self.engine, claims, out, concurrency=n, llm_concurrency=self.llm_concurrency,
@@ -185,13 +194,15 @@ class Verifier:
 
     async def averify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                            progress: bool = False, on_result: Any = None) -> RunStats:
-        return await self.arun_batch(claims, out=out, concurrency=concurrency, progress=progress, on_result=on_result)
+        return await self.arun_batch(claims, out=out, concurrency=concurrency, progress=progress,
+                                     on_result=on_result)
 
     def verify_many(self, claims: Any, out: Path | str | None = None, concurrency: int | None = None,
                     progress: bool = False, on_result: Any = None) -> RunStats:
         """Verify many claims; with ``out`` results are appended there (resumable), else kept in
         ``stats.results`` (input order). ``on_result(record)`` is called as each result is written."""
-        return self.run_batch(claims, out=out, concurrency=concurrency, progress=progress, on_result=on_result)
+        return self.run_batch(claims, out=out, concurrency=concurrency, progress=progress,
+                              on_result=on_result)
 
     def close(self) -> None:
         """Close the run state this Verifier opened (the index stays open: it may be the caller's)."""

@@ -2,7 +2,8 @@
 <veracity.pipeline.api.Verifier.verify_many>`, the web app's jobs, ``bench run``):
 the checks that need no server (limits, claims, gold evidence, the results file and its manifest), made
 once, before anything is written; resume (ids already written are skipped); the one results writer and the
-one manifest writer (:class:`~veracity.pipeline.results.ResultSink`, :class:`~veracity.pipeline.results.RunManifest`);
+one manifest writer (:class:`~veracity.pipeline.results.ResultSink`,
+:class:`~veracity.pipeline.results.RunManifest`);
 the progress bar; the backend's run (:mod:`veracity.pipeline.backends`: the local backend's worker loop is
 the only one); the statistics, attached to an error that stops the run under way (``err.stats``).
 """
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterable
 from veracity.pipeline.backends import get_backend
 from veracity.pipeline.claims import ClaimsFile, RejectedLine, load_claims
 from veracity.pipeline.engine import Engine
-from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids
+from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids  # noqa: E501
 
 
 @dataclass
@@ -42,7 +43,8 @@ def prepare(engine: Engine, claims: Any, out: Path | str | None) -> PreparedClai
         return claims
     loaded = load_claims(claims)
     engine.check_claims(loaded.claims)  # before any server is contacted
-    if out_path is not None:  # a results file that cannot be written or resumed: before any server is contacted
+    # a results file that cannot be written or resumed: before any server is contacted
+    if out_path is not None:
         check_output(out_path, engine.spec, engine.params, engine.label_space, engine.evidence)
     return PreparedClaims(loaded.claims, loaded.rejected, engine, out_path)
 
@@ -59,7 +61,7 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
     loaded = prepare(engine, claims, out)
     with contextlib.ExitStack() as stack:
         if out is None:
-            out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"
+            out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"  # noqa: E501
         else:
             out_path = Path(out).expanduser()
         stats = RunStats(out_path=out_path, total=len(loaded.claims),
@@ -92,7 +94,8 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
                 bar.stop()
         if out is None:
             order = {c.id: i for i, c in enumerate(loaded.claims)}
-            rows = [json.loads(line) for line in out_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = [json.loads(line) for line in out_path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()]
             stats.results = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
     return stats
 

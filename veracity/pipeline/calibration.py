@@ -3,7 +3,8 @@
 A verdict's label distribution (:attr:`Verdict.label_probs`) is what the model's own token probabilities say;
 a small model is often over- or under-confident. Temperature scaling (one number ``T``) reshapes it:
 ``p_T(y) ∝ p(y) ** (1 / T)``, which keeps every verdict's label (the order of the probabilities) and moves its
-confidence. ``T`` is fitted on a dev split (``veracity bench calibrate RUN_DIR ...``: the runs' predictions and
+confidence. ``T`` is fitted on a dev split (``veracity bench calibrate RUN_DIR ...``: the runs' predictions
+and
 gold labels) by minimising the negative log-likelihood of the gold labels, and stored beside the model's
 files: ``$VERACITY_HOME/models/<model>/calibration/<method>-<labels>.json`` (``<model>`` the served model's
 name, lower case, one ``-`` for each run of other characters), with the split it was fitted on. A run applies
@@ -36,7 +37,8 @@ class TemperatureMap:
     method: str
     labels: str
     temperature: float
-    fitted_on: dict[str, Any] = field(default_factory=dict)  # the runs, their datasets, seeds, sizes, ids hash
+    # the runs, their datasets, seeds, sizes, ids hash
+    fitted_on: dict[str, Any] = field(default_factory=dict)
     nll_before: float | None = None
     nll_after: float | None = None
     created_at: float = field(default_factory=time.time)
@@ -87,7 +89,8 @@ def fit_temperature(rows: Sequence[tuple[dict[str, float], str]]) -> float:
     around its best point. ``rows``: (label distribution, gold label), the gold label among its keys."""
     if not rows:
         raise ConfigError("no prediction with a confidence and a gold label in the label space to fit on",
-                          hint="run the dev split with a model endpoint that returns logprobs (vLLM, llama-server)")
+                          hint="run the dev split with a model endpoint that returns logprobs (vLLM, "
+                               "llama-server)")
     grid = [0.05 * (400 ** (i / 60)) for i in range(61)]
     best = min(grid, key=lambda t: nll(rows, t))
     i = grid.index(best)
@@ -104,7 +107,8 @@ def fit_temperature(rows: Sequence[tuple[dict[str, float], str]]) -> float:
     return round(math.exp((lo + hi) / 2), 4)
 
 
-def fit_rows(predictions: Iterable[dict[str, Any]], gold: dict[str, str]) -> list[tuple[dict[str, float], str]]:
+def fit_rows(predictions: Iterable[dict[str, Any]], gold: dict[str, str]) -> list[tuple[dict[str, float],
+                                                                                        str]]:
     """(raw label distribution, gold label) of every prediction with one and a gold label among its labels."""
     rows = []
     for r in predictions:
@@ -140,6 +144,7 @@ def check_calibration(value: Any) -> str:
     name = str(value or "auto").strip().lower()
     if name not in CALIBRATION_CHOICES:
         raise ConfigError(f"unknown --calibration {value!r}",
-                          hint="use --calibration auto (apply the stored map of the model, method and label space, "
+                          hint="use --calibration auto (apply the stored map of the model, method and label "
+                               "space, "
                                "when there is one) or off")
     return name

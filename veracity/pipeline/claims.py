@@ -48,9 +48,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def surrogate_problem(text: str) -> str | None:
     """A lone surrogate (a ``\\udcff`` escape in JSON, or bytes decoded with surrogateescape) is no character:
-    it cannot be written as UTF-8, so a text holding one is refused instead of failing when its result is saved."""
+    it cannot be written as UTF-8, so a text holding one is refused instead of failing when its result is
+    saved."""
     m = _SURROGATE.search(text)
-    return None if m is None else f"a lone surrogate (\\u{ord(m.group()):04x}) at character {m.start() + 1}: not text"
+    return None if m is None else f"a lone surrogate (\\u{ord(m.group()):04x}) at character {m.start() + 1}: not text"  # noqa: E501
 
 
 def default_claim_id(text: str) -> str:
@@ -144,7 +145,8 @@ def _read_claims(stream: Any, path: Path, hint: str) -> ClaimsFile:
         first_line[cid] = n
         date = obj.get("date")
         meta = {k: v for k, v in obj.items() if k not in ("id", "claim", "date")}
-        claims.append(Claim(id=cid, text=obj["claim"], date=str(date) if date is not None else None, meta=meta))
+        claims.append(Claim(id=cid, text=obj["claim"], date=str(date) if date is not None else None,
+                            meta=meta))
     if dups:
         cid, lines = next(iter(dups.items()))
         more = f" (and {len(dups) - 1} more duplicated ids)" if len(dups) > 1 else ""
@@ -157,9 +159,11 @@ def _read_claims(stream: Any, path: Path, hint: str) -> ClaimsFile:
             first = rejected[0]
             more = f" ({len(rejected)} bad lines)" if len(rejected) > 1 else ""
             raise DataError(f"no claims in {path}: line {first.line}: {first.reason}{more}",
-                            hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in France.\"}")
+                            hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in "
+                                 "France.\"}")
         raise DataError(f"no claims in {path}: the file is empty",
-                        hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in France.\"}")
+                        hint="one JSON object per line, e.g. {\"id\": \"c1\", \"claim\": \"Paris is in "
+                             "France.\"}")
     return ClaimsFile(claims, rejected)
 
 
@@ -173,7 +177,8 @@ def load_claims(claims: Any) -> ClaimsFile:
     out: list[Claim] = []
     for item in claims:
         if isinstance(item, dict):
-            out.append(make_claim(item.get("claim", ""), id=str(item["id"]) if item.get("id") is not None else None,
+            out.append(make_claim(item.get("claim", ""),
+                                  id=str(item["id"]) if item.get("id") is not None else None,
                                   date=item.get("date"),
                                   meta={k: v for k, v in item.items() if k not in ("id", "claim", "date")}))
         else:

@@ -54,7 +54,9 @@ class ConfidenceRule:
         return to_labels(last["probs"], space, self.mapping)
 
 
-def to_labels(probs: Mapping[str, float], space: LabelSpace, mapping: Mapping[str, str] | None = None) -> dict[str, float]:
+def to_labels(probs: Mapping[str, float], space: LabelSpace, mapping: Mapping[str,
+                                                                              str] | None = None) -> dict[str,
+                                                                                                          float]:
     """A distribution over a role's values as one over the space's labels (summed where values share one)."""
     out = {lab.value: 0.0 for lab in space.labels}
     for value, p in probs.items():

@@ -23,7 +23,8 @@ Ray actor (the config is what travels to the actor).
 
 The commands' shared options are generated from it: each part field's ``metadata["cli"]`` is an
 :class:`Option` (flag, help, metavar), named on the command line by its flat name (``metadata["flat"]``, else
-the field's name: ``--method`` is :attr:`MethodConfig.name`); ``veracity.cli._common.config_options`` turns the
+the field's name: ``--method`` is :attr:`MethodConfig.name`); ``veracity.cli._common.config_options`` turns
+the
 flat names a command names into click options; :meth:`VerifierConfig.from_options` takes their values back.
 Adding a run setting is one field in its part (with its ``Option``) plus the code that uses it.
 """
@@ -104,7 +105,8 @@ def check_address(address: str) -> str:
         problem = f"port {port!r} is not a number from 1 to 65535"
     if problem:
         raise ConfigError(f"--ray-address {address!r} is not a Ray address: {problem}",
-                          hint="use auto (the cluster `ray start` runs on this machine), HOST:PORT of the head "
+                          hint="use auto (the cluster `ray start` runs on this machine), HOST:PORT of the "
+                               "head "
                                "node (e.g. 10.0.0.5:6379), or leave it out to start a local Ray instance")
     return text
 
@@ -136,7 +138,8 @@ def check_min_confidence(value: Any) -> float | None:
         p = float("nan")
     if isinstance(value, bool) or not 0.0 <= p <= 1.0:
         raise ConfigError(f"--min-confidence must be a number from 0 to 1, got {value!r}",
-                          hint="e.g. --min-confidence 0.8 (a verdict less sure than that becomes NOT_ENOUGH_INFO)")
+                          hint="e.g. --min-confidence 0.8 (a verdict less sure than that becomes "
+                               "NOT_ENOUGH_INFO)")
     return p
 
 
@@ -161,13 +164,16 @@ class ExecutionConfig:
         "--llm-concurrency", "LLM requests in flight at once, for one claim or many (default: "
         "$VERACITY_LLM_CONCURRENCY or 256, vLLM's default --max-num-seqs).", type=int))
     backend: str = _opt("local", Option(
-        "--backend", "Run the batch in this process (local) or as a Ray Data pipeline of actors (ray; needs pip "
+        "--backend", "Run the batch in this process (local) or as a Ray Data pipeline of actors (ray; needs "
+                     "pip "
         "install 'veracity[ray]').", metavar="local|ray", show_default=True))
     ray_address: str | None = _opt(None, Option(
-        "--ray-address", "--backend ray: the Ray cluster to run on: auto (the one `ray start` runs here) or the "
+        "--ray-address", "--backend ray: the Ray cluster to run on: auto (the one `ray start` runs here) or "
+                         "the "
         "head node's HOST:PORT (default: start a local Ray instance).", metavar="auto|HOST:PORT"))
     ray_actors: int | None = _opt(None, Option(
-        "--ray-actors", "--backend ray: actors in the pool, each opening the index once and keeping --concurrency "
+        "--ray-actors", "--backend ray: actors in the pool, each opening the index once and keeping "
+                        "--concurrency "
         "claims in flight (default 2).", metavar="N", type=int))
     state_dir: Any = _opt(None, Option(
         "--state-dir", "Where a method keeps state across claims and runs, e.g. MERMAID's evidence memory in "
@@ -189,10 +195,12 @@ class ExecutionConfig:
             raise ConfigError(f"unknown backend {self.backend!r}",
                               hint="use --backend local (the default) or --backend ray")
         if name == "local":
-            given = [flag for flag, v in (("--ray-address", self.ray_address), ("--ray-actors", self.ray_actors))
+            given = [flag for flag, v in (("--ray-address", self.ray_address), ("--ray-actors",
+                                                                                self.ray_actors))
                      if v is not None]
             if given:
-                raise ConfigError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --backend "
+                raise ConfigError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to "
+                                  "--backend "
                                   "ray only", hint="add --backend ray, or drop " + " and ".join(given))
             return name
         address, actors = check_ray_options(self.ray_address, self.ray_actors)
@@ -212,14 +220,17 @@ class MethodConfig:
         "--param", "Method parameter, repeatable, e.g. --param t_max=3 --param executor.max_tokens=512.",
         metavar="KEY=VALUE", multiple=True)})
     labels: str = _opt("3way", Option(
-        "--labels", "Label space: 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) or binary (SUPPORTED / REFUTED: "
+        "--labels", "Label space: 3way (SUPPORTED / REFUTED / NOT_ENOUGH_INFO) or binary (SUPPORTED / "
+                    "REFUTED: "
         "the verdict is one of the two, and an unconfirmed claim is REFUTED).", metavar="binary|3way",
         show_default=True))
     min_confidence: float | None = _opt(None, Option(
-        "--min-confidence", "Abstain below this confidence (0-1): such a verdict becomes NOT_ENOUGH_INFO, marked "
+        "--min-confidence", "Abstain below this confidence (0-1): such a verdict becomes NOT_ENOUGH_INFO, "
+                            "marked "
         "abstained, with the label it would have given (default: never abstain).", metavar="P", type=float))
     calibration: str = _opt("auto", Option(
-        "--calibration", "Confidence calibration: auto (apply the map `veracity bench calibrate` stored for the "
+        "--calibration", "Confidence calibration: auto (apply the map `veracity bench calibrate` stored for "
+                         "the "
         "model, method and label space, when there is one) or off (the model's own probabilities).",
         metavar="auto|off", show_default=True))
     parsed: Any = field(default=None, init=False, repr=False, compare=False)
@@ -248,7 +259,7 @@ class MethodConfig:
 
     @property
     def label_space(self) -> Any:
-        """The :class:`~veracity.pipeline.labels.LabelSpace` (its name was checked when the part was built)."""
+        """The :class:`~veracity.pipeline.labels.LabelSpace` (its name was checked when the part was built)."""  # noqa: E501
         from veracity.pipeline.labels import LABEL_SPACES
 
         return LABEL_SPACES[self.labels]
@@ -261,8 +272,10 @@ class EvidenceConfig:
     the retrieval mode and the titles no search may return."""
 
     setting: str = _opt("open", Option(
-        "--evidence", "Evidence: open (search the index), none (closed book: the model's own knowledge, searches "
-        "return nothing) or gold (with -i: each line's own \"evidence\" list of {title, text} passages, no index).",
+        "--evidence", "Evidence: open (search the index), none (closed book: the model's own knowledge, "
+                      "searches "
+        "return nothing) or gold (with -i: each line's own \"evidence\" list of {title, text} passages, no "
+        "index).",
         metavar="open|gold|none", show_default=True), flat="evidence")
     index: Any = _opt(None, Option("--index", "Index directory (default: $VERACITY_INDEX or "
                                    "~/.veracity/indexes/demo).", type=Path))
@@ -283,10 +296,13 @@ class EndpointConfig:
     the managed server, resolved by the engine), the model name on it, and the on-disk response cache."""
 
     url: str | None = _opt(None, Option(
-        "--endpoint", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $VERACITY_ENDPOINT or "
+        "--endpoint", "OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
+                      "$VERACITY_ENDPOINT or "
         "the managed local server)."), flat="endpoint")
-    model: str | None = _opt(None, Option("--model", "Model name on the endpoint (default: the one it serves)."))
-    cache: bool = _opt(False, Option("--cache", "Reuse cached model replies (on-disk response cache).", type=bool))
+    model: str | None = _opt(None, Option("--model",
+                                          "Model name on the endpoint (default: the one it serves)."))
+    cache: bool = _opt(False, Option("--cache", "Reuse cached model replies (on-disk response cache).",
+                                     type=bool))
 
     def __post_init__(self) -> None:
         if self.url is not None:  # one URL or a comma-separated list: malformed or empty fails here
@@ -298,7 +314,8 @@ PARTS: tuple[tuple[str, type], ...] = (("execution", ExecutionConfig), ("method"
                                        ("evidence", EvidenceConfig), ("endpoint", EndpointConfig))
 # the flat settings in their --help / record order (the order of the one flat class they came from)
 FLAT_ORDER = ("method", "params", "labels", "evidence", "index", "endpoint", "model", "concurrency",
-              "llm_concurrency", "backend", "ray_address", "ray_actors", "state_dir", "cache", "min_confidence",
+              "llm_concurrency", "backend", "ray_address", "ray_actors", "state_dir", "cache",
+              "min_confidence",
               "calibration", "search_mode", "exclude_titles")
 
 
@@ -331,7 +348,7 @@ class VerifierConfig:
         ex = self.execution  # the limits left out are the settings': resolved once, here
         if ex.concurrency is None or ex.llm_concurrency is None:
             concurrency = self.settings.concurrency if ex.concurrency is None else ex.concurrency
-            llm_concurrency = self.settings.llm_concurrency if ex.llm_concurrency is None else ex.llm_concurrency
+            llm_concurrency = self.settings.llm_concurrency if ex.llm_concurrency is None else ex.llm_concurrency  # noqa: E501
             check_concurrency(concurrency, llm_concurrency)  # $VERACITY_CONCURRENCY=0 enters here
             ex = copy.copy(ex)  # the given part may be shared: this config's own copy, resolved
             _put(ex, "concurrency", concurrency)
@@ -408,4 +425,5 @@ class VerifierConfig:
 
 
 __all__ = ["BACKENDS", "EndpointConfig", "EvidenceConfig", "ExecutionConfig", "FLAT_ORDER", "MethodConfig",
-           "Option", "VerifierConfig", "check_address", "check_concurrency", "check_ray_options", "require_ray"]
+           "Option", "VerifierConfig", "check_address", "check_concurrency", "check_ray_options",
+           "require_ray"]

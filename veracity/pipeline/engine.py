@@ -68,7 +68,8 @@ def index_namespace(searcher: Any) -> str:
     identity = ("kind", "sources", "chunking", "passages", "limit", "dump_date")
     picked = {k: manifest[k] for k in identity if k in manifest}
     if not picked:
-        picked = {k: v for k, v in manifest.items() if k not in ("build", "versions", "estimate", "created", "created_at")}
+        picked = {k: v for k, v in manifest.items() if k not in ("build", "versions", "estimate", "created",
+                                                                 "created_at")}
     blob = json.dumps(picked, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -84,7 +85,8 @@ def open_run_state(spec: MethodSpec, params: Any, searcher: Any, state_dir: Path
     return spec.open_state(state_dir, params, namespace)
 
 
-async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None, *,
+async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, params: Any, state: Any = None,
+                     *,
                      exclude_titles: Iterable[str] = (), search_mode: str | None = None,
                      label_space: LabelSpace | str | None = None,
                      retriever_for: ClaimRetrievers | None = None,
@@ -101,14 +103,16 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
     calls started / finished, tool calls with their hits, method events)."""
     if state is None and spec.state_cls is not None:
         raise ConfigError(f"method {spec.name} keeps state across claims and was given none",
-                          hint="open it with open_run_state(spec, params, searcher, state_dir) and pass state=")
+                          hint="open it with open_run_state(spec, params, searcher, state_dir) and pass "
+                               "state=")
     # the engine passes its config's LabelSpace (resolved once, with the config); a name given by a direct
     # caller enters here
     space = label_space if isinstance(label_space, LabelSpace) else label_space_of(label_space)
     trace = Trace(listener=on_event)
     retriever = retriever_for(claim) if retriever_for is not None else retriever_of(searcher, search_mode)
     manifest = getattr(searcher, "manifest", None) if retriever_for is None else None
-    tools = Tools(retriever, trace, exclude_titles=exclude_titles, source=SourceIdentity.of(retriever, manifest))
+    tools = Tools(retriever, trace, exclude_titles=exclude_titles, source=SourceIdentity.of(retriever,
+                                                                                            manifest))
     ctx = MethodContext(llm=llm, tools=tools, trace=trace, params=params, state=state, label_space=space,
                         seed=getattr(llm, "seed", None), claim_id=claim.id)
     t0 = time.perf_counter()
@@ -117,10 +121,12 @@ async def verify_one(claim: Claim, spec: MethodSpec, llm: Any, searcher: Any, pa
         trace.llm_calls = sink  # filled as the method calls the model
         verdict = await spec.fn(claim, ctx)
     if verdict.label not in space:
-        verdict.label = space.undecided(trace, f"the method returned {verdict.label.value}: {verdict.explanation}",
+        verdict.label = space.undecided(trace,
+                                        f"the method returned {verdict.label.value}: {verdict.explanation}",
                                         path="runner")
     trace.llm_calls = list(sink)
-    settle(verdict, trace.llm_calls, space, spec.confidence)  # its label's probability (pipeline/confidence.py)
+    # its label's probability (pipeline/confidence.py)
+    settle(verdict, trace.llm_calls, space, spec.confidence)
     trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
     trace.timings["llm_s"] = round(sum(getattr(c, "latency_s", 0.0) for c in trace.llm_calls), 4)
     trace.timings["tools_s"] = round(sum(t.latency_s for t in trace.tool_calls), 4)
@@ -157,7 +163,8 @@ def open_index(index: Any, settings: Settings | None = None) -> Any:
     try:
         from veracity.indexes.searcher import Searcher
     except ImportError as exc:
-        raise ConfigError(f"index support cannot be loaded ({exc})", hint="reinstall veracity with its dependencies") from exc
+        raise ConfigError(f"index support cannot be loaded ({exc})",
+                          hint="reinstall veracity with its dependencies") from exc
     return Searcher(path)
 
 
@@ -170,7 +177,8 @@ class Engine:
     config's evidence, ``custom`` unless named); ``state`` is a run state the caller opened (used as is, left
     open for the caller to close)."""
 
-    def __init__(self, config: VerifierConfig, *, llm: Any = None, retriever_for: ClaimRetrievers | None = None,
+    def __init__(self, config: VerifierConfig, *, llm: Any = None,
+                 retriever_for: ClaimRetrievers | None = None,
                  state: Any = None):
         self.config: VerifierConfig = config
         self.settings: Settings = config.settings
@@ -224,7 +232,8 @@ class Engine:
         return self._resolved
 
     def client(self, llm_concurrency: int | None = None) -> contextlib.AbstractAsyncContextManager[Any]:
-        """``async with engine.client() as llm``: the LLM client (started: the endpoint answered and serves the
+        """``async with engine.client() as llm``: the LLM client (started: the endpoint answered and serves
+        the
         model), with at most ``llm_concurrency`` requests in flight (default: the config's)."""
         if llm_concurrency is None:
             llm_concurrency = self.config.execution.llm_concurrency
@@ -254,11 +263,13 @@ class Engine:
         if self.retriever_for is gold_retriever:
             check_gold_evidence(list(claims))
 
-    async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]], None] | None = None) -> Verdict:
+    async def verify(self, claim: Claim, llm: Any, on_event: Callable[[dict[str, Any]],
+                                                                      None] | None = None) -> Verdict:
         """Run the method on ``claim`` with the open client ``llm``."""
         verdict = await verify_one(claim, self.spec, llm, self.searcher, self.params, self.state(),
                                    exclude_titles=self.exclude_titles, search_mode=self.search_mode,
-                                   label_space=self.label_space, retriever_for=self.retriever_for, on_event=on_event)
+                                   label_space=self.label_space, retriever_for=self.retriever_for,
+                                   on_event=on_event)
         return self.finish(verdict, llm)
 
     def finish(self, verdict: Verdict, llm: Any) -> Verdict:
@@ -275,7 +286,7 @@ class Engine:
         return verdict
 
     def calibration_map(self, model: str | None) -> Any:
-        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off, none)."""
+        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off, none)."""  # noqa: E501
         if self.calibration == "off" or not model:
             return None
         if model not in self._maps:
@@ -285,12 +296,13 @@ class Engine:
         return self._maps[model]
 
     def confidence_record(self, model: str | None = None) -> dict[str, Any]:
-        """What a run record says of the verdicts' confidence (:class:`~veracity.pipeline.results.RunManifest`)."""
+        """What a run record says of the verdicts' confidence (:class:`~veracity.pipeline.results.RunManifest`)."""  # noqa: E501
         return {"calibration": self.calibration_record(model), "calibration_setting": self.calibration,
                 "min_confidence": self.min_confidence}
 
     def calibration_record(self, model: str | None = None) -> dict[str, Any] | None:
-        """What a run manifest records of the map applied (for ``model``, else the one the run's verdicts met):
+        """What a run manifest records of the map applied (for ``model``, else the one the run's verdicts
+        met):
         its file, temperature and the split it was fitted on; None when none was applied."""
         found = self.calibration_map(model) if model else next((m for m in self._maps.values() if m), None)
         if found is None:

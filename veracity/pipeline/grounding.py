@@ -34,11 +34,14 @@ UNGROUNDED_EVENT = "quotes.ungrounded"  # the verdict's label was replaced (chec
 
 
 class PassageQuote(BaseModel):
-    passage_id: Annotated[str, Field(max_length=160)] = Field(description="the id of the passage quoted, e.g. 'Title#0'")
+    passage_id: Annotated[str,
+                          Field(max_length=160)] = Field(description="the id of the passage quoted, e.g. "
+                                                                     "'Title#0'")
     quote: str = Field(max_length=QUOTE_MAX_CHARS, description="a few words copied exactly from that passage")
 
 
-def quoted(base: type[BaseModel], name: str, description: str, *, drop: str = "cited_passages") -> type[BaseModel]:
+def quoted(base: type[BaseModel], name: str, description: str, *,
+           drop: str = "cited_passages") -> type[BaseModel]:
     """``base``'s reply model with quotes: its fields in order, less ``drop`` (the ids a quote now carries),
     then ``quotes``, each a passage id and the words copied from that passage (``description`` says which
     passages). The one way a judging role's quoted reply model is declared; subclass it to add behaviour
@@ -58,12 +61,15 @@ def quoting(model: type[BaseModel], ids: list[str], enabled: bool = True, *, fie
     unique = tuple(dict.fromkeys(ids))
     fld = model.model_fields[field]
     if unique:
-        item: Any = create_model(PassageQuote.__name__, __base__=PassageQuote, __module__=PassageQuote.__module__,
-                                 passage_id=(Literal[unique], Field(description=PassageQuote.model_fields["passage_id"].description)))  # type: ignore[valid-type]
+        item: Any = create_model(PassageQuote.__name__, __base__=PassageQuote,
+                                 __module__=PassageQuote.__module__,
+                                 passage_id=(Literal[unique],  # type: ignore[valid-type]
+                                             Field(description=PassageQuote.model_fields["passage_id"].description)))
     else:
         item = PassageQuote
     bounds = Field(max_length=at_most if unique else 0, description=fld.description)
-    return create_model(model.__name__, __base__=model, __module__=model.__module__, **{field: (list[item], bounds)})
+    return create_model(model.__name__, __base__=model, __module__=model.__module__, **{field: (list[item],
+                                                                                                bounds)})
 
 
 def not_supported(space: LabelSpace) -> Label:
@@ -153,7 +159,8 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
             reply = second
             quotes, found = _located(reply, shown, ctx.label_space, label_of)
             if found:
-                ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label, problems=found)
+                ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label,
+                                problems=found)
     grounding = "ungrounded" if found else "grounded"
     # the one rule: ungrounded in check mode -> the label space's "not supported" label
     replaced = not_supported(ctx.label_space) if found and mode == "check" else None

@@ -80,7 +80,8 @@ class LabelSpace:
         if self.allows_nei:
             return model
         fld = model.model_fields[field]
-        nullable = get_origin(fld.annotation) in (Union, types.UnionType) and type(None) in get_args(fld.annotation)
+        nullable = get_origin(fld.annotation) in (Union,
+                                                  types.UnionType) and type(None) in get_args(fld.annotation)
         allowed: Any = Literal[self.values()]  # type: ignore[valid-type]
         new = Field(fld.default, description=fld.description)
         return create_model(model.__name__, __base__=model, __module__=model.__module__,

@@ -34,7 +34,8 @@ RENAMED = {
     "agent_max_tokens": "ROLE.max_tokens of each agent (e.g. linguist.max_tokens)",
     "debate_max_tokens": "pro.max_tokens and con.max_tokens",
     "memory_path": "the run state lives under --state-dir (Verifier(state_dir=...))",
-    "prompt_passages": "evidence_tokens (trification: a token budget per node, split fairly among its parents)",
+    "prompt_passages": "evidence_tokens (trification: a token budget per node, split fairly among its "
+                       "parents)",
     "page_max_words": "page_tokens (EMULATE's page budget is in tokens: 400 words is page_tokens=533)",
 }
 MAX_TOKENS_RANGE = (1, 32768)
@@ -53,10 +54,12 @@ def param(default: Any, *, help: str, min: float | None = None, max: float | Non
 
 @dataclass
 class MethodParams:
-    """Base of every method's parameters: the per-role overrides (``ROLE.max_tokens`` / ``ROLE.temperature``)."""
+    """Base of every method's parameters: the per-role overrides (``ROLE.max_tokens`` / ``ROLE.temperature``)."""  # noqa: E501
 
-    roles: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"help": "per-role overrides", "internal": True})
-    # parameters other methods have that make no sense for this one, with the reason (a one-line error names it)
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"help": "per-role overrides",
+                                                                             "internal": True})
+    # parameters other methods have that make no sense for this one, with the reason (a one-line error names
+    # it)
     not_applicable: ClassVar[dict[str, str]] = {}
 
 
@@ -115,8 +118,10 @@ def _coerce(method: str, name: str, value: Any, tp: Any, meta: dict[str, Any]) -
 
     def bad(why: str = "") -> ConfigError:
         return ConfigError(f"parameter {name} of {method} must be {expected}"
-                           + (f" ({rng})" if rng and rng != "true or false" else "") + f", got {value!r}{why}",
-                           hint=f"e.g. --param {name}={_example(base, meta)}; `veracity methods show {method}` lists them")
+                           + (f" ({rng})" if rng and rng != "true or false" else "")
+                           + f", got {value!r}{why}",
+                           hint=f"e.g. --param {name}={_example(base, meta)}; `veracity methods show "
+                                f"{method}` lists them")
 
     if value is None or (isinstance(value, str) and value.strip().lower() in ("null", "none") and optional):
         if optional:
@@ -156,7 +161,8 @@ def _coerce(method: str, name: str, value: Any, tp: Any, meta: dict[str, Any]) -
             raise bad()
     elif base is str:
         if isinstance(value, bool) and {"true", "false"} <= set(meta.get("choices") or ()):
-            value = str(value).lower()  # a tri-state switch (true / false / auto) given a Python or JSON boolean
+            # a tri-state switch (true / false / auto) given a Python or JSON boolean
+            value = str(value).lower()
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise bad()
         out = str(value)
@@ -212,7 +218,8 @@ def param_infos(params_cls: type) -> list[ParamInfo]:
     return out
 
 
-def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None, role_names: Iterable[str]) -> Any:
+def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None,
+                 role_names: Iterable[str]) -> Any:
     """A validated ``params_cls`` instance from ``overrides``.
 
     Keys are parameter names or ``ROLE.max_tokens`` / ``ROLE.temperature`` (ROLE: a short role name of
@@ -231,7 +238,7 @@ def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None
                                   hint=f"its roles: {', '.join(roles) or 'none'}")
             if setting not in ROLE_SETTINGS:
                 raise ConfigError(f"--param {key}: a role has no setting {setting!r}",
-                                  hint=f"per-role settings: {', '.join(f'{role}.{s}' for s in ROLE_SETTINGS)}")
+                                  hint=f"per-role settings: {', '.join(f'{role}.{s}' for s in ROLE_SETTINGS)}")  # noqa: E501
             if setting == "max_tokens":
                 lo, hi = MAX_TOKENS_RANGE
                 v = _coerce(method, key, value, int, {"min": lo, "max": hi})
@@ -244,7 +251,8 @@ def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None
             valid = sorted(fields) + [f"ROLE.{s}" for s in ROLE_SETTINGS]
             hint = (f"replaced by {RENAMED[key]}; " if key in RENAMED else "") + f"valid: {', '.join(valid)}"
             why = params_cls.not_applicable.get(key)
-            raise ConfigError(f"method {method} has no parameter {key}" + (f": {why}" if why else ""), hint=hint)
+            raise ConfigError(f"method {method} has no parameter {key}" + (f": {why}" if why else ""),
+                              hint=hint)
         values[key] = _coerce(method, key, value, hints[key], dict(fields[key].metadata))
     inst = params_cls(**values)
     inst.roles = role_settings

@@ -26,7 +26,8 @@ never mention the claim's subject ground nothing about it, and are flagged; and
 content words must be in the passages; a span in quote marks must be a quote of one).
 
 Diacritics stay significant (``Zurich`` is not a quote of ``Zürich``): a quote is the passage's words,
-not a paraphrase. A quote is searched as written, then without the quote marks, ellipses and the closing full stop around it. Nothing fuzzy: the same quote
+not a paraphrase. A quote is searched as written, then without the quote marks, ellipses and the closing full
+stop around it. Nothing fuzzy: the same quote
 and passage always give the same answer. A found quote records its character offsets in the passage's
 ORIGINAL text (``passage.text[start:end]`` is the span), which is what the CLI and the page show.
 """
@@ -43,7 +44,8 @@ from veracity.pipeline.words import content, key_terms, quote_terms  # noqa: F40
 
 QUOTE_MAX_CHARS = 200  # a quote is a short span, not the passage (bounded in the schema, checked by pydantic)
 
-_QUOTES = {c: '"' for c in "'\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}
+_QUOTES = {c: '"'
+           for c in "'\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}  # noqa: E501
 _DASHES = {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d"}
 _DROP = set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
 _STRIP = ' "'  # around a quote after normalisation: spaces and quote marks
@@ -192,9 +194,11 @@ _ATTRIBUTION = re.compile(
     r"\b(?:the|this|that|a)?\s*(?:passages?|evidence|text|source|article)(?:\s*\[[^\]]{1,160}\])?(?:\s*\([^)]{0,160}\))?"
     r"\s+(?:clearly\s+|explicitly\s+|also\s+)?(?:states?|says?|mentions?|notes?|reads?|indicates?|confirms?|shows?|"
     r"explains?|reports?|describes?|specifies?|writes?)\s*(?:that\s+|:\s*)?(?P<span>[^.;\n]+)", re.IGNORECASE)
-_CLAUSE_END = re.compile(r",?\s+(?:so|which|but|therefore|thus|hence|while|whereas|meaning|making|and so|and therefore|"
+_CLAUSE_END = re.compile(r",?\s+(?:so|which|but|therefore|thus|hence|while|whereas|meaning|making|and so|and "
+                         r"therefore|"
                         r"and thus|not|rather than|contradicting|supporting|confirming)\b|,\s", re.IGNORECASE)
-_META = frozenset({"claim", "refut", "support", "verdict", "passag", "evidence", "information", "mention", "stat",
+_META = frozenset({"claim", "refut", "support", "verdict", "passag", "evidence", "information", "mention",
+                   "stat",
                    "true", "false", "correct", "incorrect", "fact"})
 _QUOTED = re.compile(r"[\"“”](?P<q>[^\"“”]{4,200})[\"“”]")
 

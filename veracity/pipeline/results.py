@@ -120,7 +120,8 @@ class RunStats:
         return (self.prompt_tokens + self.completion_tokens) / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def check_output(out_path: Path | str, spec: MethodSpec, params: Any, label_space: LabelSpace | str | None = None,
+def check_output(out_path: Path | str, spec: MethodSpec, params: Any,
+                 label_space: LabelSpace | str | None = None,
                  evidence: str | None = None) -> None:
     """Everything that can be wrong with a results file, checked before any server is contacted: its folder
     lies under a file, it cannot be written, it holds lines that are not results, or its manifest says it was
@@ -185,7 +186,8 @@ def _check_manifest(out_path: Path, spec: MethodSpec, params: Any, space: LabelS
     params_d = _params_dict(params)
     if old.get("method") != spec.name or old.get("params") != json.loads(json.dumps(params_d, default=str)):
         raise ConfigError(
-            f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would mix them",
+            f"{out_path} holds results of method {old.get('method')} with other parameters; resuming would "
+            "mix them",
             hint="pass another -o, or the same --method/--param as before",
         )
     if old.get("label_space", THREE_WAY.name) != space.name:
@@ -228,7 +230,8 @@ class _Progress:
 
     def start(self) -> None:
         if self.lines:
-            self.console.print(f"verify ({self.name}): {self.total} claims to verify", highlight=False, markup=False)
+            self.console.print(f"verify ({self.name}): {self.total} claims to verify", highlight=False,
+                               markup=False)
         else:
             self.progress.start()
 
@@ -264,7 +267,8 @@ class ServedModel:
     def of(cls, llm: Any) -> "ServedModel":
         """The record of an LLM client (or anything with its ``model`` / ``base_url`` / ``temperature`` /
         ``seed``)."""
-        return cls(getattr(llm, "model", None), getattr(llm, "base_url", None), getattr(llm, "temperature", None),
+        return cls(getattr(llm, "model", None), getattr(llm, "base_url", None), getattr(llm, "temperature",
+                                                                                        None),
                    getattr(llm, "seed", None))
 
 
@@ -285,13 +289,14 @@ class RunManifest:
     state_dir: Path | str | None
     label_space: LabelSpace | str | None
     evidence: str | None  # ``open`` unless given; a custom per-claim retriever: the name the caller gives it
-    # the verdicts' confidence settings for a served model: the calibration map applied (file, temperature, the
+    # the verdicts' confidence settings for a served model: the calibration map applied (file, temperature,
+    # the
     # split it was fitted on), the calibration setting and the abstention threshold (Engine.confidence_record)
     confidence_of: Callable[[str | None], dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, engine: Any, out_path: Path | str) -> "RunManifest":
-        """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into ``out_path``."""
+        """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into ``out_path``."""  # noqa: E501
         return cls(Path(out_path), engine.spec, engine.params, engine.searcher, engine.state_dir,
                    engine.label_space, engine.evidence, getattr(engine, "confidence_record", None))
 
@@ -312,7 +317,8 @@ class RunManifest:
             "evidence": setting,
             "evidence_meaning": EVIDENCE_SETTINGS.get(setting, "a per-claim retriever given by the caller"),
             "roles": role_settings_record(spec.roles, self.params, served),
-            "state_dir": str(self.state_dir) if spec.state_cls is not None and self.state_dir is not None else None,
+            "state_dir": str(self.state_dir) if spec.state_cls is not None and self.state_dir is not None
+                else None,
             "model": served.model,
             "endpoint": served.endpoint,
             "temperature": served.temperature,
@@ -340,7 +346,8 @@ class ResultSink:
     after a worker died) are dropped, so a duplicate can never be written."""
 
     def __init__(self, path: Path | str, stats: RunStats, done_ids: Iterable[str] = (), *, bar: Any = None,
-                 on_result: Callable[[dict[str, Any]], None] | None = None, manifest: RunManifest | None = None):
+                 on_result: Callable[[dict[str, Any]], None] | None = None,
+                 manifest: RunManifest | None = None):
         self.manifest = manifest
         self.path = Path(path)
         self.writer: ResultWriter | None = None  # opened with the run: a run that never starts writes nothing
@@ -374,7 +381,7 @@ class ResultSink:
             self.writer.append(record)
         except OSError as exc:
             raise OutputError(f"cannot write results to {self.path}: {exc.strerror or exc}",
-                              hint="free space or fix the folder, then run the same command again to resume") from None
+                              hint="free space or fix the folder, then run the same command again to resume") from None  # noqa: E501
         self.ids.add(cid)
         summary = (record.get("trace") or {}).get("summary") or {}
         self.stats.done += 1
@@ -402,5 +409,6 @@ class ResultSink:
             pass
 
 
-__all__ = ["ResultSink", "ResultWriter", "RunManifest", "RunStats", "ServedModel", "check_output", "claim_failure",
+__all__ = ["ResultSink", "ResultWriter", "RunManifest", "RunStats", "ServedModel", "check_output",
+           "claim_failure",
            "read_done_ids"]

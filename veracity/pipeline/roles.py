@@ -73,7 +73,8 @@ def format_passages(evidence: Iterable[Evidence], *, max_words: int | None = Non
     blocks = []
     for ev in evidence:
         words = ev.text.split()
-        text = " ".join(words[:max_words]) + (" ..." if max_words is not None and len(words) > max_words else "") \
+        text = " ".join(words[:max_words]) + (" ..." if max_words is not None and len(words) > max_words
+                                              else "") \
             if max_words is not None else ev.text
         blocks.append(f"[{ev.passage_id}] {ev.title}\n{text}")
     return "\n\n".join(blocks) if blocks else "(no passages)"
@@ -98,9 +99,11 @@ def citing(model: type[BaseModel], ids: list[str], enabled: bool = True, *, fiel
     item = Literal[unique] if unique else str  # type: ignore[valid-type]
     fld = model.model_fields[field]
     most = at_most if unique else 0
-    least = {"min_length": min(at_least, most)} if at_least else {}  # no minItems unless asked: the schema stays as it was
+    # no minItems unless asked: the schema stays as it was
+    least = {"min_length": min(at_least, most)} if at_least else {}
     bounds = Field(max_length=most, description=fld.description, **least)
-    return create_model(model.__name__, __base__=model, __module__=model.__module__, **{field: (list[item], bounds)})
+    return create_model(model.__name__, __base__=model, __module__=model.__module__, **{field: (list[item],
+                                                                                                bounds)})
 
 
 def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:
@@ -116,7 +119,8 @@ def cited_evidence(ids: list[str], shown: list[Evidence]) -> list[Evidence]:
 
 # -- sampling seeds ----------------------------------------------------------------------------------------
 SEED_RULE = ("per request: the first 4 bytes (big-endian, top bit cleared) of sha256 of "
-             "'<run seed>|<claim id>|<role>|<n>', n the 0-based index of the call among the claim's calls of that "
+             "'<run seed>|<claim id>|<role>|<n>', n the 0-based index of the call among the claim's calls of "
+             "that "
              "role; no run seed: no seed is sent (the server samples freely)")
 
 
@@ -195,11 +199,14 @@ class Role(Generic[T]):
     instructions: str | Callable[..., str] = ""  # THE system message; a callable gets the inputs it names
     max_tokens: int = 256
     temperature: float | None = None  # None: the client's temperature (0 unless configured)
-    fallback: Fallback | None = None  # None: an invalid reply raises LLMOutputError (the claim fails or the method catches it)
-    on_invalid: str | None = None  # without a Fallback: what the method itself does when the reply never validates
+    # None: an invalid reply raises LLMOutputError (the claim fails or the method catches it)
+    fallback: Fallback | None = None
+    # without a Fallback: what the method itself does when the reply never validates
+    on_invalid: str | None = None
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the paper section the role comes from
-    turns: tuple[Turn, ...] = ()  # what the method sends later in this role's conversation (shown with --prompts)
+    # what the method sends later in this role's conversation (shown with --prompts)
+    turns: tuple[Turn, ...] = ()
     # a deciding role: the name of its label field (an enum); its calls ask the engine for token logprobs and
     # record the reply's distribution over that field's values (veracity.serving.confidence)
     confidence: str | None = None
@@ -214,7 +221,7 @@ class Role(Generic[T]):
         return self.name.split(".", 1)[1] if "." in self.name else self.name
 
     def settings(self, params: Any) -> RoleSettings:
-        """This role's budget and temperature for a run: the declared values, overridden by ``params.roles``."""
+        """This role's budget and temperature for a run: the declared values, overridden by ``params.roles``."""  # noqa: E501
         over = (getattr(params, "roles", None) or {}).get(self.short, {})
         return RoleSettings(int(over.get("max_tokens", self.max_tokens)),
                             over.get("temperature", self.temperature))
@@ -237,7 +244,8 @@ class Role(Generic[T]):
             raise TypeError(f"{self.name}: unexpected inputs {sorted(unknown)}")
         turns = _call_with(self.render, inputs)
         if any(m.get("role") == "system" for m in turns):  # one prompt per role: the instructions
-            raise ValueError(f"{self.name}: render() returned a system message; it belongs in the instructions")
+            raise ValueError(f"{self.name}: render() returned a system message; it belongs in the "
+                             "instructions")
         text = self.system(**inputs)
         return [{"role": "system", "content": text}, *turns] if text else list(turns)
 
@@ -246,7 +254,8 @@ class Role(Generic[T]):
                        usage_sink: list[UsageRecord] | None = None, **inputs: Any) -> Any:
         """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
         restricted to the passages shown); ``messages`` replaces the rendered messages (a conversation the
-        method keeps, e.g. a ReAct history); ``usage_sink`` receives this call's usage records (e.g. a deciding
+        method keeps, e.g. a ReAct history); ``usage_sink`` receives this call's usage records (e.g. a
+        deciding
         call's label distribution). Returns the validated reply, or the fallback's value."""
         s = self.settings(ctx.params)
         msgs = messages if messages is not None else self.messages(**inputs)
@@ -260,7 +269,8 @@ class Role(Generic[T]):
         if trace.listener is None:
             try:
                 return await ctx.llm.generate(msgs, output or self.output, role=self.name,
-                                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed, **more)
+                                              max_tokens=s.max_tokens, temperature=s.temperature, seed=seed,
+                                              **more)
             except LLMOutputError as exc:
                 return self._fall_back(ctx, exc, trace_info, inputs)
         # live progress: started, then finished (reply, tokens, latency) or failed, paired by step
@@ -272,7 +282,8 @@ class Role(Generic[T]):
         mine: list[UsageRecord] = []
         try:
             more.pop("usage_sink", None)
-            value = await ctx.llm.generate(msgs, output or self.output, role=self.name, max_tokens=s.max_tokens,
+            value = await ctx.llm.generate(msgs, output or self.output, role=self.name,
+                                           max_tokens=s.max_tokens,
                                            temperature=s.temperature, seed=seed, usage_sink=mine, **more)
             if usage_sink is not None:
                 usage_sink.extend(mine)

@@ -99,7 +99,8 @@ class Tools:
         import asyncio
 
         t0 = time.perf_counter()
-        hits = [] if title in self.exclude_titles else await asyncio.to_thread(self.retriever.open_page, title)
+        hits = [] if title in self.exclude_titles else await asyncio.to_thread(self.retriever.open_page,
+                                                                               title)
         ev = [hit_to_evidence(h) for h in hits]
         self.trace.tool_calls.append(
             ToolCall("open_page", title, [e.passage_id for e in ev], time.perf_counter() - t0, role)
@@ -113,9 +114,11 @@ class Tools:
         if self.trace.listener is not None:
             self.trace.notify("tool", tool=call.tool, query=call.query, role=call.role,
                               latency_s=round(call.latency_s, 4),
-                              hits=[{"passage_id": e.passage_id, "title": e.title, "score": e.score} for e in ev])
+                              hits=[{"passage_id": e.passage_id, "title": e.title,
+                                     "score": e.score} for e in ev])
 
     def _note(self, tool: str, query: str, role: str | None) -> None:
         kind = getattr(self.retriever, "trace_event", None)
         if isinstance(kind, str) and kind:
-            self.trace.event(kind, tool=tool, query=query, role=role, note=getattr(self.retriever, "note", ""))
+            self.trace.event(kind, tool=tool, query=query, role=role, note=getattr(self.retriever, "note",
+                                                                                   ""))

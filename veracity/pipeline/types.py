@@ -61,7 +61,8 @@ class Trace:
     tool_calls: list[ToolCall] = field(default_factory=list)
     memory_hits: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)  # method-specific steps (ReAct steps, graph, ...)
+    # method-specific steps (ReAct steps, graph, ...)
+    events: list[dict[str, Any]] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
     listener: Callable[[dict[str, Any]], None] | None = field(default=None, repr=False, compare=False)
     _steps: int = field(default=0, repr=False, compare=False)
@@ -119,7 +120,8 @@ class Verdict:
     label_probs: dict[str, float] | None = None  # the distribution over the run's labels it comes from
     raw_confidence: float | None = None  # before the calibration map (set only when a map was applied)
     raw_label_probs: dict[str, float] | None = None
-    # --min-confidence: below it the verdict is NOT_ENOUGH_INFO, marked abstained, with the label it would give
+    # --min-confidence: below it the verdict is NOT_ENOUGH_INFO, marked abstained, with the label it would
+    # give
     abstained: bool = False
     abstained_label: Label | None = None
 
@@ -127,7 +129,8 @@ class Verdict:
         out: dict[str, Any] = {}
         if claim is not None:
             out.update({"id": claim.id, "claim": claim.text})
-            if claim.meta.get("gold_label") is not None:  # a benchmark's claim: its gold label beside the verdict
+            # a benchmark's claim: its gold label beside the verdict
+            if claim.meta.get("gold_label") is not None:
                 out["gold"] = claim.meta["gold_label"]
         out.update(
             {

@@ -125,7 +125,8 @@ class ResponseCache:
     def get_with_probs(self, key: str) -> tuple[str, int, int, dict[str, Any] | None] | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT content, prompt_tokens, completion_tokens, label_probs FROM replies WHERE key = ?", (key,)
+                "SELECT content, prompt_tokens, completion_tokens, label_probs FROM replies WHERE key = ?",
+                                   (key,)
             ).fetchone()
         return (row[0], row[1], row[2], json.loads(row[3]) if row[3] else None) if row else None
 
@@ -154,7 +155,8 @@ def normalize_endpoint(endpoint: str) -> str:
     return urls[0]
 
 
-__all__ = ["LLMClient", "UsageRecord", "ResponseCache", "record_usage", "usage_scope", "affinity_scope", "normalize_endpoint",
+__all__ = ["LLMClient", "UsageRecord", "ResponseCache", "record_usage", "usage_scope", "affinity_scope",
+           "normalize_endpoint",
            "probe_endpoint"]
 
 
@@ -227,7 +229,8 @@ class LLMClient:
             self._http = httpx.AsyncClient(
                 headers={"Authorization": f"Bearer {self.api_key}"},
                 timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-                limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
+                limits=httpx.Limits(max_connections=self.concurrency + 4,
+                                    max_keepalive_connections=self.concurrency + 4),
                 transport=self._transport,
             )
         return self._http
@@ -266,12 +269,14 @@ class LLMClient:
             models = await self.served_models()
             if self.model is None:
                 if not models:
-                    raise EndpointError(f"endpoint {self.base_url} serves no model", hint="start vLLM with --model")
+                    raise EndpointError(f"endpoint {self.base_url} serves no model",
+                                        hint="start vLLM with --model")
                 self.model = models[0]
             elif self.model not in models:
                 raise EndpointError(
                     f"endpoint {self.base_url} serves {', '.join(models) or 'no model'}, not {self.model}",
-                    hint=f"pass --model {models[0]}" if models else "start the server with the model you want",
+                    hint=f"pass --model {models[0]}" if models
+                                    else "start the server with the model you want",
                 )
         else:
             await self._start_pool()
@@ -294,7 +299,8 @@ class LLMClient:
             why = "; ".join(f"{m.url}: {_why(got)}" for m, got in zip(members, found, strict=True))
             raise EndpointError(
                 f"none of the {len(members)} model endpoints answers ({why})",
-                hint="start them (`veracity serve --replicas N --detach` starts a managed set), or fix --endpoint",
+                hint="start them (`veracity serve --replicas N --detach` starts a managed set), or fix "
+                     "--endpoint",
             )
         served = "; ".join(f"{m.url} serves {', '.join(got) or 'no model'}" for m, got in answering)
         if self.model is None:
@@ -312,7 +318,8 @@ class LLMClient:
                 raise EndpointError(
                     f"model endpoint{'s' if len(wrong) > 1 else ''} {', '.join(wrong)} "
                     f"serve{'' if len(wrong) > 1 else 's'} another model than {self.model} ({served})",
-                    hint=f"list only endpoints that serve {self.model} in --endpoint, or pass the --model they "
+                    hint=f"list only endpoints that serve {self.model} in --endpoint, or pass the --model "
+                         "they "
                          "all serve",
                 )
         for m, got in zip(members, found, strict=True):
@@ -360,11 +367,13 @@ class LLMClient:
         params = {
             "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.max_tokens,
-            "seed": self.seed if seed is None else seed,  # a role passes its per-request seed (roles.SEED_RULE)
+            # a role passes its per-request seed (roles.SEED_RULE)
+            "seed": self.seed if seed is None else seed,
         }
         schema_fp = schema_fingerprint(output_model)
         key = ResponseCache.key(self.model, messages, schema_fp, params) if self.cache else None
-        values = allowed_values(output_model, confidence_field) if confidence_field and self.logprobs else None
+        values = allowed_values(output_model,
+                                confidence_field) if confidence_field and self.logprobs else None
         if self.cache is not None and key is not None:
             hit = self.cache.get_with_probs(key)
             if hit is not None:
@@ -451,7 +460,8 @@ class LLMClient:
     def _timeout_for(self, body: dict[str, Any]) -> httpx.Timeout:
         """The read timeout of one completion: ``timeout_s``, or longer when the reply may be long."""
         max_tokens = body.get("max_tokens") or self.max_tokens
-        read = max(self.timeout_s, max_tokens / self.min_tokens_per_s) if self.min_tokens_per_s > 0 else self.timeout_s
+        read = max(self.timeout_s,
+                   max_tokens / self.min_tokens_per_s) if self.min_tokens_per_s > 0 else self.timeout_s
         return httpx.Timeout(read, connect=10.0)
 
     async def _post_with_retries(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -471,7 +481,8 @@ class LLMClient:
             member: Member | None = None
             try:
                 async with self._sem:
-                    member = pool.choose(key)  # after the wait: "outstanding" counts requests really in flight
+                    # after the wait: "outstanding" counts requests really in flight
+                    member = pool.choose(key)
                     with pool.request(member):
                         resp = await self._client().post(member.url + "/chat/completions", json=body,
                                                          timeout=self._timeout_for(body))
@@ -491,9 +502,11 @@ class LLMClient:
                     # a server without the OpenAI json_schema form (llama-cpp-python's own server answers
                     # 500): asking again cannot help, and the server is not down
                     raise EndpointError(
-                        f"endpoint {member.url} does not accept response_format json_schema ({resp.status_code}: "
+                        f"endpoint {member.url} does not accept response_format json_schema "
+                        f"({resp.status_code}: "
                         f"{_error_detail(resp)})",
-                        hint="veracity needs a server that constrains replies to a JSON schema: vLLM or llama.cpp's "
+                        hint="veracity needs a server that constrains replies to a JSON schema: vLLM or "
+                             "llama.cpp's "
                              "llama-server (`veracity serve --engine vllm|llama.cpp`)")
                 if resp.status_code not in RETRYABLE_STATUS:
                     detail = _error_detail(resp)
@@ -523,7 +536,8 @@ class LLMClient:
                 if len(pool) > 1 and not pool.live():
                     raise EndpointError(
                         f"all {len(pool)} model endpoints are down ({pool.down_summary()})",
-                        hint="start them again (`veracity serve --status` shows managed ones); results written "
+                        hint="start them again (`veracity serve --status` shows managed ones); results "
+                             "written "
                              "so far are kept: run the same command again to resume",
                     )
                 where = member.url if member is not None else self.base_url
@@ -534,13 +548,16 @@ class LLMClient:
                     raise EndpointBusyError(
                         f"model endpoint {where} answers but did not finish a reply within "
                         f"{self._timeout_for(body).read:.0f} s, {attempt} times: it is overloaded",
-                        hint="run fewer claims or requests at once (--concurrency, --llm-concurrency) or allow "
-                             f"longer replies (VERACITY_REQUEST_TIMEOUT_S, now {self.timeout_s:g}); results written "
+                        hint="run fewer claims or requests at once (--concurrency, --llm-concurrency) or "
+                             "allow "
+                             f"longer replies (VERACITY_REQUEST_TIMEOUT_S, now {self.timeout_s:g}); results "
+                             "written "
                              "so far are kept: run the same command again to resume",
                     )
                 raise EndpointError(
                     f"model endpoint {where} failed {attempt} times ({problem})",
-                    hint="is the server still running? `veracity serve --status` shows it; results written so far are kept",
+                    hint="is the server still running? `veracity serve --status` shows it; results written "
+                         "so far are kept",
                 )
             delay = self.backoff_s * (2 ** (tries - 1)) * (0.5 + random.random())
             await asyncio.sleep(min(delay, 30.0))

@@ -126,8 +126,10 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     if not isinstance(content, list) or not content or not all(isinstance(t, dict) for t in content):
         return None
     pieces = [_bytes_of(t) for t in content]
-    # the tokens spell the reply from its start (llama-server ends the reply's text where the JSON ends, without
-    # trailing whitespace, while its token list may go on: "\n```"); anything else is a server quirk: no number
+    # the tokens spell the reply from its start (llama-server ends the reply's text where the JSON ends,
+    # without
+    # trailing whitespace, while its token list may go on: "\n```"); anything else is a server quirk: no
+    # number
     # rather than a wrong one
     # llama-server also drops a "```json" fence before the JSON: the reply is found in the tokens' bytes
     joined = b"".join(p for p in pieces if p is not None)
@@ -156,7 +158,8 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     mass: dict[str, float] = {}
     seen: set[bytes] = set()
     for alt in [*(entry.get("top_logprobs") or []), entry]:
-        text, lp = _bytes_of(alt) if isinstance(alt, dict) else None, alt.get("logprob") if isinstance(alt, dict) else None
+        text, lp = _bytes_of(alt) if isinstance(alt, dict) else None, alt.get("logprob") if isinstance(alt,
+                                                                                                       dict) else None  # noqa: E501
         if text is None or not isinstance(lp, (int, float)) or text in seen:
             continue
         seen.add(text)  # the reply's own token is usually among the alternatives too: count it once
@@ -168,7 +171,8 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     total = sum(mass.values())
     if total <= 0 or chosen not in mass:
         return None
-    return LabelProbs(field=field, probs={v: mass.get(v, 0.0) / total for v in values}, chosen=chosen, mass=total)
+    return LabelProbs(field=field, probs={v: mass.get(v, 0.0) / total for v in values}, chosen=chosen,
+                      mass=total)
 
 
 def _bytes_of(entry: dict[str, Any]) -> bytes | None:

@@ -46,7 +46,8 @@ def choose_engine(settings: Settings, model: str | None = None, flag: str | None
     env = os.environ.get("VERACITY_ENGINE")
     if env:
         if env not in ENGINE_NAMES:
-            raise ConfigError(f"VERACITY_ENGINE={env!r} names no engine", hint=f"use one of {', '.join(ENGINE_NAMES)}")
+            raise ConfigError(f"VERACITY_ENGINE={env!r} names no engine",
+                              hint=f"use one of {', '.join(ENGINE_NAMES)}")
         return EngineChoice(env, f"VERACITY_ENGINE={env}", "env")
     chosen = load_defaults(settings).get("engine")
     if chosen in ENGINE_NAMES:
@@ -68,7 +69,8 @@ def _hardware_choice(settings: Settings, model: str | None, change: str) -> Engi
     if binary_missing(settings):
         cannot = can_build()
         if cannot:
-            return EngineChoice("vllm", f"no GPU seen, but llama.cpp is not installed and cannot be built here: "
+            return EngineChoice("vllm",
+                                f"no GPU seen, but llama.cpp is not installed and cannot be built here: "
                                 f"{cannot} (Debian: apt-get install cmake g++)", "hardware")
     return EngineChoice("llama.cpp", f"no GPU seen; {change} to change", "hardware")
 

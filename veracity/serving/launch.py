@@ -88,14 +88,16 @@ def launch(settings: Settings, spec: ServerSpec, name: str, engine: ServingEngin
     existing = read_state(settings, name)
     if existing and pid_alive(existing.pid):
         raise ServerError(
-            f"a managed server ({existing.model}) is already running at {existing.endpoint} (pid {existing.pid})",
+            f"a managed server ({existing.model}) is already running at {existing.endpoint} (pid "
+            f"{existing.pid})",
             hint="use it, or stop it first with `veracity serve --stop`",
         )
     if existing is not None:  # a dead server's state: end what it left behind (it may hold the port)
         left = orphans(existing)
         stop_server(settings, name)
         if left:
-            (progress or say)(f"ended {len(left)} process(es) left behind by the dead server (pid {existing.pid})")
+            (progress
+             or say)(f"ended {len(left)} process(es) left behind by the dead server (pid {existing.pid})")
     model_path = engine.model_path(settings, spec.model)
     if port_in_use(spec.host, spec.port):
         raise ServerError(

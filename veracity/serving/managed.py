@@ -39,8 +39,9 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
             dead = [s for s, st in members if st not in ("running", "starting")]
             if dead:
                 (notify or say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
-                                 f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live one(s). "
-                                 "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")
+                                 f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live "
+                                 "one(s). "
+                                 "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")  # noqa: E501
             for s, st in live:
                 if st == "starting":
                     wait_ready(s, None, timeout_s=timeout_s, progress=progress)
@@ -66,17 +67,22 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
     engine = get_engine(choice.name)
     port = replacement_port(dead.port if dead is not None else None)
     if dead is None:  # which engine and why, before anything slow
-        (notify or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve --stop` "
+        (notify
+         or say)(f"starting a managed {engine.label} server for {name} ({choice.why}); `veracity serve "
+                 "--stop` "
                         "stops it")
-    else:  # a replacement: on the dead one's port when it is free (else the port is named), and only for this run
+    # a replacement: on the dead one's port when it is free (else the port is named), and only for this run
+    else:
         where = (f"on its port {port}" if port == dead.port else
                  f"on port {port} (its port {dead.port} is in use): http://127.0.0.1:{port}/v1")
         (notify or say)(f"the managed server ({dead.model}, pid {dead.pid}, port {dead.port}) had died"
                         + (f"; ended {len(left)} process(es) it left behind" if left else "")
-                        + f"; starting a replacement {where} ({choice.line()}), stopped when this command ends "
+                        + f"; starting a replacement {where} ({choice.line()}), stopped when this command "
+                          "ends "
                         "(`veracity serve --detach` starts one that stays)")
     make_ready(settings, choice, name, say=notify or say, progress=progress)
-    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port, engine_why=choice.why),
+    state = launch.start_server(settings, ServerSpec(model=name, engine=engine.name, port=port,
+                                                     engine_why=choice.why),
                                 timeout_s=timeout_s, progress=progress)
     if dead is not None:
         stop_with_this_process(settings, state)
@@ -132,10 +138,11 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
     lines = progress or (lambda s: None)
     bar = bar_to_lines(lines)
     if choice.name == "llama.cpp":
-        if binary_missing(settings) and choice.by != "hardware" and not llamacpp_install.install_running(settings):
+        if binary_missing(settings) and choice.by != "hardware" and not llamacpp_install.install_running(settings):  # noqa: E501
             from veracity.serving.engines.llamacpp import LLAMA_CPP
 
-            LLAMA_CPP.installed(settings)  # the user's choice, missing: one line naming the install, before a download
+            # the user's choice, missing: one line naming the install, before a download
+            LLAMA_CPP.installed(settings)
         if name == CPU_DEFAULT and not kept_gguf(settings, MODELS[name]).is_file():  # no conversion
             say(f"no model is prepared: fetching the GGUF of {name}, the CPU default")
             fetch_smollm2_gguf(settings, lines)
@@ -144,14 +151,16 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
                 f"{llamacpp_install.engine_dir(settings) / 'build.log'})")
             llamacpp_install.wait_for_install(settings, timeout_s=3600)
         if binary_missing(settings) and choice.by == "hardware":
-            say("llama-server is not installed: building it now, once (a few minutes; `veracity engines install "
+            say("llama-server is not installed: building it now, once (a few minutes; `veracity engines "
+                "install "
                 "llama.cpp` does it ahead, `veracity engines default vllm` uses vLLM instead)")
             llamacpp_install.install_llamacpp(settings, bar=bar, progress=say)
         return
     if resolve_model_path_or_none(settings, name) is not None:
         return
     if name == CPU_DEFAULT:
-        say(f"no model is prepared for vLLM: preparing {name}, the CPU default (`veracity models prepare NAME` "
+        say(f"no model is prepared for vLLM: preparing {name}, the CPU default (`veracity models prepare "
+            "NAME` "
             "prepares another)")
     elif name in MODELS and kept_gguf(settings, MODELS[name]) is not None and \
             kept_gguf(settings, MODELS[name]).is_file():

@@ -1,4 +1,5 @@
-"""Several OpenAI-compatible endpoints serving one model, behind one :class:`~veracity.serving.client.LLMClient`.
+"""Several OpenAI-compatible endpoints serving one model, behind one
+:class:`~veracity.serving.client.LLMClient`.
 
 ``--endpoint`` (``$VERACITY_ENDPOINT``, ``Verifier(endpoint=...)``) takes one URL or a comma-separated
 list. The pool decides which endpoint each request goes to:
@@ -15,7 +16,8 @@ list. The pool decides which endpoint each request goes to:
   back serving another model stays out.
 
 When every endpoint is down, requests still go out (to the endpoint tried least recently) under the client's
-retry budget, each in turn, so a server that recovers within it is found again; after that the client raises one
+retry budget, each in turn, so a server that recovers within it is found again; after that the client raises
+one
 ``EndpointError`` naming every endpoint, and the runner stops with the results written so far kept.
 """
 
@@ -153,7 +155,8 @@ class EndpointPool:
         n = len(self.live())
         if len(self.members) > 1:
             self.notify(f"model endpoint {member.url} is down ({reason}); "
-                        + (f"its requests go to the {n} live one(s)" if n else "no endpoint is live, retrying"))
+                        + (f"its requests go to the {n} live one(s)" if n
+                           else "no endpoint is live, retrying"))
 
     def mark_up(self, member: Member) -> None:
         if member.alive:
@@ -195,7 +198,7 @@ class EndpointPool:
         return True
 
     async def confirm_down(self, http: httpx.AsyncClient, member: Member, problem: str) -> bool:
-        """After a transport error on ``member``: is it down? (a quick probe; a slow but live server is not)"""
+        """After a transport error on ``member``: is it down? (a quick probe; a slow but live server is not)"""  # noqa: E501
         member.failed += 1
         if not member.alive:
             return True

@@ -84,7 +84,8 @@ def terminate(pid: int, grace_s: float | None = None) -> None:
     """End the process group led by ``pid``; a ServerError when some of it survives SIGKILL."""
     left = terminate_group(pid, grace_s)
     if left:
-        raise ServerError(f"{len(left)} process(es) of the server (pids {', '.join(map(str, left))}) survived "
+        raise ServerError(f"{len(left)} process(es) of the server (pids {', '.join(map(str, left))}) "
+                          "survived "
                           "SIGKILL", hint="they may belong to another user; end them with `kill -9`")
 
 

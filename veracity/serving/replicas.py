@@ -1,7 +1,8 @@
 """A managed set of replicas (``veracity serve --replicas N``): N servers of one model on ports P .. P+N-1
 (state files ``default.json``, ``default-2.json``, ...). On GPU each replica gets its own device group
 (``CUDA_VISIBLE_DEVICES``: tensor- x pipeline-parallel-size devices); on CPU each gets an equal share of
-the cores (the engine's :meth:`~veracity.serving.engines.base.ServingEngine.bind_cpus`), so that the replicas do
+the cores (the engine's :meth:`~veracity.serving.engines.base.ServingEngine.bind_cpus`), so that the replicas
+do
 not fight over the same cores. Every command then uses all of them through one client
 (:mod:`veracity.serving.pool`)."""
 
@@ -59,9 +60,12 @@ def device_groups(n: int, spec: ServerSpec, *, on_gpu: bool, gpu_count: int | No
         per = spec.tensor_parallel_size * spec.pipeline_parallel_size * spec.data_parallel_size
         count = gpu_count if gpu_count is not None else hardware.gpu_count()
         if n * per > count:
-            raise ConfigError(f"{n} replicas x {per} GPU(s) each need {n * per} GPUs; this machine has {count}",
-                              hint=f"use --replicas {max(1, count // per)} or a smaller --tensor-parallel-size")
-        return [{"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in range(i * per, (i + 1) * per))} for i in range(n)]
+            raise ConfigError(f"{n} replicas x {per} GPU(s) each need {n * per} GPUs; this machine has "
+                              f"{count}",
+                              hint=f"use --replicas {max(1, count // per)} or a smaller "
+                                   "--tensor-parallel-size")
+        return [{"CUDA_VISIBLE_DEVICES": ",".join(str(d) for d in range(i * per,
+                                                                        (i + 1) * per))} for i in range(n)]
     cores = sorted(cpus if cpus is not None else hardware.usable_cpus())
     if n == 1 or len(cores) < n:
         return [{} for _ in range(n)]
@@ -78,7 +82,8 @@ def check_replica_ports(spec: ServerSpec, n: int) -> list[int]:
     busy = [p for p in ports if port_in_use(spec.host, p)]
     if busy:
         raise ServerError(f"port{'s' if len(busy) > 1 else ''} {', '.join(map(str, busy))} on {spec.host} "
-                          f"{'are' if len(busy) > 1 else 'is'} in use (the {n} replicas take ports {ports[0]}-{ports[-1]})",
+                          f"{'are' if len(busy) > 1 else 'is'} in use (the {n} replicas take ports "
+                          f"{ports[0]}-{ports[-1]})",
                           hint="pass another --port, or stop what listens there")
     return ports
 

@@ -1,7 +1,8 @@
 """Managed servers: the entry points the commands use, gathered from the modules that do each job.
 
 - :mod:`~veracity.serving.hardware`: what the machine has (vLLM installed, a GPU, usable cores);
-- :mod:`~veracity.serving.engines`: one :class:`~veracity.serving.engines.base.ServingEngine` per server program
+- :mod:`~veracity.serving.engines`: one :class:`~veracity.serving.engines.base.ServingEngine` per server
+program
   (vLLM; the argv, environment and model files each needs);
 - :mod:`~veracity.serving.spec`: :class:`ServerSpec`, what to serve, checked before anything starts;
 - :mod:`~veracity.serving.launch`: start one server, wait until it serves, stop it, its status;

@@ -41,15 +41,18 @@ class ServerSpec:
         if not 1 <= self.port <= 65535:
             raise ConfigError(f"port {self.port} is out of range", hint="use a port between 1024 and 65535")
         if self.gpu_memory_utilization is not None and not 0.05 <= self.gpu_memory_utilization <= 1.0:
-            raise ConfigError("--gpu-memory-utilization must be between 0.05 and 1.0", hint="0.9 is vLLM's default")
+            raise ConfigError("--gpu-memory-utilization must be between 0.05 and 1.0",
+                              hint="0.9 is vLLM's default")
         for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1", hint="1 means no parallelism")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ConfigError(f"--max-model-len must be >= 1, got {self.max_model_len}",
-                              hint="leave it out for the model's own context length, e.g. --max-model-len 4096")
+                              hint="leave it out for the model's own context length, e.g. --max-model-len "
+                                   "4096")
         if self.max_num_seqs is not None and self.max_num_seqs < 1:
-            raise ConfigError(f"--max-num-seqs must be >= 1, got {self.max_num_seqs}", hint="vLLM's default is 256")
+            raise ConfigError(f"--max-num-seqs must be >= 1, got {self.max_num_seqs}",
+                              hint="vLLM's default is 256")
         if not self.cpu_kv_cache_gib > 0:
             raise ConfigError(f"--kv-cache-gib must be more than 0, got {self.cpu_kv_cache_gib:g}",
                               hint="e.g. --kv-cache-gib 4")

@@ -26,7 +26,8 @@ class ServerState:
     variant: str
     replica: int = 1  # 1-based position in a managed set (``serve --replicas``)
     replicas: int = 1  # size of the set it was started in
-    devices: str | None = None  # the GPUs (CUDA_VISIBLE_DEVICES) or CPU cores (VLLM_CPU_OMP_THREADS_BIND) it got
+    # the GPUs (CUDA_VISIBLE_DEVICES) or CPU cores (VLLM_CPU_OMP_THREADS_BIND) it got
+    devices: str | None = None
     engine: str = "vllm"  # which engine serves it (state files written before engines had names: vLLM)
     engine_why: str = ""  # why that engine (the flag, VERACITY_ENGINE, the defaults file or the hardware)
 

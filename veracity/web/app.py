@@ -89,7 +89,8 @@ def create_app(config: WebConfig) -> FastAPI:
             from veracity.serving.client import LLMClient
 
             if not config.endpoint:
-                raise ConfigError("the web app needs a model endpoint", hint="veracity web resolves one; pass --endpoint")
+                raise ConfigError("the web app needs a model endpoint",
+                                  hint="veracity web resolves one; pass --endpoint")
             own_llm = LLMClient(config.endpoint, config.verifier.endpoint.model, api_key=settings.api_key,
                                 concurrency=config.verifier.execution.llm_concurrency,
                                 timeout_s=settings.request_timeout_s,
@@ -190,5 +191,5 @@ def _invalid_message(errors: Any) -> str:
         fields = ", ".join(VerifyRequest.model_fields)
         return f"unknown field {where!r} in the request body (the fields are {fields})"
     if kind == "missing":
-        return "the request has no JSON body" if where == "body" else f"the request body has no {where!r} field"
+        return "the request has no JSON body" if where == "body" else f"the request body has no {where!r} field"  # noqa: E501
     return f"invalid request: {where}: {first.get('msg', 'invalid')}"

@@ -1,4 +1,4 @@
-"""What the web app's routers share: the per-app context, the one-line JSON error, the checks-in-flight cap."""
+"""What the web app's routers share: the per-app context, the one-line JSON error, the checks-in-flight cap."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Callable
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from veracity.errors import DataError, EndpointError, IndexDirError, LLMOutputError, OutputError, VeracityError
+from veracity.errors import DataError, EndpointError, IndexDirError, LLMOutputError, OutputError, VeracityError  # noqa: E501
 from veracity.pipeline.types import MAX_CLAIM_CHARS
 
 STATIC = Path(__file__).parent / "static"
@@ -20,7 +20,8 @@ STATIC = Path(__file__).parent / "static"
 @dataclass
 class WebConfig:
     """What ``veracity web`` configures. ``verifier`` is the run configuration every check and job starts from
-    (:class:`~veracity.pipeline.config.VerifierConfig`: endpoint, model, claims in flight per job, LLM requests
+    (:class:`~veracity.pipeline.config.VerifierConfig`: endpoint, model, claims in flight per job, LLM
+    requests
     in flight, settings; a request adds its method, parameters and label space); None: the defaults, with
     ``home`` as the settings' home. ``llm`` replaces the model client (tests: the scripted stand-in);
     ``searcher`` is an open index (None: methods that need one answer 400)."""
@@ -88,7 +89,8 @@ def check_token(token: str) -> None:
                           "too easy to guess", hint=hint)
     bits = token_bits(token)
     if bits < MIN_TOKEN_BITS:
-        raise ConfigError(f"the token carries at most {bits:.0f} bits, fewer than {MIN_TOKEN_BITS}: too easy to "
+        raise ConfigError(f"the token carries at most {bits:.0f} bits, fewer than {MIN_TOKEN_BITS}: too easy "
+                          "to "
                           "guess", hint=hint)
     steps = {ord(b) - ord(a) for a, b in zip(token, token[1:], strict=False)}
     if len(steps) < MIN_TOKEN_STEPS:
@@ -147,7 +149,8 @@ class Checks:
 
 @dataclass
 class WebContext:
-    """One app's shared pieces, handed to every router factory (``routes/*.py``: ``router(ctx) -> APIRouter``).
+    """One app's shared pieces, handed to every router factory (``routes/*.py``: ``router(ctx) ->
+    APIRouter``).
 
     ``verifier_for(method, labels, params)`` gives the app's Verifier for a request; ``runner`` is the job
     runner, set while the app is up (its lifespan)."""
@@ -177,7 +180,9 @@ def status_of(exc: VeracityError) -> int:
     return 400
 
 
-def error(status: int, message: str, hint: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def error(status: int, message: str, hint: str | None = None, headers: dict[str,
+                                                                            str]
+          | None = None) -> JSONResponse:
     """The one error shape: ``{"error": one line, "hint": what to do}``."""
     body: dict[str, Any] = {"error": " ".join(str(message).split())}
     if hint:

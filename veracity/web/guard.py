@@ -69,13 +69,15 @@ def host_allowed(value: str, bound: str, extra: tuple[str, ...] = ()) -> bool:
     if loopback(bound):
         return name == "localhost" or (ip is not None and ip.is_loopback)
     if bound_ip is not None and bound_ip.is_unspecified:
-        return ip is not None or name == "localhost" or name in {socket.gethostname().lower(), socket.getfqdn().lower()}
+        return ip is not None or name == "localhost" or name in {socket.gethostname().lower(),
+                                                                 socket.getfqdn().lower()}
     return False
 
 
 # sent with every response: no framing, no MIME sniffing, scripts and styles only from the app's own files
 SECURITY_HEADERS = (
-    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    (b"content-security-policy",
+     b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
                                  b"form-action 'self'; frame-ancestors 'none'"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
@@ -88,7 +90,8 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 class Guard:
     """Outermost ASGI layer: bearer auth, body-size limit, request metrics (by route template)."""
 
-    OPEN = ("/healthz", "/static/signin.js", "/static/signin.css")  # no token needed (the sign-in page's files)
+    # no token needed (the sign-in page's files)
+    OPEN = ("/healthz", "/static/signin.js", "/static/signin.css")
     JSON = "application/json"
     UPLOADS = {"/v1/jobs": "application/x-ndjson"}  # routes whose body is a file of another declared type
 
@@ -150,7 +153,8 @@ class Guard:
             length = headers.get(b"content-length")
             if length is not None and length.isdigit() and int(length) > limit:
                 await error(413, f"request body of {int(length):,} bytes is over the limit of {limit:,}",
-                            hint="send a smaller body (split a batch into several jobs)")(scope, receive, send_and_note)
+                            hint="send a smaller body (split a batch into several jobs)")(scope, receive,
+                                                                                          send_and_note)
                 return
             if scope["method"] in ("POST", "PUT", "PATCH"):
                 body, more = bytearray(), True
@@ -178,7 +182,8 @@ class Guard:
                 await self.app(scope, receive, send_and_note)
         finally:
             route = scope.get("route")
-            path = getattr(route, "path", None) or ("/static" if scope["path"].startswith("/static/") else "unmatched")
+            path = getattr(route, "path",
+                           None) or ("/static" if scope["path"].startswith("/static/") else "unmatched")
             self.metrics.request(scope["method"], path, status[0], time.perf_counter() - t0)
 
     def _headers(self, scope: dict[str, Any]) -> dict[str, str]:
@@ -190,8 +195,11 @@ class Guard:
         if host_allowed(host, self.config.host, self.config.allowed_hosts):
             return None
         shown = " ".join(host.split())[:100]
-        return error(421, f"the Host header {shown!r} does not name this server" if host else "the request has no Host header",
-                     hint=f"open the address veracity web serves ({self.config.host}); behind a reverse proxy start "
+        return error(421,
+                     f"the Host header {shown!r} does not name this server" if host
+                     else "the request has no Host header",
+                     hint=f"open the address veracity web serves ({self.config.host}); behind a reverse "
+                          "proxy start "
                           "it with --allowed-host NAME")
 
     def _cross_site_refused(self, scope: dict[str, Any]) -> Any:
@@ -203,10 +211,12 @@ class Guard:
         listed = origin is not None and (origin in self.config.cors_origins or self._proxied(origin))
         site = headers.get("sec-fetch-site")
         if not listed and (site not in (None, "same-origin", "none")
-                           or (origin is not None and not self._same_origin(origin, headers.get("host", "")))):
+                           or (origin is not None and not self._same_origin(origin, headers.get("host",
+                                                                                                "")))):
             return error(403, f"cross-site request refused ({scope['method']} {scope['path']} from "
                               f"{' '.join((origin or site or '').split())[:100]})",
-                         hint="use the page this server serves, or start veracity web with --cors-origin ORIGIN")
+                         hint="use the page this server serves, or start veracity web with --cors-origin "
+                              "ORIGIN")
         declared = self.UPLOADS.get(scope["path"], self.JSON)
         given = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if given != declared:
@@ -225,7 +235,8 @@ class Guard:
     @staticmethod
     def _same_origin(origin: str, host: str) -> bool:
         parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and bool(parts.netloc) and parts.netloc.lower() == host.strip().lower()
+        return parts.scheme in ("http",
+                                "https") and bool(parts.netloc) and parts.netloc.lower() == host.strip().lower()  # noqa: E501
 
     async def _unauthorised(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         accept = dict(scope.get("headers", [])).get(b"accept", b"").decode("latin-1")
@@ -235,6 +246,6 @@ class Guard:
             resp: Response = HTMLResponse(page, status_code=401, headers=headers)
         else:
             resp = error(401, "this server needs a bearer token",
-                         hint="send `Authorization: Bearer TOKEN` (the --token veracity web was started with)",
+                         hint="send `Authorization: Bearer TOKEN` (the --token veracity web was started with)",  # noqa: E501
                          headers=headers)
         await resp(scope, receive, send)

@@ -69,7 +69,8 @@ class Store:
     def __init__(self, root: Path):
         self.root = Path(root)
         (self.root / "jobs").mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.root / "web.sqlite"), check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(str(self.root / "web.sqlite"), check_same_thread=False,
+                                   isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
@@ -114,7 +115,8 @@ class Store:
         rejected = [{"line": r.line, "reason": r.reason} for r in loaded.rejected]
         self._q("INSERT INTO jobs(id, created, method, labels, params, state, total, rejected) "
                 "VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
-                (job_id, time.time(), method, labels, json.dumps(params), len(loaded.claims), json.dumps(rejected)))
+                (job_id, time.time(), method, labels, json.dumps(params), len(loaded.claims),
+                 json.dumps(rejected)))
         return self.job(job_id)  # type: ignore[return-value]
 
     def job(self, job_id: str) -> dict[str, Any] | None:
@@ -160,7 +162,8 @@ class Store:
         return json.loads(rows[0]["record"]) if rows else None
 
     def checks(self, limit: int = 50) -> list[dict[str, Any]]:
-        rows = self._q("SELECT id, created, claim, label, method FROM checks ORDER BY created DESC LIMIT ?", (limit,))
+        rows = self._q("SELECT id, created, claim, label, method FROM checks ORDER BY created DESC LIMIT ?",
+                       (limit,))
         return [dict(r) for r in rows]
 
 
@@ -188,7 +191,8 @@ VerifierFor = Callable[[str, str, dict[str, Any]], Any]  # (method, labels, para
 
 
 class JobRunner:
-    """Runs queued jobs one at a time on the app's event loop (each with the claims in flight of its Verifier's
+    """Runs queued jobs one at a time on the app's event loop (each with the claims in flight of its
+    Verifier's
     config: the app's run configuration)."""
 
     def __init__(self, store: Store, verifier_for: VerifierFor,
@@ -236,12 +240,14 @@ class JobRunner:
             progress.done += 1
             if self.on_claim is not None:
                 now = time.perf_counter()
-                self.on_claim(record, (record.get("trace") or {}).get("timings", {}).get("total_s", now - last[0]))
+                self.on_claim(record, (record.get("trace") or {}).get("timings", {}).get("total_s",
+                                                                                         now - last[0]))
                 last[0] = now
 
         try:
             verifier = self.verifier_for(job["method"], job["labels"], job["params"])
-            stats = await verifier.averify_many(self.store.claims_path(job_id), out=self.store.results_path(job_id),
+            stats = await verifier.averify_many(self.store.claims_path(job_id),
+                                                out=self.store.results_path(job_id),
                                                 on_result=on_result)
         except asyncio.CancelledError:  # the app is stopping: the job stays running and resumes at start
             raise

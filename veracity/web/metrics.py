@@ -33,7 +33,9 @@ class _Histogram:
 
     def lines(self, name: str, labels: str = "") -> list[str]:
         sep = "," if labels else ""
-        out = [f'{name}_bucket{{{labels}{sep}le="{_num(le)}"}} {c}' for le, c in zip(self.buckets, self.counts, strict=True)]
+        out = [f'{name}_bucket{{{labels}{sep}le="{_num(le)}"}} {c}' for le, c in zip(self.buckets,
+                                                                                     self.counts,
+                                                                                     strict=True)]
         out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
         braces = f"{{{labels}}}" if labels else ""
         out += [f"{name}_sum{braces} {self.sum:.6f}", f"{name}_count{braces} {self.count}"]
@@ -89,7 +91,8 @@ class Metrics:
             for label, n in sorted(self.claims.items()):
                 out.append(f'veracity_claims_total{{label="{_esc(label)}"}} {n}')
             out += ["# HELP veracity_claim_failures_total Claims whose check failed.",
-                    "# TYPE veracity_claim_failures_total counter", f"veracity_claim_failures_total {self.failures}",
+                    "# TYPE veracity_claim_failures_total counter",
+                    f"veracity_claim_failures_total {self.failures}",
                     "# HELP veracity_claim_duration_seconds Time to verify one claim.",
                     "# TYPE veracity_claim_duration_seconds histogram"]
             out += self.claim_seconds.lines("veracity_claim_duration_seconds")

@@ -31,5 +31,6 @@ def read_fever(paths: Sequence[Path]) -> list[Record]:
             "evidence_sets": [s for s in sets if s],
             "gold_titles": list(dict.fromkeys(fever_title(p) for s in sets for p, _ in s)),
         }
-        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta), obj["label"], where))
+        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta),
+                    obj["label"], where))
     return out

@@ -25,7 +25,8 @@ def read_feverous_s(paths: Sequence[Path]) -> list[Record]:
     for i, obj in enumerate(read_json(path, fmt, list)):
         where = f"{path} record {i}"
         if not isinstance(obj, dict):
-            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}", hint="use ProgramFC's dev.json")
+            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}",
+                            hint="use ProgramFC's dev.json")
         require_fields(obj, ("id", "claim", "label", "evidence"), where, fmt)
         sentences = []
         for line in str(obj["evidence"]).split("\n"):
@@ -38,5 +39,6 @@ def read_feverous_s(paths: Sequence[Path]) -> list[Record]:
             "gold_sentences": sentences,
             "gold_titles": list(dict.fromkeys(s["title"] for s in sentences)),
         }
-        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta), obj["label"], where))
+        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta),
+                    obj["label"], where))
     return out

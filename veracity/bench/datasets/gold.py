@@ -74,7 +74,8 @@ def _find(root: Path, candidates: Sequence[str], what: str, hint: str) -> Path:
 
 def attach_hover_gold(root: Path, claims: Sequence[Claim]) -> GoldResult:
     """HoVer: the intro paragraph of each supporting-fact title, from the gold paragraph corpus."""
-    path = _find(root, (f"{HOVER_GOLD_FOLDER}/{HOVER_GOLD_FILE}", HOVER_GOLD_FILE, f"hover/{HOVER_GOLD_FILE}"),
+    path = _find(root, (f"{HOVER_GOLD_FOLDER}/{HOVER_GOLD_FILE}", HOVER_GOLD_FILE,
+                        f"hover/{HOVER_GOLD_FILE}"),
                  "HoVer gold paragraph corpus",
                  f"put {HOVER_GOLD_FILE} (the shared data's {HOVER_GOLD_FOLDER}/) under the data dir, "
                  "or run with --evidence open (an index)")
@@ -103,7 +104,8 @@ def attach_feverous_gold(root: Path, claims: Sequence[Claim]) -> GoldResult:
     kept: set[str] = set()
     dropped: dict[str, str] = {}
     for claim in claims:
-        sentences = [s for s in claim.meta.get("gold_sentences") or [] if s.get("title") and s.get("sentence")]
+        sentences = [s for s in claim.meta.get("gold_sentences") or [] if s.get("title")
+                     and s.get("sentence")]
         if not sentences:
             dropped[claim.id] = "no gold sentences"
             continue

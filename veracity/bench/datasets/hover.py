@@ -24,10 +24,13 @@ def read_hover(paths: Sequence[Path]) -> list[Record]:
     for i, obj in enumerate(read_json(path, fmt, list)):
         where = f"{path} record {i}"
         if not isinstance(obj, dict):
-            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}", hint="use the official file")
+            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}",
+                            hint="use the official file")
         if "label" not in obj:
-            raise DataError(f"{where}: expected {fmt}, found a record without 'label' (the unlabelled test release?)",
-                            hint="HoVer's test release has no labels: use the dev file hover_dev_release_v1.1.json")
+            raise DataError(f"{where}: expected {fmt}, found a record without 'label' (the unlabelled test "
+                            "release?)",
+                            hint="HoVer's test release has no labels: use the dev file "
+                                 "hover_dev_release_v1.1.json")
         require_fields(obj, ("uid", "claim", "supporting_facts", "label", "num_hops"), where, fmt)
         facts = [[str(t), int(s)] for t, s in obj["supporting_facts"]]
         meta = {
@@ -36,5 +39,6 @@ def read_hover(paths: Sequence[Path]) -> list[Record]:
             "supporting_facts": facts,
             "hpqa_id": obj.get("hpqa_id"),
         }
-        out.append((Claim(id=str(obj["uid"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta), obj["label"], where))
+        out.append((Claim(id=str(obj["uid"]), text=nonempty_text(obj["claim"], where, fmt), meta=meta),
+                    obj["label"], where))
     return out

@@ -25,7 +25,8 @@ def read_generic_jsonl(paths: Sequence[Path]) -> list[Record]:
         require_fields(obj, ("claim", "label"), where, fmt)
         meta = {k: v for k, v in obj.items() if k not in ("id", "claim", "label", "date")}
         date = obj.get("date")
-        claim = Claim(id=str(obj.get("id", f"{path.stem}-{lineno}")), text=nonempty_text(obj["claim"], where, fmt),
+        claim = Claim(id=str(obj.get("id", f"{path.stem}-{lineno}")), text=nonempty_text(obj["claim"], where,
+                                                                                         fmt),
                       date=str(date) if date is not None else None, meta=meta)
         out.append((claim, obj["label"], where))
     return out

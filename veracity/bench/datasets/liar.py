@@ -41,10 +41,12 @@ def read_liar(split: str) -> Reader:
                     "subject": row[3], "speaker": row[4], "job_title": row[5], "state": row[6],
                     "party": row[7], "context": row[13],
                     "credit_history": dict(zip(
-                        ("barely-true", "false", "half-true", "mostly-true", "pants-fire"), row[8:13], strict=True)),
+                        ("barely-true", "false", "half-true", "mostly-true", "pants-fire"), row[8:13],
+                                               strict=True)),
                 }
                 cid = row[0][:-5] if row[0].endswith(".json") else row[0]
-                out.append((Claim(id=cid, text=nonempty_text(row[2], where, fmt, "statement"), meta=meta), row[1], where))
+                out.append((Claim(id=cid, text=nonempty_text(row[2], where, fmt, "statement"), meta=meta),
+                            row[1], where))
         return out
 
     read.__doc__ = read_liar.__doc__

@@ -68,7 +68,8 @@ def read_factool_kbqa(paths: Sequence[Path]) -> list[Record]:
                                 hint="use FacTool's datasets/knowledge_qa/knowledge_qa.jsonl")
             require_fields(item, ("claim", "label"), f"{where} claim {j}", fmt)
             meta = {"prompt": obj["prompt"], "response": obj["response"], "response_label": obj.get("label")}
-            out.append((Claim(id=f"kbqa-{lineno}-{j}", text=nonempty_text(item["claim"], where, fmt), meta=meta),
+            out.append((Claim(id=f"kbqa-{lineno}-{j}", text=nonempty_text(item["claim"], where, fmt),
+                              meta=meta),
                         item["label"], f"{where} claim {j}"))
     return out
 
@@ -115,7 +116,8 @@ def read_factbench_segments(source: str) -> Reader:
             for j, (text, lab) in enumerate(zip(claims, labels, strict=True), 1):
                 meta = {"prompt": obj.get("prompt"), "response": obj["response"],
                         "response_label": obj.get("response_label")}
-                out.append((Claim(id=f"{source}-{lineno}-{j}", text=nonempty_text(text, where, fmt), meta=meta),
+                out.append((Claim(id=f"{source}-{lineno}-{j}", text=nonempty_text(text, where, fmt),
+                                  meta=meta),
                             lab, f"{where} claim {j}"))
         return out
 

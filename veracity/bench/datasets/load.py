@@ -141,7 +141,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
 
 
 def _find_file(data_dir: Path, spec: DatasetSpec, rel: str) -> Path:
-    """``rel`` may list alternative official names separated by '|'; tried under data_dir/<folder>, then data_dir."""
+    """``rel`` may list alternative official names separated by '|'; tried under data_dir/<folder>, then data_dir."""  # noqa: E501
     names = rel.split("|")
     tried = []
     for base in (data_dir / spec.folder, data_dir):
@@ -176,7 +176,8 @@ def _normalise_hops(hops: int | Iterable[int] | None) -> set[int] | None:
         return None
     values = {hops} if isinstance(hops, int) else set(hops)
     if not values or not all(isinstance(h, int) and h in (2, 3, 4) for h in values):
-        raise DataError(f"hops must be 2, 3 or 4, got {sorted(values, key=str)}", hint="e.g. --hops 3 or --hops 2,3")
+        raise DataError(f"hops must be 2, 3 or 4, got {sorted(values, key=str)}",
+                        hint="e.g. --hops 3 or --hops 2,3")
     return values
 
 
@@ -243,14 +244,15 @@ def load_dataset(
                           hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
     if order not in ORDER_MODES:
         raise ConfigError(f"unknown run order {order!r}",
-                          hint="use --order sample (the sample's order) or dataset (the dataset file's order)")
+                          hint="use --order sample (the sample's order) or dataset (the dataset file's order)")  # noqa: E501
     evidence = evidence_setting(evidence)  # the settings' one check (veracity.pipeline.evidence)
     gold_spec = None
     if name.startswith("jsonl:"):
         path = Path(name[len("jsonl:"):]).expanduser()
         if not path.is_file():
             raise DataError(f"claims file not found: {path}",
-                            hint="jsonl:PATH takes a path to a JSONL file of {\"id\", \"claim\", \"label\"} objects")
+                            hint="jsonl:PATH takes a path to a JSONL file of {\"id\", \"claim\", \"label\"} "
+                                 "objects")
         mapping = parse_label_map(label_map) or dict(_DEFAULT_JSONL_MAP)
         files, reader, ds_name, var_name, created = [path], read_generic_jsonl, name, None, None
         declared = None

@@ -45,11 +45,13 @@ def read_su2023(paths: Sequence[Path]) -> list[Record]:
     for path in paths:
         kind = path.stem.upper()
         doc = read_json(path, fmt, dict)
-        for key in sorted(doc, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k))):
+        for key in sorted(doc, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0,
+                                              str(k))):
             obj = doc[key]
             where = f"{path} key {key}"
             if not isinstance(obj, dict):
-                raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}", hint="use the released files")
+                raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}",
+                                hint="use the released files")
             require_fields(obj, ("id", "text", "title"), where, fmt)
             meta = {"news_id": obj["id"], "title": obj.get("title"), "description": obj.get("description"),
                     "release": "PolitiFact++"}
@@ -119,7 +121,8 @@ def read_chandleru11(site: str, split: str) -> Reader:
             where = location(path, lineno)
             title = " ".join(_py_list(row["title"], where, fmt, "title"))
             meta = {"news_id": row["id"], "title": title, "split": split, "release": "chandleru11",
-                    "n_comments": len(_py_list(row["comments"], where, fmt, "comments")) if row.get("comments") else 0}
+                    "n_comments": len(_py_list(row["comments"], where, fmt,
+                                               "comments")) if row.get("comments") else 0}
             body = " ".join(_py_list(row["content"], where, fmt, "content")).strip() or title
             text = fit_article(nonempty_text(body, where, fmt, "content"), meta)
             out.append((Claim(id=row["id"], text=text, meta=meta), row["label"], where))
@@ -130,7 +133,8 @@ def read_chandleru11(site: str, split: str) -> Reader:
 
 
 def read_fakenewsnet_csv(paths: Sequence[Path]) -> list[Record]:
-    """Official FakeNewsNet minimal release (``<site>_fake.csv`` / ``<site>_real.csv``: id, news_url, title, tweet_ids).
+    """Official FakeNewsNet minimal release (``<site>_fake.csv`` / ``<site>_real.csv``: id, news_url, title,
+    tweet_ids).
 
     The label is the file: ``*_fake.csv`` -> REFUTED, ``*_real.csv`` -> SUPPORTED (orig_label
     "fake"/"real"). Claim.text = the title (the release has no article bodies); meta: ``news_url``,
@@ -144,7 +148,8 @@ def read_fakenewsnet_csv(paths: Sequence[Path]) -> list[Record]:
             where = location(path, lineno)
             tweets = [t for t in (row.get("tweet_ids") or "").split("\t") if t.strip()]
             meta = {"news_url": row["news_url"], "n_tweets": len(tweets), "release": "FakeNewsNet"}
-            out.append((Claim(id=row["id"], text=nonempty_text(row["title"], where, fmt, "title"), meta=meta), kind, where))
+            out.append((Claim(id=row["id"], text=nonempty_text(row["title"], where, fmt, "title"), meta=meta),
+                        kind, where))
     return out
 
 
@@ -160,8 +165,11 @@ def read_kkush_gossipcop(paths: Sequence[Path]) -> list[Record]:
     for i, obj in enumerate(read_json(path, fmt, list)):
         where = f"{path} record {i}"
         if not isinstance(obj, dict):
-            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}", hint="use all_data.json")
+            raise DataError(f"{where}: expected {fmt}, found a {type(obj).__name__}",
+                            hint="use all_data.json")
         require_fields(obj, ("id", "text", "label"), where, fmt)
-        meta = {"url": obj.get("url") or None, "image_path": obj.get("image_path") or None, "release": "FakeNewsNet"}
-        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["text"], where, fmt, "text"), meta=meta), obj["label"], where))
+        meta = {"url": obj.get("url") or None, "image_path": obj.get("image_path") or None,
+                "release": "FakeNewsNet"}
+        out.append((Claim(id=str(obj["id"]), text=nonempty_text(obj["text"], where, fmt, "text"), meta=meta),
+                    obj["label"], where))
     return out

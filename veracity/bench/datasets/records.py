@@ -36,7 +36,7 @@ def read_jsonl(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 found = "a JSON list (one document, not JSON Lines)" if lineno == 1 and line.lstrip().startswith("[") \
-                    else f"text that is not JSON ({exc.msg})"
+                    else f"text that is not JSON ({exc.msg})"  # noqa: E501
                 raise DataError(
                     f"{location(path, lineno)}: expected {fmt} (one JSON object per line), found {found}",
                     hint="check that the file is the one the dataset's authors publish, not a converted copy",
@@ -72,7 +72,8 @@ def read_json(path: Path, fmt: str, top: type) -> Any:
     return doc
 
 
-MAX_DATASET_BYTES = 4 << 30  # the largest benchmark file (FEVER's wiki pages are read elsewhere) is far smaller
+# the largest benchmark file (FEVER's wiki pages are read elsewhere) is far smaller
+MAX_DATASET_BYTES = 4 << 30
 
 
 class open_text:
@@ -84,7 +85,8 @@ class open_text:
     def __enter__(self):
         size = self.path.stat().st_size
         if size > MAX_DATASET_BYTES:  # read whole (or line by line without a bound): refused before reading
-            raise DataError(f"{self.path}: {size / 2**30:.1f} GiB, larger than any {self.fmt} file of the benchmarks "
+            raise DataError(f"{self.path}: {size / 2**30:.1f} GiB, larger than any {self.fmt} file of the "
+                            "benchmarks "
                             f"(the limit is {MAX_DATASET_BYTES >> 30} GiB)",
                             hint="check that the file is the one the dataset's authors publish")
         self.fh = open(self.path, encoding="utf-8", newline="")
@@ -139,7 +141,8 @@ def read_csv(path: Path, fmt: str, fields: Sequence[str]) -> list[tuple[int, dic
 
 def nonempty_text(value: Any, where: str, fmt: str, what: str = "claim") -> str:
     if not isinstance(value, str) or not value.strip():
-        raise DataError(f"{where}: expected {fmt} with a non-empty string {what!r}, found {type(value).__name__} "
+        raise DataError(f"{where}: expected {fmt} with a non-empty string {what!r}, found "
+                        f"{type(value).__name__} "
                         f"{str(value)[:40]!r}", hint="fix or remove that record")
     return value.strip()
 

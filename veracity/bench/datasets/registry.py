@@ -71,8 +71,10 @@ class Variant:
     reader: Reader
     label_map: Mapping[str, Label | None]  # normalised original label -> Label (None = drop the record)
     created: str | None = None  # overrides DatasetSpec.created when this variant's data is younger
-    label_space: LabelSpace | None = None  # overrides DatasetSpec.label_space (e.g. a dataset's 3-way variant)
-    gold: GoldEvidence | None = None  # the claims' gold evidence (--evidence gold); None: the variant has none
+    # overrides DatasetSpec.label_space (e.g. a dataset's 3-way variant)
+    label_space: LabelSpace | None = None
+    # the claims' gold evidence (--evidence gold); None: the variant has none
+    gold: GoldEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,11 @@ class DatasetSpec:
     download: str  # where users get the files
     variants: Mapping[str, Variant]
     default_variant: str
-    label_space: LabelSpace  # the labels its claims are verified with: BINARY or THREE_WAY (variants may override)
+    # the labels its claims are verified with: BINARY or THREE_WAY (variants may override)
+    label_space: LabelSpace
     supports_hops: bool = False
-    no_gold: str = "its files hold no evidence passages"  # why --evidence gold is refused (variants without gold)
+    # why --evidence gold is refused (variants without gold)
+    no_gold: str = "its files hold no evidence passages"
 
     def space_of(self, variant: Variant) -> LabelSpace:
         """The declared label space of ``variant`` (its own, else the dataset's)."""
@@ -158,9 +162,11 @@ _register(DatasetSpec(
     created="2018-03-14", created_source="Thorne et al., FEVER, arXiv:1803.05355 (NAACL 2018)",
     download="https://fever.ai/dataset/fever.html",
     variants={
-        "paper_dev": Variant("paper_dev", "paper_dev (9,999 claims, balanced)", ("paper_dev.jsonl",), read_fever, _FEVER_MAP),
+        "paper_dev": Variant("paper_dev", "paper_dev (9,999 claims, balanced)", ("paper_dev.jsonl",),
+                             read_fever, _FEVER_MAP),
         "paper_test": Variant("paper_test", "paper_test", ("paper_test.jsonl",), read_fever, _FEVER_MAP),
-        "shared_task_dev": Variant("shared_task_dev", "shared_task_dev (19,998 claims)", ("shared_task_dev.jsonl",),
+        "shared_task_dev": Variant("shared_task_dev", "shared_task_dev (19,998 claims)",
+                                   ("shared_task_dev.jsonl",),
                                    read_fever, _FEVER_MAP),
         "train": Variant("train", "train", ("train.jsonl",), read_fever, _FEVER_MAP),
     },
@@ -177,7 +183,8 @@ _register(DatasetSpec(
     variants={
         "official": Variant("official", "FacTool's knowledge_qa.jsonl, one record per annotated claim",
                             ("knowledge_qa.jsonl",), read_factool_kbqa, TRUE_FALSE),
-        "fire": Variant("fire", "FIRE's flattening (datasets/factool_qa/data.jsonl)", ("fire_factool_qa_data.jsonl",),
+        "fire": Variant("fire", "FIRE's flattening (datasets/factool_qa/data.jsonl)",
+                        ("fire_factool_qa_data.jsonl",),
                         read_claim_label_jsonl("kbqa-fire"), TRUE_FALSE),
     },
     default_variant="official",
@@ -192,7 +199,8 @@ _register(DatasetSpec(
     variants={
         "emulate": Variant(
             "emulate", "EMULATE convention: supported -> True, refuted -> False, other labels dropped "
-            "(EMULATE further sub-sampled 160 supported claims; that subset is unpublished, use --limit/--seed)",
+            "(EMULATE further sub-sampled 160 supported claims; that subset is unpublished, use "
+            "--limit/--seed)",
             ("fire_bingcheck.jsonl|bingcheck.jsonl",), read_claim_label_jsonl("bingcheck"),
             {"supported": S, "refuted": R, "partially supported": DROP, "not supported": DROP}),
         "4way": Variant(
@@ -200,9 +208,12 @@ _register(DatasetSpec(
             "not supported (no evidence found) -> NOT_ENOUGH_INFO", ("fire_bingcheck.jsonl|bingcheck.jsonl",),
             read_claim_label_jsonl("bingcheck"), _BING_4WAY, label_space=THREE_WAY),
         "fire": Variant("fire", "FIRE paper subset (data.jsonl): true -> SUPPORTED, false -> REFUTED",
-                        ("fire_data.jsonl|data.jsonl",), read_claim_label_jsonl("bingcheck-fire"), TRUE_FALSE),
-        "fire-full": Variant("fire-full", "FIRE data_full.jsonl: true (= supported + partially supported) / false "
-                             "(= refuted); not supported dropped by FIRE", ("fire_data_full.jsonl|data_full.jsonl",),
+                        ("fire_data.jsonl|data.jsonl",), read_claim_label_jsonl("bingcheck-fire"),
+                        TRUE_FALSE),
+        "fire-full": Variant("fire-full",
+                             "FIRE data_full.jsonl: true (= supported + partially supported) / false "
+                             "(= refuted); not supported dropped by FIRE",
+                             ("fire_data_full.jsonl|data_full.jsonl",),
                              read_claim_label_jsonl("bingcheck-firefull"), TRUE_FALSE),
     },
     default_variant="emulate",
@@ -221,7 +232,8 @@ _register(DatasetSpec(
                         ("subtask4_claim_factuality.jsonl",), read_factcheck_subtask4,
                         {"true": S, "false": R, "not_enough_evidence": N}, label_space=THREE_WAY),
         "fire": Variant("fire", "FIRE's binary copy (datasets/factcheckbench/data.jsonl)",
-                        ("fire_factcheckbench_data.jsonl",), read_claim_label_jsonl("factcheck-fire"), TRUE_FALSE),
+                        ("fire_factcheckbench_data.jsonl",), read_claim_label_jsonl("factcheck-fire"),
+                        TRUE_FALSE),
     },
     default_variant="binary",
 ))
@@ -249,45 +261,58 @@ _register(DatasetSpec(
     created="2018-09-05", created_source=_FNN_CREATED,
     download="github.com/mbzuai-nlp/Fakenews-dataset (PolitiFact++), github.com/KaiDMML/FakeNewsNet",
     variants={
-        "su2023": Variant("su2023", "PolitiFact++ human-written articles HF (fake) + HR (real): the re-release "
+        "su2023": Variant("su2023",
+                          "PolitiFact++ human-written articles HF (fake) + HR (real): the re-release "
                           "ZoFia evaluates on", ("PolitiFact++/HF.json", "PolitiFact++/HR.json"), read_su2023,
                           {"hf": R, "hr": S}),
-        "su2023-all": Variant("su2023-all", "PolitiFact++ incl. LLM-generated fake (MF) and paraphrased real (MR)",
+        "su2023-all": Variant("su2023-all",
+                              "PolitiFact++ incl. LLM-generated fake (MF) and paraphrased real (MR)",
                               ("PolitiFact++/HF.json", "PolitiFact++/HR.json", "PolitiFact++/MF.json",
                                "PolitiFact++/MR.json"), read_su2023, {"hf": R, "hr": S, "mf": R, "mr": S},
                               created="2023-11-08"),  # MF/MR written by LLMs for arXiv:2311.04917
         "sheepdog-test": Variant("sheepdog-test", "SheepDog test articles (1 = fake)",
-                                 ("sheepdog_politifact/politifact_test.jsonl",), read_sheepdog("test"), FAKE_REAL_01),
+                                 ("sheepdog_politifact/politifact_test.jsonl",), read_sheepdog("test"),
+                                 FAKE_REAL_01),
         "sheepdog-train": Variant("sheepdog-train", "SheepDog train articles (1 = fake)",
-                                  ("sheepdog_politifact/politifact_train.jsonl",), read_sheepdog("train"), FAKE_REAL_01),
+                                  ("sheepdog_politifact/politifact_train.jsonl",), read_sheepdog("train"),
+                                  FAKE_REAL_01),
         "chandleru11-test": Variant("chandleru11-test", "ChandlerU11 cleaned test articles (1 = fake)",
-                                    ("chandleru11_cleaned/politifact_test.csv",), read_chandleru11("politifact", "test"),
+                                    ("chandleru11_cleaned/politifact_test.csv",),
+                                    read_chandleru11("politifact", "test"),
                                     FAKE_REAL_01),
         "chandleru11-train": Variant("chandleru11-train", "ChandlerU11 cleaned train articles (1 = fake)",
                                      ("chandleru11_cleaned/politifact_train.csv",),
                                      read_chandleru11("politifact", "train"), FAKE_REAL_01),
         "fakenewsnet": Variant("fakenewsnet", "official FakeNewsNet titles, fake + real csv",
-                               ("fakenewsnet_official/politifact_fake.csv", "fakenewsnet_official/politifact_real.csv"),
+                               ("fakenewsnet_official/politifact_fake.csv",
+                                "fakenewsnet_official/politifact_real.csv"),
                                read_fakenewsnet_csv, {"fake": R, "real": S}),
-        "fakenewsnet-fake": Variant("fakenewsnet-fake", "official FakeNewsNet titles, fake list only (all REFUTED)",
-                                    ("fakenewsnet_official/politifact_fake.csv",), read_fakenewsnet_csv, {"fake": R}),
+        "fakenewsnet-fake": Variant("fakenewsnet-fake",
+                                    "official FakeNewsNet titles, fake list only (all REFUTED)",
+                                    ("fakenewsnet_official/politifact_fake.csv",), read_fakenewsnet_csv,
+                                    {"fake": R}),
     },
     default_variant="su2023",
 ))
 
 _register(DatasetSpec(
     name="gossipcop", folder=_PF, label_space=BINARY,
-    summary="GossipCop entertainment news (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; several releases",
+    summary="GossipCop entertainment news (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; several releases",  # noqa: E501
     created="2018-09-05", created_source=_FNN_CREATED,
     download="github.com/KaiDMML/FakeNewsNet; github.com/ChandlerU11/fake_news_data",
     variants={
-        "chandleru11-test": Variant("chandleru11-test", "ChandlerU11 cleaned test articles with body text (1 = fake)",
-                                    ("chandleru11_cleaned/gossipcop_test.csv",), read_chandleru11("gossipcop", "test"),
+        "chandleru11-test": Variant("chandleru11-test",
+                                    "ChandlerU11 cleaned test articles with body text (1 = fake)",
+                                    ("chandleru11_cleaned/gossipcop_test.csv",), read_chandleru11("gossipcop",
+                                                                                                  "test"),
                                     FAKE_REAL_01),
-        "titles": Variant("titles", "all 22,140 FakeNewsNet GossipCop titles (all_data.json conversion, 1 = fake)",
-                          ("gossipcop_titles_kkush/gossipcop_all_data.json",), read_kkush_gossipcop, FAKE_REAL_01),
+        "titles": Variant("titles",
+                          "all 22,140 FakeNewsNet GossipCop titles (all_data.json conversion, 1 = fake)",
+                          ("gossipcop_titles_kkush/gossipcop_all_data.json",), read_kkush_gossipcop,
+                          FAKE_REAL_01),
         "fakenewsnet": Variant("fakenewsnet", "official FakeNewsNet titles, fake + real csv",
-                               ("fakenewsnet_official/gossipcop_fake.csv", "fakenewsnet_official/gossipcop_real.csv"),
+                               ("fakenewsnet_official/gossipcop_fake.csv",
+                                "fakenewsnet_official/gossipcop_real.csv"),
                                read_fakenewsnet_csv, {"fake": R, "real": S}),
     },
     default_variant="chandleru11-test",
@@ -296,10 +321,12 @@ _register(DatasetSpec(
 _LIAR_BINARY = {"true": S, "mostly-true": S, "half-true": S, "barely-true": R, "false": R, "pants-fire": R}
 _register(DatasetSpec(
     name="liar", folder="liar", label_space=BINARY,
-    summary="LIAR PolitiFact statements: 6 ratings kept in meta, binarised true/mostly/half vs barely/false/pants-fire",
+    summary="LIAR PolitiFact statements: 6 ratings kept in meta, binarised true/mostly/half vs "
+            "barely/false/pants-fire",
     created="2017-05-01", created_source="Wang, 'Liar, Liar Pants on Fire', arXiv:1705.00648 (ACL 2017)",
     download="https://www.cs.ucsb.edu/~william/data/liar_dataset.zip",
-    variants={split: Variant(split, f"{split}.tsv, binarised", (f"{split}.tsv",), read_liar(split), _LIAR_BINARY)
+    variants={split: Variant(split, f"{split}.tsv, binarised", (f"{split}.tsv",), read_liar(split),
+                             _LIAR_BINARY)
               for split in ("test", "valid", "train")},
     default_variant="test",
 ))
@@ -335,7 +362,8 @@ def describe_datasets() -> list[dict[str, Any]]:
                                   "labels": [lab.value for lab in label_set(v.label_map)],
                                   "label_space": spec.space_of(v).name,
                                   "gold_evidence": v.gold.meaning if v.gold else None,
-                                  "label_map": {k: (lab.value if lab else None) for k, lab in v.label_map.items()}}
+                                  "label_map": {k: (lab.value if lab else None) for k,
+                                                lab in v.label_map.items()}}
                          for v in spec.variants.values()},
         })
     return out

@@ -2,7 +2,8 @@
 
 ``engine`` is the run's :class:`~veracity.pipeline.engine.Engine` (built from its
 :class:`~veracity.pipeline.config.VerifierConfig`), ``pending`` the claims still to verify (the caller
-checked them and left out the ids already written), ``sink`` the :class:`~veracity.pipeline.results.ResultSink`
+checked them and left out the ids already written), ``sink`` the
+:class:`~veracity.pipeline.results.ResultSink`
 that writes the run manifest (:meth:`~veracity.pipeline.results.ResultSink.open`) and every result.
 ``local`` keeps ``concurrency`` claims in flight in this process; ``ray`` runs them as a Ray Data pipeline
 of actors, each building its own engine from the config. An endpoint that stops answering

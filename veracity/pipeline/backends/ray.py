@@ -95,8 +95,9 @@ def _probe(address: str) -> None:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address} ({exc.strerror or type(exc).__name__})",
-                           hint="start its head node (`ray start --head`), check --ray-address, or leave it out "
+        raise ClusterError(f"cannot reach the Ray cluster at {address} ({exc.strerror or type(exc).__name__})",  # noqa: E501
+                           hint="start its head node (`ray start --head`), check --ray-address, or leave it "
+                                "out "
                                 "to start a local Ray instance") from None
 
 
@@ -186,7 +187,8 @@ def connect(options: RayOptions) -> bool:
             ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, RuntimeError, ...: one line whatever Ray raised
         where = ("find a running Ray cluster (--ray-address auto)" if options.address == "auto" else
-                 f"join the Ray cluster at {options.address}" if options.address else "start a local Ray instance")
+                 f"join the Ray cluster at {options.address}" if options.address
+                 else "start a local Ray instance")
         hint = ("start one with `ray start --head`, or leave --ray-address out to start a local Ray instance"
                 if options.address == "auto" else
                 "check --ray-address and that the cluster runs the same Ray version" if options.address else
@@ -222,9 +224,11 @@ def actor_recipe(engine: Any, endpoint: str | None, model: str | None) -> dict[s
     searcher = engine.searcher
     index = getattr(searcher, "index_dir", None) if searcher is not None else None
     config = engine.config.replace(endpoint=endpoint, model=model,
-                                   index=str(index) if index is not None else searcher)  # a stand-in travels as is
+                                   # a stand-in travels as is
+                                   index=str(index) if index is not None else searcher)
     custom = engine.evidence not in ("open", "gold", "none")
-    return {"config": config, "llm": engine.stand_in, "retriever_for": engine.retriever_for if custom else None}
+    return {"config": config, "llm": engine.stand_in,
+            "retriever_for": engine.retriever_for if custom else None}
 
 
 class ClaimActor:
@@ -316,10 +320,12 @@ def _pipeline_rows(ray: Any, claims: list[Claim], recipe: dict[str, Any], option
 
     cpus = actor_cpus(float(ray.cluster_resources().get("CPU", 0)), options.actors)
     items = [{"id": c.id, "claim": claim_payload(c)} for c in claims]
-    ds = ray.data.from_items(items, override_num_blocks=len(items))  # one block per claim: none waits on another
+    # one block per claim: none waits on another
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
     ds = ds.map_batches(
         ClaimActor, fn_constructor_kwargs={"recipe": recipe}, batch_size=1,
-        compute=ActorPoolStrategy(size=min(options.actors, len(items)), max_concurrent_calls_per_actor=concurrency,
+        compute=ActorPoolStrategy(size=min(options.actors, len(items)),
+                                  max_concurrent_calls_per_actor=concurrency,
                                   max_tasks_in_flight_per_actor=concurrency),
         num_cpus=cpus)
     yield from ds.iter_rows()
@@ -347,7 +353,8 @@ def _cluster_failure(exc: BaseException, log_path: Path | None = None) -> Veraci
     kind = getattr(errors, found.group(1), None) if found else None
     if found and isinstance(kind, type) and issubclass(kind, VeracityError):
         return kind(f"on a Ray actor: {found.group(2).strip()}",
-                    hint="every node needs veracity, the index at the driver's path and the model endpoint within "
+                    hint="every node needs veracity, the index at the driver's path and the model endpoint "
+                         "within "
                          "reach; then run the same command again to resume")
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return ClusterError(f"the Ray pipeline failed: {type(exc).__name__}: {first[:300]}",
@@ -366,7 +373,8 @@ def run(engine: Engine, pending: list[Claim], sink: ResultSink, concurrency: int
     options = RayOptions(address=ex.ray_address, actors=ex.ray_actors or DEFAULT_RAY_ACTORS)
     stats = sink.stats
     if not pending:
-        sink.open(ServedModel(config.endpoint.model, config.endpoint.url, settings.temperature, settings.seed))
+        sink.open(ServedModel(config.endpoint.model, config.endpoint.url, settings.temperature,
+                              settings.seed))
         return stats
     served = served_model(engine)
     with contextlib.ExitStack() as stack:

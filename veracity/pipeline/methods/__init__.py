@@ -35,18 +35,24 @@ DEFAULT_METHOD = "rag"
 ABLATIONS: dict[str, tuple[str, str, object, str]] = {
     "no-memory": ("mermaid", "memory", False, "MERMAID ablation: no evidence memory."),
     "no-decomposer": ("mermaid", "decomposer", False, "MERMAID ablation: no claim decomposition."),
-    "no-search-rank": ("emulate", "search_rank", False, "EMULATE ablation: keep search order (no SearchRank)."),
+    "no-search-rank": ("emulate", "search_rank", False,
+                       "EMULATE ablation: keep search order (no SearchRank)."),
     "no-self-contained-check": ("emulate", "self_contained_check", False,
                                 "EMULATE ablation: treat every page as self-contained."),
-    "static": ("trification", "static", True, "Trification: run the first valid graph once (no modification)."),
+    "static": ("trification", "static", True,
+               "Trification: run the first valid graph once (no modification)."),
     "no-refine": ("trification", "no_refine", True, "Trification ablation: no REFINE nodes."),
-    "no-refine-think": ("trification", "no_refine_think", True, "Trification ablation: no REFINE and no THINK nodes."),
+    "no-refine-think": ("trification", "no_refine_think", True,
+                        "Trification ablation: no REFINE and no THINK nodes."),
     "no-wiki": ("zofia", "no_wiki", True, "ZoFia ablation: no Wikipedia entry retrieval."),
-    "no-web": ("zofia", "no_web", True, "ZoFia ablation: no conjunctive keyword retrieval (the open-web stand-in)."),
+    "no-web": ("zofia", "no_web", True,
+               "ZoFia ablation: no conjunctive keyword retrieval (the open-web stand-in)."),
     "no-linguist": ("zofia", "no_linguist", True, "ZoFia ablation: no linguist agent."),
     "no-expert": ("zofia", "no_expert", True, "ZoFia ablation: no domain-expert agent."),
-    "no-claim-verification": ("zofia", "no_claim_verification", True, "ZoFia ablation: no claim extraction + verification."),
-    "no-debate": ("zofia", "no_debate", True, "ZoFia ablation: one judge call instead of the pro/con debate."),
+    "no-claim-verification": ("zofia", "no_claim_verification", True,
+                              "ZoFia ablation: no claim extraction + verification."),
+    "no-debate": ("zofia", "no_debate", True,
+                  "ZoFia ablation: one judge call instead of the pro/con debate."),
 }
 
 
@@ -75,4 +81,5 @@ def get_method(name: str) -> MethodSpec:
         raise ConfigError(f"unknown method {name!r}", hint=f"choose one of: {', '.join(METHODS)}") from None
 
 
-__all__ = ["ABLATIONS", "DEFAULT_METHOD", "METHODS", "ablation_params", "MethodContext", "MethodSpec", "get_method"]
+__all__ = ["ABLATIONS", "DEFAULT_METHOD", "METHODS", "ablation_params", "MethodContext", "MethodSpec",
+           "get_method"]

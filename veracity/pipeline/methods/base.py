@@ -66,7 +66,8 @@ class MethodContext:
     params: Any  # the method's params dataclass instance
     state: Any = None  # the method's RunState instance (None when the method keeps none)
     label_space: LabelSpace = THREE_WAY  # the verdicts the run may give (veracity.pipeline.labels)
-    seed: int | None = None  # the run's seed (the client's): each request's seed derives from it (roles.SEED_RULE)
+    # the run's seed (the client's): each request's seed derives from it (roles.SEED_RULE)
+    seed: int | None = None
     claim_id: str = ""
     calls: dict[str, int] = field(default_factory=dict)  # calls made so far per role (the seed rule's index)
 
@@ -95,7 +96,8 @@ class MethodSpec:
     # bench run's per-method statistics: results (dicts with their traces) -> a summary of the method's own
     # trace events, or None when no claim has them (Trification's Table 2, MERMAID's steps)
     run_statistics: Callable[[list[dict[str, Any]]], dict[str, Any] | None] | None = None
-    # how the verdict's confidence is read from the deciding calls' label distributions (pipeline/confidence.py;
+    # how the verdict's confidence is read from the deciding calls' label distributions
+    # (pipeline/confidence.py;
     # benchmarks/PAPERS.md per method); None: the method sets Verdict.label_probs itself, or has none
     confidence: ConfidenceRule | None = None
 

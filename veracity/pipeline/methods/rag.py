@@ -30,12 +30,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation
+from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation  # noqa: E501
 from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
-from veracity.pipeline.roles import Fallback, LabelName, Role, cited_evidence, citing, dated_claim, format_passages
+from veracity.pipeline.roles import Fallback, LabelName, Role, cited_evidence, citing, dated_claim, format_passages  # noqa: E501
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 
@@ -45,8 +45,10 @@ class RagParams(MethodParams):
     passage_max_words: int = param(150, min=1, max=5000, help="words of each passage shown to the judge")
     constrain_citations: bool = param(True, help="the judge's schema enumerates the shown passage ids")
     select: str = param("auto", choices=("false", "true", "auto"),
-                        help="before judging, the model keeps only the passages about what the claim names (the "
-                             "pipeline's evidence-selection step) and the judge sees those; auto: only when the "
+                        help="before judging, the model keeps only the passages about what the claim names "
+                             "(the "
+                             "pipeline's evidence-selection step) and the judge sees those; auto: only when "
+                             "the "
                              "passages come from an index, not with the claim's gold evidence")
     quotes: str = param("off", choices=QUOTE_MODES,
                         help="the judge quotes the words of each cited passage its label rests on; show: the "
@@ -56,13 +58,18 @@ class RagParams(MethodParams):
 
 # -- role: rag.judge ---------------------------------------------------------------------------
 class RagJudgement(BaseModel):
-    explanation: str = Field(max_length=600, description="one or two sentences of reasoning grounded in the passages")
+    explanation: str = Field(max_length=600,
+                             description="one or two sentences of reasoning grounded in the passages")
     label: LabelName
-    cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="ids of the passages the verdict relies on, e.g. 'Title#0'")
+    cited_passages: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5,
+                                                                        description="ids of the passages the "
+                                                                                    "verdict relies on, e.g. "
+                                                                                    "'Title#0'")
 
 
 RagQuotedJudgement = quoted(RagJudgement, "RagQuotedJudgement",  # with quotes=show|check
-                            "for each passage the verdict relies on, the words the label rests on, copied exactly")
+                            "for each passage the verdict relies on, the words the label rests on, copied "
+                            "exactly")
 
 
 def rag_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str:
@@ -88,7 +95,8 @@ def passages_then_claim(claim: Claim, passages: list[Evidence], max_words: int) 
                                         f"{dated_claim(claim)}"}]
 
 
-JUDGE = Role("rag.judge", turns=(QUOTE_RETRY,), output=RagJudgement, render=passages_then_claim, instructions=rag_system, max_tokens=320,
+JUDGE = Role("rag.judge", turns=(QUOTE_RETRY,), output=RagJudgement, render=passages_then_claim,
+             instructions=rag_system, max_tokens=320,
              confidence="label",
              summary="judges the claim from the retrieved passages and cites the ones it relies on",
              fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO (binary: the binary rule)"))
@@ -102,14 +110,16 @@ class RagSelection(BaseModel):
 
 SELECT_SYSTEM = (
     "You are a careful fact-checker. You get numbered Wikipedia passages, each headed by its id in square "
-    "brackets, then a claim. Pick the passages that are about the people, places or things the claim names and "
+    "brackets, then a claim. Pick the passages that are about the people, places or things the claim names "
+    "and "
     "say something that bears on whether it is true; leave out passages that only share a word with it. "
     "Reply in JSON."
 )
 
 
 SELECT = Role("rag.select", output=RagSelection, render=passages_then_claim, instructions=SELECT_SYSTEM,
-              max_tokens=160, summary="keeps the retrieved passages about what the claim names (with select=true)",
+              max_tokens=160,
+              summary="keeps the retrieved passages about what the claim names (with select=true)",
               fallback=Fallback(None, "no selection: the judge sees every retrieved passage"),
               extra={"paper": "the selection step of the pre-LLM pipeline (Trification §1)"})
 
@@ -119,7 +129,8 @@ async def select_passages(ctx: MethodContext, claim: Claim, passages: list[Evide
     """The passages the selection keeps, in retrieval order (all of them after a failed selection)."""
     ids = [e.passage_id for e in passages]
     out = await SELECT(ctx, claim=claim, passages=passages, max_words=max_words,
-                       output=citing(RagSelection, ids, field="relevant_passages", at_most=len(ids), at_least=1))
+                       output=citing(RagSelection, ids, field="relevant_passages", at_most=len(ids),
+                                     at_least=1))
     if out is None:
         return passages
     chosen = {pid.strip() for pid in out.relevant_passages}
@@ -173,7 +184,8 @@ async def judge_with_quotes(claim: Claim, ctx: MethodContext, passages: list[Evi
     if g.replaced is not None:
         return Verdict(label=g.replaced, explanation=ungrounded_explanation(g), evidence=evidence,
                        trace=ctx.trace, method="rag", quotes=g.quotes, grounding=g.grounding)
-    return Verdict(label=Label(g.reply.label), explanation=g.reply.explanation, evidence=evidence, trace=ctx.trace,
+    return Verdict(label=Label(g.reply.label), explanation=g.reply.explanation, evidence=evidence,
+                   trace=ctx.trace,
                    method="rag", quotes=g.quotes, grounding=g.grounding)
 
 

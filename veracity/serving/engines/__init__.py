@@ -1,4 +1,5 @@
-"""Serving engines: one interface (:class:`~veracity.serving.engines.base.ServingEngine`), one module per engine.
+"""Serving engines: one interface (:class:`~veracity.serving.engines.base.ServingEngine`), one module per
+engine.
 
 The launcher, state files, process groups and replicas (``veracity.serving.launch`` / ``replicas``) are
 the same for every engine; an engine only says whether it is installed, what it serves a model from,

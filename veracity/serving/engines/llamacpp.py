@@ -64,16 +64,18 @@ class LlamaCppEngine:
         if binary is None or not binary.exists():
             where = f" ({binary} does not exist)" if binary is not None else ""
             raise ServerError(f"llama.cpp's llama-server is not installed{where}",
-                              hint="run `veracity engines install llama.cpp` (builds it from the llama-cpp-python "
+                              hint="run `veracity engines install llama.cpp` (builds it from the "
+                                   "llama-cpp-python "
                                    "sources on the package index; about 10 min on 2 cores), or set "
                                    "VERACITY_LLAMA_SERVER to a llama-server binary")
         try:
             out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ServerError(f"{binary} does not run: {exc}",
-                              hint="build it again with `veracity engines install llama.cpp --force`") from exc
+                              hint="build it again with `veracity engines install llama.cpp --force`") from exc  # noqa: E501
         if out.returncode != 0:
-            line = next((ln for ln in (out.stderr + out.stdout).splitlines()[::-1] if ln.strip()), "no output")
+            line = next((ln for ln in (out.stderr + out.stdout).splitlines()[::-1] if ln.strip()),
+                        "no output")
             raise ServerError(f"{binary} --version failed: {line.strip()[:200]}",
                               hint="build it again with `veracity engines install llama.cpp --force`")
         version = next((ln.split(":", 1)[1].strip() for ln in (out.stderr + out.stdout).splitlines()

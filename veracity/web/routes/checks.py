@@ -1,4 +1,4 @@
-"""Single checks: ``POST /v1/verify``, ``POST /v1/verify/stream`` (SSE), and the history under ``/v1/checks``."""
+"""Single checks: ``POST /v1/verify``, ``POST /v1/verify/stream`` (SSE), and the history under ``/v1/checks``."""  # noqa: E501
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ class VerifyRequest(BaseModel):
 
     claim: str = Field(description="The claim to verify.")
     method: str = Field(DEFAULT_METHOD, description="A method of `veracity methods list`.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="Method parameters, e.g. {\"t_max\": 3}.")
     labels: str = Field("3way", description="Label space: 3way or binary.")
     min_confidence: float | None = Field(None, ge=0.0, le=1.0, description=(
-        "Abstain below this confidence: such a verdict becomes NOT_ENOUGH_INFO, marked abstained, with the label "
+        "Abstain below this confidence: such a verdict becomes NOT_ENOUGH_INFO, marked abstained, with the "
+        "label "
         "it would have given (as `veracity verify --min-confidence`)."))
 
 
@@ -37,7 +39,8 @@ def router(ctx: WebContext) -> APIRouter:
         from veracity.pipeline.claims import make_claim
 
         if len(req.claim) > config.max_claim_chars:
-            raise DataError(f"claim has {len(req.claim):,} characters, over the limit of {config.max_claim_chars:,}",
+            raise DataError(f"claim has {len(req.claim):,} characters, over the limit of "
+                            f"{config.max_claim_chars:,}",
                             hint="shorten the claim")
         claim = make_claim(req.claim)
         return ctx.verifier_for(req.method, req.labels, req.params), claim
@@ -57,7 +60,8 @@ def router(ctx: WebContext) -> APIRouter:
             record = verdict.to_dict(claim)
             metrics.claim(record["label"], time.perf_counter() - t0)
         check_id = store.add_check(record)
-        return JSONResponse(record, headers={"X-Veracity-Check": check_id, "Location": f"/v1/checks/{check_id}"})
+        return JSONResponse(record, headers={"X-Veracity-Check": check_id,
+                                             "Location": f"/v1/checks/{check_id}"})
 
     @r.post("/v1/verify/stream", tags=["checks"], summary="Verify one claim, streaming its trace (SSE)",
             responses={200: {"content": {"text/event-stream": {}},
@@ -67,7 +71,8 @@ def router(ctx: WebContext) -> APIRouter:
         release = checks.take()  # taken now, so a 429 comes before the stream starts
         queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         t0 = time.perf_counter()
-        task = asyncio.create_task(verifier.averify(claim, on_event=lambda ev: queue.put_nowait(("trace", ev))))
+        task = asyncio.create_task(verifier.averify(claim, on_event=lambda ev: queue.put_nowait(("trace",
+                                                                                                 ev))))
         # released when the method ends, even if the stream never starts (a client gone before the first byte)
         task.add_done_callback(lambda _t: release())
 
@@ -89,7 +94,7 @@ def router(ctx: WebContext) -> APIRouter:
         record = store.check(check_id)
         if record is None:
             return error(404, f"no check {check_id[:64]!r}", hint="GET /v1/checks lists the checks kept")
-        headers = {"Content-Disposition": f'attachment; filename="check-{check_id}.json"'} if download else None
+        headers = {"Content-Disposition": f'attachment; filename="check-{check_id}.json"'} if download else None  # noqa: E501
         return JSONResponse(record, headers=headers)
 
     return r

@@ -27,7 +27,8 @@ def router(ctx: WebContext) -> APIRouter:
                 "labels": [{"name": n, "labels": list(sp.values())} for n, sp in LABEL_SPACES.items()],
                 "default_method": DEFAULT_METHOD if config.searcher is not None else "direct"}
 
-    @r.get("/healthz", tags=["meta"], summary="App, model server and index (with a token set: only `ok` unless "
+    @r.get("/healthz", tags=["meta"],
+           summary="App, model server and index (with a token set: only `ok` unless "
            "the request carries the token)")
     async def healthz(request: Request) -> JSONResponse:
         model = await asyncio.to_thread(_model_health, config)
@@ -45,7 +46,8 @@ def router(ctx: WebContext) -> APIRouter:
         return JSONResponse({"ok": ok, "app": {"ok": True, "version": version()}, "model_server": model,
                              "index": index}, status_code=200 if ok else 503)
 
-    @r.get("/metrics", tags=["meta"], summary="Prometheus text: requests, claims, failures, latency histograms",
+    @r.get("/metrics", tags=["meta"],
+           summary="Prometheus text: requests, claims, failures, latency histograms",
            response_class=PlainTextResponse)
     async def get_metrics() -> PlainTextResponse:
         return PlainTextResponse(ctx.metrics.render(ctx.checks.running, ctx.store.count_active()),
@@ -58,7 +60,8 @@ def _model_health(config: WebConfig) -> dict[str, Any]:
     if config.model_health is not None:
         return config.model_health()
     if not config.endpoint:
-        return {"ok": config.llm is not None, "endpoint": None, "models": [getattr(config.llm, "model", None)]}
+        return {"ok": config.llm is not None, "endpoint": None, "models": [getattr(config.llm, "model",
+                                                                                   None)]}
     from veracity.serving.server import health
 
     models = health(config.endpoint)

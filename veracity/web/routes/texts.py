@@ -7,7 +7,8 @@
 - ``POST /v1/check/stream`` (same body) -> server-sent events as the check runs: ``start``, ``sentences``
   (the text's sentences and spans), ``claims`` (one sentence's extracted claims with their check-worthiness),
   ``extracted`` (all claims; the factual ones are verified next), ``trace`` (``{claim_id, event}``: a step of
-  one claim's verification), ``claim`` (``{claim_id, record}``: a claim's verdict), then ``done`` (``{check_id,
+  one claim's verification), ``claim`` (``{claim_id, record}``: a claim's verdict), then ``done``
+  (``{check_id,
   record}``) or ``error``.
 
 A text counts as one check against the app's cap on checks in flight; its claims run at most the
@@ -35,9 +36,11 @@ if TYPE_CHECKING:
 class CheckTextRequest(BaseModel):
     text: str = Field(description="The text to check (a paragraph, an article, an LLM's answer).")
     method: str = Field(DEFAULT_METHOD, description="The method that verifies each factual claim.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Method parameters, e.g. {\"t_max\": 3}.")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="Method parameters, e.g. {\"t_max\": 3}.")
     labels: str = Field("3way", description="Label space: 3way or binary.")
-    factscore: bool = Field(False, description="Also score the text FActScore-style (length penalty gamma=10).")
+    factscore: bool = Field(False,
+                            description="Also score the text FActScore-style (length penalty gamma=10).")
 
 
 def text_label(record: dict[str, Any]) -> str:
@@ -55,7 +58,8 @@ def router(ctx: "WebContext") -> APIRouter:
     return text_router(verifier_for=ctx.verifier_for, checks=ctx.checks, store=ctx.store, metrics=ctx.metrics)
 
 
-def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], checks: Any, store: Any, metrics: Any,
+def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], checks: Any, store: Any,
+                metrics: Any,
            max_chars: int = DEFAULT_MAX_CHARS) -> APIRouter:
     from veracity.check import STAGE
     from veracity.check.engine import ClaimVerifier
@@ -80,13 +84,17 @@ def text_router(*, verifier_for: Callable[[str, str, dict[str, Any]], Any], chec
         t0 = time.perf_counter()
         with checks.slot():
             record = await check_text(text, cv, params=params, gamma=params.gamma if req.factscore else None,
-                                      on_event=lambda ev: on_claim(ev["record"], t0) if ev["kind"] == "claim.verdict" else None)
+                                      on_event=lambda ev: on_claim(ev["record"],
+                                                                   t0) if ev["kind"] == "claim.verdict"
+                                      else None)
         check_id = store.add_check(history_record(record))
-        return JSONResponse(record, headers={"X-Veracity-Check": check_id, "Location": f"/v1/checks/{check_id}"})
+        return JSONResponse(record, headers={"X-Veracity-Check": check_id,
+                                             "Location": f"/v1/checks/{check_id}"})
 
     @api.post("/v1/check/stream", summary="Check a whole text, streaming claims and verdicts (SSE)",
               responses={200: {"content": {"text/event-stream": {}},
-                               "description": "events: sentences, claims, extracted, trace, claim, then done or error"}})
+                               "description": "events: sentences, claims, extracted, trace, claim, then done "
+                                              "or error"}})
     async def check_stream(req: CheckTextRequest) -> StreamingResponse:
         cv, text = prepare(req)
         release = checks.take()  # a 429 comes before the stream starts

@@ -11,9 +11,10 @@ from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.emulate.method import EmulateParams, verify_emulate
 from veracity.pipeline.methods.emulate.roles import (ADDITIONAL_QUERY_GEN, CLASSIFIER, DET_HELPFUL,
                                                      EMULATE_SYSTEM, INITIAL_QUERY_GEN, ROLES, SEARCH_RANK,
-                                                     SELF_CONTAINED_CHECK, SUFFICIENT_EVIDENCE, Classification,
+                                                     SELF_CONTAINED_CHECK, SUFFICIENT_EVIDENCE,
+                                                     Classification,
                                                      Helpful, QueryList, Ranking, SelfContained, Sufficient)
-from veracity.pipeline.methods.emulate.search import Page, SearchResult, apply_ranking, group_results, open_result
+from veracity.pipeline.methods.emulate.search import Page, SearchResult, apply_ranking, group_results, open_result  # noqa: E501
 
 SPEC = MethodSpec(
     name="emulate",

@@ -62,7 +62,8 @@ from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 @dataclass
 class EmulateParams(MethodParams):
-    max_search_queries: int = param(4, min=1, max=50, help="most search queries per claim (MAX_SEARCH_QUERIES)",
+    max_search_queries: int = param(4, min=1, max=50,
+                                    help="most search queries per claim (MAX_SEARCH_QUERIES)",
                                     paper="§4 Implementation: MAX_SEARCH_QUERIES = 4")
     max_search_results_per_query: int = param(2, min=1, max=100,
                                               help="results read per query (MAX_SEARCH_RESULTS_PER_QUERY)",
@@ -76,24 +77,31 @@ class EmulateParams(MethodParams):
                              help="tokens of an article shown as its web page (estimated as characters / 4; "
                                   "533 ≈ 400 words)",
                              paper="not stated (§3: the agents read the web page)")
-    use_knowledge: bool = param(False, help="the Classifier may use the model's own knowledge where the evidence is "
+    use_knowledge: bool = param(False,
+                                help="the Classifier may use the model's own knowledge where the evidence is "
                                             "silent (false: the evidence bank only)",
                                 paper="§3 (6): the Classifier classifies from the claim and the evidence set")
     search_rank: bool = param(True, help="rank results with SearchRank (ablation --no-search-rank: false, "
                                          "search order kept)", paper="Table 3: RM-SR")
-    self_contained_check: bool = param(True, help="run SelfContainedCheck (ablation --no-self-contained-check: "
-                                                  "false, every page self-contained)", paper="Table 3: RM-SCC")
-    skip_seen_pages: bool = param(True, help="drop articles already read for this claim from later result lists",
+    self_contained_check: bool = param(True,
+                                       help="run SelfContainedCheck (ablation --no-self-contained-check: "
+                                                  "false, every page self-contained)",
+                                       paper="Table 3: RM-SCC")
+    skip_seen_pages: bool = param(True,
+                                  help="drop articles already read for this claim from later result lists",
                                   paper="not stated (a person does not reopen a page, §3)")
     quotes: str = param("off", choices=QUOTE_MODES,
-                        help="the Classifier quotes the words of each passage its label rests on (veracity's switch, "
-                             "not the paper's); show: located and shown; check: retried once when a quote is not "
+                        help="the Classifier quotes the words of each passage its label rests on (veracity's "
+                             "switch, "
+                             "not the paper's); show: located and shown; check: retried once when a quote is "
+                             "not "
                              "in its passage, then NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded",
                         paper="not in the paper (issue 31)")
 
 
 async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: str) -> Verdict:
-    """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply -> NOT_ENOUGH_INFO
+    """Classifier(c, bank) as a verdict: True -> SUPPORTED, False -> REFUTED; no valid reply ->
+    NOT_ENOUGH_INFO
     (binary label space: the binary rule's REFUTED, traced as ``label_space.forced``)."""
     evidence = [e for pg in bank for e in pg.passages]
     if ctx.params.quotes != "off":
@@ -104,7 +112,8 @@ async def classify(ctx: MethodContext, claim: Claim, bank: list[Page], reason: s
         return Verdict(label=ctx.label_space.undecided(ctx.trace, explanation, path="emulate.classifier"),
                        explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate")
     ctx.trace.event("emulate.classify", reason=reason, label=out.label, pages=[pg.title for pg in bank])
-    return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED, explanation=out.explanation,
+    return Verdict(label=Label.SUPPORTED if out.label == "True" else Label.REFUTED,
+                   explanation=out.explanation,
                    evidence=evidence, trace=ctx.trace, method="emulate")
 
 
@@ -118,13 +127,16 @@ async def classify_quoting(ctx: MethodContext, claim: Claim, bank: list[Page], e
     memory bank's passages, checked as rag's are; check retries a mismatch once, then the label space's "not
     supported" label (NOT_ENOUGH_INFO; binary: REFUTED), marked ungrounded."""
     p, space = ctx.params, ctx.label_space
-    g = await ask_quoting(ctx, CLASSIFIER, p.quotes, evidence, claim=claim, bank=bank, use_knowledge=p.use_knowledge,
-                          quoting=True, output=quoting(QuotedClassification, [e.passage_id for e in evidence]),
+    g = await ask_quoting(ctx, CLASSIFIER, p.quotes, evidence, claim=claim, bank=bank,
+                          use_knowledge=p.use_knowledge,
+                          quoting=True, output=quoting(QuotedClassification,
+                                                       [e.passage_id for e in evidence]),
                           label_of=_as_label, fallback="False")
     if g is None:
         explanation = "No verdict: the classifier's reply did not validate."
         return Verdict(label=space.undecided(ctx.trace, explanation, path="emulate.classifier"),
-                       explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate", quotes=[],
+                       explanation=explanation, evidence=evidence, trace=ctx.trace, method="emulate",
+                       quotes=[],
                        grounding="ungrounded")
     ctx.trace.event("emulate.classify", reason=reason, label=g.reply.label, pages=[pg.title for pg in bank])
     if g.replaced is not None:

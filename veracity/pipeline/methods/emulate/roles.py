@@ -4,7 +4,8 @@ model.
 Every agent gets one system prompt (:data:`EMULATE_SYSTEM`) and one user message that puts the shared
 part first (evidence collected so far, the claim, the new page) and the agent's task last, so the
 agents judging one page share a prompt prefix on the server. Every role's ``instructions`` are that
-system prompt (what is sent); its task, the end of its user turn, is listed as the role's ``task``. The paper runs every agent at temperature 1 (§4, Implementation); the roles declare
+system prompt (what is sent); its task, the end of its user turn, is listed as the role's ``task``. The paper
+runs every agent at temperature 1 (§4, Implementation); the roles declare
 no temperature, so a run uses the client's (0 unless configured), and ``--param ROLE.temperature=1`` sets
 the paper's per role: the paper configs (``benchmarks/configs/emulate-*.toml``) set 1.0 for all seven, and
 each request then carries its own seed (:data:`veracity.pipeline.roles.SEED_RULE`).
@@ -62,7 +63,9 @@ def emulate_turn(claim: Claim, bank: list[Page], task: str, *, page: Page | None
 
 # -- output models -------------------------------------------------------------------------------
 class QueryList(BaseModel):  # InitialQueryGen, AdditionalQueryGen
-    queries: list[Annotated[str, Field(max_length=120)]] = Field(max_length=3, description="short search queries, most useful first")
+    queries: list[Annotated[str, Field(max_length=120)]] = Field(max_length=3,
+                                                                 description="short search queries, most "
+                                                                             "useful first")
 
 
 class Ranking(BaseModel):  # SearchRank
@@ -132,13 +135,15 @@ def search_rank_turn(claim: Claim, query: str, results: list[SearchResult],
     where = f"Source of every result: {source.describe()}\n" if source is not None else ""
     listing = "\n".join(f"{i}. Title: {r.title}\n   Section: {r.section}\n   Snippet: {r.snippet}"
                          for i, r in enumerate(results, 1))
-    return emulate_turn(claim, [], TASK_SEARCH_RANK, extra=f"Query: {query}\n{where}Search results:\n{listing}")
+    return emulate_turn(claim, [], TASK_SEARCH_RANK,
+                        extra=f"Query: {query}\n{where}Search results:\n{listing}")
 
 
 SEARCH_RANK = Role(
     "emulate.search_rank", output=Ranking, render=search_rank_turn,
     instructions=EMULATE_SYSTEM, max_tokens=MAX_TOKENS,
-    summary="SearchRank: orders a query's results (title, source, section, snippet) by relevance and credibility",
+    summary="SearchRank: orders a query's results (title, source, section, snippet) by relevance and "
+            "credibility",
     # an empty ranking keeps the search order (unmentioned results follow in search order)
     fallback=Fallback(Ranking(ranking=[]), "search order kept"),
     extra={"paper": "§3 (2) SearchRank; Table 3 RM-SR ablation", "task": TASK_SEARCH_RANK},
@@ -204,13 +209,16 @@ SUFFICIENT_EVIDENCE = Role(
 # -- (6) emulate.classifier: claim + memory bank -> True / False -------------------------------------
 # §3 (6): "Given a claim and the evidence set, outputs a classification label": the evidence decides.
 # use_knowledge=True lets the model fall back on its own knowledge where the evidence is silent.
-TASK_CLASSIFY = ("Task: based only on the evidence collected so far, is the claim True or False? Give a short "
+TASK_CLASSIFY = ("Task: based only on the evidence collected so far, is the claim True or False? Give a "
+                 "short "
                  "explanation, then the label.")
-TASK_CLASSIFY_KNOWLEDGE = ("Task: based on the evidence collected so far (and your knowledge where it is silent), "
+TASK_CLASSIFY_KNOWLEDGE = ("Task: based on the evidence collected so far (and your knowledge where it is "
+                           "silent), "
                            "is the claim True or False? Give a short explanation, then the label.")
 
 
-TASK_QUOTE = (" Then, for each passage the label rests on, give its id (shown in square brackets) and the words "
+TASK_QUOTE = (" Then, for each passage the label rests on, give its id (shown in square brackets) and the "
+              "words "
               "it rests on, copied exactly from it.")
 
 

@@ -21,7 +21,8 @@ SPEC = MethodSpec(
     summary="MERMAID: decomposer + evidence memory + ReAct executor (T_max=5).",
     roles=ROLES,
     confidence=ConfidenceRule(("mermaid.executor", "mermaid.final"),
-                              summary="the label probability of the call that gave the verdict: the finishing "
+                              summary="the label probability of the call that gave the verdict: the "
+                                      "finishing "
                                       "ReAct step, or the forced final answer"),
     state_cls=MermaidState,
     paper="mermaid.txt",

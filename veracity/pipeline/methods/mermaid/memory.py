@@ -108,7 +108,7 @@ def _without_article(key: str) -> str:
 
 
 def _title_names(title: str) -> set[str]:
-    """The keys an article title stands for: ``"The Beatles (band)"`` -> the beatles band, beatles band, the beatles, beatles."""
+    """The keys an article title stands for: ``"The Beatles (band)"`` -> the beatles band, beatles band, the beatles, beatles."""  # noqa: E501
     full = normalize_key(title)
     base = normalize_key(re.sub(r"\s*\([^()]*\)\s*$", "", title)) or full
     return {k for k in (full, _without_article(full), base, _without_article(base)) if k}
@@ -187,7 +187,8 @@ class EvidenceMemory:
         return vecs / np.maximum(norms, 1e-12)
 
     # -- write ---------------------------------------------------------------------------------
-    def store(self, evidence: Iterable[Evidence], keys: Iterable[str] = (), entities: Iterable[str] = ()) -> int:
+    def store(self, evidence: Iterable[Evidence], keys: Iterable[str] = (),
+              entities: Iterable[str] = ()) -> int:
         """Remember passages: each under its normalised title, under every ``entities`` key (the
         claim's subjects and objects, the paper's memory index: the evidence was gathered for them),
         and under every other given key that occurs (as whole words) in its title or text. A one-word
@@ -248,7 +249,8 @@ class EvidenceMemory:
                 ).fetchall()
             if norm_claim.strip(" |"):
                 rows += self._db.execute(
-                    "SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND instr(?, ' ' || key || ' ') > 0",
+                    "SELECT key, passage_id FROM entity_keys WHERE namespace = ? AND instr(?, ' ' || key || "
+                    "' ') > 0",
                     (self.namespace, norm_claim),
                 ).fetchall()
         for key, pid in rows:
@@ -266,11 +268,13 @@ class EvidenceMemory:
             found = {
                 r[0]: Evidence(r[0], r[1], r[2], float(r[3] or 0.0))
                 for r in self._db.execute(
-                    f"SELECT passage_id, title, text, score FROM passages WHERE namespace = ? AND passage_id IN ({marks})",
+                    "SELECT passage_id, title, text, score FROM passages WHERE namespace = ? AND passage_id "
+                    f"IN ({marks})",
                     (self.namespace, *ranked),
                 )
             }
-        return [MemoryHit(found[pid], sorted(matched.get(pid, ())), sims.get(pid)) for pid in ranked if pid in found]
+        return [MemoryHit(found[pid], sorted(matched.get(pid, ())),
+                          sims.get(pid)) for pid in ranked if pid in found]
 
     def _similar(self, claim_text: str) -> dict[str, float]:
         with self._lock:
@@ -305,7 +309,7 @@ class EvidenceMemory:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            n_pass = self._db.execute("SELECT COUNT(*) FROM passages WHERE namespace = ?", (self.namespace,)).fetchone()[0]
+            n_pass = self._db.execute("SELECT COUNT(*) FROM passages WHERE namespace = ?", (self.namespace,)).fetchone()[0]  # noqa: E501
             n_keys = self._db.execute("SELECT COUNT(DISTINCT key) FROM entity_keys WHERE namespace = ?",
                                       (self.namespace,)).fetchone()[0]
         return {"passages": n_pass, "keys": n_keys}
@@ -317,7 +321,8 @@ class EvidenceMemory:
 
 
 class MermaidState:
-    """MERMAID's run state: the evidence memory its claims share (a :class:`~veracity.pipeline.methods.base.RunState`).
+    """MERMAID's run state: the evidence memory its claims share (a
+    :class:`~veracity.pipeline.methods.base.RunState`).
 
     Opened once per run from a state directory: the memory file is ``STATE_DIR/memory/evidence.sqlite``
     (so the default state directory, ``$VERACITY_HOME``, keeps ``~/.veracity/memory/evidence.sqlite``),

@@ -2,13 +2,15 @@
 
 The algorithm, top to bottom::
 
-    D_c  = Decomposer(c)                       # triplets (subject, relation, object, attributions), keywords, domain
+    D_c  = Decomposer(c)                       # triplets (subject, relation, object, attributions),
+    keywords, domain
     M_c  = memory.recall(entities(D_c), c)     # warm start: evidence stored by earlier claims
     for t in 1 .. T_max:                       # Executor, ReAct: Thought -> Action -> Observation
         step = Executor(c, D_c, M_c, history)
         if step.action == finish: break
         observation = search(step.argument) | open_page(step.argument)
-    if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)   # forced_verdict
+    if no finish (or finish without a label): verdict = Executor.final(c, D_c, M_c, history)   #
+    forced_verdict
     memory.store(observed passages, under the names in entities(D_c) and in c; keywords(D_c) where they occur)
 
 Roles (:mod:`.roles`): ``mermaid.decomposer``, ``mermaid.executor`` (one call per step),
@@ -30,7 +32,8 @@ claims before it stored; with many claims in flight, claims running together can
 evidence.
 
 ``quotes`` (veracity's switch, off in the paper configs: MERMAID's executor cites passage ids and quotes
-nothing): with ``show`` / ``check`` the verdict (the finish step, or the forced final verdict) quotes, for each
+nothing): with ``show`` / ``check`` the verdict (the finish step, or the forced final verdict) quotes, for
+each
 passage it relies on, the words its label rests on, checked against the observed passages as rag's are
 (:mod:`veracity.pipeline.grounding`); in ``check`` a mismatch is retried once as ``mermaid.final`` in the same
 conversation, and an ungrounded verdict becomes NOT_ENOUGH_INFO (binary: REFUTED).
@@ -57,7 +60,8 @@ class MermaidParams(MethodParams):
                        paper="Method Summary: T_max = 5 steps")
     search_k: int = param(5, min=1, max=100, help="passages per search action (observation limit)",
                           paper="not stated (the paper's MCP tools return their own result lists)")
-    page_max_passages: int = param(6, min=1, max=100, help="passages of an article shown per open_page action "
+    page_max_passages: int = param(6, min=1, max=100,
+                                   help="passages of an article shown per open_page action "
                                                            "(observation limit)", paper="not stated")
     passage_max_words: int = param(120, min=1, max=5000, help="words of each passage in an observation "
                                                               "(observation limit)", paper="not stated")
@@ -71,13 +75,16 @@ class MermaidParams(MethodParams):
     semantic_memory: bool = param(False, help="also recall stored evidence by embedding similarity",
                                   paper="Limitations: keyword-only recall (the open question)")
     similarity_threshold: float = param(0.45, min=0.0, max=1.0,
-                                        help="cosine threshold of semantic recall (all-MiniLM-L6-v2 paraphrases "
+                                        help="cosine threshold of semantic recall (all-MiniLM-L6-v2 "
+                                             "paraphrases "
                                              "score ~0.45-0.6)")
     memory_k: int = param(5, min=0, max=100, help="most passages recalled from memory per claim")
     constrain_citations: bool = param(True, help="schemas enumerate the ids of the passages observed so far")
     quotes: str = param("off", choices=QUOTE_MODES,
-                        help="the verdict quotes the words of each passage its label rests on (veracity's switch, "
-                             "not the paper's); show: located and shown; check: retried once when a quote is not "
+                        help="the verdict quotes the words of each passage its label rests on (veracity's "
+                             "switch, "
+                             "not the paper's); show: located and shown; check: retried once when a quote is "
+                             "not "
                              "in its passage, then NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded")
 
 
@@ -88,7 +95,8 @@ def step_model(space, observed: list[str], p: MermaidParams) -> type:
     return citing(space.narrow(ReactStep), observed, p.constrain_citations)
 
 
-async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, str]], observed: dict[str, Evidence],
+async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, str]], observed: dict[str,
+                                                                                                    Evidence],
                          steps_done: int) -> tuple:
     """With quotes=show|check: the finish step's verdict, or the forced one (``forced_verdict``), its quotes
     checked against the observed passages; in check mode a mismatch is retried once as mermaid.final.
@@ -102,17 +110,20 @@ async def quoted_verdict(ctx: MethodContext, finish, messages: list[dict[str, st
     elif not p.forced_verdict:
         explanation = f"No verdict within {p.t_max} steps (forced_verdict is off)."
         trace.event("mermaid.no_verdict", steps=steps_done, t_max=p.t_max)
-        return space.undecided(trace, explanation, path="mermaid.no_verdict").value, explanation, [], [], "ungrounded"
+        return space.undecided(trace, explanation,
+                               path="mermaid.no_verdict").value, explanation, [], [], "ungrounded"
     else:
         sent = [*messages, *FINAL.render()]
-        reply = await FINAL(ctx, messages=sent, output=final_model, trace_info={"forced_after_steps": steps_done})
+        reply = await FINAL(ctx, messages=sent, output=final_model,
+                            trace_info={"forced_after_steps": steps_done})
         if reply is None:
             error = trace.events[-1].get("error")
             explanation = f"No verdict: the model's final answer did not validate ({error})."
             return (space.undecided(trace, explanation, path="mermaid.final").value, explanation, [], [],
                     "ungrounded")
         trace.event("mermaid.final", forced_after_steps=steps_done)
-        g = await check_reply(ctx, reply, FINAL, p.quotes, shown, sent=sent, retry_role=FINAL, output=final_model)
+        g = await check_reply(ctx, reply, FINAL, p.quotes, shown, sent=sent, retry_role=FINAL,
+                              output=final_model)
     cited = [q.passage_id for q in g.quotes]
     if g.replaced is not None:
         return g.replaced.value, ungrounded_explanation(g), cited, g.quotes, g.grounding
@@ -133,7 +144,8 @@ def entity_keys(d: Decomposition | None, claim_text: str = "", keywords: bool = 
     lower_only = {w.casefold().strip(".,;:!?\"'()") for w in claim_words} - {
         w.casefold().strip(".,;:!?\"'()") for w in claim_words if w[:1].isupper()}
     keys: list[str] = []
-    for raw in [t.subject for t in d.triplets] + [t.object for t in d.triplets] + (list(d.keywords) if keywords else []):
+    for raw in [t.subject for t in d.triplets] + [t.object for t in d.triplets] + (list(d.keywords)
+                                                                                   if keywords else []):
         for name in name_spans(raw):
             if not any(w.casefold() in lower_only for w in name.split() if w[:1].isupper()):
                 keys.append(name)
@@ -183,7 +195,8 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
             passages = await ctx.tools.search(step.argument, p.search_k, role="mermaid.executor")
             empty = f"No passages match the query {step.argument!r}."
         else:
-            passages = (await ctx.tools.open_page(step.argument, role="mermaid.executor"))[: p.page_max_passages]
+            passages = (await ctx.tools.open_page(step.argument,
+                                                  role="mermaid.executor"))[: p.page_max_passages]
             empty = f"No article is titled {step.argument!r}; use search to find titles."
         for e in passages:
             observed.setdefault(e.passage_id, e)
@@ -220,7 +233,8 @@ async def verify_mermaid(claim: Claim, ctx: MethodContext) -> Verdict:
     if memory is not None and gathered:
         # anchors: the names among the triplets' subjects / objects, and the names the claim itself mentions
         # (so memory works when the decomposition is missing or names nothing)
-        entities = list(dict.fromkeys(entity_keys(decomposition, claim.text, keywords=False) + name_spans(claim.text)))
+        entities = list(dict.fromkeys(entity_keys(decomposition, claim.text,
+                                                  keywords=False) + name_spans(claim.text)))
         new = memory.store(gathered.values(), keys, entities=entities)
         trace.event("mermaid.memory_update", stored=len(gathered), new=new)
 

@@ -27,14 +27,17 @@ class Triplet(BaseModel):
     subject: Short
     relation: Short
     object: Short
-    attributions: list[Short] = Field(max_length=3, description="qualifiers of the fact: time, place, quantity, source")
+    attributions: list[Short] = Field(max_length=3,
+                                      description="qualifiers of the fact: time, place, quantity, source")
 
 
 class Decomposition(BaseModel):
     triplets: list[Triplet] = Field(max_length=4, description="the atomic facts the claim asserts")
-    keywords: list[Short] = Field(max_length=6, description="topical keywords: named entities and domain terms")
+    keywords: list[Short] = Field(max_length=6,
+                                  description="topical keywords: named entities and domain terms")
     # §3.1: D_c identifies "key entities, relations, and domain information"
-    domain: Short = Field(description="the claim's domain or topic area, e.g. film, politics, sports, medicine")
+    domain: Short = Field(description="the claim's domain or topic area, e.g. film, politics, sports, "
+                                      "medicine")
 
 
 DECOMPOSER_SYSTEM = (
@@ -52,7 +55,8 @@ def decomposer_turn(claim: Claim) -> list[dict[str, str]]:
 
 DECOMPOSER = Role(
     "mermaid.decomposer", output=Decomposition, render=decomposer_turn, instructions=DECOMPOSER_SYSTEM,
-    max_tokens=MAX_TOKENS, summary="breaks the claim into (subject, relation, object, attributions) triplets, "
+    max_tokens=MAX_TOKENS,
+                  summary="breaks the claim into (subject, relation, object, attributions) triplets, "
                                    "keywords and its domain",
     # the claim is still checked, as with --no-decomposer
     fallback=Fallback(None, "no decomposition: claim text only", event="mermaid.decomposition"),
@@ -64,13 +68,16 @@ DECOMPOSER = Role(
 class ReactStep(BaseModel):
     thought: str = Field(max_length=500, description="what is known so far and what is still missing")
     action: Literal["search", "open_page", "finish"]
-    argument: str = Field(max_length=200, description="search: the query; open_page: an exact article title; finish: empty")
+    argument: str = Field(max_length=200,
+                          description="search: the query; open_page: an exact article title; finish: empty")
     label: LabelName | None = Field(description="finish only: the verdict; null otherwise")
-    cited_passages: list[Short] = Field(max_length=5, description="finish only: ids of the passages the verdict relies on")
+    cited_passages: list[Short] = Field(max_length=5,
+                                        description="finish only: ids of the passages the verdict relies on")
 
 
 # quotes=show|check (veracity's switch; the paper's executor cites nothing)
-QuotedReactStep = quoted(ReactStep, "QuotedReactStep", "finish only: for each passage the verdict relies on, the "
+QuotedReactStep = quoted(ReactStep, "QuotedReactStep",
+                         "finish only: for each passage the verdict relies on, the "
                                                        "words the label rests on, copied exactly")
 
 
@@ -78,8 +85,10 @@ def executor_system(space: LabelSpace = THREE_WAY, quoting: bool = False) -> str
     """The executor's instructions (also the system prompt of the forced final verdict); the labels
     offered at ``finish`` are those of the run's label space. ``quoting`` (quotes=show|check): the verdict
     quotes the passages instead of citing their ids."""
-    options = space.options("the evidence shows the claim is true", "it shows it is false", "it does not settle it")
-    cite = ("for each passage (shown in square brackets) that the verdict relies on, give its id and the words "
+    options = space.options("the evidence shows the claim is true", "it shows it is false",
+                            "it does not settle it")
+    cite = ("for each passage (shown in square brackets) that the verdict relies on, give its id and the "
+            "words "
             "the label rests on, copied exactly from it" if quoting else
             "cite the ids of the passages (shown in square brackets) that the verdict relies on")
     return (
@@ -103,7 +112,8 @@ def executor_opening(claim: Claim, decomposition: Decomposition | None, recalled
                      + format_passages(recalled, max_words=max_words))
     if decomposition is not None:
         lines = [f"- ({t.subject} | {t.relation} | {t.object})"
-                 + (f" [{'; '.join(t.attributions)}]" if t.attributions else "") for t in decomposition.triplets]
+                 + (f" [{'; '.join(t.attributions)}]" if t.attributions else "")
+                 for t in decomposition.triplets]
         parts.append("Facts to check:\n" + ("\n".join(lines) or "- (none)")
                      + f"\nKeywords: {', '.join(decomposition.keywords) or '(none)'}"
                      + f"\nDomain: {decomposition.domain.strip() or '(not named)'}")
@@ -130,8 +140,10 @@ OBSERVATION = Turn("observation", observation_message, {"observation": "{observa
 
 
 EXECUTOR = Role(
-    "mermaid.executor", turns=(OBSERVATION, QUOTE_RETRY), output=ReactStep, render=executor_turn, instructions=executor_system,
-    max_tokens=MAX_TOKENS, confidence="label", summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
+    "mermaid.executor", turns=(OBSERVATION, QUOTE_RETRY), output=ReactStep, render=executor_turn,
+                instructions=executor_system,
+    max_tokens=MAX_TOKENS, confidence="label",
+                summary="one ReAct step: a thought, then search, open_page or finish with a verdict",
     # the loop ends; the verdict is forced from what was observed
     fallback=Fallback(None, "step abandoned: the verdict is forced from the passages observed",
                       event="mermaid.step"),
@@ -146,7 +158,8 @@ class FinalVerdict(BaseModel):
 
 
 QuotedFinalVerdict = quoted(FinalVerdict, "QuotedFinalVerdict",  # quotes=show|check
-                            "for each passage the verdict relies on, the words the label rests on, copied exactly")
+                            "for each passage the verdict relies on, the words the label rests on, copied "
+                            "exactly")
 
 
 FINAL_PROMPT = "No steps are left. Give your final verdict now from the passages observed so far."
@@ -159,9 +172,11 @@ def final_turn() -> list[dict[str, str]]:
 
 
 FINAL = Role(
-    "mermaid.final", turns=(QUOTE_RETRY,), output=FinalVerdict, render=final_turn, instructions=executor_system,
+    "mermaid.final", turns=(QUOTE_RETRY,), output=FinalVerdict, render=final_turn,
+             instructions=executor_system,
     max_tokens=MAX_TOKENS, confidence="label",
-    summary="the executor's verdict when T_max steps end without one (the conversation, then: " + FINAL_PROMPT + ")",
+    summary="the executor's verdict when T_max steps end without one (the conversation, then: "
+             + FINAL_PROMPT + ")",
     # no checkable verdict: say so instead of failing the claim (binary labels: the binary rule, REFUTED)
     fallback=Fallback(None, "no verdict: NOT_ENOUGH_INFO", event="mermaid.final"),
 )

@@ -17,7 +17,8 @@ SPEC = MethodSpec(
     name="trification",
     fn=verify_trification,
     params_cls=TrificationParams,
-    summary="Trification: a planned SEARCH/REFINE/THINK/JUDGE graph run concurrently, modified when evidence is missing.",
+    summary="Trification: a planned SEARCH/REFINE/THINK/JUDGE graph run concurrently, modified when evidence "
+            "is missing.",
     roles=ROLES,
     paper="trification.txt",
     run_statistics=run_statistics,

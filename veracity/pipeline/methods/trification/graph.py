@@ -38,32 +38,45 @@ NODE_TYPES: tuple[str, ...] = ("SEARCH", "REFINE", "THINK", "JUDGE")
 # outside the JSON, so the thinking is a ``reasoning`` field placed BEFORE the node list (the server emits
 # properties in schema order); ``plan_reasoning_chars`` bounds it (0: no field).
 PLAN_REASONING_CHARS = 1000
-REASONING_DESCRIPTION = ("think first: the entities, numbers and dates of the paragraph to verify, what must be "
+REASONING_DESCRIPTION = ("think first: the entities, numbers and dates of the paragraph to verify, what must "
+                         "be "
                          "searched, what is ambiguous and needs a REFINE, and how the steps connect")
 
 
 class PlanNode(BaseModel):
-    id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")
+    id: str = Field(max_length=16,
+                    description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")  # noqa: E501
     type: Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
-    input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process; empty if a REFINE parent sets it")
-    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
+    input: str = Field(max_length=200,
+                       description="the query (SEARCH) or the statement to process; empty if a REFINE parent "
+                                   "sets it")
+    hint: str = Field(max_length=160,
+                      description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
+                                                                     description="ids of the parent nodes; "
+                                                                                 "empty only for SEARCH roots")  # noqa: E501
 
 
 class PlanNodeNoRefine(BaseModel):
     id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, t_1 for THINK, j_1 for JUDGE")
     type: Literal["SEARCH", "THINK", "JUDGE"]
     input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process")
-    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
+    hint: str = Field(max_length=160,
+                      description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
+                                                                     description="ids of the parent nodes; "
+                                                                                 "empty only for SEARCH roots")  # noqa: E501
 
 
 class PlanNodeSearchJudge(BaseModel):
     id: str = Field(max_length=16, description="unique id: s_1, s_2 for SEARCH, j_1 for JUDGE")
     type: Literal["SEARCH", "JUDGE"]
     input: str = Field(max_length=200, description="the query (SEARCH) or the statement to judge")
-    hint: str = Field(max_length=160, description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
+    hint: str = Field(max_length=160,
+                      description="why this node is needed and how it connects to the other nodes")
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
+                                                                     description="ids of the parent nodes; "
+                                                                                 "empty only for SEARCH roots")  # noqa: E501
 
 
 # node lists are bounded so a reply fits the planner's max_tokens; max_nodes is checked after
@@ -130,7 +143,8 @@ def plan_model_for(allowed_types: Iterable[str], max_nodes: int | None = None,
             fields["reasoning"] = (str, Field(max_length=reasoning_chars, description=REASONING_DESCRIPTION))
         if max_nodes is not None:
             fields["nodes"] = (base.model_fields["nodes"].annotation, Field(max_length=max_nodes))
-        suffix = (f"Max{max_nodes}" if max_nodes is not None else "") + (f"R{reasoning_chars}" if think else "")
+        suffix = (f"Max{max_nodes}" if max_nodes is not None else "") + (f"R{reasoning_chars}" if think
+                                                                         else "")
         _BOUNDED[key] = create_model(f"{base.__name__}{suffix}", __base__=base, **fields)
     return _BOUNDED[key]
 
@@ -156,7 +170,8 @@ def specs_from_plan(plan: BaseModel) -> list[NodeSpec]:
 def repair_plan(nodes: list[NodeSpec], external_ids: Iterable[str] = ()) -> tuple[list[NodeSpec], list[str]]:
     """Meaning-preserving fixes. Returns the repaired copy and a list of what was fixed."""
     fixes: list[str] = []
-    out = [NodeSpec(n.id.strip(), n.type, n.input.strip(), n.hint.strip(), [d.strip() for d in n.dependencies])
+    out = [NodeSpec(n.id.strip(), n.type, n.input.strip(), n.hint.strip(),
+                    [d.strip() for d in n.dependencies])
            for n in nodes]
     for old, new in zip(nodes, out, strict=True):
         if old.id != new.id:
@@ -242,7 +257,8 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
             forward = [d for d in n.dependencies if position.get(d, -1) >= i]
             if forward:
                 n.dependencies = [d for d in n.dependencies if d not in forward]
-                fixes.append(f"{n.id}: dropped dependencies on itself or later nodes ({', '.join(forward)}) to break a cycle")
+                fixes.append(f"{n.id}: dropped dependencies on itself or later nodes ({', '.join(forward)}) "
+                             "to break a cycle")
     # 2. node budget
     allowed = set(allowed_types)
     need_judge = "JUDGE" in allowed and not any(n.type == "JUDGE" for n in out[:max_nodes])
@@ -257,7 +273,8 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
     for i, n in enumerate(out):
         if not n.dependencies and n.type != "SEARCH" and i > 0:
             n.dependencies = [out[i - 1].id]
-            fixes.append(f"{n.id}: {n.type} had no parent; it now depends on {out[i - 1].id}, listed before it")
+            fixes.append(f"{n.id}: {n.type} had no parent; it now depends on {out[i - 1].id}, listed before "
+                         "it")
     # a first node that is not a SEARCH has nothing to read: a SEARCH of the claim goes before it
     if out and not out[0].dependencies and out[0].type != "SEARCH" and "SEARCH" in allowed:
         ids = {n.id for n in out} | external
@@ -268,7 +285,8 @@ def structural_repair(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: I
         out.insert(0, NodeSpec(sid, "SEARCH", (judge_input or out[0].input)[:200],
                                "added by repair: evidence for the first node, which had no parent", []))
         out[1].dependencies = [sid]
-        fixes.append(f"{out[1].id}: the first node was a {out[1].type} with no parent; added SEARCH {sid} before it")
+        fixes.append(f"{out[1].id}: the first node was a {out[1].type} with no parent; added SEARCH {sid} "
+                     "before it")
     # 4. a JUDGE
     if "JUDGE" in allowed and out and not any(n.type == "JUDGE" for n in out):
         used = {d for n in out for d in n.dependencies}
@@ -340,7 +358,8 @@ def validate_plan(nodes: list[NodeSpec], *, max_nodes: int, allowed_types: Itera
     known = set(ids) | external
     for n in nodes:
         if n.type not in allowed:
-            errors.append(f"{n.id}: node type {n.type} is not allowed here (allowed: {', '.join(sorted(allowed))})")
+            errors.append(f"{n.id}: node type {n.type} is not allowed here (allowed: "
+                          f"{', '.join(sorted(allowed))})")
         missing = [d for d in n.dependencies if d not in known]
         if missing:
             errors.append(f"{n.id}: depends on unknown node(s) {', '.join(missing)}")
@@ -404,7 +423,8 @@ class NodeRun:
     synthesized: bool = False  # SEARCH only: output is the synthesis of its passages (§3.2)
     finished: int = 0  # order in which nodes finished (1, 2, ...); 0 while not finished
     label: str | None = None  # JUDGE only
-    label_probs: dict[str, float] | None = None  # JUDGE only: its reply's Supports / Refutes / Uncertain probabilities
+    # JUDGE only: its reply's Supports / Refutes / Uncertain probabilities
+    label_probs: dict[str, float] | None = None
     quotes: list[Any] | None = None  # JUDGE only, quotes=show|check: its quotes, located
     grounding: str | None = None  # JUDGE only, quotes=show|check: grounded / ungrounded
     insufficient: bool = False  # THINK said the evidence is insufficient / JUDGE said Uncertain

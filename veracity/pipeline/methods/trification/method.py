@@ -20,7 +20,8 @@ Here, step by step (the roles are in :mod:`.roles`, the graph rules in :mod:`.gr
 
 1. **Plan** (§3.2, Table 4 prompt): the planner first reasons (a ``reasoning`` field before the nodes,
    ``plan_reasoning_chars``: Table 4 lets it think before the JSON), then writes the verification graph as a
-   flat list of nodes (:func:`request_plan`). A plan is repaired where a fix cannot change its meaning, then validated
+   flat list of nodes (:func:`request_plan`). A plan is repaired where a fix cannot change its meaning, then
+   validated
    (:func:`~.graph.validate_plan`); when invalid, the usual small-model mistakes are repaired structurally
    (:func:`~.graph.structural_repair`: a flat list read as a chain, repeats dropped, trimmed to the node
    budget, a JUDGE added; every fix is in the trace; ``structural_repair = false`` turns this off) and,
@@ -50,7 +51,8 @@ Here, step by step (the roles are in :mod:`.roles`, the graph rules in :mod:`.gr
 4. **Label** (:func:`label_from_judges`): the verdict comes from the JUDGE nodes that stand at the end.
    The paper does not say how several JUDGEs combine; ``judge_aggregation`` chooses (default
    ``all_supported``: REFUTED if any refutes, SUPPORTED if all support, otherwise (an Uncertain judge
-   remains) ``uncertain_label`` — by default REFUTED, the paper's JUDGE rule "SUPPORTS if the evidence confirms
+   remains) ``uncertain_label`` — by default REFUTED, the paper's JUDGE rule "SUPPORTS if the evidence
+   confirms
    the declaration otherwise REFUTES" (§3.2) on its two-label benchmarks. The JUDGE nodes keep the
    paper's Supports / Refutes / Uncertain in either label space; in the binary space ``uncertain_label``
    must be SUPPORTED or REFUTED (checked before the run), and a claim with no valid plan or no finished
@@ -108,46 +110,60 @@ from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 @dataclass
 class TrificationParams(MethodParams):
-    static: bool = param(False, help="execute the first valid graph once, no modification (ablation --static)",
+    static: bool = param(False,
+                         help="execute the first valid graph once, no modification (ablation --static)",
                          paper="§4.3: static mode, the graph executed once without modification")
     max_modifications: int = param(3, min=0, max=20, help="graph modifications in dynamic mode",
                                    paper="§4.3: the graph can undergo up to 3 modifications")
     max_nodes: int = param(12, min=1, max=50,
-                           help="node budget of one plan / sub-graph (the plan schema caps the node list at it)")
-    max_replans: int = param(2, min=0, max=10, help="re-plans with the validation errors fed back, after the first plan")
-    structural_repair: bool = param(True, help="repair an invalid plan structurally before re-planning: chain "
-                                               "parentless nodes, drop repeats, trim to budget, add a JUDGE (traced)")
+                           help="node budget of one plan / sub-graph (the plan schema caps the node list at "
+                                "it)")
+    max_replans: int = param(2, min=0, max=10,
+                             help="re-plans with the validation errors fed back, after the first plan")
+    structural_repair: bool = param(True,
+                                    help="repair an invalid plan structurally before re-planning: chain "
+                                               "parentless nodes, drop repeats, trim to budget, add a JUDGE "
+                                               "(traced)")
     k: int = param(10, min=1, max=100, help="passages per search query",
                    paper="§4.3: the Wiki strategy fetches the top-10 paragraphs")
     max_queries: int = param(3, min=1, max=5, help="queries a SEARCH node may issue (its schema allows 5)")
     evidence_tokens: int = param(2000, min=50, max=100000,
-                                 help="token budget (estimated: characters / 4) of the passages shown to a node, "
+                                 help="token budget (estimated: characters / 4) of the passages shown to a "
+                                      "node, "
                                       "split fairly among its parents, each keeping its top-ranked passages",
-                                 paper="§3.3: evidence propagates from every parent; the paper sets no budget")
+                                 paper="§3.3: evidence propagates from every parent; the paper sets no budget")  # noqa: E501
     passage_max_words: int = param(120, min=1, max=5000, help="words of each passage shown")
     plan_reasoning_chars: int = param(1000, min=0, max=4000,
                                       help="characters of the planner's reasoning, written before the nodes "
                                            "(0: no reasoning field)",
-                                      paper="Table 4: 'Before writing the JSON, you can think as long as needed'")
+                                      paper="Table 4: 'Before writing the JSON, you can think as long as "
+                                            "needed'")
     search_synthesis: bool = param(True, help="a SEARCH node synthesizes what it retrieved "
                                               "(role synthesize); its children see the summary",
                                    paper="§3.2: the SEARCH node synthesizes the gathered information")
     cap_fallback: str = param("static", choices=("static", "stand"),
-                              help="after max_modifications, an unresolved claim: 'static' re-runs the initial "
-                                   "graph without modification (finished nodes reused) and takes its verdict; "
+                              help="after max_modifications, an unresolved claim: 'static' re-runs the "
+                                   "initial "
+                                   "graph without modification (finished nodes reused) and takes its "
+                                   "verdict; "
                                    "'stand': the dynamic graph's JUDGEs decide",
-                              paper="§4.3: unsuccessful after the maximum modifications, the process defaults "
+                              paper="§4.3: unsuccessful after the maximum modifications, the process "
+                                    "defaults "
                                     "to static mode")
     judge_aggregation: str = param("all_supported", choices=("all_supported", "majority", "last"),
-                                   help="verdict from several JUDGE nodes: all_supported (any Refutes -> REFUTED, "
+                                   help="verdict from several JUDGE nodes: all_supported (any Refutes -> "
+                                        "REFUTED, "
                                         "all Supports -> SUPPORTED, else uncertain_label), majority (more "
-                                        "Supports or Refutes wins, a tie -> uncertain_label), last (the JUDGE "
+                                        "Supports or Refutes wins, a tie -> uncertain_label), last (the "
+                                        "JUDGE "
                                         "that finished last)",
                                    paper="not specified (Algorithm 1 outputs one label)")
     quotes: str = param("off", choices=QUOTE_MODES,
-                        help="each JUDGE node quotes the words of each passage its label rests on (veracity's "
-                             "switch); show: located and shown; check: retried once when a quote is not in its "
-                             "passage, then the JUDGE is Uncertain (the node failed: modification may follow)",
+                        help="each JUDGE node quotes the words of each passage its label rests on "
+                             "(veracity's "
+                             "switch); show: located and shown; check: retried once when a quote is not in "
+                             "its "
+                             "passage, then the JUDGE is Uncertain (the node failed: modification may follow)",  # noqa: E501
                         paper="not in the paper (issue 31): A.2's JUDGE quotes nothing")
     no_refine: bool = param(False, help="no REFINE nodes (ablation --no-refine)", paper="Table 1: w/o REFINE")
     no_refine_think: bool = param(False, help="no REFINE and no THINK nodes (ablation --no-refine-think)",
@@ -168,7 +184,8 @@ class TrificationParams(MethodParams):
         cannot end in NOT_ENOUGH_INFO (:meth:`MethodSpec.check_label_space` runs this before any server is
         contacted)."""
         if self.uncertain_label not in space:
-            raise ConfigError(f"trification uncertain_label {self.uncertain_label} is not in the {space.name} "
+            raise ConfigError(f"trification uncertain_label {self.uncertain_label} is not in the "
+                              f"{space.name} "
                               f"label space ({' / '.join(space.values())})",
                               hint="use --param uncertain_label=REFUTED (the paper's rule), or --labels 3way")
 
@@ -216,7 +233,8 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
             fixed, structural = structural_repair(specs, max_nodes=p.max_nodes, allowed_types=allowed,
                                                   external_ids=external_ids, judge_input=claim.text,
                                                   id_prefix=prefix)
-            still = validate_plan(fixed, max_nodes=p.max_nodes, allowed_types=allowed, external_ids=external_ids)
+            still = validate_plan(fixed, max_nodes=p.max_nodes, allowed_types=allowed,
+                                  external_ids=external_ids)
             ctx.trace.event("trification.plan", phase=phase, attempt=attempt, valid=not still, errors=still,
                             repairs=structural, structural_repair=True, nodes=[s.to_dict() for s in fixed])
             if not still:
@@ -229,7 +247,8 @@ async def request_plan(ctx: MethodContext, role: Role, claim: Claim, *, external
 # ================================ 2.-3. execute, modify ================================
 def _judge_label(reply: Any) -> str:
     """A JUDGE's label as a verdict label, for the quote check (Uncertain settles nothing)."""
-    return {"Supports": Label.SUPPORTED, "Refutes": Label.REFUTED}.get(reply.label, Label.NOT_ENOUGH_INFO).value
+    return {"Supports": Label.SUPPORTED, "Refutes": Label.REFUTED}.get(reply.label,
+                                                                       Label.NOT_ENOUGH_INFO).value
 
 
 def merge_evidence(lists: list[list[Evidence]]) -> list[Evidence]:
@@ -252,7 +271,8 @@ class GraphRun:
         self.claim = claim
         self.ctx = ctx
         self.p: TrificationParams = ctx.params
-        self.static = self.p.static if static is None else static  # the static fallback runs static in a dynamic run
+        # the static fallback runs static in a dynamic run
+        self.static = self.p.static if static is None else static
         self.nodes: dict[str, NodeRun] = {s.id: NodeRun(s) for s in specs}
         self.initial_ids = [s.id for s in specs]
         self.initial_counts = count_types(specs)
@@ -303,7 +323,8 @@ class GraphRun:
                 self._skip_blocked()
                 for r in self._ready():
                     r.status = "running"
-                    self.ctx.trace.event("trification.node_start", id=r.spec.id, type=r.spec.type, t=self._t())
+                    self.ctx.trace.event("trification.node_start", id=r.spec.id, type=r.spec.type,
+                                         t=self._t())
                     running[asyncio.create_task(self._run_node(r))] = r
                 if not running:
                     break
@@ -322,7 +343,8 @@ class GraphRun:
         # top-ranked passages within the node's token budget (evidence_tokens, split fairly per parent)
         r.evidence = merge_evidence([p.evidence for p in parents])
         if r.spec.type != "SEARCH":
-            r.shown = select_evidence([p.evidence for p in parents], self.p.evidence_tokens, self.p.passage_max_words)
+            r.shown = select_evidence([p.evidence for p in parents], self.p.evidence_tokens,
+                                      self.p.passage_max_words)
         # 2. input refinement: a REFINE parent's output replaces the node's input
         refined = [p.output for p in parents if p.spec.type == "REFINE" and p.output]
         r.input = " ".join(refined) if refined else (r.spec.input or self.claim.text)
@@ -346,7 +368,8 @@ class GraphRun:
                 r.finished = self.finish_counter
                 r.output = f"error: {exc}"
                 self.ctx.trace.event("trification.node_end", id=r.spec.id, type=r.spec.type, status="error",
-                                     error=str(exc), role=exc.role, fallback="no label from this JUDGE; the others rule",
+                                     error=str(exc), role=exc.role,
+                                     fallback="no label from this JUDGE; the others rule",
                                      t=self._t())
                 return
         failed_by_modification = False
@@ -389,12 +412,13 @@ class GraphRun:
         """Search each query (top-k), then synthesize the passages (§3.2: "The SEARCH node synthesizes the
         gathered information, ensuring that it aligns with the original query"); the synthesis is the node's
         output, which its children see beside the propagated passages."""
-        results = await asyncio.gather(*(self.ctx.tools.search(q, self.p.k, role=SEARCH.name) for q in queries))
+        results = await asyncio.gather(*(self.ctx.tools.search(q, self.p.k,
+                                                               role=SEARCH.name) for q in queries))
         own = merge_evidence(list(results))
         r.queries = list(queries)
         r.evidence = merge_evidence([own, r.evidence])
         r.shown = select_evidence([own], self.p.evidence_tokens, self.p.passage_max_words)
-        r.output = f"searched {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: " + " | ".join(queries)
+        r.output = f"searched {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: " + " | ".join(queries)  # noqa: E501
         if not self.p.search_synthesis:
             return
         if not r.shown:  # nothing to synthesize: say so instead of asking the model
@@ -404,7 +428,8 @@ class GraphRun:
         try:
             out = await SYNTHESIZE(self.ctx, node=r, shown=r.shown, max_words=self.p.passage_max_words)
         except LLMOutputError as exc:
-            self.ctx.trace.event("trification.agent_failed", id=r.spec.id, type=r.spec.type, role=SYNTHESIZE.name,
+            self.ctx.trace.event("trification.agent_failed", id=r.spec.id, type=r.spec.type,
+                                 role=SYNTHESIZE.name,
                                  error=str(exc), fallback="no summary; the children see the passages only",
                                  t=self._t())
             return
@@ -425,7 +450,8 @@ class GraphRun:
         if self.p.quotes != "off":
             return await self._judge_quoting(r, parents)
         mine: list = []
-        out = await JUDGE(self.ctx, claim=self.claim, node=r, parents=parents, usage_sink=mine, **self._shown(r))
+        out = await JUDGE(self.ctx, claim=self.claim, node=r, parents=parents, usage_sink=mine,
+                          **self._shown(r))
         got = mine[-1].label_probs if mine else None
         r.label_probs = dict(got["probs"]) if got else None
         r.output = out.explanation
@@ -436,8 +462,10 @@ class GraphRun:
         """A JUDGE with quotes=show|check: its label rests on quotes from the passages it was shown; in check
         mode a mismatch is retried once, then the JUDGE is Uncertain (what A.2 says a JUDGE answers when it
         is not certain), so the node fails as any Uncertain JUDGE does (§3.4)."""
-        g = await ask_quoting(self.ctx, JUDGE, self.p.quotes, r.shown, claim=self.claim, node=r, parents=parents,
-                              quoting=True, output=quoting(QuotedJudgeResult, [e.passage_id for e in r.shown]),
+        g = await ask_quoting(self.ctx, JUDGE, self.p.quotes, r.shown, claim=self.claim, node=r,
+                              parents=parents,
+                              quoting=True, output=quoting(QuotedJudgeResult,
+                                                           [e.passage_id for e in r.shown]),
                               label_of=_judge_label, fallback="Uncertain", **self._shown(r))
         r.quotes, r.grounding = g.quotes, g.grounding
         r.output, r.label = g.reply.explanation, g.reply.label
@@ -487,7 +515,8 @@ class GraphRun:
         Nodes of the initial graph that already ran keep their results (a THINK / JUDGE failed for a
         modification counts as finished with its result, as in static mode); the ones skipped below a
         failed node now run without modification. Returns the static graph; its JUDGEs decide."""
-        fb = GraphRun(self.claim, self.ctx, [self.nodes[i].spec for i in self.initial_ids], static=True, phase=None)
+        fb = GraphRun(self.claim, self.ctx, [self.nodes[i].spec for i in self.initial_ids], static=True,
+                      phase=None)
         fb.t0, fb.finish_counter = self.t0, self.finish_counter
         reused, rerun = [], []
         for i in self.initial_ids:
@@ -563,7 +592,8 @@ def label_from_judges(judges: list[NodeRun], uncertain_label: str, rule: str = "
 async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     p: TrificationParams = ctx.params
     p.check_labels(ctx.label_space)  # the engine checked it already; a direct call is refused the same way
-    ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine, no_refine_think=p.no_refine_think,
+    ctx.trace.event("trification.mode", static=p.static, no_refine=p.no_refine,
+                    no_refine_think=p.no_refine_think,
                     search_synthesis=p.search_synthesis, cap_fallback=p.cap_fallback,
                     judge_aggregation=p.judge_aggregation)
     # generate a DAG verification plan G
@@ -574,7 +604,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
         reason = f"the planner produced no valid verification graph in {p.max_replans + 1} attempts"
         ctx.trace.event("trification.no_plan", reason=reason)
         explanation = reason + "; nothing was executed"
-        return Verdict(ctx.label_space.undecided(ctx.trace, explanation, path="trification.no_plan"), explanation,
+        return Verdict(ctx.label_space.undecided(ctx.trace, explanation, path="trification.no_plan"),
+                       explanation,
                        [], ctx.trace, "trification")
     # concurrently execute the nodes of G in topological order, modifying G where evidence is missing
     run = GraphRun(claim, ctx, specs)
@@ -595,7 +626,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.event("trification.stats", **stats)
     # the label from the JUDGE nodes that stand
     if not judges:
-        reason = "no JUDGE node finished (" + ", ".join(f"{k}={v}" for k, v in stats["statuses"].items() if v) + ")"
+        reason = "no JUDGE node finished (" + ", ".join(f"{k}={v}" for k,
+                                                        v in stats["statuses"].items() if v) + ")"
         ctx.trace.event("trification.no_judge", reason=reason)
         return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="trification.no_judge"), reason, [],
                        ctx.trace, "trification")
@@ -605,7 +637,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
     if p.quotes != "off":  # the standing JUDGEs' quotes; ungrounded when one of them is
         quotes = [q for j in judges for q in (j.quotes or [])]
         grounding = "ungrounded" if any(j.grounding != "grounded" for j in judges) else "grounded"
-        return Verdict(label, explanation, evidence, ctx.trace, "trification", quotes=quotes, grounding=grounding)
+        return Verdict(label, explanation, evidence, ctx.trace, "trification", quotes=quotes,
+                       grounding=grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "trification",
                    label_probs=judges_distribution(judges, p, ctx.label_space))
 
@@ -613,7 +646,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
 MAX_JUDGES_ENUMERATED = 8  # 3^8 combinations at most
 
 
-def judges_distribution(judges: list[NodeRun], p: "TrificationParams", space: LabelSpace) -> dict[str, float] | None:
+def judges_distribution(judges: list[NodeRun], p: "TrificationParams", space: LabelSpace) -> dict[str,
+                                                                                                  float] | None:  # noqa: E501
     """The verdict's label distribution (veracity's addition, pipeline/confidence.py): the probability that
     :func:`label_from_judges` with the run's aggregation gives each label when every standing JUDGE answers
     independently from its own reply's Supports / Refutes / Uncertain probabilities. None when a JUDGE has
@@ -622,7 +656,8 @@ def judges_distribution(judges: list[NodeRun], p: "TrificationParams", space: La
         return None
 
     def rule(values: list[str]) -> Label:
-        return label_from_judges([dataclasses.replace(j, label=v) for j, v in zip(judges, values, strict=True)],
+        return label_from_judges([dataclasses.replace(j, label=v) for j, v in zip(judges, values,
+                                                                                  strict=True)],
                                  p.uncertain_label, p.judge_aggregation)
 
     return aggregate([j.label_probs or {} for j in judges], rule, space)

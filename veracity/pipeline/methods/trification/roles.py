@@ -49,14 +49,18 @@ _NODE_TYPE_TEXT = {
     "SEARCH": "SEARCH (ids s_1, s_2, ...): performs a search. Root nodes must be SEARCH nodes; a SEARCH node "
               "may also sit in the middle of the graph. Its input is a query string naming the information "
               "needed by the following steps.",
-    "REFINE": "REFINE (ids r_1, ...): its input is a part of the paragraph that contains ambiguous pronouns or "
-              "entities; it rewrites that input without ambiguity using the results of its parent. It MUST have "
+    "REFINE": "REFINE (ids r_1, ...): its input is a part of the paragraph that contains ambiguous pronouns "
+              "or "
+              "entities; it rewrites that input without ambiguity using the results of its parent. It MUST "
+              "have "
               "exactly one dependency (usually a SEARCH node).",
-    "THINK": "THINK (ids t_1, ...): intermediate reasoning. Its input states which information of the paragraph "
+    "THINK": "THINK (ids t_1, ...): intermediate reasoning. Its input states which information of the "
+             "paragraph "
              "is checked; it combines the information of all its dependencies and reasons about the input. "
              "It MUST have dependencies. Its input is empty if it depends on a REFINE node (the refined text "
              "becomes its input).",
-    "JUDGE": "JUDGE (ids j_1, ...): judges its input against the evidence of its dependencies: SUPPORT, REFUTE "
+    "JUDGE": "JUDGE (ids j_1, ...): judges its input against the evidence of its dependencies: SUPPORT, "
+             "REFUTE "
              "or NOT CERTAIN. It MUST have dependencies. Its input is empty if it depends on a REFINE node.",
 }
 
@@ -69,11 +73,13 @@ _EXAMPLE_NODES = {
         {"id": "s_1", "type": "SEARCH", "input": "[query_search]",
          "hint": "To verify the paragraph, we need to know the exact number of ...", "dependencies": []},
         {"id": "s_2", "type": "SEARCH", "input": "[query_search]",
-         "hint": "To verify the paragraph, we also need to know the time period of ...", "dependencies": ["s_1"]},
+         "hint": "To verify the paragraph, we also need to know the time period of ...",
+         "dependencies": ["s_1"]},
     ],
     "REFINE": [
         {"id": "r_1", "type": "REFINE", "input": "input text",
-         "hint": "Since the input says 'that period' we need to search the correct time period and replace the "
+         "hint": "Since the input says 'that period' we need to search the correct time period and replace "
+                 "the "
                  "text with the correct period", "dependencies": ["s_2"]},
     ],
     "THINK": [
@@ -83,7 +89,8 @@ _EXAMPLE_NODES = {
     ],
     "JUDGE": [
         {"id": "j_1", "type": "JUDGE", "input": "input text",
-         "hint": "Based on the information obtained from the dependency nodes, we now can verify the factuality "
+         "hint": "Based on the information obtained from the dependency nodes, we now can verify the "
+                 "factuality "
                  "of the input text", "dependencies": ["t_1"]},
     ],
 }
@@ -122,7 +129,8 @@ def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True
     refine = "REFINE" in allowed
     texts = [_NODE_TYPE_TEXT[t] for t in NODE_TYPES if t in allowed]
     if not refine:  # no sentence about a node type the schema forbids
-        texts = [t.replace(" Its input is empty if it depends on a REFINE node (the refined text becomes its input).", "")
+        texts = [t.replace(" Its input is empty if it depends on a REFINE node (the refined text becomes its "
+                           "input).", "")
                   .replace(" Its input is empty if it depends on a REFINE node.", "") for t in texts]
     types = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
     ids = ", ".join(f"{_ID_PREFIX[t]}_1" + (f", {_ID_PREFIX[t]}_2" if t == "SEARCH" else "") + f" for {t}"
@@ -135,19 +143,23 @@ def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True
         "- Every node input MUST be understandable on its own: write full names, no pronouns.\n"
     )
     clarity = (
-        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's complete "
+        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's "
+        "complete "
         "name. If a node's input refers to something ambiguous (a pronoun, a vague reference to an entity or "
         "event, an unclear time), you MUST resolve it with a REFINE node first, one of two ways:\n"
         "   - search is required: (SEARCH) -> (REFINE) -> (this node)\n"
         "   - search is not required: (REFINE) -> (this node)\n"
-        "   For instance, a SEARCH input \"... Donald Trump's falsifying business records case\" is still vague: "
+        "   For instance, a SEARCH input \"... Donald Trump's falsifying business records case\" is still "
+        "vague: "
         "first SEARCH \"Donald Trump's cases on falsifying business records\", then REFINE the input, then "
         "SEARCH the refined input.\n"
         if refine else
-        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's complete "
+        "5. Clarity: no ambiguous pronouns, vague references or incomplete names; state each entity's "
+        "complete "
         "name.\n"
     )
-    think = ("Before the nodes, think as long as needed in the \"reasoning\" field: the information to verify, "
+    think = ("Before the nodes, think as long as needed in the \"reasoning\" field: the information to "
+             "verify, "
              "what to search, what is ambiguous, how the steps connect. Then write the nodes.\n"
              if reasoning else "")
     example = planner_example(allowed)
@@ -155,7 +167,8 @@ def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True
         example = {"nodes": example["nodes"]}
     return (
         "You are an expert at analyzing paragraphs and creating a structured verification graph for "
-        "fact-checking. Given a paragraph that contains multiple sentences, generate a JSON verification graph "
+        "fact-checking. Given a paragraph that contains multiple sentences, generate a JSON verification "
+        "graph "
         "that exactly represents the logical structure of how to verify it. The verification focuses on the "
         "entities, statistics, and temporal information.\n\n"
         "The graph must capture every logical reasoning step needed to verify the input, track the "
@@ -168,7 +181,8 @@ def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True
         "- The graph must be acyclic and may have several root nodes; every root node is a SEARCH node, to "
         "provide information for the later steps.\n"
         f"{refine_rule}"
-        "- A SEARCH node is not always a root: minimize the SEARCH nodes at the root to minimize the number of "
+        "- A SEARCH node is not always a root: minimize the SEARCH nodes at the root to minimize the number "
+        "of "
         "search operations.\n"
         "- Nodes that are not SEARCH nodes MUST have dependencies.\n"
         "- Several nodes may lead into one node (node combination) if and only if there is a logical "
@@ -181,7 +195,8 @@ def planner_system(allowed: tuple[str, ...] = NODE_TYPES, reasoning: bool = True
         "nodes.\n"
         "- The graph must contain at least one JUDGE node; the JUDGE nodes decide the verdict.\n\n"
         "Critical requirements:\n"
-        "1. Contextual and temporal understanding: understand the context and the time of the input; focus on "
+        "1. Contextual and temporal understanding: understand the context and the time of the input; focus "
+        "on "
         "the factuality of statistics, numbers, entities and times. When the paragraph does not state a time "
         "or a statistic explicitly, search for it. List all the information that needs to be verified: it "
         "becomes the starting nodes of the graph.\n"
@@ -210,13 +225,16 @@ def replan_feedback(errors: list[str]) -> str:
 
 
 REPLAN = Turn("replan", replan_feedback, {"errors": ["{rule broken}"]},
-              when="after a plan that breaks the graph's rules (the plan itself is the assistant turn before it)")
+              when="after a plan that breaks the graph's rules (the plan itself is the assistant turn before "
+                   "it)")
 
 
 PLANNER = Role(
-    "trification.planner", turns=(REPLAN,), output=VerificationPlan, render=planner_turn, instructions=planner_system,
+    "trification.planner", turns=(REPLAN,), output=VerificationPlan, render=planner_turn,
+               instructions=planner_system,
     max_tokens=PLAN_MAX_TOKENS,
-    summary="writes the verification graph (output narrowed per call to the allowed node types and max_nodes); "
+    summary="writes the verification graph (output narrowed per call to the allowed node types and "
+            "max_nodes); "
             "an invalid reply counts as an invalid plan and is re-planned (max_replans)",
     extra={"paper": "§3.2; Table 4"},
     on_invalid="re-plan with the error fed back (max_replans); no valid plan: NOT_ENOUGH_INFO",
@@ -246,8 +264,10 @@ def modify_turn(claim: Claim, max_nodes: int, failed: NodeRun, reusable: list[No
 MODIFY = Role(
     "trification.modify", output=VerificationPlan, render=modify_turn, instructions=planner_system,
     max_tokens=PLAN_MAX_TOKENS,
-    summary="writes a sub-graph for a THINK / JUDGE that found the evidence insufficient (output narrowed like "
-            "the planner's); an invalid reply is re-planned, and with no valid sub-graph the node's result stands",
+    summary="writes a sub-graph for a THINK / JUDGE that found the evidence insufficient (output narrowed "
+            "like "
+            "the planner's); an invalid reply is re-planned, and with no valid sub-graph the node's result "
+            "stands",
     extra={"paper": "§3.4; Algorithm 1"},
     on_invalid="no modification: results stand as in static mode",
 )
@@ -321,7 +341,9 @@ def node_context(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], m
 
 # -- role: trification.search (A.2 "Prompts for SEARCH Node") ------------------------------------
 class SearchQueries(BaseModel):
-    queries: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5, description="search queries, each a natural sentence")
+    queries: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5,
+                                                                 description="search queries, each a natural "
+                                                                             "sentence")
 
 
 SEARCH_SYSTEM = (
@@ -344,7 +366,8 @@ def search_turn(node: NodeRun, parents: list[NodeRun], max_queries: int) -> list
 SEARCH = Role(
     "trification.search", output=SearchQueries, render=search_turn, instructions=SEARCH_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
-    summary="SEARCH node: writes the queries searched on the index; an invalid reply searches the node's input",
+    summary="SEARCH node: writes the queries searched on the index; an invalid reply searches the node's "
+            "input",
     extra={"paper": "§3.2 SEARCH node; A.2"},
     on_invalid="the node searches its own input",
 )
@@ -353,7 +376,8 @@ SEARCH = Role(
 # -- role: trification.synthesize (§3.2 SEARCH node: "synthesizes the gathered information") -----
 class SearchSynthesis(BaseModel):
     summary: str = Field(max_length=600, description="what the passages say about the node's input, in the "
-                                                     "terms of the query; 'not found' for what they do not say")
+                                                     "terms of the query; 'not found' for what they do not "
+                                                     "say")
 
 
 SYNTHESIZE_SYSTEM = (
@@ -376,7 +400,8 @@ def synthesize_turn(node: NodeRun, shown: list[Evidence], max_words: int) -> lis
 SYNTHESIZE = Role(
     "trification.synthesize", output=SearchSynthesis, render=synthesize_turn, instructions=SYNTHESIZE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
-    summary="SEARCH node, after its searches: synthesizes the retrieved passages into the node's result, which "
+    summary="SEARCH node, after its searches: synthesizes the retrieved passages into the node's result, "
+            "which "
             "its children see (search_synthesis); an invalid reply leaves the passages without a summary",
     extra={"paper": "§3.2 SEARCH node"},
     on_invalid="the node's result lists its queries; its children see the passages only",
@@ -385,7 +410,9 @@ SYNTHESIZE = Role(
 
 # -- role: trification.refine (A.2 "Prompts for REFINE node") ------------------------------------
 class RefinedInput(BaseModel):
-    new_input: str = Field(max_length=300, description="the input rewritten without ambiguous references, pronouns or unclear entities")
+    new_input: str = Field(max_length=300,
+                           description="the input rewritten without ambiguous references, pronouns or "
+                                       "unclear entities")
 
 
 REFINE_SYSTEM = (
@@ -397,7 +424,8 @@ REFINE_SYSTEM = (
 )
 
 
-def refine_turn(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], max_words: int) -> list[Message]:
+def refine_turn(node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
+                max_words: int) -> list[Message]:
     return [
         {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"},
@@ -407,7 +435,8 @@ def refine_turn(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], ma
 REFINE = Role(
     "trification.refine", output=RefinedInput, render=refine_turn, instructions=REFINE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS,
-    summary="REFINE node: rewrites its input without ambiguous references; an invalid reply passes the input on",
+    summary="REFINE node: rewrites its input without ambiguous references; an invalid reply passes the input "
+            "on",
     extra={"paper": "§3.2 REFINE node; A.2"},
     on_invalid="the input is passed on unrefined",
 )
@@ -415,7 +444,9 @@ REFINE = Role(
 
 # -- role: trification.think (A.2 "Prompts for THINK node") --------------------------------------
 class ThinkResult(BaseModel):
-    explanation: str = Field(max_length=600, description="the input examined against the evidence, and their logical relationship")
+    explanation: str = Field(max_length=600,
+                             description="the input examined against the evidence, and their logical "
+                                         "relationship")
     evidence_sufficient: bool = Field(description="false when the evidence cannot answer the input")
 
 
@@ -432,7 +463,8 @@ THINK_SYSTEM = (
 def think_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[Evidence],
                    max_words: int) -> list[Message]:
     return [
-        {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
+        {"role": "user",
+         "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"},
     ]
 
@@ -449,7 +481,9 @@ THINK = Role(
 
 # -- role: trification.judge (A.2 "Prompts for JUDGE node") --------------------------------------
 class JudgeResult(BaseModel):
-    explanation: str = Field(max_length=600, description="the logical relationship between the claim, the input and the evidence")
+    explanation: str = Field(max_length=600,
+                             description="the logical relationship between the claim, the input and the "
+                                         "evidence")
     label: Literal["Supports", "Refutes", "Uncertain"]
 
 
@@ -471,7 +505,8 @@ QuotedJudgeResult = quoted(JudgeResult, "QuotedJudgeResult",
                            "for each passage the label rests on, the words it rests on, copied exactly")
 
 
-JUDGE_QUOTE = ("For each passage your label rests on, also give its id (shown in square brackets) and the words it "
+JUDGE_QUOTE = ("For each passage your label rests on, also give its id (shown in square brackets) and the "
+               "words it "
                "rests on, copied exactly from it.")
 
 
@@ -479,16 +514,19 @@ def judge_turn(claim: Claim, node: NodeRun, parents: list[NodeRun], shown: list[
                max_words: int, quoting: bool = False) -> list[Message]:
     """``quoting`` (quotes=show|check): the turn ends asking for the quotes the label rests on."""
     return [
-        {"role": "user", "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
+        {"role": "user",
+         "content": f"{node_context(node, parents, shown, max_words)}\n\nClaim: {claim.text}\n"
                                     f"Input: {node.input}\nHint: {node.spec.hint}"
                                     + (f"\n\n{JUDGE_QUOTE}" if quoting else "")},
     ]
 
 
 JUDGE = Role(
-    "trification.judge", turns=(QUOTE_RETRY,), output=JudgeResult, render=judge_turn, instructions=JUDGE_SYSTEM,
+    "trification.judge", turns=(QUOTE_RETRY,), output=JudgeResult, render=judge_turn,
+             instructions=JUDGE_SYSTEM,
     max_tokens=NODE_MAX_TOKENS, confidence="label",
-    summary="JUDGE node: Supports / Refutes / Uncertain on the propagated evidence; an invalid reply ends the "
+    summary="JUDGE node: Supports / Refutes / Uncertain on the propagated evidence; an invalid reply ends "
+            "the "
             "node with status error (other JUDGEs may still rule)",
     extra={"paper": "§3.2 JUDGE node; A.2"},
     on_invalid="the node ends in error; other JUDGE nodes decide",

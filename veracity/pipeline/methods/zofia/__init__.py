@@ -34,7 +34,8 @@ SPEC = MethodSpec(
     name="zofia",
     fn=verify_zofia,
     params_cls=ZofiaParams,
-    summary="ZoFia: entity-guided retrieval (saliency + SC-MMR), linguist/expert/claim agents, pro-con debate with a judge.",
+    summary="ZoFia: entity-guided retrieval (saliency + SC-MMR), linguist/expert/claim agents, pro-con "
+            "debate with a judge.",
     roles=ROLES,
     confidence=ConfidenceRule(("zofia.judge",), {"R": "SUPPORTED", "F": "REFUTED", "I": "NOT_ENOUGH_INFO",
                                                  "REAL": "SUPPORTED", "FAKE": "REFUTED"},
@@ -44,6 +45,8 @@ SPEC = MethodSpec(
     paper="zofia.txt",
 )
 
-__all__ = ["LINGUIST_DIMENSIONS", "SPEC", "ClaimVerification", "DebateArgument", "DebateDecision", "DirectDecision",
-           "ExtractedClaims", "ExtractedEntities", "LinguistAnalysis", "ZofiaParams", "ZofiaState", "evidence_pool",
+__all__ = ["LINGUIST_DIMENSIONS", "SPEC", "ClaimVerification", "DebateArgument", "DebateDecision",
+           "DirectDecision",
+           "ExtractedClaims", "ExtractedEntities", "LinguistAnalysis", "ZofiaParams", "ZofiaState",
+           "evidence_pool",
            "relevant_chunks", "verify_zofia", "web_search"]

@@ -5,7 +5,8 @@ Equations are implemented as the paper states them; comments name their numbers.
 is injectable: any object with ``encode(list[str]) -> np.ndarray`` (one row per text). Cosines are
 computed with explicit norms, as the equations write them, so unnormalised test vectors work too. The
 run's encoder is all-MiniLM-L6-v2 (paper §5.1), loaded by the one offline loader
-:func:`veracity.models.encoders.load_encoder` (see :class:`~veracity.pipeline.methods.zofia.method.ZofiaState`).
+:func:`veracity.models.encoders.load_encoder` (see
+:class:`~veracity.pipeline.methods.zofia.method.ZofiaState`).
 A local token-classification NER model (``ner_model``; paper §5.1: dslim/bert-base-NER) is loaded here;
 the packaged spaCy model and its reading of eqs. 1-2 are in :mod:`~veracity.pipeline.methods.zofia.ner`.
 """
@@ -38,7 +39,8 @@ def load_token_classifier(path: str):
         if not Path(path).exists():
             raise ConfigError(f"NER model folder {path} does not exist",
                               hint="pass ner_model=PATH to a local token-classification model "
-                                   "(the paper uses dslim/bert-base-NER), or leave it unset for the packaged spaCy "
+                                   "(the paper uses dslim/bert-base-NER), or leave it unset for the packaged "
+                                   "spaCy "
                                    "model (ner=supervised) or the LLM extractor (ner=llm)")
         from transformers import pipeline
 
@@ -78,7 +80,8 @@ def _is_end(text: str, m: re.Match) -> bool:
         return False
     if len(token) == 1 and token.isalpha():  # an initial: "j. k. rowling", "george w. bush"
         return False
-    if token in _ABBREVIATIONS or ("." in token and all(len(p) == 1 and p.isalpha() for p in token.split("."))):
+    if token in _ABBREVIATIONS or ("." in token and all(len(p) == 1 and p.isalpha()
+                                                        for p in token.split("."))):
         return capital_next or not rest  # "u.s." / "etc." end a sentence only before a capital
     return True
 
@@ -138,7 +141,8 @@ class EntityMention:
                 "sentence": self.sentence}
 
 
-def mentions_from_token_classifier(results: list[dict], spans: list[tuple[int, int, str]]) -> list[EntityMention]:
+def mentions_from_token_classifier(results: list[dict], spans: list[tuple[int, int,
+                                                                          str]]) -> list[EntityMention]:
     """Grouped pipeline output (aggregation "simple": a group's score is the mean of its tokens' scores —
     eq. 2) -> mentions placed in their sentences by character offset."""
     out = []
@@ -153,7 +157,8 @@ def mentions_from_token_classifier(results: list[dict], spans: list[tuple[int, i
     return out
 
 
-def place_mentions(names: list[tuple[str, str, float]], sentences: list[str]) -> tuple[list[EntityMention], list[str]]:
+def place_mentions(names: list[tuple[str, str, float]], sentences: list[str]) -> tuple[list[EntityMention],
+                                                                                       list[str]]:
     """Put extracted (text, type, confidence) entities into the first sentence that contains them
     (case-insensitive). Entities found in no sentence are returned separately (they have no context)."""
     out, dropped = [], []
@@ -201,7 +206,8 @@ class ScoredEntity:
     vector: np.ndarray = field(repr=False, default=None)  # v_{U_i}
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.mention.to_dict(), "s_local": round(self.s_local, 4), "s_global": round(self.s_global, 4),
+        return {**self.mention.to_dict(), "s_local": round(self.s_local, 4), "s_global": round(self.s_global,
+                                                                                               4),
                 "saliency": round(self.saliency, 4)}
 
 
@@ -249,7 +255,8 @@ class MMRStep:
                 "accepted": self.accepted}
 
 
-def sc_mmr(saliency: dict[str, float], vectors: dict[str, np.ndarray], *, gamma: float = 0.5, alpha: float = 0.3,
+def sc_mmr(saliency: dict[str, float], vectors: dict[str, np.ndarray], *, gamma: float = 0.5,
+           alpha: float = 0.3,
            beta: float = 2.5, lambda_min: float = 0.1, lambda_max: float = 1.0,
            prev_init: float | None = None) -> tuple[list[str], list[MMRStep]]:
     """Algorithm 3 (SC-MMR). ``saliency`` maps entity -> S_hier (D); ``vectors`` entity -> v_U.
@@ -303,7 +310,8 @@ def replace_mention(context: str, mention: str, replacement: str) -> str:
     return context[:idx] + replacement + context[idx + len(mention):]
 
 
-def disambiguate(context: str, mention: str, descriptions: list[str], encoder: Encoder) -> tuple[int, list[float]]:
+def disambiguate(context: str, mention: str, descriptions: list[str], encoder: Encoder) -> tuple[int,
+                                                                                                 list[float]]:
     """Eq. 7: o* = argmax_m cos(v_{C(U_i)}, v_{C(U_i ← o_m)}). Returns the best index and every cosine."""
     if not descriptions:
         raise ValueError("no candidate senses")

