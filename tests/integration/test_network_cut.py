@@ -40,7 +40,10 @@ CLAIMS = ["The Eiffel Tower is in Paris.", "Marie Curie won two Nobel Prizes."]
 
 
 def interfaces() -> list[str]:
-    return sorted(os.listdir("/sys/class/net"))
+    """This process's network namespace's interfaces (/proc/net/dev is per namespace; /sys/class/net shows
+    the namespace that mounted /sys, the machine's, even inside ``unshare --net``)."""
+    lines = Path("/proc/net/dev").read_text().splitlines()[2:]
+    return sorted(line.split(":", 1)[0].strip() for line in lines if ":" in line)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,9 @@ def cut():
 
 def test_only_loopback_is_there_and_every_python_process_carries_the_audit(cut, tmp_path):
     assert interfaces() == ["lo"]
-    assert Path("/sys/class/net/lo/flags").read_text().strip() != "0x8", "loopback is down"
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, timeout=30).stdout
+    assert [ln.split(":")[1].strip() for ln in links.splitlines() if ln.strip()] == ["lo"], links
+    assert "UP" in links.split("<", 1)[1].split(">", 1)[0].split(","), f"loopback is down: {links}"
     routes = Path("/proc/net/route").read_text().splitlines()[1:]
     assert all(r.split()[0] == "lo" for r in routes if r.strip()), routes  # no route off the machine
     child = subprocess.run([sys.executable, "-c", "import sitecustomize; print(sitecustomize.__file__)"],

@@ -379,3 +379,14 @@ def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
                   settings=settings(tmp_path),
                   llm=flaky)
     assert "--concurrency" in err.value.hint and "restart" not in err.value.hint
+
+
+def test_the_served_context_is_recorded_on_both_engines():
+    """run.json's `served` names the context length of vLLM (max_model_len) and of llama-server (meta.n_ctx)."""  # noqa: E501
+    from veracity.bench.manifest import served_entry
+
+    vllm = {"id": "m", "root": "/models/m", "max_model_len": 8192, "owned_by": "vllm"}
+    llama = {"id": "m", "owned_by": "llamacpp", "meta": {"n_ctx": 4096, "n_ctx_train": 32768}}
+    assert served_entry(vllm) == {"id": "m", "root": "/models/m", "max_model_len": 8192, "owned_by": "vllm"}
+    assert served_entry(llama) == {"id": "m", "root": None, "max_model_len": 4096, "owned_by": "llamacpp"}
+    assert served_entry({"id": "m"})["max_model_len"] is None

@@ -20,6 +20,16 @@ METRICS_FILE = "metrics.json"
 REPORT_FILE = "report.md"
 
 
+
+def served_entry(m: dict) -> dict[str, Any]:
+    """What a run records of one model a server lists: vLLM names its context ``max_model_len``; llama-server
+    gives each slot's context as ``meta.n_ctx`` (the same figure: the longest prompt plus reply a request
+    may have)."""
+    entry = {k: m.get(k) for k in ("id", "root", "max_model_len", "owned_by")}
+    if entry["max_model_len"] is None and isinstance(m.get("meta"), dict):
+        entry["max_model_len"] = m["meta"].get("n_ctx")
+    return entry
+
 def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[str, Any]:
     """The model and server behind ``url``: served models (with max_model_len), and the launch command
     and flags when it is veracity's managed server."""
@@ -33,8 +43,7 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
     try:
         data = httpx.get(base + "/models", timeout=5,
                          headers={"Authorization": f"Bearer {settings.api_key}"}).json()
-        out["served"] = [{k: m.get(k) for k in ("id", "root", "max_model_len",
-                                                "owned_by")} for m in data.get("data", [])]
+        out["served"] = [served_entry(m) for m in data.get("data", [])]
     except httpx.TransportError as exc:  # nobody answers: stop before the run directory is written
         raise EndpointError(f"cannot reach the model endpoint {url} ({type(exc).__name__})",
                             hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None  # noqa: E501
