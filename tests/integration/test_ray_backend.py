@@ -115,42 +115,6 @@ def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_mod
                 pass
 
 
-@pytest.mark.parametrize("method,params,n", [("rag", {"k": 2}, 2),
-                                             ("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
-                                                          "search_k": 2, "passage_max_words": 60}, 1)])
-def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, llm_endpoint, hover_index_dir,
-                                                              hover_claims_subset, tmp_path, method, params,
-                                                              n):
-    from veracity.config import Settings
-    from veracity.pipeline.api import Verifier
-
-    src = tmp_path / "claims.jsonl"
-    ids = write_claims(src, hover_claims_subset, n)
-    results = {}
-    for backend, extra in (("local", {}), ("ray", {"ray_actors": 1})):
-        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url,
-                     model=llm_endpoint.model,
-                     settings=Settings(home=tmp_path / "home"), concurrency=1, llm_concurrency=1,
-                     state_dir=tmp_path / backend, backend=backend, params=params, **extra)
-        try:
-            stats = v.verify_many(str(src), out=tmp_path / f"{backend}.jsonl")
-        finally:
-            v.close()
-        assert stats.done == n and not stats.failed
-        results[backend] = {r["id"]: r for r in result_lines(tmp_path / f"{backend}.jsonl")}
-    assert sorted(results["local"]) == sorted(results["ray"]) == sorted(ids)
-    for cid in ids:
-        a, b = results["local"][cid], results["ray"][cid]
-        assert a["label"] == b["label"], cid
-        assert a["trace"]["summary"]["llm_calls"] == b["trace"]["summary"]["llm_calls"], cid
-        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"]
-                                                                for c in b["trace"]["llm_calls"]], cid
-        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"]
-                                                                  for t in b["trace"]["tool_calls"]], cid
-        assert [e["passage_id"] for e in a["evidence"]] == [e["passage_id"] for e in b["evidence"]], cid
-    assert results["ray"][ids[0]]["trace"]["summary"]["llm_calls"] >= (1 if method == "rag" else 2)
-
-
 def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir, tmp_path, monkeypatch,
                                       capsys):
     from veracity.cli._common import run_main
