@@ -57,15 +57,9 @@ def llm_endpoint(tmp_path_factory):
 
 
 @pytest.fixture()
-def killable_llm_server(tmp_path_factory):
-    from veracity.serving.server import stop_server
-
-    settings = llama_home(tmp_path_factory.mktemp("llamacpp-kill"))
-    ep = start_llama(settings, "killable")
-    try:
-        yield ep
-    finally:
-        stop_server(settings, "killable")
+def killable_llm_server(killable_llama_server):
+    """The tests imported here kill ``killable_llm_server``: on this module it is a private llama-server."""
+    return killable_llama_server
 
 
 # -- supervised like vLLM -------------------------------------------------------------------------------
