@@ -101,6 +101,22 @@ def diffs(work: Path, env: dict, module: str, names: list[str]) -> dict[str, str
     return dict(json.loads(line) for line in out.splitlines() if line.startswith("["))
 
 
+def _mutmut_run(work: Path, env: dict, children: int, names: list[str],
+                budget: float | None) -> subprocess.Popen:
+    """``mutmut run NAMES`` in ``work``; after ``budget`` seconds it is stopped (what it tested counts, the
+    rest stays "not checked"). Its output is kept as ``stdout_text``."""
+    run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True)
+    try:
+        run.stdout_text, _ = run.communicate(timeout=budget)  # type: ignore[attr-defined]
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.stdout_text, _ = run.communicate()  # type: ignore[attr-defined]
+        run.returncode = 0
+    return run
+
+
 def mutant_patterns(module: str, only: list[str]) -> list[str]:
     """mutmut's names of the mutants of the functions, classes (every method) or ``Class.method`` named in
     ``only`` (globs)."""
@@ -150,19 +166,21 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     t0 = time.time()
     run = None
     if names != ["-none-left-"]:
-        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children),
-                                *names],
-                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
-        try:
-            run.stdout_text, _ = run.communicate(timeout=budget)
-        # the time given is up: what was tested counts, the rest is "not checked"
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.stdout_text, _ = run.communicate()
-            run.returncode = 0
-    seconds = round(time.time() - t0, 1)
+        run = _mutmut_run(work, env, children, names, budget)
     statuses = results(work, env)
+    # mutmut's timeout is wall-clock time: a process paused (SIGSTOP, a suspended job) or starved by a busy
+    # machine looks like a mutant that hangs. So every timeout is tested once more, alone; one that times out
+    # again hangs the tests for real and counts as caught, one that passes survives.
+    timeouts = [n for n, s in statuses.items() if s == "timeout"
+                and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns))]
+    retimed = None
+    if timeouts:
+        left_s = None if budget is None else max(120.0, budget - (time.time() - t0))
+        _mutmut_run(work, env, children, timeouts, left_s)
+        statuses = results(work, env)
+        retimed = {"retested": len(timeouts), "timeout_again": [n for n in timeouts
+                                                                 if statuses.get(n) == "timeout"]}
+    seconds = round(time.time() - t0, 1)
     if patterns:  # the mutants this run was asked for (mutmut lists the others as not checked)
         statuses = {n: s for n, s in statuses.items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
     if resume:
@@ -190,7 +208,8 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
               "counts": counts, "killed": killed, "killed_share": round(killed / tested,
                                                                         4) if tested else None,
-              "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0,
+              "seconds": seconds, "rerun": rerun, "timeouts_retested": retimed,
+              "returncode": run.returncode if run else 0,
               "survivors": survivors,
               "log_tail": (run.stdout_text or "")[-1500:] if run and run.returncode else ""}
     OUT.mkdir(parents=True, exist_ok=True)
