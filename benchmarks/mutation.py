@@ -64,6 +64,7 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
                                                                                             "__pycache__"))
     for name in ("README.md", "DEVELOPERS.md"):  # a few tests read them
         shutil.copy2(REPO / name, work / name)
+    shutil.copytree(REPO / "examples", work / "examples")  # test_check.py reads examples/text.txt
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     pyproject = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject)
     pyproject += "\n[tool.mutmut]\n" + "\n".join([
@@ -72,7 +73,7 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]',
         "mutate_only_covered_lines = false",
-        'also_copy = ["benchmarks/", "README.md", "DEVELOPERS.md"]',
+        'also_copy = ["benchmarks/", "examples/", "README.md", "DEVELOPERS.md"]',
     ]) + "\n"
     (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
 
@@ -99,6 +100,22 @@ def diffs(work: Path, env: dict, module: str, names: list[str]) -> dict[str, str
     out = subprocess.run([sys.executable, "-c", code], cwd=work, env=env, input=json.dumps(names),
                          capture_output=True, text=True).stdout
     return dict(json.loads(line) for line in out.splitlines() if line.startswith("["))
+
+
+def _mutmut_run(work: Path, env: dict, children: int, names: list[str],
+                budget: float | None) -> subprocess.Popen:
+    """``mutmut run NAMES`` in ``work``; after ``budget`` seconds it is stopped (what it tested counts, the
+    rest stays "not checked"). Its output is kept as ``stdout_text``."""
+    run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children), *names],
+                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True)
+    try:
+        run.stdout_text, _ = run.communicate(timeout=budget)  # type: ignore[attr-defined]
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.stdout_text, _ = run.communicate()  # type: ignore[attr-defined]
+        run.returncode = 0
+    return run
 
 
 def mutant_patterns(module: str, only: list[str]) -> list[str]:
@@ -150,19 +167,21 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     t0 = time.time()
     run = None
     if names != ["-none-left-"]:
-        run = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", str(children),
-                                *names],
-                               cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               start_new_session=True)
-        try:
-            run.stdout_text, _ = run.communicate(timeout=budget)
-        # the time given is up: what was tested counts, the rest is "not checked"
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.stdout_text, _ = run.communicate()
-            run.returncode = 0
-    seconds = round(time.time() - t0, 1)
+        run = _mutmut_run(work, env, children, names, budget)
     statuses = results(work, env)
+    # mutmut's timeout is wall-clock time: a process paused (SIGSTOP, a suspended job) or starved by a busy
+    # machine looks like a mutant that hangs. So every timeout is tested once more, alone; one that times out
+    # again hangs the tests for real and counts as caught, one that passes survives.
+    timeouts = [n for n, s in statuses.items() if s == "timeout"
+                and (not patterns or any(fnmatch.fnmatch(n, p) for p in patterns))]
+    retimed = None
+    if timeouts:
+        left_s = None if budget is None else max(120.0, budget - (time.time() - t0))
+        _mutmut_run(work, env, children, timeouts, left_s)
+        statuses = results(work, env)
+        retimed = {"retested": len(timeouts), "timeout_again": [n for n in timeouts
+                                                                 if statuses.get(n) == "timeout"]}
+    seconds = round(time.time() - t0, 1)
     if patterns:  # the mutants this run was asked for (mutmut lists the others as not checked)
         statuses = {n: s for n, s in statuses.items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
     if resume:
@@ -190,7 +209,8 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
     report = {"module": f"veracity/{module}", "tests": tests, "only": only or None, "mutants": total,
               "counts": counts, "killed": killed, "killed_share": round(killed / tested,
                                                                         4) if tested else None,
-              "seconds": seconds, "rerun": rerun, "returncode": run.returncode if run else 0,
+              "seconds": seconds, "rerun": rerun, "timeouts_retested": retimed,
+              "returncode": run.returncode if run else 0,
               "survivors": survivors,
               "log_tail": (run.stdout_text or "")[-1500:] if run and run.returncode else ""}
     OUT.mkdir(parents=True, exist_ok=True)
@@ -261,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
                          args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
+        if rep["killed_share"] is None and rep["returncode"]:  # not one mutant tested: say why
+            print(f"error: mutmut's run of veracity/{module} failed before testing any mutant "
+                  f"(exit {rep['returncode']}):\n{rep['log_tail']}", file=sys.stderr)
         print(f"veracity/{module}: {rep['killed']} of {rep['mutants']} mutants killed ({share}), "
               f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> "
               f"{OUT / (module.replace('/', '.')[:-3] + '.json')}",

@@ -86,7 +86,8 @@ def split_endpoints(endpoint: str) -> list[str]:
     text = endpoint if isinstance(endpoint, str) else str(endpoint)
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
-        raise ConfigError(f"the model endpoint list (--endpoint or $VERACITY_ENDPOINT) is empty: {endpoint!r}",  # noqa: E501
+        raise ConfigError("the model endpoint list (--endpoint or $VERACITY_ENDPOINT) is empty: "
+                          f"{endpoint!r}",
                           hint="give one URL, e.g. --endpoint http://127.0.0.1:8000/v1, or several separated "
                                "by commas; leave it out to use the managed server")
     if "" in parts:

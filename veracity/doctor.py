@@ -64,8 +64,9 @@ def check_vllm() -> Check:
         importlib.import_module("vllm.entrypoints.openai.api_server")
     except Exception as exc:
         first = str(exc).splitlines()[0][:150] if str(exc) else type(exc).__name__
-        hint = "remove registry builds of torchvision/torchaudio/torchcodec (pip uninstall -y torchvision " \
-               "torchaudio torchcodec)" if "torchvision" in str(exc) or "nms" in str(exc) else "reinstall vllm"  # noqa: E501
+        hint = ("remove registry builds of torchvision/torchaudio/torchcodec (pip uninstall -y torchvision "
+                "torchaudio torchcodec)" if "torchvision" in str(exc) or "nms" in str(exc)
+                else "reinstall vllm")
         return Check("vllm", False, f"{variant} {version} does not import: {first}", hint)
     return Check("vllm", True, f"{variant} {version}")
 

@@ -46,7 +46,8 @@ def apply(environ: "os._Environ[str] | dict[str, str] | None" = None) -> None:
 
 
 def child_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
-    """The environment of a child process: ``base`` (default: this process's), the switches, then ``extra``."""  # noqa: E501
+    """The environment of a child process: ``base`` (default: this process's), the switches, then
+    ``extra``."""
     env = dict(os.environ if base is None else base)
     env.update(OFFLINE_ENV)
     env.update(extra)

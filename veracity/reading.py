@@ -26,7 +26,8 @@ TOO_LONG = object()  # what jsonl_lines hands out for a line over the limit
 
 
 def utf8_bytes_for(chars: int) -> int:
-    """The most bytes a text of ``chars`` characters takes in UTF-8 (4 per character, and a byte-order mark)."""  # noqa: E501
+    """The most bytes a text of ``chars`` characters takes in UTF-8 (4 per character, and a byte-order
+    mark)."""
     return 4 * chars + 3
 
 

@@ -29,7 +29,8 @@ from rich.segment import Segment
 
 # C0 controls but tab and newline, DEL, the C1 controls, the bidirectional embeddings/overrides/isolates and
 # marks, the line/paragraph separators, and lone surrogates (a file decoded with errors="surrogateescape")
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")  # noqa: E501
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape_char(m: re.Match[str]) -> str:

@@ -537,3 +537,112 @@ def test_check_output_refuses_what_cannot_be_resumed_before_any_call(tmp_path):
     with pytest.raises(ConfigError, match="--evidence open; resuming with --evidence none") as err:
         check_output(out, spec, params, None, "none")
     assert err.value.hint == "pass another -o, or --evidence open as before"
+
+
+def test_the_results_sink_manifest_stats_and_progress_lines_say_exactly_what_was_done(tmp_path, capsys):
+    """results.py's pieces one by one: a failure's one-line reason, the run's rates, the record of the model
+    and of the run, the sink that writes each id once (counting tokens, calling back, moving the bar) and
+    the plain progress lines written when stderr is not a terminal."""
+    from pathlib import Path
+
+    from veracity.errors import OutputError
+    from veracity.pipeline.results import (ResultSink, RunManifest, RunStats, ServedModel, _Progress,
+                                           claim_failure)
+    from veracity.pipeline.roles import SEED_RULE
+
+    # a failure's reason: a VeracityError as it is; anything else on one line, cut at 300 characters
+    assert claim_failure(OutputError("disk full", hint="h")) == "OutputError: disk full"
+    assert claim_failure(ValueError("a\n  b\tc")) == "ValueError: a b c"
+    assert claim_failure(RuntimeError("x" * 400)) == "RuntimeError: " + "x" * 300
+    # rates: none before any time has passed
+    stats = RunStats(tmp_path / "r.jsonl")
+    assert (stats.claims_per_min, stats.tokens_per_s) == (0.0, 0.0)
+    stats.done, stats.prompt_tokens, stats.completion_tokens, stats.elapsed_s = 3, 100, 20, 30.0
+    assert (stats.claims_per_min, stats.tokens_per_s) == (6.0, 4.0)
+
+    class Client:
+        model, base_url, temperature, seed = "m", "http://127.0.0.1:1/v1", 0.5, 7
+
+    served = ServedModel.of(Client())
+    assert served == ServedModel("m", "http://127.0.0.1:1/v1", 0.5, 7)
+    assert ServedModel.of(object()) == ServedModel()
+
+    class Index:
+        manifest = {"kind": "index"}
+        index_dir = Path("/idx")
+
+    spec = METHODS["direct"]
+    params = spec.make_params()
+    record = RunManifest(tmp_path / "r.jsonl", spec, params, Index(), tmp_path / "state", "binary",
+                         "gold").record(Client())
+    assert {k: record[k] for k in ("method", "params", "label_space", "labels", "evidence", "model",
+                                   "endpoint", "temperature", "seed", "seed_rule", "index", "index_dir",
+                                   "state_dir")} == {
+        "method": "direct", "params": {"roles": {}}, "label_space": "binary",
+        "labels": ["SUPPORTED", "REFUTED"], "evidence": "gold", "model": "m",
+        "endpoint": "http://127.0.0.1:1/v1", "temperature": 0.5, "seed": 7,
+        "seed_rule": SEED_RULE, "index": {"kind": "index"}, "index_dir": "/idx",
+        "state_dir": None}  # direct keeps no state, so no state folder is recorded
+    assert record["evidence_meaning"].startswith("gold evidence") and "confidence" not in record
+    assert record["roles"]["direct.judge"]["temperature"] == 0.5
+    bare = RunManifest(tmp_path / "r.jsonl", spec, params, None, None, None, None,
+                       lambda model: {"for": model}).record(served)
+    assert (bare["label_space"], bare["evidence"], bare["index"], bare["index_dir"]) == ("3way", "open", None,
+                                                                                        None)
+    assert bare["confidence"] == {"for": "m"} and bare["model"] == "m"
+    mine = RunManifest(tmp_path / "r.jsonl", spec, params, None, None, None, "mine").record(served)
+    assert mine["evidence_meaning"] == "a per-claim retriever given by the caller"
+    mermaid = METHODS["mermaid"]
+    assert RunManifest(tmp_path / "r.jsonl", mermaid, mermaid.make_params(), None, tmp_path / "state", None,
+                       None).record(served)["state_dir"] == str(tmp_path / "state")
+
+    # the sink: each id once, tokens and elapsed time counted, the callback and the bar called per line
+    class Bar:
+        started = advanced = 0
+
+        def start(self):
+            self.started += 1
+
+        def advance(self):
+            self.advanced += 1
+
+    out, bar, seen = tmp_path / "sub" / "r.jsonl", Bar(), []
+    stats = RunStats(out)
+    sink = ResultSink(out, stats, ["old"], bar=bar, on_result=seen.append,
+                      manifest=RunManifest(out, spec, params, None, None, None, None))
+    sink.close()  # closing a sink that never opened writes nothing
+    assert not out.parent.exists()
+    sink.open(served)
+    assert bar.started == 1 and sink.opened is True
+    assert json.loads((tmp_path / "sub" / "r.jsonl.manifest.json").read_text())["model"] == "m"
+    line = {"id": 5, "trace": {"summary": {"prompt_tokens": 11, "completion_tokens": 4}}}
+    assert sink.accept(line) is True and sink.accept({"id": "5"}) is False
+    assert sink.accept({"id": "old"}) is False
+    assert sink.accept({"id": "6"}) is True  # a line without a trace counts no tokens
+    assert (stats.done, stats.prompt_tokens, stats.completion_tokens) == (2, 11, 4) and stats.elapsed_s > 0
+    assert seen == [line, {"id": "6"}] and bar.advanced == 2
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [5, "6"]
+    sink.reject("6", "written already: no failure")
+    sink.reject(7, "EndpointError: gone")
+    assert stats.failed == [("7", "EndpointError: gone")]
+    sink.close()
+    # a sink opened by its first result (no open: no manifest, no bar)
+    stats = RunStats(tmp_path / "late.jsonl")
+    late = ResultSink(tmp_path / "late.jsonl", stats)
+    assert late.accept({"id": "x"}) and (tmp_path / "late.jsonl").read_text() == '{"id": "x"}\n'
+    assert not (tmp_path / "late.jsonl.manifest.json").exists()
+    late.close()
+
+    # stderr is not a terminal here: one plain line at the start and one per claim, no markup read
+    stats = RunStats(tmp_path / "r.jsonl")
+    progress = _Progress(2, "direct [x]", stats)
+    assert progress.lines is True
+    progress.start()
+    stats.done, stats.prompt_tokens, stats.elapsed_s = 1, 90, 30.0
+    progress.advance()
+    progress.stop()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "verify (direct [x]): 2 claims to verify"
+    assert err[1].startswith("verify (direct [x]): 1/2 claims  2.0 claims/min  3 tok/s  ")
+    assert err[1].endswith(" s")
+    assert len(err) == 2 and progress.done == 1

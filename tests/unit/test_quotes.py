@@ -497,3 +497,127 @@ def test_attributions_read_negations_in_any_case_and_quoted_spans_from_three_wor
         '"the Pacific Ocean" is not in the passages']  # three words: checked
     assert unsupported_attributions('It is "Pacific Ocean" here.', ev) == []  # two words: too short to tell
     assert unsupported_attributions('It is "the largest river" here.', ev) == []  # three words found
+
+
+# ----------------------------------------------------------------- the check and its one retry, as functions
+class _Trace:
+    def __init__(self):
+        self.events = []
+
+    def event(self, kind, **fields):
+        self.events.append({"kind": kind, **fields})
+
+
+class _Role:
+    """A judging role that answers from a list (an exception in it is raised), recording each call."""
+
+    def __init__(self, name, replies):
+        self.name, self.replies, self.calls = name, list(replies), []
+
+    def messages(self, **inputs):
+        return [{"role": "system", "content": "judge"}, {"role": "user", "content": inputs["claim"]}]
+
+    async def __call__(self, ctx, *, output, messages, trace_info=None):
+        self.calls.append({"output": output, "messages": messages, "trace_info": trace_info})
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return output.model_validate(reply)
+
+
+def test_the_check_and_its_retry_trace_each_attempt_and_send_what_they_say():
+    """check_reply / ask_quoting called directly: the trace events word for word (role, attempt, label,
+    problems), the retry's messages and trace_info, ``retried``, the fallback the retry offers, the label
+    the verdict takes; a retry that fails to validate keeps the first reply's mismatch."""
+    from types import SimpleNamespace
+
+    from veracity.errors import LLMOutputError
+    from veracity.pipeline.grounding import QUOTE_RETRY, ask_quoting, check_reply
+    from veracity.pipeline.labels import THREE_WAY
+
+    shown = [Evidence("Amazon River#0", "Amazon River", AMAZON["Amazon River"][0])]
+    output = quoting(RagQuotedJudgement, ["Amazon River#0"])
+    bare = {**MISREAD, "explanation": "Because."}  # the quote is the one problem (no attribution read)
+    first = output.model_validate(bare)
+    miss = ['"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]']
+    sent = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+
+    def ctx(space=THREE_WAY):
+        return SimpleNamespace(label_space=space, trace=_Trace())
+
+    # check: a mismatch, a retry as another role that misreads again
+    c, judge, final = ctx(), _Role("m.executor", []), _Role("m.final", [bare])
+    g = asyncio.run(check_reply(c, first, judge, "check", shown, sent=sent, retry_role=final, output=output,
+                                fallback="NO"))
+    assert c.trace.events == [
+        {"kind": MISMATCH_EVENT, "role": "m.executor", "attempt": 1, "label": "SUPPORTED", "problems": miss},
+        {"kind": MISMATCH_EVENT, "role": "m.final", "attempt": 2, "label": "SUPPORTED", "problems": miss},
+        {"kind": UNGROUNDED_EVENT, "role": "m.executor", "mode": "check", "label_given": "SUPPORTED",
+         "label": "NOT_ENOUGH_INFO", "problems": miss}]
+    (call,) = final.calls
+    assert call["output"] is output and call["trace_info"] == {"retry": "quotes"}
+    assert call["messages"] == [*sent, {"role": "assistant", "content": first.model_dump_json()},
+                                {"role": "user", "content": QUOTE_RETRY(miss, THREE_WAY, "NO")}]
+    assert call["messages"][-1]["content"].endswith("answer NO.")
+    assert g.retried is True and g.grounding == "ungrounded" and g.problems == miss
+    assert g.replaced is Label.NOT_ENOUGH_INFO and g.reply.label == "SUPPORTED"
+
+    # a retry that never validates: the first reply and its mismatch stand, the failure is traced
+    c, judge = ctx(), _Role("rag.judge", [LLMOutputError("no JSON")])
+    g = asyncio.run(check_reply(c, first, judge, "check", shown, sent=sent, retry_role=judge, output=output))
+    assert c.trace.events[1] == {"kind": MISMATCH_EVENT, "role": "rag.judge", "attempt": 2, "label": None,
+                                 "problems": ["no JSON"]}
+    assert g.reply is first and g.retried is True and g.problems == miss
+    assert g.replaced is Label.NOT_ENOUGH_INFO
+    assert "answer NOT_ENOUGH_INFO." in judge.calls[0]["messages"][-1]["content"]  # the space's fallback
+
+    # show: no retry, the label stands, retried is False (not merely falsy)
+    c, judge = ctx(BINARY), _Role("rag.judge", [])
+    g = asyncio.run(check_reply(c, first, judge, "show", shown, sent=sent, retry_role=judge, output=output))
+    assert judge.calls == [] and g.retried is False and g.replaced is None and g.grounding == "ungrounded"
+    assert c.trace.events == [{"kind": UNGROUNDED_EVENT, "role": "rag.judge", "mode": "show",
+                               "label_given": "SUPPORTED", "label": "SUPPORTED", "problems": miss}]
+
+    # ask_quoting sends the messages it is given (not the role's own), and passes label_of and fallback on
+    c, judge = ctx(), _Role("rag.judge", [bare, HONEST])
+    g = asyncio.run(ask_quoting(c, judge, "check", shown, output=output, messages=sent, fallback="NO",
+                                label_of=lambda r: "NOT_ENOUGH_INFO", claim="x"))
+    assert judge.calls[0]["messages"] == sent
+    assert judge.calls[1]["messages"][-1]["content"].endswith("answer NO.")
+    assert g.grounding == "grounded" and g.reply.label == "NOT_ENOUGH_INFO"
+    c, judge = ctx(), _Role("rag.judge", [{**bare, "quotes": []}, {**bare, "quotes": []}])
+    g = asyncio.run(ask_quoting(c, judge, "show", shown, output=output, claim="the claim",
+                                label_of=lambda r: "NOT_ENOUGH_INFO"))
+    assert judge.calls[0]["messages"][-1]["content"] == "the claim"  # the role's own messages
+    # label_of says the reply does not settle the claim, so it need not quote: grounded
+    assert g.problems == [] and g.grounding == "grounded" and c.trace.events == []
+    g = asyncio.run(ask_quoting(ctx(), judge, "show", shown, output=output, claim="the claim"))
+    assert g.problems == ["the verdict quotes no passage"]  # its own label (SUPPORTED) must quote
+
+
+def test_a_quoted_model_keeps_its_module_and_its_quotes_description_and_ungrounded_reads_the_thought():
+    from pydantic import BaseModel
+
+    from veracity.pipeline.grounding import Grounded, quoted, ungrounded_explanation
+
+    model = quoted(RagJudgement, "Quoted", "quotes from the passages shown")
+    assert model.__module__ == RagJudgement.__module__ and model.__name__ == "Quoted"
+    quotes = model.model_json_schema()["properties"]["quotes"]
+    assert quotes["description"] == "quotes from the passages shown"
+    assert "cited_passages" not in model.model_fields
+
+    class Thought(BaseModel):
+        thought: str
+        label: str
+
+    class Bare(BaseModel):
+        label: str
+
+    def g(reply):
+        return Grounded(reply, [], "ungrounded", True, ["p1", "p2"], Label.NOT_ENOUGH_INFO)
+
+    assert ungrounded_explanation(g(Thought(thought="it says so", label="SUPPORTED"))) == \
+        "Ungrounded: p1; p2. The judge had answered SUPPORTED: it says so"
+    assert ungrounded_explanation(g(Bare(label="REFUTED"))) == \
+        "Ungrounded: p1; p2. The judge had answered REFUTED: "
+    assert ungrounded_explanation(g(Bare(label="REFUTED")), "said").endswith("REFUTED: said")

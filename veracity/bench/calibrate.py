@@ -44,8 +44,8 @@ def calibrate_runs(run_dirs: Sequence[Any], home: Any) -> tuple[Any, Any, dict[s
                        "evidence": record.get("evidence"), "seed": cfg.get("seed"), "limit": cfg.get("limit"),
                        "ids_sha256": hashlib.sha256("\n".join(sorted(gold)).encode()).hexdigest()[:16]})
     if len(keys) != 1:
-        raise ConfigError("the runs differ in model, method or label space: " + "; ".join(" / ".join(k)
-                                                                                          for k in sorted(keys)),  # noqa: E501
+        raise ConfigError("the runs differ in model, method or label space: "
+                          + "; ".join(" / ".join(k) for k in sorted(keys)),
                           hint="a map is per model x method x label space: calibrate each group on its own")
     (model, method, labels), = keys
     t = fit_temperature(rows)

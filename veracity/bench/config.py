@@ -74,7 +74,8 @@ class RunConfig:
                                    "order)")
         if self.sample not in SAMPLE_MODES:
             raise ConfigError(f"unknown sample mode {self.sample!r}",
-                              hint="use --sample random (a seeded random sample) or balanced (class-balanced)")  # noqa: E501
+                              hint="use --sample random (a seeded random sample) or balanced "
+                                   "(class-balanced)")
 
     @classmethod
     def of(cls, *, settings: Settings | None = None, endpoint: str | None = None, model: str | None = None,
@@ -192,7 +193,8 @@ class RunConfig:
 
 def _bad_type(key: str, want: str, value: Any) -> ConfigError:
     return ConfigError(f"{key} must be {want}, got {value!r}",
-                       hint=f"fix `{key}` in the config (or its flag); `veracity bench run --help` lists them")  # noqa: E501
+                       hint=f"fix `{key}` in the config (or its flag); "
+                            "`veracity bench run --help` lists them")
 
 
 def _check_run_types(run: dict[str, Any]) -> None:

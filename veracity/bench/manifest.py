@@ -46,7 +46,8 @@ def describe_endpoint(url: str, model: str | None, settings: Settings) -> dict[s
         out["served"] = [served_entry(m) for m in data.get("data", [])]
     except httpx.TransportError as exc:  # nobody answers: stop before the run directory is written
         raise EndpointError(f"cannot reach the model endpoint {url} ({type(exc).__name__})",
-                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint") from None  # noqa: E501
+                            hint="start a server with `veracity serve --detach`, or pass the right "
+                                 "--endpoint") from None
     except Exception as exc:  # the manifest records what could be learned; the run itself reports errors
         out["served_error"] = f"{type(exc).__name__}: {exc}"
     state = read_state(settings)
@@ -69,7 +70,8 @@ def leakage_check(searcher: Any, dataset: Dataset, allow: bool, evidence: str = 
         elif evidence == "none":
             why = "no index (--evidence none: closed book)"
         else:
-            why = "no index (closed-book method)" if searcher is None else "dataset has no release date (user file)"  # noqa: E501
+            why = ("no index (closed-book method)" if searcher is None
+                   else "dataset has no release date (user file)")
         return {"checked": False, "reason": why, "allowed": allow}
     dump = index_dump_date(manifest)
     newer = index_newer_than(manifest, dataset.created)

@@ -29,7 +29,8 @@ def _as_label(value: Label | str) -> Label:
     try:
         return Label(str(value))
     except ValueError:
-        raise ValueError(f"not a label: {value!r} (expected one of {', '.join(lab.value for lab in Label)})") from None  # noqa: E501
+        raise ValueError(f"not a label: {value!r} "
+                         f"(expected one of {', '.join(lab.value for lab in Label)})") from None
 
 
 def _div(num: float, den: float) -> float:
@@ -251,7 +252,8 @@ _LATENCY_KEYS = ("latency_s", "wall_s", "total_s", "total")
 
 
 def claim_latency(result: Mapping[str, Any]) -> float | None:
-    """Seconds one claim took: ``result["latency_s"]``, else ``trace.timings`` "total_s" / "wall_s" / "total"."""  # noqa: E501
+    """Seconds one claim took: ``result["latency_s"]``, else ``trace.timings`` "total_s" / "wall_s" /
+    "total"."""
     if isinstance(result.get("latency_s"), (int, float)):
         return float(result["latency_s"])
     timings = (result.get("trace") or {}).get("timings") or {}

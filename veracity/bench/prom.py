@@ -42,7 +42,8 @@ class Sample:
 
 @dataclass
 class Histogram:
-    """One histogram family summed over its matching series: ``buckets`` are (upper bound, cumulative count)."""  # noqa: E501
+    """One histogram family summed over its matching series: ``buckets`` are (upper bound, cumulative
+    count)."""
 
     sum: float
     count: float
@@ -147,7 +148,8 @@ class Metrics:
         return None
 
     def counter(self, *names: str, labels: Mapping[str, str] | None = None) -> float | None:
-        """A counter by its family name or its sample name (``_total`` suffix optional); first present wins."""  # noqa: E501
+        """A counter by its family name or its sample name (``_total`` suffix optional); first present
+        wins."""
         for name in names:
             base = name[:-len("_total")] if name.endswith("_total") else name
             for candidate in (base + "_total", base):

@@ -166,7 +166,8 @@ CLAIMS_IN_REPORT = 200  # the per-claim table of report.md; predictions.csv hold
 
 
 def claim_rows(dataset: Dataset, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per predicted claim in the dataset's order: id, gold, predicted, correct, the claim, its cost."""  # noqa: E501
+    """One row per predicted claim in the dataset's order: id, gold, predicted, correct, the claim, its
+    cost."""
     gold = {c.id: (c, g) for c, g in dataset.claims}
     by_id = {r.get("id"): r for r in results if r.get("id") in gold}
     rows = []
@@ -215,7 +216,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
     ds = run["dataset"]
     lines = [f"# bench run: {cfg['method']} on {ds['name']}" + (f" ({ds['variant']})" if ds.get("variant")
                                                                 else ""), ""]
-    status = "complete" if metrics.get("complete") else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)"  # noqa: E501
+    status = ("complete" if metrics.get("complete")
+              else f"INCOMPLETE ({metrics['n_predicted']} of {metrics['n_claims']} claims)")
     model = run.get("model", {})
     record = run_manifest(run)
     lines += [
@@ -229,7 +231,8 @@ def render_report(run: dict[str, Any], metrics: dict[str, Any], plots: list[str]
         f"- dataset sha256: `{ds['sha256'][:16]}`; files: "
         f"{', '.join(Path(p).name for p in ds['source_files'])}",
         "- method parameters: "
-        f"`{json.dumps(run['method_overrides'], default=str) if run['method_overrides'] else 'paper defaults'}`"  # noqa: E501
+        f"""`{json.dumps(run['method_overrides'], default=str)
+              if run['method_overrides'] else 'paper defaults'}`"""
         + (f"; ablations: {', '.join(cfg['ablations'])}" if cfg.get("ablations") else ""),
         "- model: "
         f"{model.get('model') or ', '.join(m.get('id', '?') for m in model.get('served') or []) or 'unknown'}"

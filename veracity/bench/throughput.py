@@ -86,7 +86,8 @@ def _resolve_endpoint(settings: Settings) -> tuple[str, str]:
     served = health(url, timeout=10.0)
     if served is None:
         raise EndpointError(f"the model endpoint {url} does not answer",
-                            hint="start a server with `veracity serve --detach`, or pass the right --endpoint")  # noqa: E501
+                            hint="start a server with `veracity serve --detach`, or pass the right "
+                                 "--endpoint")
     if not served:
         raise EndpointError(f"the model endpoint {url} serves no model", hint="start vLLM with --model")
     if model and model not in served:

@@ -113,7 +113,8 @@ def _check_options(settings: Settings, options: BundleOptions) -> None:
 
 
 def plan_bundle(settings: Settings, options: BundleOptions) -> Plan:
-    """What goes in (the local files: models, indexes, engine), checked before anything is fetched or copied."""  # noqa: E501
+    """What goes in (the local files: models, indexes, engine), checked before anything is fetched or
+    copied."""
     from veracity.models.defaults import default_model
     from veracity.models.prepared import load_prepared
 

@@ -72,7 +72,8 @@ def _gguf_place(settings: Settings, model: dict) -> Path:
     name = Path(model["gguf"]).name
     info = MODELS.get(model["name"])
     kept = kept_gguf(settings, info) if info is not None else None
-    return kept if kept is not None and kept.name == name else settings.home / "downloads" / model["name"] / name  # noqa: E501
+    return (kept if kept is not None and kept.name == name
+            else settings.home / "downloads" / model["name"] / name)
 
 
 class _Staged:
@@ -230,7 +231,8 @@ def install_engine(settings: Settings, root: Path, manifest: dict, *, progress: 
         info = li.install_from_local(settings, root / llama["source"], bar=bar, progress=progress)
     except VeracityError as exc:
         return f"llama.cpp: not built ({exc}; {exc.hint})"
-    return f"llama-server built from the bundle's source ({', '.join(info.get('features') or []) or 'baseline'})"  # noqa: E501
+    return ("llama-server built from the bundle's source "
+            f"({', '.join(info.get('features') or []) or 'baseline'})")
 
 
 def install_bundle(settings: Settings, root: Path, *, packages: bool = True, checked: bool = False,

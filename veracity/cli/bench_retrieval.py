@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn  # noqa: E501
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from veracity.cli._common import console, fail, print_json

@@ -142,7 +142,8 @@ def run_cmd(config_path, dataset, method, variant, hops, limit, seed, sample, or
     else:
         cfg = RunConfig.of(settings=settings, **backend_given, **given)
     given_out = out_dir is not None
-    out_dir = out_dir or Path("bench-results") / f"{cfg.dataset.replace(':', '-').replace('/', '_')}-{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}"  # noqa: E501
+    out_dir = out_dir or Path("bench-results") / (f"{cfg.dataset.replace(':', '-').replace('/', '_')}-"
+                                                  f"{cfg.method}-{time.strftime('%Y%m%d-%H%M%S')}")
     err_console.print(f"run directory: {terminal_safe(out_dir)}", highlight=False)
     interrupt.keep(lambda: _run_kept(out_dir, given_out))
     try:

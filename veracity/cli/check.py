@@ -93,7 +93,8 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
     if input_path is not None and report_path is not None:
         raise click.UsageError("--report writes one text's page: use it without -i")
     if input_path is not None and _same_file(input_path, output_path):
-        raise ConfigError(f"-o {output_path} is the texts file given with -i: results would be appended to it",  # noqa: E501
+        raise ConfigError(f"-o {output_path} is the texts file given with -i: "
+                          "results would be appended to it",
                           hint="pass another -o, e.g. -o checks.jsonl")
     if opts.get("backend") == "ray" and input_path is None:
         raise ConfigError("--backend ray runs a texts file: one text is checked in this process",
@@ -245,7 +246,8 @@ def _run_batch(cv, docs, rejected, out: Path, params, gamma, as_json: bool, quie
             console.print(f"{terminal_safe(record['id'])}  {terminal_safe(summary_line(record))}",
                           highlight=False, soft_wrap=True)
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn  # noqa: E501
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     bar = Progress(TextColumn("checking texts"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TimeRemainingColumn(), console=err_console, transient=True,

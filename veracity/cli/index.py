@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
-    TimeRemainingColumn  # noqa: E501
+from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -381,7 +381,8 @@ def _search_line(search: dict | None) -> str:
     if not search or not search.get("measured"):
         return ""
     setting = f"nprobe {search['nprobe']}" if "nprobe" in search else f"efSearch {search.get('ef_search')}"
-    return f"; {setting}: recall@10 {search['recall_at_10']:.3f} of exact search ({search['queries']:,} held-out queries)"  # noqa: E501
+    return (f"; {setting}: recall@10 {search['recall_at_10']:.3f} of exact search "
+            f"({search['queries']:,} held-out queries)")
 
 
 COMMANDS = [index]

@@ -123,7 +123,8 @@ def show_method(name: str, as_json: bool, prompts: bool) -> None:
     if prompts:
         for r in rec["roles"]:
             vary = r["instructions_vary_with"]
-            note = f" (depends on {', '.join(vary)}: shown with their defaults, {{NAME}} where none)" if vary else ""  # noqa: E501
+            note = (f" (depends on {', '.join(vary)}: shown with their defaults, {{NAME}} where none)"
+                    if vary else "")
             click.echo(f"\n== {r['name']}: system message{note}\n{r['instructions']}")
             if r.get("task"):
                 click.echo(f"-- the user turn ends with this task:\n{r['task']}")

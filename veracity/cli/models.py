@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn  # noqa: E501
+from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskID, TaskProgressColumn, TextColumn,
+                           TimeElapsedColumn)
 from rich.table import Table
 
 from veracity.cli import interrupt

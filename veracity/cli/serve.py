@@ -142,7 +142,8 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
     what = f"{replicas} {engine.label} servers" if replicas > 1 else engine.label
     with console.status(f"starting {what} ({spec.model}) — takes a minute or two on CPU") as status:
         states = start_replicas(settings, spec, replicas, timeout_s=timeout,
-                                progress=lambda line: status.update(f"starting {what} ({spec.model}): {line}"))  # noqa: E501
+                                progress=lambda line: status.update(
+                                    f"starting {what} ({spec.model}): {line}"))
     if as_json:
         print_json(states[0].__dict__ if replicas == 1 else
                    {"endpoint": ",".join(st.endpoint for st in states),

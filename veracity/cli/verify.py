@@ -207,7 +207,8 @@ def verify(claim, input_path, output_path, semantic_memory, as_json, quiet, **op
 
         single = make_claim(claim)  # a bad claim fails before any index or server is touched
     if opts["index"] is not None and config.evidence.setting != "open":
-        err_console.print(f"[yellow]warning:[/] --index is not read with --evidence {config.evidence.setting}",  # noqa: E501
+        err_console.print("[yellow]warning:[/] --index is not read with "
+                          f"--evidence {config.evidence.setting}",
                           highlight=False)
     verifier = Verifier.from_config(config)
     try:

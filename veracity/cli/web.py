@@ -133,7 +133,8 @@ def web(host, port, index, endpoint, model, token, token_file, new_token, allowe
 
 
 def _uvicorn_server():
-    """uvicorn.Server noting its stop signal (a class made on first use: `veracity --help` imports no uvicorn)."""  # noqa: E501
+    """uvicorn.Server noting its stop signal (a class made on first use: `veracity --help` imports no
+    uvicorn)."""
     import uvicorn
 
     class Server(uvicorn.Server):

@@ -196,7 +196,8 @@ class BM25Retriever(StoredPassagesRetriever):
         return filtered_top(lambda d: self._hits(query, d), self._title_of, k, keep, self.store.count)
 
     def _title_of(self, item: tuple[str, float]) -> str:
-        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id (DPR's)."""  # noqa: E501
+        """A ranked passage's title: from its id ``title#n``, or from the store for a corpus's own id
+        (DPR's)."""
         pid = item[0]
         if "#" in pid:
             return split_passage_id(pid)[0]

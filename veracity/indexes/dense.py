@@ -282,8 +282,9 @@ class DenseRetriever(StoredPassagesRetriever):
                     try:
                         enc = (self._load or load_encoder)(self.encoder_name)
                     except ConfigError as exc:
-                        raise IndexDirError(f"cannot load the index's encoder: {exc}",
-                                            hint="pass --encoder with a local copy of the same model") from None  # noqa: E501
+                        raise IndexDirError(
+                            f"cannot load the index's encoder: {exc}",
+                            hint="pass --encoder with a local copy of the same model") from None
                     if enc.dimension != self.dimension:
                         raise IndexDirError(f"encoder {enc.name} gives {enc.dimension}-d vectors, the index "
                                             "holds "

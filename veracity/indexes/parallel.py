@@ -108,17 +108,20 @@ def read_multistream_index(path: Path) -> StreamIndex:
                 except ValueError:
                     raise CorpusError(f"{path}:{lineno} is not an `offset:page_id:title` line of a "
                                       "multistream index",
-                                      hint="pass the *-multistream-index.txt.bz2 downloaded with the dump") from None  # noqa: E501
+                                      hint="pass the *-multistream-index.txt.bz2 downloaded with the "
+                                           "dump") from None
                 if not offsets or off_i != offsets[-1]:
                     if offsets and off_i < offsets[-1]:
                         raise CorpusError(f"{path}:{lineno}: offsets go backwards ({off_i} after "
                                           f"{offsets[-1]})",
-                                          hint="pass the *-multistream-index.txt.bz2 downloaded with the dump")  # noqa: E501
+                                          hint="pass the *-multistream-index.txt.bz2 downloaded with the "
+                                               "dump")
                     offsets.append(off_i)
                     first_ids.append(pid_i)
     except (EOFError, OSError) as exc:
         raise CorpusError(f"cannot read the multistream index {path} ({exc})",
-                          hint="re-download the *-multistream-index.txt.bz2; check it with `bzip2 -t FILE`") from None  # noqa: E501
+                          hint="re-download the *-multistream-index.txt.bz2; "
+                               "check it with `bzip2 -t FILE`") from None
     if not offsets:
         raise CorpusError(f"the multistream index {path} is empty",
                           hint="pass the index downloaded with the dump")
@@ -126,7 +129,8 @@ def read_multistream_index(path: Path) -> StreamIndex:
 
 
 def _first_page_id(f, offset: int, limit: int = 1 << 20) -> int | None:
-    """The id of the first <page> in the bz2 stream starting at ``offset``; None when no stream starts there."""  # noqa: E501
+    """The id of the first <page> in the bz2 stream starting at ``offset``; None when no stream starts
+    there."""
     f.seek(offset)
     dec = bz2.BZ2Decompressor()
     out = b""
@@ -181,7 +185,8 @@ class DumpPlan:
 
 
 def check_dump(path: Path, multistream_index: Path | None = None) -> DumpPlan:
-    """Everything about a dump that can be checked cheaply, before hashing or reading it: raises CorpusError."""  # noqa: E501
+    """Everything about a dump that can be checked cheaply, before hashing or reading it: raises
+    CorpusError."""
     from veracity.indexes.readers import open_maybe_compressed
 
     if multistream_index is not None and not Path(multistream_index).is_file():
@@ -259,7 +264,8 @@ class ChunkResult:
 
 
 def parse_chunk(task: tuple) -> ChunkResult:
-    """Articles of one chunk of <page> elements: ``("bytes", xml)`` or ``("stream", path, offset, length)``."""  # noqa: E501
+    """Articles of one chunk of <page> elements: ``("bytes", xml)`` or
+    ``("stream", path, offset, length)``."""
     from veracity.indexes.readers import SourceInfo, page_article
 
     where = "a chunk"

@@ -210,15 +210,15 @@ def estimate_passages(path: Path, fmt: str, chunking) -> tuple[int, str]:
             return 0, "no complete page in the sample"
         head = text[:cut + len(b"</page>")] + b"\n</mediawiki>\n"
         share = used * (cut / len(text))
-        return _scaled(head, ".xml", fmt, chunking, size / max(1.0,
-                                                               share)), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"  # noqa: E501
+        return (_scaled(head, ".xml", fmt, chunking, size / max(1.0, share)),
+                f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB")
     if fmt == "demo" or size <= SAMPLE_BYTES or path.suffix in (".bz2", ".gz"):
         return _count(path, fmt, chunking), "counted (whole file read)"
     with open(path, "rb") as f:
         head = f.read(SAMPLE_BYTES)
     head = head[:head.rfind(b"\n") + 1]
-    return _scaled(head, path.suffix or ".txt", fmt, chunking, size / max(1,
-                                                                          len(head))), f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB"  # noqa: E501
+    return (_scaled(head, path.suffix or ".txt", fmt, chunking, size / max(1, len(head))),
+            f"scaled from the first {SAMPLE_BYTES / 2**20:g} MiB")
 
 
 def _scaled(head: bytes, suffix: str, fmt: str, chunking, factor: float) -> int:

@@ -287,8 +287,8 @@ def json_articles(path: Path, info: SourceInfo, record: Callable[[object], Artic
                         continue
                     what = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
                     raise CorpusError(f"{path}:{lineno}: bad {fmt} record: {what}",
-                                      hint="fix the line, or pass --on-error skip to skip and count bad lines") \
-                        from exc  # noqa: E501
+                                      hint="fix the line, or pass --on-error skip to skip and count bad "
+                                           "lines") from exc
                 if article is None or not article.title or not article.text:
                     info.skip("empty")
                     continue

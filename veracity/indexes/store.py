@@ -42,7 +42,8 @@ class PassageWriter:
         self.count = self.conn.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
 
     def has_title(self, title: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM passages WHERE title = ? LIMIT 1", (title,)).fetchone() is not None  # noqa: E501
+        return self.conn.execute("SELECT 1 FROM passages WHERE title = ? LIMIT 1",
+                                 (title,)).fetchone() is not None
 
     def add(self, passages: Iterable[Passage]) -> None:
         rows = []
@@ -100,7 +101,8 @@ class PassageStore:
 
     def page(self, title: str) -> list[tuple[str, str, str]]:
         """(passage id, title, text) of an article's passages in order."""
-        rows = self._conn().execute("SELECT id, title, text FROM passages WHERE title = ? ORDER BY n", (title,))  # noqa: E501
+        rows = self._conn().execute("SELECT id, title, text FROM passages WHERE title = ? ORDER BY n",
+                                    (title,))
         return [tuple(r) for r in rows]
 
     def iter_rows(self, start: int, stop: int) -> list[tuple[int, str, str]]:

@@ -30,7 +30,8 @@ def load_defaults(settings: Settings) -> dict[str, str]:
         return {}
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}",
-                          hint="delete it and set the defaults again (`veracity models default NAME`)") from exc  # noqa: E501
+                          hint="delete it and set the defaults again "
+                               "(`veracity models default NAME`)") from exc
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 
 

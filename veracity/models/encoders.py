@@ -55,7 +55,8 @@ def resolve_encoder(name: str | None) -> tuple[str, Path]:
     if path.is_dir():
         return str(path.resolve()), path.resolve()
     raise ConfigError(f"unknown encoder {name!r}: not the default and not a local model folder",
-                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a sentence-transformers model")  # noqa: E501
+                      hint="pass --encoder all-MiniLM-L6-v2 or a folder holding a "
+                           "sentence-transformers model")
 
 
 def canonical_encoder(name: str) -> str:
@@ -101,7 +102,8 @@ class SentenceEncoder:
                 self.model = SentenceTransformer(str(path), device=self.device)
         except Exception as exc:
             raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
-                              hint="pass --encoder with a folder holding a sentence-transformers model") from exc  # noqa: E501
+                              hint="pass --encoder with a folder holding a sentence-transformers "
+                                   "model") from exc
         if self.device.startswith("cuda"):
             self.model.half()
         get_dim = getattr(self.model, "get_embedding_dimension", None) or \

@@ -188,7 +188,8 @@ def _hf_progress_to(bar: Bar) -> Iterator[None]:
 
 def convert_gguf(gguf: Path, out_dir: Path, progress: Progress = print, arch: str = "LlamaForCausalLM",
                  dtype: str = "bfloat16", bar: Bar = no_bar) -> None:
-    """Dequantize a GGUF checkpoint into a ``dtype`` safetensors directory (model + tokenizer) vLLM can load."""  # noqa: E501
+    """Dequantize a GGUF checkpoint into a ``dtype`` safetensors directory (model + tokenizer) vLLM can
+    load."""
     label = {"bfloat16": "bf16", "float32": "float32"}.get(dtype, dtype)
     progress(f"converting {gguf.name} to a {label} safetensors model (dequantizing)")
     bar("importing torch and transformers", 0, None)
@@ -439,7 +440,8 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
                  and (source is None or source.suffix in (".gguf", ".whl"))
                  and (source is not None or (info is not None and (info.cpu_default
                                                                    or info.gguf is not None))))
-    if gguf_only and existing and existing.gguf and Path(existing.gguf).is_file() and not force and source is None:  # noqa: E501
+    if (gguf_only and existing and existing.gguf and Path(existing.gguf).is_file() and not force
+            and source is None):
         progress(f"{name} is already prepared for llama.cpp at {existing.gguf}")
         return existing
 

@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable
 from veracity.pipeline.backends import get_backend
 from veracity.pipeline.claims import ClaimsFile, RejectedLine, load_claims
 from veracity.pipeline.engine import Engine
-from veracity.pipeline.results import ResultSink, RunManifest, RunStats, _Progress, check_output, read_done_ids  # noqa: E501
+from veracity.pipeline.results import (ResultSink, RunManifest, RunStats, _Progress, check_output,
+                                       read_done_ids)
 
 
 @dataclass
@@ -61,7 +62,8 @@ async def run_batch(engine: Engine, claims: Any, out: Path | str | None = None, 
     loaded = prepare(engine, claims, out)
     with contextlib.ExitStack() as stack:
         if out is None:
-            out_path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-"))) / "results.jsonl"  # noqa: E501
+            out_path = (Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="veracity-")))
+                        / "results.jsonl")
         else:
             out_path = Path(out).expanduser()
         stats = RunStats(out_path=out_path, total=len(loaded.claims),

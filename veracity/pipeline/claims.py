@@ -51,7 +51,8 @@ def surrogate_problem(text: str) -> str | None:
     it cannot be written as UTF-8, so a text holding one is refused instead of failing when its result is
     saved."""
     m = _SURROGATE.search(text)
-    return None if m is None else f"a lone surrogate (\\u{ord(m.group()):04x}) at character {m.start() + 1}: not text"  # noqa: E501
+    return None if m is None else (f"a lone surrogate (\\u{ord(m.group()):04x}) "
+                                   f"at character {m.start() + 1}: not text")
 
 
 def default_claim_id(text: str) -> str:

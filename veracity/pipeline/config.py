@@ -259,7 +259,8 @@ class MethodConfig:
 
     @property
     def label_space(self) -> Any:
-        """The :class:`~veracity.pipeline.labels.LabelSpace` (its name was checked when the part was built)."""  # noqa: E501
+        """The :class:`~veracity.pipeline.labels.LabelSpace` (its name was checked when the part was
+        built)."""
         from veracity.pipeline.labels import LABEL_SPACES
 
         return LABEL_SPACES[self.labels]
@@ -348,7 +349,8 @@ class VerifierConfig:
         ex = self.execution  # the limits left out are the settings': resolved once, here
         if ex.concurrency is None or ex.llm_concurrency is None:
             concurrency = self.settings.concurrency if ex.concurrency is None else ex.concurrency
-            llm_concurrency = self.settings.llm_concurrency if ex.llm_concurrency is None else ex.llm_concurrency  # noqa: E501
+            llm_concurrency = (self.settings.llm_concurrency if ex.llm_concurrency is None
+                               else ex.llm_concurrency)
             check_concurrency(concurrency, llm_concurrency)  # $VERACITY_CONCURRENCY=0 enters here
             ex = copy.copy(ex)  # the given part may be shared: this config's own copy, resolved
             _put(ex, "concurrency", concurrency)

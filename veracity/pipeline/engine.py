@@ -286,7 +286,8 @@ class Engine:
         return verdict
 
     def calibration_map(self, model: str | None) -> Any:
-        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off, none)."""  # noqa: E501
+        """(TemperatureMap, path) stored for ``model`` with this method and label space, or None (off,
+        none)."""
         if self.calibration == "off" or not model:
             return None
         if model not in self._maps:
@@ -296,7 +297,8 @@ class Engine:
         return self._maps[model]
 
     def confidence_record(self, model: str | None = None) -> dict[str, Any]:
-        """What a run record says of the verdicts' confidence (:class:`~veracity.pipeline.results.RunManifest`)."""  # noqa: E501
+        """What a run record says of the verdicts' confidence
+        (:class:`~veracity.pipeline.results.RunManifest`)."""
         return {"calibration": self.calibration_record(model), "calibration_setting": self.calibration,
                 "min_confidence": self.min_confidence}
 

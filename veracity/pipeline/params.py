@@ -54,7 +54,8 @@ def param(default: Any, *, help: str, min: float | None = None, max: float | Non
 
 @dataclass
 class MethodParams:
-    """Base of every method's parameters: the per-role overrides (``ROLE.max_tokens`` / ``ROLE.temperature``)."""  # noqa: E501
+    """Base of every method's parameters: the per-role overrides (``ROLE.max_tokens`` /
+    ``ROLE.temperature``)."""
 
     roles: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={"help": "per-role overrides",
                                                                              "internal": True})
@@ -238,7 +239,8 @@ def build_params(method: str, params_cls: type, overrides: dict[str, Any] | None
                                   hint=f"its roles: {', '.join(roles) or 'none'}")
             if setting not in ROLE_SETTINGS:
                 raise ConfigError(f"--param {key}: a role has no setting {setting!r}",
-                                  hint=f"per-role settings: {', '.join(f'{role}.{s}' for s in ROLE_SETTINGS)}")  # noqa: E501
+                                  hint="per-role settings: "
+                                       f"{', '.join(f'{role}.{s}' for s in ROLE_SETTINGS)}")
             if setting == "max_tokens":
                 lo, hi = MAX_TOKENS_RANGE
                 v = _coerce(method, key, value, int, {"min": lo, "max": hi})

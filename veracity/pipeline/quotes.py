@@ -44,8 +44,8 @@ from veracity.pipeline.words import content, key_terms, quote_terms  # noqa: F40
 
 QUOTE_MAX_CHARS = 200  # a quote is a short span, not the passage (bounded in the schema, checked by pydantic)
 
-_QUOTES = {c: '"'
-           for c in "'\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}  # noqa: E501
+_QUOTES = {c: '"' for c in "'\u2018\u2019\u201a\u201b\u2032\u2035`\u00b4"
+                           "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"}
 _DASHES = {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\ufe58\ufe63\uff0d"}
 _DROP = set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
 _STRIP = ' "'  # around a quote after normalisation: spaces and quote marks

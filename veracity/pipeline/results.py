@@ -296,7 +296,8 @@ class RunManifest:
 
     @classmethod
     def of(cls, engine: Any, out_path: Path | str) -> "RunManifest":
-        """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into ``out_path``."""  # noqa: E501
+        """The manifest of a run of ``engine`` (:class:`~veracity.pipeline.engine.Engine`) into
+        ``out_path``."""
         return cls(Path(out_path), engine.spec, engine.params, engine.searcher, engine.state_dir,
                    engine.label_space, engine.evidence, getattr(engine, "confidence_record", None))
 
@@ -381,7 +382,8 @@ class ResultSink:
             self.writer.append(record)
         except OSError as exc:
             raise OutputError(f"cannot write results to {self.path}: {exc.strerror or exc}",
-                              hint="free space or fix the folder, then run the same command again to resume") from None  # noqa: E501
+                              hint="free space or fix the folder, then run the same command again to "
+                                   "resume") from None
         self.ids.add(cid)
         summary = (record.get("trace") or {}).get("summary") or {}
         self.stats.done += 1

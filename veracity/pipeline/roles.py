@@ -221,7 +221,8 @@ class Role(Generic[T]):
         return self.name.split(".", 1)[1] if "." in self.name else self.name
 
     def settings(self, params: Any) -> RoleSettings:
-        """This role's budget and temperature for a run: the declared values, overridden by ``params.roles``."""  # noqa: E501
+        """This role's budget and temperature for a run: the declared values, overridden by
+        ``params.roles``."""
         over = (getattr(params, "roles", None) or {}).get(self.short, {})
         return RoleSettings(int(over.get("max_tokens", self.max_tokens)),
                             over.get("temperature", self.temperature))

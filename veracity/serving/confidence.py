@@ -158,8 +158,8 @@ def label_probs(raw: str, logprobs: Any, field: str, values: tuple[str, ...]) ->
     mass: dict[str, float] = {}
     seen: set[bytes] = set()
     for alt in [*(entry.get("top_logprobs") or []), entry]:
-        text, lp = _bytes_of(alt) if isinstance(alt, dict) else None, alt.get("logprob") if isinstance(alt,
-                                                                                                       dict) else None  # noqa: E501
+        text, lp = (_bytes_of(alt) if isinstance(alt, dict) else None,
+                    alt.get("logprob") if isinstance(alt, dict) else None)
         if text is None or not isinstance(lp, (int, float)) or text in seen:
             continue
         seen.add(text)  # the reply's own token is usually among the alternatives too: count it once

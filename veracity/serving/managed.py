@@ -40,8 +40,8 @@ def ensure_endpoint(settings: Settings, model: str | None = None, *, progress: P
             if dead:
                 (notify or say)(f"{len(dead)} of the {len(members)} managed replicas had died (ports "
                                  f"{', '.join(str(s.port) for s in dead)}); using the {len(live)} live "
-                                 "one(s). "
-                                 "`veracity serve --stop` then `serve --replicas N --detach` restarts the set")  # noqa: E501
+                                 "one(s). `veracity serve --stop` then `serve --replicas N --detach` "
+                                 "restarts the set")
             for s, st in live:
                 if st == "starting":
                     wait_ready(s, None, timeout_s=timeout_s, progress=progress)
@@ -138,7 +138,8 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
     lines = progress or (lambda s: None)
     bar = bar_to_lines(lines)
     if choice.name == "llama.cpp":
-        if binary_missing(settings) and choice.by != "hardware" and not llamacpp_install.install_running(settings):  # noqa: E501
+        if (binary_missing(settings) and choice.by != "hardware"
+                and not llamacpp_install.install_running(settings)):
             from veracity.serving.engines.llamacpp import LLAMA_CPP
 
             # the user's choice, missing: one line naming the install, before a download

@@ -198,7 +198,8 @@ class EndpointPool:
         return True
 
     async def confirm_down(self, http: httpx.AsyncClient, member: Member, problem: str) -> bool:
-        """After a transport error on ``member``: is it down? (a quick probe; a slow but live server is not)"""  # noqa: E501
+        """After a transport error on ``member``: is it down? (a quick probe; a slow but live server is
+        not)"""
         member.failed += 1
         if not member.alive:
             return True

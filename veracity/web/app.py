@@ -191,5 +191,6 @@ def _invalid_message(errors: Any) -> str:
         fields = ", ".join(VerifyRequest.model_fields)
         return f"unknown field {where!r} in the request body (the fields are {fields})"
     if kind == "missing":
-        return "the request has no JSON body" if where == "body" else f"the request body has no {where!r} field"  # noqa: E501
+        return ("the request has no JSON body" if where == "body"
+                else f"the request body has no {where!r} field")
     return f"invalid request: {where}: {first.get('msg', 'invalid')}"

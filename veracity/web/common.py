@@ -1,4 +1,5 @@
-"""What the web app's routers share: the per-app context, the one-line JSON error, the checks-in-flight cap."""  # noqa: E501
+"""What the web app's routers share: the per-app context, the one-line JSON error, the checks-in-flight
+cap."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any, AsyncIterator, Callable
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from veracity.errors import DataError, EndpointError, IndexDirError, LLMOutputError, OutputError, VeracityError  # noqa: E501
+from veracity.errors import (DataError, EndpointError, IndexDirError, LLMOutputError, OutputError,
+                             VeracityError)
 from veracity.pipeline.types import MAX_CLAIM_CHARS
 
 STATIC = Path(__file__).parent / "static"

@@ -235,8 +235,8 @@ class Guard:
     @staticmethod
     def _same_origin(origin: str, host: str) -> bool:
         parts = urlsplit(origin)
-        return parts.scheme in ("http",
-                                "https") and bool(parts.netloc) and parts.netloc.lower() == host.strip().lower()  # noqa: E501
+        return (parts.scheme in ("http", "https") and bool(parts.netloc)
+                and parts.netloc.lower() == host.strip().lower())
 
     async def _unauthorised(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         accept = dict(scope.get("headers", [])).get(b"accept", b"").decode("latin-1")
@@ -246,6 +246,7 @@ class Guard:
             resp: Response = HTMLResponse(page, status_code=401, headers=headers)
         else:
             resp = error(401, "this server needs a bearer token",
-                         hint="send `Authorization: Bearer TOKEN` (the --token veracity web was started with)",  # noqa: E501
+                         hint="send `Authorization: Bearer TOKEN` "
+                              "(the --token veracity web was started with)",
                          headers=headers)
         await resp(scope, receive, send)

@@ -141,7 +141,8 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
 
 
 def _find_file(data_dir: Path, spec: DatasetSpec, rel: str) -> Path:
-    """``rel`` may list alternative official names separated by '|'; tried under data_dir/<folder>, then data_dir."""  # noqa: E501
+    """``rel`` may list alternative official names separated by '|'; tried under data_dir/<folder>,
+    then data_dir."""
     names = rel.split("|")
     tried = []
     for base in (data_dir / spec.folder, data_dir):
@@ -244,7 +245,8 @@ def load_dataset(
                           hint="use --sample random (a seeded random sample) or balanced (class-balanced)")
     if order not in ORDER_MODES:
         raise ConfigError(f"unknown run order {order!r}",
-                          hint="use --order sample (the sample's order) or dataset (the dataset file's order)")  # noqa: E501
+                          hint="use --order sample (the sample's order) or dataset "
+                               "(the dataset file's order)")
     evidence = evidence_setting(evidence)  # the settings' one check (veracity.pipeline.evidence)
     gold_spec = None
     if name.startswith("jsonl:"):

@@ -35,8 +35,9 @@ def read_jsonl(path: Path, fmt: str) -> list[tuple[int, dict[str, Any]]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                found = "a JSON list (one document, not JSON Lines)" if lineno == 1 and line.lstrip().startswith("[") \
-                    else f"text that is not JSON ({exc.msg})"  # noqa: E501
+                found = ("a JSON list (one document, not JSON Lines)"
+                         if lineno == 1 and line.lstrip().startswith("[")
+                         else f"text that is not JSON ({exc.msg})")
                 raise DataError(
                     f"{location(path, lineno)}: expected {fmt} (one JSON object per line), found {found}",
                     hint="check that the file is the one the dataset's authors publish, not a converted copy",

@@ -297,7 +297,8 @@ _register(DatasetSpec(
 
 _register(DatasetSpec(
     name="gossipcop", folder=_PF, label_space=BINARY,
-    summary="GossipCop entertainment news (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; several releases",  # noqa: E501
+    summary="GossipCop entertainment news (FakeNewsNet): fake -> REFUTED, real -> SUPPORTED; "
+            "several releases",
     created="2018-09-05", created_source=_FNN_CREATED,
     download="github.com/KaiDMML/FakeNewsNet; github.com/ChandlerU11/fake_news_data",
     variants={

@@ -95,10 +95,10 @@ def _probe(address: str) -> None:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address} ({exc.strerror or type(exc).__name__})",  # noqa: E501
+        raise ClusterError(f"cannot reach the Ray cluster at {address} "
+                           f"({exc.strerror or type(exc).__name__})",
                            hint="start its head node (`ray start --head`), check --ray-address, or leave it "
-                                "out "
-                                "to start a local Ray instance") from None
+                                "out to start a local Ray instance") from None
 
 
 @contextlib.contextmanager

@@ -30,12 +30,14 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from veracity.pipeline.grounding import QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting, ungrounded_explanation  # noqa: E501
+from veracity.pipeline.grounding import (QUOTE_MODES, QUOTE_RETRY, ask_quoting, quoted, quoting,
+                                         ungrounded_explanation)
 from veracity.pipeline.confidence import ConfidenceRule
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
 from veracity.pipeline.methods.base import MethodContext, MethodSpec
 from veracity.pipeline.params import MethodParams, param
-from veracity.pipeline.roles import Fallback, LabelName, Role, cited_evidence, citing, dated_claim, format_passages  # noqa: E501
+from veracity.pipeline.roles import (Fallback, LabelName, Role, cited_evidence, citing, dated_claim,
+                                     format_passages)
 from veracity.pipeline.types import Claim, Evidence, Label, Verdict
 
 

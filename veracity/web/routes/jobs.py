@@ -22,11 +22,11 @@ def router(ctx: WebContext) -> APIRouter:
 
     @r.post("/v1/jobs", tags=["jobs"], summary="Start a batch job from a JSONL claims file (the body)",
             status_code=201,
-            openapi_extra={"requestBody": {"required": True,
-                                           "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})  # noqa: E501
+            openapi_extra={"requestBody": {
+                "required": True, "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}})
     async def create_job(request: Request, method: str = DEFAULT_METHOD, labels: str = "3way",
-                         params: str = Query("{}",
-                                             description="method parameters as a JSON object")) -> JSONResponse:  # noqa: E501
+                         params: str = Query("{}", description="method parameters as a JSON object")
+                         ) -> JSONResponse:
         try:
             parsed = json.loads(params)
         except json.JSONDecodeError:
@@ -41,7 +41,8 @@ def router(ctx: WebContext) -> APIRouter:
         body = await request.body()
         if not body.strip():
             raise DataError("the uploaded claims file is empty",
-                            hint='one JSON object per line, e.g. {"id": "c1", "claim": "Paris is in France."}')  # noqa: E501
+                            hint='one JSON object per line, e.g. '
+                                 '{"id": "c1", "claim": "Paris is in France."}')
         job = store.create_job(body, method, run.labels, parsed)
         ctx.runner.submit(job["id"])
         return JSONResponse(job_view(store, ctx.runner, job), status_code=201,

@@ -14,7 +14,8 @@ from veracity.pipeline.methods.emulate.roles import (ADDITIONAL_QUERY_GEN, CLASS
                                                      SELF_CONTAINED_CHECK, SUFFICIENT_EVIDENCE,
                                                      Classification,
                                                      Helpful, QueryList, Ranking, SelfContained, Sufficient)
-from veracity.pipeline.methods.emulate.search import Page, SearchResult, apply_ranking, group_results, open_result  # noqa: E501
+from veracity.pipeline.methods.emulate.search import (Page, SearchResult, apply_ranking, group_results,
+                                                      open_result)
 
 SPEC = MethodSpec(
     name="emulate",

@@ -70,7 +70,8 @@ def group_results(hits: list[Evidence], snippet_words: int, skip: set[str]) -> l
 
 
 def apply_ranking(order: list[int], n: int) -> list[int]:
-    """0-based indices: the 1-based numbers in ``order`` that are in range, first mention wins, then the rest."""  # noqa: E501
+    """0-based indices: the 1-based numbers in ``order`` that are in range, first mention wins, then the
+    rest."""
     picked: list[int] = []
     for num in order:
         if 1 <= num <= n and (num - 1) not in picked:

@@ -108,7 +108,8 @@ def _without_article(key: str) -> str:
 
 
 def _title_names(title: str) -> set[str]:
-    """The keys an article title stands for: ``"The Beatles (band)"`` -> the beatles band, beatles band, the beatles, beatles."""  # noqa: E501
+    """The keys an article title stands for: ``"The Beatles (band)"`` -> the beatles band, beatles band,
+    the beatles, beatles."""
     full = normalize_key(title)
     base = normalize_key(re.sub(r"\s*\([^()]*\)\s*$", "", title)) or full
     return {k for k in (full, _without_article(full), base, _without_article(base)) if k}
@@ -309,7 +310,8 @@ class EvidenceMemory:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            n_pass = self._db.execute("SELECT COUNT(*) FROM passages WHERE namespace = ?", (self.namespace,)).fetchone()[0]  # noqa: E501
+            n_pass = self._db.execute("SELECT COUNT(*) FROM passages WHERE namespace = ?",
+                                      (self.namespace,)).fetchone()[0]
             n_keys = self._db.execute("SELECT COUNT(DISTINCT key) FROM entity_keys WHERE namespace = ?",
                                       (self.namespace,)).fetchone()[0]
         return {"passages": n_pass, "keys": n_keys}

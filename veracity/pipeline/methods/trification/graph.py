@@ -45,16 +45,16 @@ REASONING_DESCRIPTION = ("think first: the entities, numbers and dates of the pa
 
 class PlanNode(BaseModel):
     id: str = Field(max_length=16,
-                    description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, j_1 for JUDGE")  # noqa: E501
+                    description="unique id: s_1, s_2 for SEARCH, r_1 for REFINE, t_1 for THINK, "
+                                "j_1 for JUDGE")
     type: Literal["SEARCH", "REFINE", "THINK", "JUDGE"]
     input: str = Field(max_length=200,
                        description="the query (SEARCH) or the statement to process; empty if a REFINE parent "
                                    "sets it")
     hint: str = Field(max_length=160,
                       description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
-                                                                     description="ids of the parent nodes; "
-                                                                                 "empty only for SEARCH roots")  # noqa: E501
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(
+        max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 class PlanNodeNoRefine(BaseModel):
@@ -63,9 +63,8 @@ class PlanNodeNoRefine(BaseModel):
     input: str = Field(max_length=200, description="the query (SEARCH) or the statement to process")
     hint: str = Field(max_length=160,
                       description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
-                                                                     description="ids of the parent nodes; "
-                                                                                 "empty only for SEARCH roots")  # noqa: E501
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(
+        max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 class PlanNodeSearchJudge(BaseModel):
@@ -74,9 +73,8 @@ class PlanNodeSearchJudge(BaseModel):
     input: str = Field(max_length=200, description="the query (SEARCH) or the statement to judge")
     hint: str = Field(max_length=160,
                       description="why this node is needed and how it connects to the other nodes")
-    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(max_length=8,
-                                                                     description="ids of the parent nodes; "
-                                                                                 "empty only for SEARCH roots")  # noqa: E501
+    dependencies: list[Annotated[str, Field(max_length=16)]] = Field(
+        max_length=8, description="ids of the parent nodes; empty only for SEARCH roots")
 
 
 # node lists are bounded so a reply fits the planner's max_tokens; max_nodes is checked after

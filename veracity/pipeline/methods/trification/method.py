@@ -129,9 +129,10 @@ class TrificationParams(MethodParams):
     max_queries: int = param(3, min=1, max=5, help="queries a SEARCH node may issue (its schema allows 5)")
     evidence_tokens: int = param(2000, min=50, max=100000,
                                  help="token budget (estimated: characters / 4) of the passages shown to a "
-                                      "node, "
-                                      "split fairly among its parents, each keeping its top-ranked passages",
-                                 paper="§3.3: evidence propagates from every parent; the paper sets no budget")  # noqa: E501
+                                      "node, split fairly among its parents, each keeping its top-ranked "
+                                      "passages",
+                                 paper="§3.3: evidence propagates from every parent; the paper sets no "
+                                       "budget")
     passage_max_words: int = param(120, min=1, max=5000, help="words of each passage shown")
     plan_reasoning_chars: int = param(1000, min=0, max=4000,
                                       help="characters of the planner's reasoning, written before the nodes "
@@ -143,27 +144,21 @@ class TrificationParams(MethodParams):
                                    paper="§3.2: the SEARCH node synthesizes the gathered information")
     cap_fallback: str = param("static", choices=("static", "stand"),
                               help="after max_modifications, an unresolved claim: 'static' re-runs the "
-                                   "initial "
-                                   "graph without modification (finished nodes reused) and takes its "
-                                   "verdict; "
-                                   "'stand': the dynamic graph's JUDGEs decide",
+                                   "initial graph without modification (finished nodes reused) and takes its "
+                                   "verdict; 'stand': the dynamic graph's JUDGEs decide",
                               paper="§4.3: unsuccessful after the maximum modifications, the process "
-                                    "defaults "
-                                    "to static mode")
+                                    "defaults to static mode")
     judge_aggregation: str = param("all_supported", choices=("all_supported", "majority", "last"),
                                    help="verdict from several JUDGE nodes: all_supported (any Refutes -> "
-                                        "REFUTED, "
-                                        "all Supports -> SUPPORTED, else uncertain_label), majority (more "
-                                        "Supports or Refutes wins, a tie -> uncertain_label), last (the "
-                                        "JUDGE "
-                                        "that finished last)",
+                                        "REFUTED, all Supports -> SUPPORTED, else uncertain_label), "
+                                        "majority (more Supports or Refutes wins, a tie -> uncertain_label), "
+                                        "last (the JUDGE that finished last)",
                                    paper="not specified (Algorithm 1 outputs one label)")
     quotes: str = param("off", choices=QUOTE_MODES,
                         help="each JUDGE node quotes the words of each passage its label rests on "
-                             "(veracity's "
-                             "switch); show: located and shown; check: retried once when a quote is not in "
-                             "its "
-                             "passage, then the JUDGE is Uncertain (the node failed: modification may follow)",  # noqa: E501
+                             "(veracity's switch); show: located and shown; check: retried once when a "
+                             "quote is not in its passage, then the JUDGE is Uncertain (the node failed: "
+                             "modification may follow)",
                         paper="not in the paper (issue 31): A.2's JUDGE quotes nothing")
     no_refine: bool = param(False, help="no REFINE nodes (ablation --no-refine)", paper="Table 1: w/o REFINE")
     no_refine_think: bool = param(False, help="no REFINE and no THINK nodes (ablation --no-refine-think)",
@@ -418,7 +413,8 @@ class GraphRun:
         r.queries = list(queries)
         r.evidence = merge_evidence([own, r.evidence])
         r.shown = select_evidence([own], self.p.evidence_tokens, self.p.passage_max_words)
-        r.output = f"searched {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: " + " | ".join(queries)  # noqa: E501
+        r.output = (f"searched {len(queries)} quer{'y' if len(queries) == 1 else 'ies'}: "
+                    + " | ".join(queries))
         if not self.p.search_synthesis:
             return
         if not r.shown:  # nothing to synthesize: say so instead of asking the model
@@ -646,8 +642,8 @@ async def verify_trification(claim: Claim, ctx: MethodContext) -> Verdict:
 MAX_JUDGES_ENUMERATED = 8  # 3^8 combinations at most
 
 
-def judges_distribution(judges: list[NodeRun], p: "TrificationParams", space: LabelSpace) -> dict[str,
-                                                                                                  float] | None:  # noqa: E501
+def judges_distribution(judges: list[NodeRun], p: "TrificationParams",
+                        space: LabelSpace) -> dict[str, float] | None:
     """The verdict's label distribution (veracity's addition, pipeline/confidence.py): the probability that
     :func:`label_from_judges` with the run's aggregation gives each label when every standing JUDGE answers
     independently from its own reply's Supports / Refutes / Uncertain probabilities. None when a JUDGE has

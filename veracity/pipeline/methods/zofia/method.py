@@ -78,7 +78,8 @@ from veracity.pipeline.methods.zofia.keywords import (
     sc_mmr,
     split_sentences,
 )
-from veracity.pipeline.methods.zofia.ner import INSTALL_HINT, SPACY_REQUIREMENT, load_spacy_ner, supervised_available  # noqa: E501
+from veracity.pipeline.methods.zofia.ner import (INSTALL_HINT, SPACY_REQUIREMENT, load_spacy_ner,
+                                                 supervised_available)
 from veracity.pipeline.methods.zofia.roles import (
     CLAIM_EXTRACTOR,
     CLAIM_VERIFIER,
@@ -558,7 +559,8 @@ async def debate(pool: str, ctx: MethodContext,
         if ruling != "CONTINUE":
             # B.6: the judge gives one character, no reason; the side it sided with has the last word
             side, arg = ("Pro", a_pro) if ruling == "REAL" else ("Con", a_con)
-            return ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}", rnd, grounded  # noqa: E501
+            return (ruling, f"ruled after {rnd} round(s); {side}'s last argument: {format_argument(arg)}",
+                    rnd, grounded)
     return "INSUFFICIENT", f"no ruling after {p.max_debate_rounds} rounds", p.max_debate_rounds, None
 
 

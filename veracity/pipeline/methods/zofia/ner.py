@@ -56,7 +56,8 @@ _LOADED: dict[str, "SpacyNER"] = {}
 
 def supervised_available() -> bool:
     """Whether spaCy and the packaged model are importable (nothing is loaded)."""
-    return importlib.util.find_spec("spacy") is not None and importlib.util.find_spec(SPACY_PACKAGE) is not None  # noqa: E501
+    return (importlib.util.find_spec("spacy") is not None
+            and importlib.util.find_spec(SPACY_PACKAGE) is not None)
 
 
 def entities_from_steps(steps: Iterable[tuple[int, str, float]],

@@ -386,7 +386,8 @@ def judge_system(max_rounds: int, quoting: bool = False) -> str:
 
 
 def _passages_block(passages: list[Evidence] | None) -> str:
-    return f"Passages:\n{format_passages(passages, max_words=JUDGE_PASSAGE_WORDS)}\n\n" if passages is not None else ""  # noqa: E501
+    return (f"Passages:\n{format_passages(passages, max_words=JUDGE_PASSAGE_WORDS)}\n\n"
+            if passages is not None else "")
 
 
 def judge_turns(pool: str, history: list[tuple[DebateArgument, DebateArgument]],
