@@ -39,7 +39,8 @@ from tests.integration.test_faults import (
 from tests.integration.test_check_real import finish as finish_cli
 from tests.integration.test_check_real import veracity
 from tests.integration.test_network_cut import cut, run_the_commands  # noqa: F401  (cut: a fixture)
-from tests.integration.test_ray_backend import ray_cluster, ray_module, result_lines, write_claims as write_hover_claims  # noqa: F401,E501
+from tests.integration.test_ray_backend import (  # noqa: F401
+    ray_cluster, ray_module, result_lines, write_claims as write_hover_claims)
 from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
