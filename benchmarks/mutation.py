@@ -64,6 +64,7 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
                                                                                             "__pycache__"))
     for name in ("README.md", "DEVELOPERS.md"):  # a few tests read them
         shutil.copy2(REPO / name, work / name)
+    shutil.copytree(REPO / "examples", work / "examples")  # test_check.py reads examples/text.txt
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     pyproject = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject)
     pyproject += "\n[tool.mutmut]\n" + "\n".join([
@@ -72,7 +73,7 @@ def scratch_copy(work: Path, module: str, tests: list[str]) -> None:
         f"pytest_add_cli_args_test_selection = {json.dumps(tests)}",
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-q"]',
         "mutate_only_covered_lines = false",
-        'also_copy = ["benchmarks/", "README.md", "DEVELOPERS.md"]',
+        'also_copy = ["benchmarks/", "examples/", "README.md", "DEVELOPERS.md"]',
     ]) + "\n"
     (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
 
@@ -280,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
                          args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
+        if rep["killed_share"] is None and rep["returncode"]:  # not one mutant tested: say why
+            print(f"error: mutmut's run of veracity/{module} failed before testing any mutant "
+                  f"(exit {rep['returncode']}):\n{rep['log_tail']}", file=sys.stderr)
         print(f"veracity/{module}: {rep['killed']} of {rep['mutants']} mutants killed ({share}), "
               f"{len(rep['survivors'])} survive, {rep['seconds']:.0f} s -> "
               f"{OUT / (module.replace('/', '.')[:-3] + '.json')}",

@@ -591,12 +591,14 @@ def test_the_check_and_its_retry_trace_each_attempt_and_send_what_they_say():
     assert judge.calls[0]["messages"] == sent
     assert judge.calls[1]["messages"][-1]["content"].endswith("answer NO.")
     assert g.grounding == "grounded" and g.reply.label == "NOT_ENOUGH_INFO"
-    c, judge = ctx(), _Role("rag.judge", [bare])
+    c, judge = ctx(), _Role("rag.judge", [{**bare, "quotes": []}, {**bare, "quotes": []}])
     g = asyncio.run(ask_quoting(c, judge, "show", shown, output=output, claim="the claim",
                                 label_of=lambda r: "NOT_ENOUGH_INFO"))
-    assert judge.calls[0]["messages"][-1]["content"] == "the claim"
-    # label_of says the reply does not settle the claim: only the missing quote is a problem (no "must quote")
-    assert g.problems == miss
+    assert judge.calls[0]["messages"][-1]["content"] == "the claim"  # the role's own messages
+    # label_of says the reply does not settle the claim, so it need not quote: grounded
+    assert g.problems == [] and g.grounding == "grounded" and c.trace.events == []
+    g = asyncio.run(ask_quoting(ctx(), judge, "show", shown, output=output, claim="the claim"))
+    assert g.problems == ["the verdict quotes no passage"]  # its own label (SUPPORTED) must quote
 
 
 def test_a_quoted_model_keeps_its_module_and_its_quotes_description_and_ungrounded_reads_the_thought():

@@ -109,7 +109,7 @@ def _own_label(reply: Any) -> str:
     return reply.label
 
 
-def _located(reply: Any, shown: list[Evidence], space: LabelSpace,
+def _located(reply: Any, shown: list[Evidence],
              label_of: Callable[[Any], str]) -> tuple[list[Quote], list[str]]:
     """The reply's quotes located in ``shown``, and why they do not ground it (a label other than the
     space's "not supported" one settles the claim, so it must quote)."""
@@ -143,7 +143,7 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
     conversation, e.g. MERMAID's final verdict after an executor's finish step) with the mismatch named.
     ``label_of`` maps a reply to a label value (EMULATE's True / False), ``fallback`` is the answer the
     retry prompt offers when the passages do not say it (default: the label space's)."""
-    quotes, found = _located(reply, shown, ctx.label_space, label_of)
+    quotes, found = _located(reply, shown, label_of)
     retried = False
     if found and mode == "check":
         ctx.trace.event(MISMATCH_EVENT, role=role.name, attempt=1, label=reply.label, problems=found)
@@ -157,7 +157,7 @@ async def check_reply(ctx: "MethodContext", reply: Any, role: Role, mode: str, s
         retried = True
         if second is not None:
             reply = second
-            quotes, found = _located(reply, shown, ctx.label_space, label_of)
+            quotes, found = _located(reply, shown, label_of)
             if found:
                 ctx.trace.event(MISMATCH_EVENT, role=retry_role.name, attempt=2, label=reply.label,
                                 problems=found)
