@@ -178,7 +178,8 @@ def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir
     assert code == 0, captured.err
     metrics = json.loads(captured.out)
     assert metrics["complete"] and metrics["n_predicted"] == 3
-    assert metrics["efficiency"]["llm_calls_per_claim"] >= 1 and metrics["efficiency"]["tool_calls_per_claim"] == 1.0  # noqa: E501
+    assert (metrics["efficiency"]["llm_calls_per_claim"] >= 1
+            and metrics["efficiency"]["tool_calls_per_claim"] == 1.0)
     run = json.loads((out / "run.json").read_text())
     assert run["sessions"][-1]["backend"] == "ray" and run["sessions"][-1]["ray"]["actors"] == 2
     assert run["sessions"][-1]["done"] == 3
