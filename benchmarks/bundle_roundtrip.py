@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 AUDIT = ROOT / "tests" / "fixtures" / "netaudit"
 
-INSIDE = r"""
+INSIDE = """
 set -euo pipefail
 ip link set lo up
 test "$(ip -o link | wc -l)" = 1   # loopback only
@@ -47,11 +47,12 @@ echo "INSTALL_SECONDS $((t1 - t0))"
 V="$WORK/venv/bin/veracity"
 "$V" serve --engine llama.cpp --model "$MODEL" --detach --port 18501
 t2=$(date +%s)
-"$V" verify -i "$CLAIMS" -o "$WORK/results.jsonl" --method rag --model "$MODEL" --index "$VERACITY_HOME/indexes/$INDEX_NAME" || true
+"$V" verify -i "$CLAIMS" -o "$WORK/results.jsonl" --method rag --model "$MODEL" \
+--index "$VERACITY_HOME/indexes/$INDEX_NAME" || true
 t3=$(date +%s)
 echo "VERIFY_SECONDS $((t3 - t2))"
 "$V" serve --stop
-"""  # noqa: E501
+"""
 
 
 def human(n: float) -> str:

@@ -41,8 +41,8 @@ def scored(run_dir: Path) -> dict[str, tuple[str, str, float | None]]:
 
 def thresholded(rows: dict, tau: float) -> dict[str, str]:
     """The 3-way label of each binary verdict: NOT_ENOUGH_INFO below τ (or without a confidence)."""
-    return {k: (said if conf is not None and conf >= tau else "NOT_ENOUGH_INFO") for k, (said, _,
-                                                                                         conf) in rows.items()}  # noqa: E501
+    return {k: (said if conf is not None and conf >= tau else "NOT_ENOUGH_INFO")
+            for k, (said, _, conf) in rows.items()}
 
 
 def summary(gold: list[str], pred: list[str]) -> dict:

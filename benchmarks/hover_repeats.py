@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                     "id": claim.id, "claim": claim.text, "label": label, "entity": title,
                     "gold_titles": claim.meta["gold_titles"], "hops": claim.meta["hops"],
                 }, ensure_ascii=False) + "\n")
-    print(f"{args.out}: {args.entities * args.per_entity} claims, entities: {', '.join(t for t, _ in groups)}")  # noqa: E501
+    print(f"{args.out}: {args.entities * args.per_entity} claims, "
+          f"entities: {', '.join(t for t, _ in groups)}")
     return 0
 
 

@@ -139,7 +139,8 @@ def run_stage(name: str, cmd: list[str], home: Path, *, watch: Path | None = Non
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         while proc.poll() is None:
-            if watch is not None and first is None and watch.exists() and watch.read_bytes().count(b"\n") >= 1:  # noqa: E501
+            if (watch is not None and first is None and watch.exists()
+                    and watch.read_bytes().count(b"\n") >= 1):
                 first = time.monotonic() - t0
             time.sleep(0.5)
         reader.join()
@@ -192,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             "verify", "-i", "examples/claims.jsonl", "-o", str(out), "--method", "rag", "--model", a.model,
             "--index", str(index)), home, watch=out)
         rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-        claims = {json.loads(line)["id"]: json.loads(line) for line in (ROOT / "examples"
-                                                                        / "claims.jsonl").read_text().splitlines()}  # noqa: E501
+        claims = {json.loads(line)["id"]: json.loads(line)
+                  for line in (ROOT / "examples" / "claims.jsonl").read_text().splitlines()}
         extra["right"] = sum(1 for r in rows if r.get("label") == claims.get(r.get("id"), {}).get("label"))
         extra["verdicts"] = len(rows)
     else:  # stop

@@ -40,10 +40,12 @@ def test_bench_run_rag_on_hover_with_the_real_server_and_index(llm_endpoint, hov
     scores = metrics["scores"]
     assert scores["labels"] == ["SUPPORTED", "REFUTED"] and sum(map(sum, scores["confusion"]["matrix"])) == 3
     assert 0.0 <= scores["accuracy"] <= 1.0 and metrics["efficiency"]["llm_calls_per_claim"] >= 1
-    assert metrics["efficiency"]["tool_calls_per_claim"] == 1.0 and metrics["efficiency"]["tokens_per_claim"] > 50  # noqa: E501
+    assert (metrics["efficiency"]["tool_calls_per_claim"] == 1.0
+            and metrics["efficiency"]["tokens_per_claim"] > 50)
     run = json.loads((out / "run.json").read_text())
     assert run["model"]["model"] == llm_endpoint.model
-    assert run["model"]["served"][0]["id"] == llm_endpoint.model and run["model"]["served"][0]["max_model_len"]  # noqa: E501
+    assert (run["model"]["served"][0]["id"] == llm_endpoint.model
+            and run["model"]["served"][0]["max_model_len"])
     assert run["manifest"]["index"]["passages"] > 100 and run["leakage"]["index_newer"] is False
     preds = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert all(c["model"] == llm_endpoint.model for p in preds for c in p["trace"]["llm_calls"])
@@ -52,9 +54,8 @@ def test_bench_run_rag_on_hover_with_the_real_server_and_index(llm_endpoint, hov
     # the same command again: nothing new to run, one more session, same predictions
     code, stdout, err = run_cli(args, monkeypatch, capsys)
     assert code == 0, err
-    assert [json.loads(line)["id"] for line in (out
-                                                / "predictions.jsonl").read_text().splitlines()] == [p["id"]
-                                                                                                     for p in preds]  # noqa: E501
+    assert ([json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
+            == [p["id"] for p in preds])
     assert len(json.loads((out / "run.json").read_text())["sessions"]) == 2
 
     code, stdout, _ = run_cli(["compare", str(out), "--markdown"], monkeypatch, capsys)

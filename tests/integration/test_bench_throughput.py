@@ -44,7 +44,8 @@ def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_se
         s = lv["server"]
         assert s["scraped"] is True, report["warnings"]
         # scraped from the real /metrics: counters moved by at least this level's own requests
-        assert s["prefix_cache_queries"] is not None and s["prefix_cache_queries"] >= lv["prompt_tokens"] * 0.9  # noqa: E501
+        assert (s["prefix_cache_queries"] is not None
+                and s["prefix_cache_queries"] >= lv["prompt_tokens"] * 0.9)
         assert s["prefix_cache_hit_rate"] is not None and 0.0 <= s["prefix_cache_hit_rate"] <= 1.0
         assert s["ttft_mean_s"] is not None and s["ttft_mean_s"] > 0
         assert s["tpot_mean_s"] is not None and s["tpot_mean_s"] > 0

@@ -1,4 +1,4 @@
-"""`veracity check` against the real things: the SmolLM2 vLLM server (the extraction roles' schemas enforced
+"""`veracity check` against the real things: the SmolLM2 server (the extraction roles' schemas enforced
 by real constrained decoding), a real BM25 + FAISS index, a batch killed with SIGKILL and resumed, and the
 page's Text tab in Debian's chromium (playwright, as tests/integration/test_web_real.py drives it).
 
@@ -88,6 +88,30 @@ def test_check_a_text_with_rag_on_the_real_model_and_index(llm_endpoint, demo_st
     assert rc == 0, err[-3000:]
     assert "The Eiffel Tower is in Berlin." in out and ("factual claims in 2 sentences" in out
                                                         or "No factual claim" in out)
+
+
+def test_a_claim_gets_the_verdict_verify_gives_it(repeating_llm_endpoint, tmp_path):
+    """The same claim, method and endpoint at temperature 0: check's verdict is verify's (one code path),
+    word for word. On a server whose reply to one request at temperature 0 does not depend on what it
+    served before (``repeating_llm_endpoint``: one slot, no prompt cache); the session's llama-server reuses
+    a slot's cached prompt prefix, and a reply computed on a reused prefix can differ in its last digits from
+    one computed afresh, so its explanation may not repeat word for word."""
+    llm_endpoint = repeating_llm_endpoint
+    f = tmp_path / "text.txt"
+    f.write_text("Marie Curie won two Nobel Prizes.")
+    common = ("--method", "direct", "--evidence", "none", "--endpoint", llm_endpoint.url, "--json")
+    rc, out, err = finish(veracity(tmp_path, "check", str(f), *common, "--check-param", "worthiness=false"))
+    assert rc == 0, err[-3000:]
+    rec = json.loads(out)
+    claims = [c for s in rec["sentences"] for c in s["claims"] if c.get("label")]  # every claim factual here
+    assert claims, rec["sentences"]
+    claim = claims[0]
+    rc, out, err = finish(veracity(tmp_path, "verify", claim["text"], *common))
+    assert rc == 0, err[-3000:]
+    alone = json.loads(out)
+    assert (alone["label"], alone["explanation"]) == (claim["label"], claim["explanation"])
+    assert [c["role"] for c in alone["trace"]["llm_calls"]] == [c["role"]
+                                                                for c in claim["trace"]["llm_calls"]]
 
 
 def test_a_killed_batch_resumes_per_text_and_per_claim(llm_endpoint, tmp_path):

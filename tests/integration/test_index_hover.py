@@ -24,7 +24,8 @@ def test_manifest_records_source_chunking_encoder_and_build(hover_index_dir, hov
     assert src["dump_date"] == "2017-10-01" and m["dump_date"] == "2017-10-01"
     assert m["articles"] == len(records) and m["passages"] >= len(records)
     assert m["chunking"]["words"] == 100
-    assert m["dense"]["encoder"] == "sentence-transformers/all-MiniLM-L6-v2" and m["dense"]["dimension"] == 384  # noqa: E501
+    assert (m["dense"]["encoder"] == "sentence-transformers/all-MiniLM-L6-v2"
+            and m["dense"]["dimension"] == 384)
     assert m["dense"]["faiss_factory"] == "Flat" and m["dense"]["ntotal"] == m["passages"]
     assert m["bm25"] is not None and m["build"]["embed_passages_per_s"] > 0
     assert {"pyserini", "faiss-cpu",
@@ -141,5 +142,6 @@ def test_bench_retrieval_library_reports_all_modes(hover_index_dir, hover_claims
     assert [r["mode"] for r in report["modes"]] == ["bm25", "dense", "hybrid"]
     for r in report["modes"]:
         assert 0 <= r["recall"]["1"] <= r["recall"]["5"] <= r["recall"]["10"] <= r["recall"]["20"] <= 1
-        assert r["recall"]["20"] >= 0.6 and r["queries_per_s"] > 0 and r["p99_latency_ms"] >= r["p50_latency_ms"]  # noqa: E501
+        assert (r["recall"]["20"] >= 0.6 and r["queries_per_s"] > 0
+                and r["p99_latency_ms"] >= r["p50_latency_ms"])
     assert report["build_rate_passages_per_s"]["embed"] > 0

@@ -103,7 +103,8 @@ def test_sigkill_while_embedding_loses_at_most_one_shard(corpus, reference, tmp_
     np.testing.assert_allclose(_vectors(out), _vectors(reference), atol=1e-5)
     # the shards written before the kill were kept as they were (only the one in progress was redone)
     assert "resuming" in rerun.stdout + rerun.stderr
-    assert manifest["dense"]["faiss_factory"] == "Flat" and manifest["dense"]["faiss_factory_requested"] == "auto"  # noqa: E501
+    assert (manifest["dense"]["faiss_factory"] == "Flat"
+            and manifest["dense"]["faiss_factory_requested"] == "auto")
     assert not work.exists()
     del kept
 

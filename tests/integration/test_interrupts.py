@@ -265,5 +265,6 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
     assert ids == [i for i in (ref / "dense" / "ids.txt").read_text().split("\n")
                    if i] and len(set(ids)) == len(ids)
     index = faiss.read_index(str(out / "dense" / "index.faiss"))
-    assert index.ntotal == len(ids) == manifest["passages"] and manifest["dense"]["faiss_factory"] == "IVF4,Flat"  # noqa: E501
+    assert (index.ntotal == len(ids) == manifest["passages"]
+            and manifest["dense"]["faiss_factory"] == "IVF4,Flat")
     assert not work.exists() and not list(tmp_path.glob("hs_err_pid*.log"))

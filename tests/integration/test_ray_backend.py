@@ -5,10 +5,11 @@ small real index (pyserini BM25 + FAISS over ~300 HoVer paragraphs).
   instance) is killed with SIGKILL after its first result; the file holds whole result lines only, and
   the same command finishes the rest without writing any claim twice.
 - Equality: the Ray backend and the local backend give the same labels, LLM-call counts, searches and
-  cited passages on the same claims at temperature 0. vLLM's continuous batching is not batch-invariant
-  (a request's logits depend on what else is in the batch; on CPU too), so both run one claim in flight
-  (local ``concurrency=1``; Ray: one actor, ``concurrency=1``); with more in flight either backend can
-  differ from itself between runs.
+  cited passages on the same claims at temperature 0, on a server that repeats itself at one request in
+  flight (``repeating_llm_endpoint``: a llama-server with one slot and no prompt cache; the session's server
+  can answer a request one word apart once a former run's cached prompt prefix is reused, and a batching
+  server's logits depend on what else is in the batch). Both run one claim in flight (local
+  ``concurrency=1``; Ray: one actor, ``concurrency=1``).
 - `bench run --backend ray` end to end, recorded in run.json.
 
 Ray in this process is started once by the ``ray_cluster`` fixture, as CI does: ``ray.init(num_cpus=2)``.
@@ -115,6 +116,45 @@ def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_mod
                 pass
 
 
+@pytest.mark.parametrize("method,params,n", [("rag", {"k": 2}, 2),
+                                             ("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
+                                                          "search_k": 2, "passage_max_words": 60}, 1)])
+def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, repeating_llm_endpoint,
+                                                              hover_index_dir, hover_claims_subset, tmp_path,
+                                                              method, params, n):
+    """On a server that repeats itself at one request in flight (``repeating_llm_endpoint``: one slot, no
+    prompt cache), both backends running one claim in flight."""
+    llm_endpoint = repeating_llm_endpoint
+    from veracity.config import Settings
+    from veracity.pipeline.api import Verifier
+
+    src = tmp_path / "claims.jsonl"
+    ids = write_claims(src, hover_claims_subset, n)
+    results = {}
+    for backend, extra in (("local", {}), ("ray", {"ray_actors": 1})):
+        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url,
+                     model=llm_endpoint.model,
+                     settings=Settings(home=tmp_path / "home"), concurrency=1, llm_concurrency=1,
+                     state_dir=tmp_path / backend, backend=backend, params=params, **extra)
+        try:
+            stats = v.verify_many(str(src), out=tmp_path / f"{backend}.jsonl")
+        finally:
+            v.close()
+        assert stats.done == n and not stats.failed
+        results[backend] = {r["id"]: r for r in result_lines(tmp_path / f"{backend}.jsonl")}
+    assert sorted(results["local"]) == sorted(results["ray"]) == sorted(ids)
+    for cid in ids:
+        a, b = results["local"][cid], results["ray"][cid]
+        assert a["label"] == b["label"], cid
+        assert a["trace"]["summary"]["llm_calls"] == b["trace"]["summary"]["llm_calls"], cid
+        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"]
+                                                                for c in b["trace"]["llm_calls"]], cid
+        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"]
+                                                                  for t in b["trace"]["tool_calls"]], cid
+        assert [e["passage_id"] for e in a["evidence"]] == [e["passage_id"] for e in b["evidence"]], cid
+    assert results["ray"][ids[0]]["trace"]["summary"]["llm_calls"] >= (1 if method == "rag" else 2)
+
+
 def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir, tmp_path, monkeypatch,
                                       capsys):
     from veracity.cli._common import run_main
@@ -138,7 +178,8 @@ def test_bench_run_on_the_ray_backend(ray_cluster, llm_endpoint, hover_index_dir
     assert code == 0, captured.err
     metrics = json.loads(captured.out)
     assert metrics["complete"] and metrics["n_predicted"] == 3
-    assert metrics["efficiency"]["llm_calls_per_claim"] >= 1 and metrics["efficiency"]["tool_calls_per_claim"] == 1.0  # noqa: E501
+    assert (metrics["efficiency"]["llm_calls_per_claim"] >= 1
+            and metrics["efficiency"]["tool_calls_per_claim"] == 1.0)
     run = json.loads((out / "run.json").read_text())
     assert run["sessions"][-1]["backend"] == "ray" and run["sessions"][-1]["ray"]["actors"] == 2
     assert run["sessions"][-1]["done"] == 3

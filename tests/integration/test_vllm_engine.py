@@ -5,13 +5,8 @@ with the network cut.
   them and ``serve --stop`` must end them), and the engine core killed mid-batch; each time the same batch
   command, run again on the session's vLLM server, completes every claim once (test_faults.py's harness).
   Each kills a private server (``killable_llm_server``, started ahead in the background).
-- ``verify "CLAIM"``, a batch, ``check`` and ``bench run`` as real processes on the session's vLLM server
-  with the network cut (test_network_cut.py runs the same on llama.cpp).
-- ``check`` gives a claim the verdict ``verify`` gives it, word for word (moved from test_check_real.py: it
-  needs an engine whose reply to one request does not depend on what it served before).
-- The Ray backend and the local backend give the same results at temperature 0 (moved from
-  test_ray_backend.py for the same reason: on llama-server, MERMAID's second search query came out one word
-  apart between the two runs, the second run's prompts meeting the first run's cached prefixes).
+- ``verify "CLAIM"`` and a batch as real processes on the session's vLLM server with the network cut
+  (test_network_cut.py runs these and ``check`` and ``bench run`` on llama.cpp).
 
 A module of its own, so these run right after vLLM's serving tests, while the vLLM servers are up, and
 before the llama.cpp modules (tests/fixtures/server.py stops the session's vLLM server after its last test).
@@ -19,7 +14,6 @@ before the llama.cpp modules (tests/fixtures/server.py stops the session's vLLM 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
@@ -36,10 +30,7 @@ from tests.integration.test_faults import (
     wait_for_lines,
     write_claims,
 )
-from tests.integration.test_check_real import finish as finish_cli
-from tests.integration.test_check_real import veracity
 from tests.integration.test_network_cut import cut, run_the_commands  # noqa: F401  (cut: a fixture)
-from tests.integration.test_ray_backend import ray_cluster, ray_module, result_lines, write_claims as write_hover_claims  # noqa: F401,E501
 from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
@@ -83,66 +74,8 @@ def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, vllm_end
 
 
 def test_the_commands_a_user_types_run_cut_off_on_vllm(cut, vllm_endpoint, demo_style_index_dir, tmp_path):  # noqa: F811
-    run_the_commands("vllm", vllm_endpoint, demo_style_index_dir, tmp_path)
-
-
-def test_a_claim_gets_the_verdict_verify_gives_it(vllm_endpoint, tmp_path):
-    """The same claim, method and endpoint at temperature 0: check's verdict is verify's (one code path),
-    word for word. On vLLM, whose reply to one request at temperature 0 does not depend on what it served
-    before; llama-server reuses a slot's cached prompt prefix, and a reply computed on a reused prefix can
-    differ in its last digits from one computed afresh, so its explanation may not repeat word for word."""
-    llm_endpoint = vllm_endpoint
-    f = tmp_path / "text.txt"
-    f.write_text("Marie Curie won two Nobel Prizes.")
-    common = ("--method", "direct", "--evidence", "none", "--endpoint", llm_endpoint.url, "--json")
-    rc, out, err = finish_cli(veracity(tmp_path, "check", str(f), *common, "--check-param",
-                                       "worthiness=false"))
-    assert rc == 0, err[-3000:]
-    rec = json.loads(out)
-    claims = [c for s in rec["sentences"] for c in s["claims"] if c.get("label")]  # every claim factual here
-    assert claims, rec["sentences"]
-    claim = claims[0]
-    rc, out, err = finish_cli(veracity(tmp_path, "verify", claim["text"], *common))
-    assert rc == 0, err[-3000:]
-    alone = json.loads(out)
-    assert (alone["label"], alone["explanation"]) == (claim["label"], claim["explanation"])
-    assert [c["role"] for c in alone["trace"]["llm_calls"]] == [c["role"]
-                                                                for c in claim["trace"]["llm_calls"]]
-
-
-@pytest.mark.parametrize("method,params,n", [("rag", {"k": 2}, 2),
-                                             ("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
-                                                          "search_k": 2, "passage_max_words": 60}, 1)])
-def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, vllm_endpoint,  # noqa: F811
-                                                              hover_index_dir, hover_claims_subset, tmp_path,
-                                                              method, params, n):
-    """vLLM's continuous batching is not batch-invariant either, so both backends run one claim in flight."""
-    llm_endpoint = vllm_endpoint
-    from veracity.config import Settings
-    from veracity.pipeline.api import Verifier
-
-    src = tmp_path / "claims.jsonl"
-    ids = write_hover_claims(src, hover_claims_subset, n)
-    results = {}
-    for backend, extra in (("local", {}), ("ray", {"ray_actors": 1})):
-        v = Verifier(method=method, index=hover_index_dir, endpoint=llm_endpoint.url,
-                     model=llm_endpoint.model,
-                     settings=Settings(home=tmp_path / "home"), concurrency=1, llm_concurrency=1,
-                     state_dir=tmp_path / backend, backend=backend, params=params, **extra)
-        try:
-            stats = v.verify_many(str(src), out=tmp_path / f"{backend}.jsonl")
-        finally:
-            v.close()
-        assert stats.done == n and not stats.failed
-        results[backend] = {r["id"]: r for r in result_lines(tmp_path / f"{backend}.jsonl")}
-    assert sorted(results["local"]) == sorted(results["ray"]) == sorted(ids)
-    for cid in ids:
-        a, b = results["local"][cid], results["ray"][cid]
-        assert a["label"] == b["label"], cid
-        assert a["trace"]["summary"]["llm_calls"] == b["trace"]["summary"]["llm_calls"], cid
-        assert [c["role"] for c in a["trace"]["llm_calls"]] == [c["role"]
-                                                                for c in b["trace"]["llm_calls"]], cid
-        assert [t["query"] for t in a["trace"]["tool_calls"]] == [t["query"]
-                                                                  for t in b["trace"]["tool_calls"]], cid
-        assert [e["passage_id"] for e in a["evidence"]] == [e["passage_id"] for e in b["evidence"]], cid
-    assert results["ray"][ids[0]]["trace"]["summary"]["llm_calls"] >= (1 if method == "rag" else 2)
+    """``verify "CLAIM"`` and a batch on vLLM with the network cut: vLLM's own processes (API server, engine
+    core, worker) serve them with loopback only. ``check`` and ``bench run`` are the same client-side code
+    on either engine; they run cut off on llama.cpp (test_network_cut.py)."""
+    run_the_commands("vllm", vllm_endpoint, demo_style_index_dir, tmp_path,
+                     only=('verify "CLAIM"', "verify -i -o"))

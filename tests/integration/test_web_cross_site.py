@@ -41,7 +41,8 @@ async function attempt(name, url, init) {{
   const claims = '{{"id": "x1", "claim": "Forged claim from another origin."}}\\n';
   await attempt("no-cors job", "{app}/v1/jobs?method=direct",
                 {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}}, body: claims}});
-  await attempt("no-cors job untyped", "{app}/v1/jobs?method=direct", {{method: "POST", mode: "no-cors", body: claims}});
+  await attempt("no-cors job untyped", "{app}/v1/jobs?method=direct",\
+ {{method: "POST", mode: "no-cors", body: claims}});
   await attempt("no-cors verify", "{app}/v1/verify",
                 {{method: "POST", mode: "no-cors", headers: {{"Content-Type": "text/plain"}},
                   body: JSON.stringify({{claim: "Forged claim.", method: "direct"}})}});
@@ -52,7 +53,7 @@ async function attempt(name, url, init) {{
   window.results.push("form submitted");
   window.done = true;
 }})();
-</script></body></html>"""  # noqa: E501
+</script></body></html>"""
 
 
 def _serve(handler_cls) -> tuple[ThreadingHTTPServer, int]:
@@ -143,13 +144,16 @@ def test_the_apps_own_page_still_works_under_its_csp_and_a_bad_fragment(browser,
     page.wait_for_selector("#method option[value=direct]", state="attached")
     status = page.evaluate("""async () => {
         const r = await fetch("/v1/verify", {method: "POST", headers: {"Content-Type": "application/json"},
-                                             body: JSON.stringify({claim: "Paris is in France.", method: "direct"})});
-        return r.status; }""")  # noqa: E501
+                                             body: JSON.stringify({claim: "Paris is in France.", \
+method: "direct"})});
+        return r.status; }""")
     assert status == 200
     jobs = page.evaluate("""async () => {
-        const r = await fetch("/v1/jobs?method=direct", {method: "POST", headers: {"Content-Type": "application/x-ndjson"},
-                                                         body: '{"id": "p1", "claim": "Paris is in France."}\\n'});
-        return r.status; }""")  # noqa: E501
+        const r = await fetch("/v1/jobs?method=direct", {method: "POST", \
+headers: {"Content-Type": "application/x-ndjson"},
+                                                         body: '{"id": "p1", \
+"claim": "Paris is in France."}\\n'});
+        return r.status; }""")
     assert jobs == 201
     assert page.locator("#view-check").is_visible()
     page.close()

@@ -112,7 +112,8 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         roles = [c["role"] for c in record["trace"]["llm_calls"]]
         assert roles[0] == "rag.select" and roles[-1] == "rag.judge"  # rag's default select=auto, on an index
         call = record["trace"]["llm_calls"][-1]
-        assert call["role"] == "rag.judge" and call["model"] == llm_endpoint.model and call["completion_tokens"] > 0  # noqa: E501
+        assert (call["role"] == "rag.judge" and call["model"] == llm_endpoint.model
+                and call["completion_tokens"] > 0)
         hits = record["trace"]["tool_calls"][0]["hits"]
         assert "Eiffel Tower#0" in hits  # the real index ranked the article
 
@@ -127,7 +128,8 @@ def test_api_on_the_real_model_and_index(web_url, llm_endpoint):
         assert kinds[0] == "tool" and kinds[-2:] == ["role.started", "role.finished"]
         assert trace[1]["kind"] == "role.started" and trace[1]["role"] == "rag.select"
         assert trace[-2]["role"] == "rag.judge" and trace[-1]["step"] == trace[-2]["step"]
-        assert trace[0]["hits"][0]["title"] and trace[-1]["completion_tokens"] > 0 and trace[-1]["latency_s"] > 0  # noqa: E501
+        assert (trace[0]["hits"][0]["title"] and trace[-1]["completion_tokens"] > 0
+                and trace[-1]["latency_s"] > 0)
         assert events[-1][0] == "verdict" and events[-1][1]["record"]["label"] == trace[-1]["output"]["label"]
 
         passage = client.get("/v1/passages/Eiffel%20Tower%230").json()
@@ -231,7 +233,8 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
         page.keyboard.press("Control+Enter")
         page.wait_for_selector(f"#permalink:not([href={json.dumps(before or '')}])", timeout=300_000)
         tried.append(extra)
-    assert cards.count() >= 1, f"the model cited no passage for any of {tried}, so there is no evidence card to open"  # noqa: E501
+    assert cards.count() >= 1, (f"the model cited no passage for any of {tried}, "
+                                "so there is no evidence card to open")
     title = cards.first.inner_text()
     cards.first.click()
     page.wait_for_selector("#article-title")

@@ -590,13 +590,14 @@ FLAG_RANGES = [
         match="--ray-actors must be an integer of at least 1"),
 ]
 
-ROWS = TEXTS + CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS + DATASETS + CONFIGS \
-    + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES  # noqa: E501
+ROWS = (TEXTS + CLAIMS_FILES + OUTPUT_PATHS + PARAMS + CONCURRENCY + INDEX_DIRS + ENDPOINTS + MODELS
+        + DATASETS + CONFIGS + INDEX_SOURCES + LABELS_AND_COMMANDS + FLAG_RANGES)
 
 
 # -- the world every row runs in ------------------------------------------------------------------------
 class _FakeEndpoint(BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible server: serves ``fake-model``; every completion is a valid direct verdict."""  # noqa: E501
+    """A stand-in OpenAI-compatible server: serves ``fake-model``; every completion is a valid direct
+    verdict."""
 
     requests: list[str] = []
 
@@ -835,7 +836,8 @@ def test_bad_input(case: Case, tmp_path, fake_endpoint, other_endpoint, spawned,
     lines = [line for line in err.splitlines() if line.strip()]
     errors = [i for i, line in enumerate(lines) if line.startswith("error:")]
     hints = [i for i, line in enumerate(lines) if line.startswith("hint:")]
-    assert len(errors) == 1 and len(hints) == 1 and hints[0] == errors[0] + 1, f"not one error + one hint\n{shown}"  # noqa: E501
+    assert len(errors) == 1 and len(hints) == 1 and hints[0] == errors[0] + 1, \
+        f"not one error + one hint\n{shown}"
     assert len(lines[hints[0]]) > len("hint: "), shown
     assert re.search(case.match, lines[errors[0]]), f"error line does not match {case.match!r}\n{shown}"
     assert not changed, f"a bad input wrote {changed}\n{shown}"

@@ -158,7 +158,8 @@ def test_trification_configs_carry_every_setting(path: Path):
     budgets = {f"{r.short}.max_tokens" for r in spec.roles}
     plain = {k for k in cfg.params if "." not in k}
     assert names - plain == set(), f"settings left to defaults: {sorted(names - plain)}"
-    assert budgets - set(cfg.params) == set(), f"role budgets left to defaults: {sorted(budgets - set(cfg.params))}"  # noqa: E501
+    assert budgets - set(cfg.params) == set(), \
+        f"role budgets left to defaults: {sorted(budgets - set(cfg.params))}"
     assert cfg.params["static"] == ("static" in cfg.ablations)
     assert cfg.params["no_refine"] == ("no-refine" in cfg.ablations)
     assert cfg.params["no_refine_think"] == ("no-refine-think" in cfg.ablations)
@@ -197,7 +198,8 @@ def test_emulate_and_mermaid_configs_set_every_setting(path: Path):
     if cfg.method == "mermaid":  # memory carried claim to claim: the dataset's order, one claim in flight
         assert cfg.order == "dataset", "MERMAID configs run in the dataset's order"
         if cfg.params["memory"]:
-            assert cfg.verifier.execution.concurrency == 1, "with memory, one claim in flight: updates visible to the next claim"  # noqa: E501
+            assert cfg.verifier.execution.concurrency == 1, \
+                "with memory, one claim in flight: updates visible to the next claim"
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +218,8 @@ def test_config_selects_claims(path: Path, data_dir: Path):
                       label_map=cfg.label_map)
     assert len(ds) == min(cfg.limit, ds.total) > 0
     present = {gold for _, gold in ds.claims}
-    assert present == set(ds.labels), f"the sample lacks {sorted(set(ds.labels) - present)}: macro-F1 would be meaningless"  # noqa: E501
+    assert present == set(ds.labels), \
+        f"the sample lacks {sorted(set(ds.labels) - present)}: macro-F1 would be meaningless"
     if cfg.hops:
         assert {c.meta["hops"] for c, _ in ds.claims} <= set(cfg.hops)
 

@@ -68,7 +68,8 @@ def test_registry_names():
         assert spec.default_variant in spec.variants
         for var in spec.variants.values():
             # every reader documents its label mapping ("orig -> Label") in its docstring
-            assert var.reader.__doc__ and "->" in var.reader.__doc__, f"{spec.name}/{var.name}: mapping undocumented"  # noqa: E501
+            assert var.reader.__doc__ and "->" in var.reader.__doc__, \
+                f"{spec.name}/{var.name}: mapping undocumented"
             assert var.label_map and all(v is None or isinstance(v, Label) for v in var.label_map.values())
 
 

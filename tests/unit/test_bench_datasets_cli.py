@@ -29,7 +29,8 @@ def test_json_lists_every_registered_dataset_with_label_sets():
     # every variant declares its label space: binary unless NOT_ENOUGH_INFO is one of its labels
     assert hover["variants"]["dev"]["label_space"] == "binary"
     assert by_name["fever"]["variants"]["paper_dev"]["label_space"] == "3way"
-    assert by_name["bingcheck"]["variants"]["4way"]["label_space"] == "3way" and emulate["label_space"] == "binary"  # noqa: E501
+    assert (by_name["bingcheck"]["variants"]["4way"]["label_space"] == "3way"
+            and emulate["label_space"] == "binary")
     assert by_name["factcheck-bench"]["variants"]["3way"]["label_space"] == "3way"
     for rec in records:
         for var in rec["variants"].values():

@@ -1,4 +1,5 @@
-"""benchmarks/endpoint_scaling.py against two in-process stand-in endpoints (the real figures: BENCHMARKS.md)."""  # noqa: E501
+"""benchmarks/endpoint_scaling.py against two in-process stand-in endpoints (the real figures:
+BENCHMARKS.md)."""
 
 from __future__ import annotations
 

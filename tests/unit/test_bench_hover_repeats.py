@@ -1,4 +1,5 @@
-"""benchmarks/hover_repeats.py: entities repeat, each from different questions, interleaved, readable by bench run."""  # noqa: E501
+"""benchmarks/hover_repeats.py: entities repeat, each from different questions, interleaved, readable by
+bench run."""
 
 from __future__ import annotations
 

@@ -286,7 +286,8 @@ async def test_invalid_replies_count_left_out_zofia_agents_and_trification_plans
     ctx, _ = zof.make_ctx(llm)
     await verify_zofia(Claim("z", zof.ARTICLE), ctx)
     rel = reply_reliability([{"trace": {"events": ctx.trace.events}}])
-    assert rel["by_role"] == {"zofia.linguist": 1} and rel["invalid_replies"] == 1 and rel["fallback_rate"] == 1.0  # noqa: E501
+    assert (rel["by_role"] == {"zofia.linguist": 1} and rel["invalid_replies"] == 1
+            and rel["fallback_rate"] == 1.0)
 
     plans = [LLMOutputError("trification.planner: the reply did not validate", role="trification.planner"),
              tri.GRAPH]

@@ -140,7 +140,8 @@ def _first_passage(messages):
 
 
 def _quoting_judge(messages):
-    """SUPPORTED on a real quote when the claim has an even length, else a made-up quote (ungrounded twice)."""  # noqa: E501
+    """SUPPORTED on a real quote when the claim has an even length, else a made-up quote (ungrounded
+    twice)."""
     pid, words = _first_passage(messages)
     claim = messages[1]["content"].rsplit("Claim: ", 1)[1]
     quote = words if len(claim) % 2 == 0 else "words that are not in the passage at all"

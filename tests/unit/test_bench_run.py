@@ -70,10 +70,12 @@ def test_run_directory_holds_manifest_predictions_metrics_report_and_plots(tmp_p
     assert sum(h["n"] for h in metrics["by_hops"].values()) == 6
     assert metrics["efficiency"]["llm_calls_per_claim"] == 1.0 and metrics["efficiency"]["claims_per_min"] > 0
     report = (out / "report.md").read_text()
-    assert "macro-F1" in report and "![confusion.png](confusion.png)" in report and "By number of hops" in report  # noqa: E501
+    assert ("macro-F1" in report and "![confusion.png](confusion.png)" in report
+            and "By number of hops" in report)
     # each prediction carries its gold label; the report lists every claim and predictions.csv holds them all
     assert all(p["gold"] == gold[p["id"]].value for p in preds)
-    assert "## Claims" in report and f"| {preds[0]['id']} | {preds[0]['gold']} | {preds[0]['label']} |" in report  # noqa: E501
+    assert ("## Claims" in report
+            and f"| {preds[0]['id']} | {preds[0]['gold']} | {preds[0]['label']} |" in report)
     import csv
     rows = list(csv.DictReader((out / "predictions.csv").open()))
     assert [r["id"] for r in rows] == [c.id for c,
@@ -201,7 +203,8 @@ def test_a_runs_directory_is_its_state_dir(tmp_path, monkeypatch):
     # the effective temperature (the client's: the role declares none), the run's seed and the seed rule
     assert run["manifest"]["roles"]["mermaid.executor"] == {"max_tokens": 384, "temperature": 0.0,
                                                 "temperature_from": "client default"}
-    assert run["manifest"]["seed"] == 0 and "sha256" in run["manifest"]["seed_rule"] and run["order"] == "sample"  # noqa: E501
+    assert (run["manifest"]["seed"] == 0 and "sha256" in run["manifest"]["seed_rule"]
+            and run["order"] == "sample")
 
 
 def test_compare_puts_runs_side_by_side(tmp_path):
@@ -215,7 +218,8 @@ def test_compare_puts_runs_side_by_side(tmp_path):
     rows = compare_rows([a, b])
     assert [r["run"] for r in rows] == ["direct-4", "b"] and [r["n"] for r in rows] == ["4/4", "2/2"]
     md = compare_markdown(rows)
-    assert md.splitlines()[0].startswith("| run | dataset | method | n | acc | acc 95% CI | macro-F1") and len(md.splitlines()) == 4  # noqa: E501
+    assert (md.splitlines()[0].startswith("| run | dataset | method | n | acc | acc 95% CI | macro-F1")
+            and len(md.splitlines()) == 4)
     assert finalize(b)["n_predicted"] == 2
     # --json: the same runs, unformatted, for scripts
     from click.testing import CliRunner
@@ -327,7 +331,9 @@ def test_llm_concurrency_is_its_own_setting(monkeypatch, capsys, tmp_path):
         RunConfig.of(dataset="hover", method="direct", llm_concurrency=0)
     code, _, err = run_cli(["run", "--dataset", "hover", "--method", "direct", "--llm-concurrency", "0",
                             "--out", str(tmp_path / "r")], monkeypatch, capsys)
-    assert code == 2 and "--llm-concurrency, $VERACITY_LLM_CONCURRENCY) must be an integer of at least 1" in err and "Traceback" not in err  # noqa: E501
+    assert (code == 2
+            and "--llm-concurrency, $VERACITY_LLM_CONCURRENCY) must be an integer of at least 1" in err
+            and "Traceback" not in err)
     assert not (tmp_path / "r").exists()
     out = tmp_path / "ok"
     bench_run(RunConfig.of(dataset="hover", method="direct", limit=2, concurrency=1, llm_concurrency=8), out,
@@ -370,7 +376,8 @@ def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
 
     def busy(role, messages):
         raise EndpointBusyError("model endpoint http://x/v1 answers but did not finish a reply within 300 s",
-                                hint="run fewer claims or requests at once (--concurrency, --llm-concurrency)")  # noqa: E501
+                                hint="run fewer claims or requests at once "
+                                     "(--concurrency, --llm-concurrency)")
 
     flaky = alternating_direct()
     flaky.fail = busy
@@ -382,7 +389,8 @@ def test_an_overloaded_endpoint_stops_the_run_with_its_own_hint(tmp_path):
 
 
 def test_the_served_context_is_recorded_on_both_engines():
-    """run.json's `served` names the context length of vLLM (max_model_len) and of llama-server (meta.n_ctx)."""  # noqa: E501
+    """run.json's `served` names the context length of vLLM (max_model_len) and of llama-server
+    (meta.n_ctx)."""
     from veracity.bench.manifest import served_entry
 
     vllm = {"id": "m", "root": "/models/m", "max_model_len": 8192, "owned_by": "vllm"}

@@ -31,7 +31,8 @@ def test_identical_runs_pass_and_a_changed_claim_is_named(tmp_path, capsys):
     c = write(tmp_path / "c.jsonl", [row("1", "REFUTED", ["x.judge"]), row("2", "REFUTED", ["x.a"], 1)])
     assert same_behaviour.main([str(a), str(c)]) == 1
     out = capsys.readouterr().out
-    assert "same label 1/2" in out and "same LLM-call count 1/2" in out and "  2: before REFUTED 2 calls" in out  # noqa: E501
+    assert ("same label 1/2" in out and "same LLM-call count 1/2" in out
+            and "  2: before REFUTED 2 calls" in out)
 
 
 def test_a_claim_missing_from_one_run_fails(tmp_path):

@@ -158,7 +158,8 @@ def test_server_figures_are_deltas_over_the_level(sample):
     fig = server_figures(sample, after, polls, model=MODEL)
     assert fig["scraped"] and fig["polls"] == 3
     assert fig["prefix_cache_queries"] == 1000 and fig["prefix_cache_hits"] == 250
-    assert fig["prefix_cache_hit_rate"] == pytest.approx(0.25) and fig["prefix_cache_hit_rate_source"] == "counters"  # noqa: E501
+    assert (fig["prefix_cache_hit_rate"] == pytest.approx(0.25)
+            and fig["prefix_cache_hit_rate_source"] == "counters")
     assert fig["ttft_mean_s"] == pytest.approx(0.5) and fig["tpot_mean_s"] == pytest.approx(0.05)
     assert fig["requests_finished"] == 4 and fig["generation_tokens"] == 104
     base_running = sample.gauge("vllm:num_requests_running")
@@ -168,7 +169,8 @@ def test_server_figures_are_deltas_over_the_level(sample):
     assert fig["requests_waiting_max"] == sample.gauge("vllm:num_requests_waiting") + 4
     assert fig["kv_cache_usage_max"] == sample.gauge("vllm:kv_cache_usage_perc")
     # the TTFT histogram of the level alone: 4 observations, all above the largest finite bound used
-    ttft_level = after.histogram("vllm:time_to_first_token_seconds").minus(sample.histogram("vllm:time_to_first_token_seconds"))  # noqa: E501
+    ttft_level = after.histogram("vllm:time_to_first_token_seconds").minus(
+        sample.histogram("vllm:time_to_first_token_seconds"))
     assert ttft_level.count == 4 and ttft_level.mean == pytest.approx(0.5)
 
 
@@ -178,7 +180,8 @@ def test_server_figures_na_when_missing_unreadable_or_reset(sample):
     assert all(v is None for k, v in none.items() if k not in ("scraped", "polls"))
     # no traffic in between: rates and means are n/a (no division by zero), counts are 0
     idle = server_figures(sample, sample, [])
-    assert idle["prefix_cache_hit_rate"] is None and idle["ttft_mean_s"] is None and idle["requests_finished"] == 0  # noqa: E501
+    assert (idle["prefix_cache_hit_rate"] is None and idle["ttft_mean_s"] is None
+            and idle["requests_finished"] == 0)
     # a restarted server (counters went down) gives n/a, not negative numbers
     restarted = bumped(SAMPLE.read_text(), {"vllm:prefix_cache_queries_total{": -1000})
     assert server_figures(sample, restarted)["prefix_cache_queries"] is None
@@ -389,7 +392,8 @@ def test_per_level_figures_are_that_levels_deltas(tmp_path):
     assert len(llm.calls) == 2 + 4 + 4
     for lv in report["levels"]:
         s = lv["server"]
-        assert lv["done"] == 4 and lv["failed"] == 0 and lv["llm_calls"] == 4 and lv["llm_calls_per_claim"] == 1.0  # noqa: E501
+        assert (lv["done"] == 4 and lv["failed"] == 0 and lv["llm_calls"] == 4
+                and lv["llm_calls_per_claim"] == 1.0)
         # not the warm-up's, not cumulative
         assert s["prefix_cache_queries"] == 400 and s["prefix_cache_hits"] == 160
         assert s["prefix_cache_hit_rate"] == pytest.approx(0.4)
@@ -419,7 +423,8 @@ def test_other_clients_on_the_server_are_flagged(tmp_path):
 def test_unreachable_metrics_give_na_and_one_warning(tmp_path):
     report, _, warnings = run(tmp_path, [1, 2], 2, server=DeadServer(), warmup=0)
     assert report["status"] == "complete" and all(lv["done"] == 2 for lv in report["levels"])
-    assert len(warnings) == 1 and "cannot read http://127.0.0.1:9/metrics" in warnings[0] and "n/a" in warnings[0]  # noqa: E501
+    assert (len(warnings) == 1 and "cannot read http://127.0.0.1:9/metrics" in warnings[0]
+            and "n/a" in warnings[0])
     for lv in report["levels"]:
         assert lv["server"]["scraped"] is False and lv["server"]["prefix_cache_hit_rate"] is None
     row = server_rows(report)[0]

@@ -89,7 +89,8 @@ def test_the_manifest_lists_every_file_with_its_sha256_and_size_and_the_machine(
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {MANIFEST}
     assert set(manifest["files"]) == on_disk
     assert "install.py" in on_disk and f"models/{MODEL}/weights/config.json" in on_disk
-    assert f"models/{MODEL}/SmolLM2-135M-Instruct.Q4_1.gguf" in on_disk and "indexes/demo/bm25/segment" in on_disk  # noqa: E501
+    assert (f"models/{MODEL}/SmolLM2-135M-Instruct.Q4_1.gguf" in on_disk
+            and "indexes/demo/bm25/segment" in on_disk)
     for rel, meta in manifest["files"].items():
         assert meta["size"] == (out / rel).stat().st_size and len(meta["sha256"]) == 64
     assert manifest["target"]["python"] == this_machine()["python"]
@@ -400,7 +401,8 @@ def test_create_stopped_part_way_leaves_an_unfinished_bundle_and_the_same_comman
 
 
 def _state(home: Path) -> dict:
-    """What a home has registered and placed: prepared.json, defaults.json, the engine folder, staged leftovers."""  # noqa: E501
+    """What a home has registered and placed: prepared.json, defaults.json, the engine folder, staged
+    leftovers."""
     read = lambda p: p.read_text() if p.is_file() else None  # noqa: E731
     return {"prepared": read(home / "models" / "prepared.json"), "defaults": read(home / "defaults.json"),
             "engine": sorted(p.name for p in (home / "engines").rglob("*")) if (home / "engines").exists()

@@ -29,8 +29,8 @@ CLAIMS = {
     "The Eiffel Tower is in Paris.": ["The Eiffel Tower is in Paris."],
     "Albert Einstein developed the theory of relativity.": ["Albert Einstein developed the theory of "
                                                             "relativity."],
-    "The Nile is a river in Africa, and it empties into the Red Sea.": ["The Nile is a river in Africa.",
-                                                                         "The Nile empties into the Red Sea."],  # noqa: E501
+    "The Nile is a river in Africa, and it empties into the Red Sea.": [
+        "The Nile is a river in Africa.", "The Nile empties into the Red Sea."],
     "I think Paris is lovely.": ["Paris is lovely."],
 }
 FALSE = {"The Nile empties into the Red Sea."}
@@ -72,7 +72,8 @@ def test_a_text_is_split_classified_verified_and_scored(tmp_path):
     nile = rec["sentences"][2]["claims"]
     assert [c["text"] for c in nile] == CLAIMS[list(CLAIMS)[2]]
     assert [c["id"] for c in nile] == ["t1#s3c1", "t1#s3c2"]
-    assert rec["sentences"][3]["claims"][0]["category"] == "opinion" and "label" not in rec["sentences"][3]["claims"][0]  # noqa: E501
+    assert (rec["sentences"][3]["claims"][0]["category"] == "opinion"
+            and "label" not in rec["sentences"][3]["claims"][0])
     s = rec["summary"]
     assert s["counts"] == {"SUPPORTED": 3, "REFUTED": 1, "NOT_ENOUGH_INFO": 0, "failed": 0}
     assert s["factual_precision"] == 0.75
@@ -86,7 +87,8 @@ def test_a_text_is_split_classified_verified_and_scored(tmp_path):
 
 
 def test_the_claim_verdict_is_the_one_verify_gives(tmp_path):
-    """Every claim goes through verify_one with the Verifier's settings: the same record as Verifier.verify."""  # noqa: E501
+    """Every claim goes through verify_one with the Verifier's settings: the same record as
+    Verifier.verify."""
     rec = asyncio.run(check_text(TEXT, verifier(ScriptedLLM(script()), tmp_path), tid="t1"))
     claim = rec["sentences"][2]["claims"][1]
     alone = Verifier(method="direct", llm=ScriptedLLM(script()), state_dir=tmp_path).verify(claim["text"])
@@ -355,5 +357,5 @@ def test_score_boundaries():
     # NEI is not supported
     assert scored["factscore"] == pytest.approx(2 / 3) and scored["factscore_gamma"] == 0
     penalised = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO"], gamma=4)
-    assert penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4
-                                                                    / 3)) and penalised["factscore_gamma"] == 4  # noqa: E501
+    assert (penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4 / 3))
+            and penalised["factscore_gamma"] == 4)

@@ -87,7 +87,7 @@ def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence
     text = "I think Kyoto is a far better trip than Tokyo. Kyoto was the capital of Japan."
     llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [
                            "Kyoto is a far better trip than Tokyo."
-                                                                if "think" in m[-1]["content"].split("split:\n")[1]  # noqa: E501
+                           if "think" in m[-1]["content"].split("split:\n")[1]
                            else "Kyoto was the capital of Japan."]},
                        "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "no", "label": "REFUTED"}})

@@ -78,7 +78,8 @@ def test_a_batch_off_a_terminal_writes_a_progress_line_per_claim(tmp_path, capsy
     bar.advance()
     bar.stop()
     err = capsys.readouterr().err
-    assert "verify (rag): 2 claims to verify" in err and "verify (rag): 1/2 claims" in err and "2/2 claims" in err  # noqa: E501
+    assert ("verify (rag): 2 claims to verify" in err and "verify (rag): 1/2 claims" in err
+            and "2/2 claims" in err)
 
 
 def test_param_sends_the_check_stages_keys_to_the_stage_and_the_rest_to_the_method():

@@ -94,7 +94,8 @@ def test_no_number_when_the_tokens_do_not_spell_the_reply_or_the_field_is_absent
 
 
 class Endpoint:
-    """An OpenAI-compatible endpoint that answers every completion with REPLY and, when asked, its logprobs."""  # noqa: E501
+    """An OpenAI-compatible endpoint that answers every completion with REPLY and, when asked, its
+    logprobs."""
 
     def __init__(self, with_logprobs: bool = True):
         self.with_logprobs = with_logprobs
@@ -240,7 +241,8 @@ def test_engine_abstains_below_min_confidence_with_a_scripted_distribution():
 
 # -- measurement and calibration over a bench run ---------------------------------------------------------
 def _skewed_direct():
-    """Alternating labels; SUPPORTED said with probability 0.9, REFUTED with 0.6 (so confidence ranks them)."""  # noqa: E501
+    """Alternating labels; SUPPORTED said with probability 0.9, REFUTED with 0.6 (so confidence ranks
+    them)."""
     from veracity.pipeline.methods.direct import DirectJudgement
 
     n = {"i": 0}

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.config import Settings
 from veracity.errors import ConfigError
-from veracity.pipeline.config import EndpointConfig, EvidenceConfig, ExecutionConfig, MethodConfig, VerifierConfig  # noqa: E501
+from veracity.pipeline.config import (EndpointConfig, EvidenceConfig, ExecutionConfig, MethodConfig,
+                                      VerifierConfig)
 from veracity.pipeline.methods.base import MethodSpec
 from veracity.pipeline.methods.direct import DirectJudgement
 
@@ -136,7 +137,8 @@ def test_the_web_token_is_checked_once_by_the_app_config(monkeypatch, tmp_path):
     assert checked == [token]
     result = CliRunner().invoke(cli, ["web", "--token", "short", "--port", str(_free_port())])
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code != 0 and lines[0].startswith("error: the token has 5 characters") and len(lines) == 2  # noqa: E501
+    assert (result.exit_code != 0 and lines[0].startswith("error: the token has 5 characters")
+            and len(lines) == 2)
 
 
 def test_a_job_is_checked_when_it_is_posted_and_the_runner_reuses_that_verifier(made_params, tmp_path):

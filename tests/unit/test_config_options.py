@@ -75,7 +75,8 @@ def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
 
 
 def test_the_run_options_are_validated_at_their_edges(tmp_path):
-    """The config's validation rules one by one, each at its edge, with the one line (and hint) a user sees."""  # noqa: E501
+    """The config's validation rules one by one, each at its edge, with the one line (and hint) a user
+    sees."""
     from pathlib import Path
 
     from veracity.config import Settings
@@ -92,7 +93,8 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
 
     check_concurrency(1, 1)
     err = refused(check_concurrency, 0, 1)
-    assert str(err) == "claims in flight (--concurrency, $VERACITY_CONCURRENCY) must be an integer of at least 1, got 0"  # noqa: E501
+    assert str(err) == ("claims in flight (--concurrency, $VERACITY_CONCURRENCY) must be an integer of "
+                        "at least 1, got 0")
     assert err.hint == "e.g. --concurrency 16"
     err = refused(check_concurrency, 4, 0)
     assert str(err).startswith("LLM requests in flight (--llm-concurrency, $VERACITY_LLM_CONCURRENCY)")
@@ -135,9 +137,11 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
     assert VerifierConfig.of(settings=settings, concurrency=3,
                              llm_concurrency=5).execution.llm_concurrency == 5
     err = refused(lambda: VerifierConfig.of(settings=settings, backend="spark"))
-    assert str(err) == "unknown backend 'spark'" and err.hint == "use --backend local (the default) or --backend ray"  # noqa: E501
+    assert (str(err) == "unknown backend 'spark'"
+            and err.hint == "use --backend local (the default) or --backend ray")
     err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto"))
-    assert str(err) == "--ray-address applies to --backend ray only" and err.hint == "add --backend ray, or drop --ray-address"  # noqa: E501
+    assert (str(err) == "--ray-address applies to --backend ray only"
+            and err.hint == "add --backend ray, or drop --ray-address")
     err = refused(lambda: VerifierConfig.of(settings=settings, ray_address="auto", ray_actors=2))
     assert str(err) == "--ray-address and --ray-actors apply to --backend ray only"
     assert err.hint == "add --backend ray, or drop --ray-address and --ray-actors"

@@ -1,4 +1,5 @@
-"""The default method (issue 30 point 6): one constant, used by the CLI, the Python API, the web API and the page."""  # noqa: E501
+"""The default method (issue 30 point 6): one constant, used by the CLI, the Python API, the web API and
+the page."""
 
 from __future__ import annotations
 

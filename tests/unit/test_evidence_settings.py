@@ -351,7 +351,8 @@ def test_cli_refusals_are_one_line_before_any_server(monkeypatch, capsys, tmp_pa
                                    "gold",
                                    "--out", str(tmp_path / "r")], monkeypatch, capsys)
     lines = [x for x in err.splitlines() if x.strip() and not x.startswith("run directory")]
-    assert code != 0 and "has no gold evidence" in lines[0] and lines[1].startswith("hint:") and len(lines) == 2  # noqa: E501
+    assert (code != 0 and "has no gold evidence" in lines[0] and lines[1].startswith("hint:")
+            and len(lines) == 2)
     assert not (tmp_path / "r").exists()
     code, _, err = run_cli(bench, ["bench", "run", "--dataset", "hover", "--method", "rag", "--evidence",
                                    "web",

@@ -129,7 +129,8 @@ def test_search_rank_sees_the_source_identity_and_each_results_section():
     prompt = llm.of("emulate.search_rank")[0].prompt
     assert ("Source of every result: local index of enwiki-20171001-pages-articles.xml.bz2 (wikipedia-xml), "
             "dump of 2017-10-01") in prompt
-    assert "1. Title: Alpha\n   Section: passage 1 (the article's opening)\n   Snippet: Alpha Tower is a tower" in prompt  # noqa: E501
+    assert ("1. Title: Alpha\n   Section: passage 1 (the article's opening)\n"
+            "   Snippet: Alpha Tower is a tower") in prompt
     assert "credibility by the article and passage" in prompt
 
 
@@ -153,7 +154,8 @@ def test_pages_are_cut_to_a_token_budget():
     assert CHARS_PER_TOKEN == 4 and METHODS["emulate"].make_params({}).page_tokens == 533
     # a short passage keeps whole; the next one gets what is left
     page = page_within([Evidence("A#0", "A", "short one"), Evidence("A#1", "A", text)], 10)
-    assert page[0].text == "short one" and estimate_tokens(page[1].text[:-4]) <= 10 - estimate_tokens("short one")  # noqa: E501
+    assert (page[0].text == "short one"
+            and estimate_tokens(page[1].text[:-4]) <= 10 - estimate_tokens("short one"))
     # in the method: the opened page shown to DetHelpful stops at the budget
     _, llm = run_emulate({"page_tokens": 4})
     shown = llm.of("emulate.det_helpful")[0].prompt.split("New page: Alpha")[1]

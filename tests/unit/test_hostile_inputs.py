@@ -31,7 +31,8 @@ MARKUP = 'Chemistry "[for] the discovery [link=https://evil.example/]click[/link
 HTML_JS = '</script><script>alert(1)</script><img src=x onerror=alert(2)> "quotes" & <b>bold</b>'
 NUL = "Paris is \x00 in France."
 # bytes that are not one encoding: UTF-8, then Latin-1, then a lone continuation byte, then UTF-16 with a BOM
-MIXED = "Zürich is in Switzerland. ".encode() + "Zürich".encode("latin-1") + b" \x80 " + "Zürich".encode("utf-16")  # noqa: E501
+MIXED = ("Zürich is in Switzerland. ".encode() + "Zürich".encode("latin-1") + b" \x80 "
+         + "Zürich".encode("utf-16"))
 
 
 def _limit_memory() -> None:

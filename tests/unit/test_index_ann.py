@@ -204,7 +204,8 @@ def test_factory_check_refuses_one_vector_short_of_the_sample_and_says_the_fix()
     assert err.value.hint == "use --faiss-factory auto (here: Flat), or fewer IVF lists (at most 63)"
     with pytest.raises(ConfigError) as err:
         ann.check_factory("PQ4", 8, 10)
-    assert "needs at least 9,984 training vectors (its codebooks); the corpus has 10 passages" in str(err.value)  # noqa: E501
+    assert ("needs at least 9,984 training vectors (its codebooks); the corpus has 10 passages"
+            in str(err.value))
     assert err.value.hint.endswith("(at most 1)")
     assert ann.check_factory("PQ4", 8, None).min_train == ann.PQ_TRAIN_MIN  # None: only the string is checked
     assert ann.check_factory("Flat", 8, 1).needs_training is False

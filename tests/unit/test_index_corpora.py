@@ -39,9 +39,10 @@ def test_dpr_tsv_keeps_dpr_passages_and_maps_ids(tmp_path):
     passages = [p for a in arts for p in chunk_article(a)]
     # DPR's own passage ids survive (results compare with DPR / pyserini gold ids); n is the chunk number
     assert [p.id for p in passages] == ["1", "2", "3", "4"]
-    assert [(p.title, p.n) for p in passages] == [("Aaron", 0), ("Aaron", 1), ("Aaron", 2), ("The Lost Sheep",
-                                                                                             0)]
-    assert passages[0].text == 'Aaron Aaron ( or ; "Ahärôn") is a prophet, high priest, and the brother of Moses.'  # noqa: E501
+    assert [(p.title, p.n) for p in passages] == [("Aaron", 0), ("Aaron", 1), ("Aaron", 2),
+                                                  ("The Lost Sheep", 0)]
+    assert passages[0].text == ('Aaron Aaron ( or ; "Ahärôn") is a prophet, high priest, and the brother '
+                                'of Moses.')
     # a short one is not merged
     assert passages[2].text == "God at Sinai granted Aaron the priesthood for himself"
     work = tmp_path / "w"

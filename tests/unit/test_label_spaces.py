@@ -59,7 +59,8 @@ def run(method, script, *, space=None, searcher=None, **params):
 
 # ----------------------------------------------------------------- the label space itself
 def test_spaces_names_and_the_binary_rule():
-    assert label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY and label_space("BINARY") is BINARY  # noqa: E501
+    assert (label_space(None) is THREE_WAY and label_space("3way") is THREE_WAY
+            and label_space("BINARY") is BINARY)
     for alias, space in (("2way", BINARY), ("two-way", BINARY), (" 2WAY ", BINARY), ("three-way", THREE_WAY),
                          ("3-way", THREE_WAY)):  # every spelling --labels takes names the space it says
         assert label_space(alias) is space, alias
@@ -129,7 +130,8 @@ def test_direct_binary_asks_for_two_labels_and_3way_is_unchanged():
     system = call.messages[0]["content"]
     assert "NOT_ENOUGH_INFO" not in system and "REFUTED if it is false or you cannot tell" in system
     verdict, llm = run("direct", dict(reply))
-    assert llm.calls[0].output_model is DirectJudgement and llm.calls[0].messages[0]["content"] == DIRECT_SYSTEM  # noqa: E501
+    assert (llm.calls[0].output_model is DirectJudgement
+            and llm.calls[0].messages[0]["content"] == DIRECT_SYSTEM)
     assert label_enum(llm.calls[0].output_model) == ["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
 
@@ -193,7 +195,8 @@ def test_mermaid_final_that_never_validates_is_forced_in_binary(tmp_path):
         assert "did not validate" in verdict.explanation
     assert labels["3way"] == (Label.NOT_ENOUGH_INFO, [])
     label, events = labels["binary"]
-    assert label is Label.REFUTED and events[0]["path"] == "mermaid.final" and "did not validate" in events[0]["reason"]  # noqa: E501
+    assert (label is Label.REFUTED and events[0]["path"] == "mermaid.final"
+            and "did not validate" in events[0]["reason"])
 
 
 # ----------------------------------------------------------------- EMULATE
@@ -206,7 +209,8 @@ def test_emulate_classifier_stays_true_false_and_its_failure_is_forced_in_binary
     ok = Classification(explanation="e", label="False")
     for space in (BINARY, THREE_WAY):
         verdict, llm = run("emulate", script(ok), space=space)
-        assert verdict.label is Label.REFUTED and label_enum(llm.of("emulate.classifier")[0].output_model) == ["True", "False"]  # noqa: E501
+        assert (verdict.label is Label.REFUTED
+                and label_enum(llm.of("emulate.classifier")[0].output_model) == ["True", "False"])
     verdict, _ = run("emulate", script(never_validates("emulate.classifier")))
     assert verdict.label is Label.NOT_ENOUGH_INFO and forced(verdict.trace) == []
     verdict, _ = run("emulate", script(never_validates("emulate.classifier")), space=BINARY)

@@ -206,12 +206,13 @@ if [ "$1" = "--build" ]; then
   echo "[1/2] Building CXX object stand-in.o"
   if [ -e "{fail}" ]; then echo "stand-in.cpp:1: error: interrupted"; exit 1; fi
   echo "[2/2] Linking CXX executable bin/llama-server"
-  mkdir -p "$2/bin"; printf '#!/bin/sh\\necho "version: 1 (build 1, commit stand-in)" >&2\\n' > "$2/bin/llama-server"
+  mkdir -p "$2/bin"; \
+printf '#!/bin/sh\\necho "version: 1 (build 1, commit stand-in)" >&2\\n' > "$2/bin/llama-server"
   chmod +x "$2/bin/llama-server"; echo built >> "{count}"
 else
   echo "$@" > "{opts}"
 fi
-"""  # noqa: E501
+"""
 
 
 def test_the_install_builds_resumes_after_a_failure_and_then_does_nothing(tmp_path, monkeypatch):
@@ -513,7 +514,8 @@ def test_no_gpu_no_llama_server_and_no_way_to_build_it_means_vllm_saying_so(no_u
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.delenv("CXX", raising=False)
     choice = engine_choice.choose_engine(no_user_choice, CPU_DEFAULT)
-    assert choice.name == "vllm" and "cannot be built here: cmake" in choice.why and "apt-get install" in choice.why  # noqa: E501
+    assert (choice.name == "vllm" and "cannot be built here: cmake" in choice.why
+            and "apt-get install" in choice.why)
     binary = tmp_path / "llama-server"  # installed after all (on PATH): llama.cpp again
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
@@ -524,8 +526,8 @@ def test_the_users_choice_wins_over_the_hardware(no_user_choice, monkeypatch):
     settings = no_user_choice
     monkeypatch.setattr(hardware, "gpu_seen", lambda: False)
     monkeypatch.setattr(inst, "can_build", lambda: None)
-    assert engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm") == engine_choice.EngineChoice("vllm",
-                                                                                                    "--engine vllm", "flag")  # noqa: E501
+    assert (engine_choice.choose_engine(settings, CPU_DEFAULT, "vllm")
+            == engine_choice.EngineChoice("vllm", "--engine vllm", "flag"))
     defaults.set_default_engine(settings, "vllm")
     choice = engine_choice.choose_engine(settings, CPU_DEFAULT)
     assert (choice.name, choice.by) == ("vllm", "defaults") and "veracity engines default vllm" in choice.why
@@ -649,7 +651,8 @@ inst._run([sys.argv[2]], open(sys.argv[1], "w"), Path(sys.argv[1]))
 
 
 def test_a_killed_install_leaves_no_build_running(tmp_path):
-    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of SIGKILL."""  # noqa: E501
+    """The build tool is the install's direct child and gets SIGTERM when the install dies, even of
+    SIGKILL."""
     import os
     import signal
     import subprocess
@@ -673,7 +676,8 @@ def test_a_killed_install_leaves_no_build_running(tmp_path):
         while time.monotonic() < deadline and Path(f"/proc/{build}").exists() and \
                 Path(f"/proc/{build}/stat").read_text().split()[2] != "Z":
             time.sleep(0.05)
-        assert not Path(f"/proc/{build}").exists() or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z"  # noqa: E501
+        assert (not Path(f"/proc/{build}").exists()
+                or Path(f"/proc/{build}/stat").read_text().split()[2] == "Z")
     finally:
         if install.poll() is None:
             install.kill()
@@ -716,7 +720,8 @@ def test_the_build_plan_optimises_the_token_path_and_not_the_rest(tmp_path):
     assert plan and (tmp_path / "b1" / "opt-plan.cmake").is_file()
     got = flags(tmp_path / "b1" / "build", plan)
     last = {name: levels[-1] for name, levels in got.items() if levels}
-    assert last["ops.cpp"] == "-O3" and last["llama-grammar.cpp"] == "-O2" and last["llama-batch.cpp"] == "-O0"  # noqa: E501
+    assert (last["ops.cpp"] == "-O3" and last["llama-grammar.cpp"] == "-O2"
+            and last["llama-batch.cpp"] == "-O0")
     assert "server.cpp" not in last  # compiled inside a unity batch at the base level
     assert any(name.startswith("unity_") and levels[-1] == "-O0" for name, levels in got.items())
     full = flags(tmp_path / "b2" / "build", [])

@@ -70,8 +70,8 @@ def test_missing_weights_directory(monkeypatch, capsys, tmp_path):
     code, _, err = run_cli(["prepare", "qwen2.5-7b-instruct", "--from", str(empty)], monkeypatch, capsys,
                            tmp_path)
     one_line_error(code, err, "no *.safetensors")
-    assert not (tmp_path / "models" / "prepared.json").exists() or "qwen" not in (tmp_path / "models"
-                                                                                  / "prepared.json").read_text()  # noqa: E501
+    assert (not (tmp_path / "models" / "prepared.json").exists()
+            or "qwen" not in (tmp_path / "models" / "prepared.json").read_text())
 
 
 def test_weights_not_in_the_offline_cache_are_never_downloaded(monkeypatch, capsys, tmp_path):

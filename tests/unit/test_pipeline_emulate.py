@@ -64,8 +64,9 @@ def test_sufficient_evidence_stops_early_with_the_ranked_first_result():
                            "emulate.det_helpful", "emulate.sufficient_evidence", "emulate.classifier"]
     # SearchRank saw title, section and snippet of every result, and the source once
     rank_prompt = llm.of("emulate.search_rank")[0].prompt
-    assert ("1. Title: Alpha\n   Section: passage 1 (the article's opening)\n"
-            "   Snippet: Alpha Tower is a tower in Paris.") in rank_prompt and "3. Title: Gamma" in rank_prompt  # noqa: E501
+    assert (("1. Title: Alpha\n   Section: passage 1 (the article's opening)\n"
+             "   Snippet: Alpha Tower is a tower in Paris.") in rank_prompt
+            and "3. Title: Gamma" in rank_prompt)
     assert rank_prompt.count("Source of every result: local index fake-index") == 1
     # trace: tool calls and every LLM call recorded
     assert [t.tool for t in verdict.trace.tool_calls] == ["search", "open_page"]
@@ -351,11 +352,13 @@ def test_classifier_quotes_check_keeps_a_grounded_true():
     right = {"explanation": "a tower in Paris", "label": "True",
              "quotes": [{"passage_id": "Alpha#0", "quote": "Alpha Tower is a tower in Paris"}]}
     verdict, llm, _ = _to_classifier([right], quotes="check")
-    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and len(llm.of("emulate.classifier")) == 1  # noqa: E501
+    assert (verdict.label is Label.SUPPORTED and verdict.grounding == "grounded"
+            and len(llm.of("emulate.classifier")) == 1)
     assert verdict.quotes[0].start == 0 and verdict.quotes[0].end == len("Alpha Tower is a tower in Paris")
 
 
 def test_classifier_quotes_off_is_the_papers_classifier():
     verdict, llm, _ = _to_classifier([T("alpha")])
     call = llm.of("emulate.classifier")[0]
-    assert call.output_model is Classification and "copied exactly" not in call.prompt and verdict.quotes is None  # noqa: E501
+    assert (call.output_model is Classification and "copied exactly" not in call.prompt
+            and verdict.quotes is None)

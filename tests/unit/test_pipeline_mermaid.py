@@ -229,11 +229,10 @@ def test_memory_keys_are_normalised_and_only_link_passages_that_mention_them(tmp
              Evidence("The Beatles (band)#0", "The Beatles (band)", "A rock band.")], keys=["Naushad"],
             entities=["Naushad"])
     assert [h.evidence.passage_id for h in m.recall(["Naushad"])] == ["Naushad (composer)#0"]
-    assert [h.evidence.passage_id for h in m.recall([],
-                                                    "The mother of Naushad was an actor.")] == ["Naushad "
-                                                                                                "(composer)#0"]
-    assert [h.evidence.passage_id for h in m.recall(["The Beatles"])] == [h.evidence.passage_id
-                                                                          for h in m.recall(["Beatles"])] == ["The Beatles (band)#0"]  # noqa: E501
+    assert ([h.evidence.passage_id for h in m.recall([], "The mother of Naushad was an actor.")]
+            == ["Naushad (composer)#0"])
+    assert ([h.evidence.passage_id for h in m.recall(["The Beatles"])]
+            == [h.evidence.passage_id for h in m.recall(["Beatles"])] == ["The Beatles (band)#0"])
 
 
 def test_passages_are_stored_under_the_claims_entities_even_when_they_do_not_name_them(tmp_path):
@@ -308,8 +307,8 @@ def test_a_common_noun_in_the_claim_does_not_recall_its_article(tmp_path):
              Evidence("The Beatles#0", "The Beatles", "The Beatles were a rock band from Liverpool.")])
     assert m.recall([], "The film was shot in Paris.") == []
     assert [h.evidence.passage_id for h in m.recall([], "A film about the Film festival.")] == ["Film#0"]
-    assert [h.evidence.passage_id for h in m.recall([],
-                                                    "Ringo Starr drummed for The Beatles.")] == ["The Beatles#0"]  # noqa: E501
+    assert ([h.evidence.passage_id for h in m.recall([], "Ringo Starr drummed for The Beatles.")]
+            == ["The Beatles#0"])
 
 
 class BagOfWords:
@@ -388,8 +387,10 @@ def test_the_run_state_keeps_the_memory_at_state_dir_memory_evidence_sqlite(tmp_
     state = spec.open_state(tmp_path / "run", spec.make_params({"semantic_memory": True,
                                                                 "similarity_threshold": 0.6}),
                             "idx")
-    assert state.memory.path == tmp_path / "run" / "memory" / "evidence.sqlite" and state.memory.path.is_file()  # noqa: E501
-    assert state.memory.namespace == "idx" and state.memory.semantic and state.memory.similarity_threshold == 0.6  # noqa: E501
+    assert (state.memory.path == tmp_path / "run" / "memory" / "evidence.sqlite"
+            and state.memory.path.is_file())
+    assert (state.memory.namespace == "idx" and state.memory.semantic
+            and state.memory.similarity_threshold == 0.6)
     state.close()
     assert state.memory is None
     # the default state dir ($VERACITY_HOME) keeps the memory where it always was
@@ -426,9 +427,12 @@ def test_fallback_events_keep_their_fields(tmp_path):
     }, state_dir=tmp_path)
     ev = {e["kind"]: e for e in verdict.trace.events}
     assert {"error", "fallback"} <= set(ev["mermaid.decomposition"])
-    assert ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned" and ev["mermaid.step"]["error"]  # noqa: E501
-    assert ev["mermaid.final"]["forced_after_steps"] == 0 and "did not validate" in ev["mermaid.final"]["error"]  # noqa: E501
-    assert verdict.explanation == f"No verdict: the model's final answer did not validate ({ev['mermaid.final']['error']})."  # noqa: E501
+    assert (ev["mermaid.step"]["t"] == 1 and ev["mermaid.step"]["action"] == "abandoned"
+            and ev["mermaid.step"]["error"])
+    assert (ev["mermaid.final"]["forced_after_steps"] == 0
+            and "did not validate" in ev["mermaid.final"]["error"])
+    assert verdict.explanation == ("No verdict: the model's final answer did not validate "
+                                   f"({ev['mermaid.final']['error']}).")
 
 
 def test_mermaid_state_needs_a_directory_only_with_memory(tmp_path):

@@ -428,8 +428,8 @@ def test_rag_select_judges_only_the_kept_passages_and_falls_back_to_all_traced()
 
     # a selection that never validates: the judge sees all three, and the trace names the fallback
     llm2 = ScriptedLLM({"rag.select": [{"relevant_passages": "not a list"}] * 2, "rag.judge": [judge_reply]})
-    v2 = asyncio.run(verify_one(claim, spec, llm2, FakeSearcher(articles), spec.make_params({"k": 3,
-                                                                                             "select": True})))  # noqa: E501
+    v2 = asyncio.run(verify_one(claim, spec, llm2, FakeSearcher(articles),
+                                spec.make_params({"k": 3, "select": True})))
     assert all(f"[{t}#0]" in llm2.calls[-1].prompt for t in articles)
     (failed,) = [e for e in v2.trace.events if e["kind"] == "rag.agent_failed"]
     assert failed["role"] == "rag.select" and "every retrieved passage" in failed["fallback"]

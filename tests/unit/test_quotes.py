@@ -88,7 +88,8 @@ def test_a_quote_that_is_not_there_is_not_found(quote, passage):
 
 
 def test_the_same_reply_always_gets_the_same_decision():
-    passage = "The  Amazon River\u00a0\u2014 in South\nAmerica \u2014 flows into the \u201cAtlantic\u201d Ocean."  # noqa: E501
+    passage = ("The  Amazon River\u00a0\u2014 in South\nAmerica \u2014 flows into the \u201cAtlantic\u201d "
+               "Ocean.")
     quotes = [("Amazon River#0", "amazon river - in south america"), ("Amazon River#0", "the Pacific Ocean")]
     ev = [Evidence("Amazon River#0", "Amazon River", passage)]
     first = check_quotes(quotes, ev)
@@ -162,7 +163,8 @@ def test_the_amazon_misreading_is_not_supported_when_the_retry_misreads_again():
     assert [c.role for c in llm.calls] == ["rag.judge", "rag.judge"]  # one retry, no more
     retry = llm.calls[1].messages
     assert retry[:2] == llm.calls[0].messages and retry[2]["role"] == "assistant"
-    assert '"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]' in retry[3]["content"]  # noqa: E501
+    assert ('"The Amazon River flows into the Pacific Ocean" is not in passage [Amazon River#0]'
+            in retry[3]["content"])
     assert [e["attempt"] for e in events(verdict, MISMATCH_EVENT)] == [1, 2]
     (ung,) = events(verdict, UNGROUNDED_EVENT)
     assert ung["label_given"] == "SUPPORTED" and ung["label"] == "NOT_ENOUGH_INFO" and ung["mode"] == "check"
@@ -293,7 +295,8 @@ def test_mermaid_quotes_check_retries_a_misread_finish_as_the_final_verdict():
 def test_mermaid_quotes_check_keeps_a_grounded_forced_verdict():
     verdict, llm = run_mermaid([SEARCH, SEARCH], [HONEST], quotes="check")
     assert [c.role for c in llm.calls][-1] == "mermaid.final" and len(llm.calls) == 3
-    assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded" and verdict.quotes[0].found  # noqa: E501
+    assert (verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "grounded"
+            and verdict.quotes[0].found)
 
 
 def test_mermaid_quotes_off_is_the_paper_executor():
@@ -307,7 +310,8 @@ def test_mermaid_quotes_off_is_the_paper_executor():
 
 # ----------------------------------------------------------------- issue 44: brackets, chunk edges, key terms
 def test_editorial_brackets_and_chunk_edges_are_tolerated():
-    passage = 'She won the Nobel Prize in Chemistry "[for] the discovery of the elements radium and polonium".'  # noqa: E501
+    passage = ('She won the Nobel Prize in Chemistry "[for] the discovery of the elements radium and '
+               'polonium".')
     assert span('"for the discovery of the elements radium',
                 passage) == '"[for] the discovery of the elements radium'
     chunk = "In 1898 Marie Curie discovered the elements radium and"  # the chunk ends mid-sentence
@@ -377,7 +381,8 @@ def test_check_shows_the_quotes_in_json_terminal_and_html():
                     {})
     rec = json.loads(json.dumps(assemble(ex, {claim.id: verdict.to_dict(claim)}, "rag")))
     item = rec["sentences"][0]["claims"][0]
-    assert item["quotes"][0]["text"] == "the largest river by discharge volume of water" and item["grounding"] == "grounded"  # noqa: E501
+    assert (item["quotes"][0]["text"] == "the largest river by discharge volume of water"
+            and item["grounding"] == "grounded")
     assert item["quote_terms"]["flag"] == "the quotes never mention Amazon River"
     con = Console(width=250, record=True)
     con.print(render_text(rec))
@@ -441,7 +446,8 @@ def test_each_combining_mark_stays_with_its_own_letter_in_the_offsets():
 def test_the_grounding_texts_and_schemas_word_for_word():
     from pydantic import BaseModel
 
-    from veracity.pipeline.grounding import Grounded, not_supported, quoted, retry_prompt, ungrounded_explanation  # noqa: E501
+    from veracity.pipeline.grounding import (Grounded, not_supported, quoted, retry_prompt,
+                                             ungrounded_explanation)
     from veracity.pipeline.labels import THREE_WAY
 
     assert retry_prompt(["a", "b"], THREE_WAY) == (

@@ -204,7 +204,8 @@ def test_the_actor_runs_the_unchanged_method_and_reports_failures_per_claim(tmp_
     assert batch["id"] == ["p", "a", "m"] and batch["kind"] == ["ok", "failed", "endpoint"]
     record = json.loads(batch["record"][0])
     assert record["id"] == "p" and record["label"] == "SUPPORTED" and record["method"] == "rag"
-    assert record["trace"]["summary"]["llm_calls"] == 1 and record["trace"]["tool_calls"][0]["tool"] == "search"  # noqa: E501
+    assert (record["trace"]["summary"]["llm_calls"] == 1
+            and record["trace"]["tool_calls"][0]["tool"] == "search")
     assert batch["error"][1] == "RuntimeError: a bug in one claim" and batch["record"][1] == ""
     assert "cannot reach the model endpoint" in batch["error"][2] and batch["hint"][2] == "restart it"
     assert claim_of(claim_payload(claims[0])) == claims[0]
@@ -280,7 +281,8 @@ def test_driver_writes_manifest_and_results_resumes_and_drops_duplicates(tmp_pat
     assert got["p"]["label"] == "SUPPORTED" and got["b"]["label"] == "REFUTED"
     assert stats.done == 2 and stats.skipped == 0 and len(stats.rejected) == 1 and stats.total == 2
     manifest = json.loads((tmp_path / "results.jsonl.manifest.json").read_text())
-    assert manifest["method"] == "rag" and manifest["model"] == "scripted-llm" and manifest["params"]["k"] == 1  # noqa: E501
+    assert (manifest["method"] == "rag" and manifest["model"] == "scripted-llm"
+            and manifest["params"]["k"] == 1)
     stats = verify_many_ray(v, str(src), out=out, rows=twice)  # resume: nothing left, no pipeline
     assert stats.done == 0 and stats.skipped == 2 and len(calls) == 1 and len(lines(out)) == 2
 
@@ -365,7 +367,8 @@ def test_ray_vs_local_benchmark_reads_the_summary_and_builds_both_commands(tmp_p
     spec = importlib.util.spec_from_file_location("ray_vs_local", root / "benchmarks" / "ray_vs_local.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    text = "verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \nclaims/min, 50 tokens/s)"  # noqa: E501
+    text = ("verify (rag) ━━ 4/4\n4 written, 2 already done, 1 failed, 0 bad lines → r.jsonl  (17.5 \n"
+            "claims/min, 50 tokens/s)")
     assert bench.parse_summary(text) == {"written": 4, "failed": 1, "run_claims_per_min": 17.5}
     assert bench.parse_summary("error: endpoint down")["written"] is None
     args = argparse.Namespace(method="rag", endpoint="http://h:1/v1", concurrency=4, index=tmp_path,
@@ -390,8 +393,8 @@ def test_an_actors_error_reaches_the_user_as_one_line():
             "open_index\n"
             "veracity.errors.IndexDirError: index directory /data/idx does not exist\n")
     err = _cluster_failure(RuntimeError(text))
-    assert isinstance(err,
-                      IndexDirError) and str(err) == "on a Ray actor: index directory /data/idx does not exist"  # noqa: E501
+    assert (isinstance(err, IndexDirError)
+            and str(err) == "on a Ray actor: index directory /data/idx does not exist")
     assert "index at the driver's path" in err.hint
 
     class TaskError(Exception):  # like Ray's RayTaskError: the actor's exception in .cause

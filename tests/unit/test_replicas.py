@@ -25,10 +25,11 @@ from veracity.serving import server as srv
 from veracity.serving.engines.vllm import VLLM
 from veracity.serving.server import ServerSpec, device_groups, ensure_endpoint, replica_statuses
 
-STAND_IN = r'''
+STAND_IN = '''
 import json, os, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-port = int(sys.argv[sys.argv.index("--port") + 1]); model = sys.argv[sys.argv.index("--served-model-name") + 1]
+port = int(sys.argv[sys.argv.index("--port") + 1]); \
+model = sys.argv[sys.argv.index("--served-model-name") + 1]
 print("bind", os.environ.get("VLLM_CPU_OMP_THREADS_BIND"), flush=True)
 if os.environ.get("STAND_IN_FAIL_PORT") == str(port):
     print("RuntimeError: stand-in failed to start", flush=True); sys.exit(1)
@@ -36,17 +37,19 @@ class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def _send(self, obj):
         body = json.dumps(obj).encode(); self.send_response(200)
-        self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "application/json"); \
+self.send_header("Content-Length", str(len(body)))
         self.end_headers(); self.wfile.write(body)
     def do_GET(self): self._send({"data": [{"id": model}]})
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        sys.stdout.write("POST " + self.path + "\n"); sys.stdout.flush()  # one write: threads do not interleave
+        sys.stdout.write("POST " + self.path + "\\n"); \
+sys.stdout.flush()  # one write: threads do not interleave
         content = json.dumps({"explanation": "Stand-in.", "label": "SUPPORTED"})
         self._send({"choices": [{"message": {"content": content}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
 ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-'''  # noqa: E501
+'''
 
 
 @pytest.fixture()
@@ -149,7 +152,8 @@ def test_a_managed_set_serves_every_command_and_stops_as_one(stand_in, tmp_path)
     assert "replica 1 of 2" in res.output and "replica 2 of 2" in res.output
 
     res = CliRunner().invoke(cli, ["serve", "--stop"])
-    assert res.exit_code == 0 and res.output.count("stopped m at") == 1 and "cleared the state" in res.output, res.output  # noqa: E501
+    assert (res.exit_code == 0 and res.output.count("stopped m at") == 1
+            and "cleared the state" in res.output), res.output
     assert replica_statuses(settings) == [] and not srv.pid_alive(states[0].pid)
 
 

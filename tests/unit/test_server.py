@@ -251,7 +251,8 @@ def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_comma
     try:
         url, said, specs, at_exit = _replace_dead_server(settings, monkeypatch, tmp_path)
         assert specs[0].port == port and url == f"http://127.0.0.1:{port}/v1"
-        assert len(said) == 1 and f"on its port {port}" in said[0] and "stopped when this command ends" in said[0]  # noqa: E501
+        assert (len(said) == 1 and f"on its port {port}" in said[0]
+                and "stopped when this command ends" in said[0])
         new = read_state(settings)
         assert srv.pid_alive(new.pid) and len(at_exit) == 1
         at_exit[0]()  # the command ends

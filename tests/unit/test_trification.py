@@ -121,7 +121,8 @@ def test_plan_models_follow_ablations():
     assert plan_model_for(("SEARCH", "REFINE", "THINK", "JUDGE")) is VerificationPlan
     assert plan_model_for(("SEARCH", "THINK", "JUDGE")) is VerificationPlanNoRefine
     assert plan_model_for(("SEARCH", "JUDGE")) is VerificationPlanSearchJudge
-    enum = VerificationPlanNoRefine.model_json_schema()["$defs"]["PlanNodeNoRefine"]["properties"]["type"]["enum"]  # noqa: E501
+    enum = VerificationPlanNoRefine.model_json_schema()["$defs"]["PlanNodeNoRefine"][
+        "properties"]["type"]["enum"]
     assert "REFINE" not in enum
 
 
@@ -352,7 +353,8 @@ async def test_ablation_no_refine_uses_restricted_schema():
     call = llm.calls[0]
     assert issubclass(call.output_model, VerificationPlanSearchJudge)
     assert call.output_model.model_json_schema()["properties"]["nodes"]["maxItems"] == ctx.params.max_nodes
-    assert "REFINE (ids" not in call.messages[0]["content"] and "THINK (ids" not in call.messages[0]["content"]  # noqa: E501
+    assert ("REFINE (ids" not in call.messages[0]["content"]
+            and "THINK (ids" not in call.messages[0]["content"])
 
 
 async def test_bad_uncertain_label_is_a_config_error():

@@ -105,7 +105,8 @@ async def test_search_nodes_synthesize_and_children_see_the_synthesis():
     assert all("[Eiffel Tower#0]" in user_text(c.messages) or "[Gustave Eiffel#0]" in user_text(c.messages)
                for c in syn)
     think = user_text(llm.of("trification.think")[0].messages)
-    assert "[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in think and "[s_2] (SEARCH) SYNTHESIS of Gustave Eiffel" in think  # noqa: E501
+    assert ("[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in think
+            and "[s_2] (SEARCH) SYNTHESIS of Gustave Eiffel" in think)
     refine = user_text(llm.of("trification.refine")[0].messages)
     assert "[s_1] (SEARCH) SYNTHESIS of Eiffel Tower" in refine
     assert "[Eiffel Tower#0]" in think  # the passages still propagate beside the synthesis (§3.3)
@@ -173,7 +174,8 @@ async def test_a_node_sees_each_search_parents_passages_within_its_budget():
     three = plan(N("s_1", "SEARCH", input="alpha"), N("s_2", "SEARCH", input="beta"),
                  N("s_3", "SEARCH", input="gamma"), N("j_1", "JUDGE", ["s_1", "s_2", "s_3"], input="claim"))
     h = handlers(planner=[three])
-    h["trification.search"] = lambda messages: {"queries": [user_text(messages).split("Text: ")[1].split("\n")[0]]}  # noqa: E501
+    h["trification.search"] = lambda messages: {
+        "queries": [user_text(messages).split("Text: ")[1].split("\n")[0]]}
 
     def ctx_for(**params):
         trace = Trace()

@@ -323,7 +323,8 @@ def test_a_job_stopped_by_the_model_server_resumes_without_loss_or_duplicates(tm
     with client:
         job = client.post("/v1/jobs?method=rag", headers=NDJSON, content=claims_jsonl(5)).json()
         stopped = wait_job(client, job["id"])
-        assert stopped["state"] == "stopped" and "does not answer" in stopped["error"] and stopped["done"] == 2  # noqa: E501
+        assert (stopped["state"] == "stopped" and "does not answer" in stopped["error"]
+                and stopped["done"] == 2)
         state["down"] = False
         assert client.post(f"/v1/jobs/{job['id']}/resume", headers=JSON_BODY).status_code == 200
         done = wait_job(client, job["id"])
@@ -541,8 +542,8 @@ def test_state_changing_requests_need_their_declared_type_so_no_simple_cross_sit
         # the page itself: same origin (or a typed URL's "none"), its declared types
         same = {"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"}
         assert client.post("/v1/verify", content=claim, headers={**JSON_BODY, **same}).status_code == 200
-        assert client.post("/v1/jobs?method=rag", content=claims_jsonl(1), headers={**NDJSON,
-                                                                                    **same}).status_code == 201  # noqa: E501
+        assert client.post("/v1/jobs?method=rag", content=claims_jsonl(1),
+                           headers={**NDJSON, **same}).status_code == 201
         assert client.post("/v1/verify", content=claim,
                            headers={"Content-Type": "application/json; charset=utf-8"}).status_code == 200
         # reads are safe
@@ -599,7 +600,8 @@ def test_tokens_are_long_without_whitespace_and_healthz_tells_details_only_to_to
         anonymous = client.get("/healthz")
         assert anonymous.status_code == 200 and anonymous.json() == {"ok": True}
         full = client.get("/healthz", headers={"Authorization": f"Bearer {TOKEN}"}).json()
-        assert full["app"]["version"] and full["model_server"]["endpoint"] == "scripted" and "dir" in full["index"]  # noqa: E501
+        assert (full["app"]["version"] and full["model_server"]["endpoint"] == "scripted"
+                and "dir" in full["index"])
 
 
 def test_every_response_carries_the_security_headers(tmp_path):
@@ -611,8 +613,10 @@ def test_every_response_carries_the_security_headers(tmp_path):
                      client.get("/", headers={"Accept": "text/html"}), client.get("/nothing", headers=auth),
                      client.get("/v1/checks", headers={**auth, "Host": "evil.example"})):
             csp = resp.headers["content-security-policy"]
-            assert "frame-ancestors 'none'" in csp and "default-src 'self'" in csp and "unsafe-inline" not in csp  # noqa: E501
-            assert resp.headers["x-content-type-options"] == "nosniff" and resp.headers["x-frame-options"] == "DENY"  # noqa: E501
+            assert ("frame-ancestors 'none'" in csp and "default-src 'self'" in csp
+                    and "unsafe-inline" not in csp)
+            assert (resp.headers["x-content-type-options"] == "nosniff"
+                    and resp.headers["x-frame-options"] == "DENY")
 
 
 def test_the_shipped_pages_run_under_the_csp_no_inline_script_or_style():

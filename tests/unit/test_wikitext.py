@@ -1,4 +1,5 @@
-"""The fast wikitext cleaner: what it keeps and drops, and its agreement with mwparserfromhell on real pages."""  # noqa: E501
+"""The fast wikitext cleaner: what it keeps and drops, and its agreement with mwparserfromhell on real
+pages."""
 
 import collections
 import re
@@ -55,8 +56,8 @@ def test_cleaner_by_name_and_unknown_name():
 
 def _sample_pages(n: int) -> list[tuple[str, str]]:
     data = shared_data_dir()
-    dump = data / "wiki_dump_sample" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2" \
-        if data else None  # noqa: E501
+    dump = (data / "wiki_dump_sample"
+            / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2" if data else None)
     if dump is None or not dump.exists():
         missing("the wiki dump sample (../shared/data/wiki_dump_sample) is missing")
     import bz2
@@ -67,7 +68,8 @@ def _sample_pages(n: int) -> list[tuple[str, str]]:
             if elem.tag.endswith("}page"):
                 ns = elem.find("{*}ns").text
                 text = elem.find("{*}revision/{*}text").text or ""
-                if ns == "0" and not text.lstrip().lower().startswith("#redirect") and 2000 < len(text) < 30000:  # noqa: E501
+                if (ns == "0" and not text.lstrip().lower().startswith("#redirect")
+                        and 2000 < len(text) < 30000):
                     pages.append((elem.find("{*}title").text, text))
                 elem.clear()
             if len(pages) >= n:
@@ -76,7 +78,8 @@ def _sample_pages(n: int) -> list[tuple[str, str]]:
 
 
 def test_fast_cleaner_agrees_with_mwparser_on_real_pages():
-    """On real articles the two cleaners keep nearly the same words (the benchmark measures the whole sample)."""  # noqa: E501
+    """On real articles the two cleaners keep nearly the same words (the benchmark measures the whole
+    sample)."""
     pages = _sample_pages(12)
     assert len(pages) == 12
     jaccards = []

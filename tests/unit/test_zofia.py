@@ -289,7 +289,8 @@ async def test_web_query_is_conjunctive_and_relaxes_on_the_local_index():
     assert {e.passage_id for e in found} == {"Jamie Foxx#0", "Foxx and Holmes#0"}
     assert [w["keywords"] for w in events(ctx.trace, "zofia.web")][-2:] == [["Jamie Foxx", "Mars"],
                                                                             ["Jamie Foxx"]]
-    ctx2, _ = make_ctx(ScriptedLLM({}, repeat_last=True), web_relax=False, exclude_titles=("Foxx and Holmes",))  # noqa: E501
+    ctx2, _ = make_ctx(ScriptedLLM({}, repeat_last=True), web_relax=False,
+                       exclude_titles=("Foxx and Holmes",))
     assert await web_search(["Jamie Foxx", "Mars"], ctx2, set()) == []
     assert await web_search(["Jamie Foxx"], ctx2, set()) == [e for e in found if e.title == "Jamie Foxx"]
 
@@ -419,8 +420,8 @@ async def test_headline_reaches_every_linguist_call():
     headline = "Jamie Foxx Is Reportedly Ready To Wife Up Katie Holmes"
     await verify_zofia(Claim("h1", ARTICLE, meta={"title": headline}), ctx)
     ling = [c for c in llm.calls if c.role == "zofia.linguist"]
-    assert len(ling) == 5 and all(c.messages[-1]["content"].startswith(f"Headline: {headline}\n\nNews text:\n")  # noqa: E501
-                                  for c in ling)
+    assert len(ling) == 5 and all(
+        c.messages[-1]["content"].startswith(f"Headline: {headline}\n\nNews text:\n") for c in ling)
     # "headline" wins over "title"; a title-only item (text == title) has no separate headline
     llm = ScriptedLLM(scripted(), repeat_last=True)
     ctx, _ = make_ctx(llm)
@@ -504,10 +505,12 @@ async def test_quotes_check_retries_a_misquoted_ruling_then_gives_nei_marked_ung
     first = judge_calls[0].messages
     assert "when you rule R or F, for each passage your ruling rests on" in first[0]["content"]
     assert "Just one character" not in first[0]["content"]
-    assert first[1]["content"].startswith("Passages:\n[") and "[Foxx and Holmes#0] Foxx and Holmes" in first[1]["content"]  # noqa: E501
+    assert (first[1]["content"].startswith("Passages:\n[")
+            and "[Foxx and Holmes#0] Foxx and Holmes" in first[1]["content"])
     retry = judge_calls[1].messages
     assert retry[:-2] == first and retry[-2]["role"] == "assistant"
-    assert "is not in passage [Foxx and Holmes#0]" in retry[-1]["content"] and "answer I." in retry[-1]["content"]  # noqa: E501
+    assert ("is not in passage [Foxx and Holmes#0]" in retry[-1]["content"]
+            and "answer I." in retry[-1]["content"])
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
     assert verdict.explanation.startswith("Ungrounded:") and "FAKE" in verdict.explanation
     assert [e["attempt"] for e in events(ctx.trace, MISMATCH_EVENT)] == [1, 2]
@@ -541,7 +544,8 @@ async def test_quotes_continue_needs_no_quote_and_a_grounded_ruling_costs_no_ret
 
 async def test_quotes_show_marks_a_misquote_but_keeps_the_ruling():
     verdict, llm, _ = await run_quoting(quoting_judge(("F", "they eloped")), quotes="show")
-    assert verdict.label is Label.REFUTED and verdict.grounding == "ungrounded" and not verdict.quotes[0].found  # noqa: E501
+    assert (verdict.label is Label.REFUTED and verdict.grounding == "ungrounded"
+            and not verdict.quotes[0].found)
     assert llm.roles().count("zofia.judge") == 1
 
 
@@ -565,7 +569,8 @@ async def test_quotes_check_for_the_no_debate_judge():
     assert "or, if the passages do not say it, answer FAKE." in calls[1].messages[-1]["content"]
     assert verdict.label is Label.NOT_ENOUGH_INFO and verdict.grounding == "ungrounded"
     verdict, _, _ = await run_quoting(quoting_judge(("R", DENIAL)), quotes="check", no_debate=True)
-    assert verdict.label is Label.SUPPORTED and verdict.grounding == "grounded" and verdict.explanation == "Real: direct"  # noqa: E501
+    assert (verdict.label is Label.SUPPORTED and verdict.grounding == "grounded"
+            and verdict.explanation == "Real: direct")
 
 
 async def test_quotes_off_is_the_paper_judge():
