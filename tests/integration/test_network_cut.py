@@ -13,9 +13,7 @@ session's servers (llama.cpp, the default engine without a GPU, and vLLM). Non-P
 
 This module checks that the run really is cut and audited (under ``CI=true`` a run that is not fails
 here), that the audit names who tried, and runs the commands a user types — ``verify "CLAIM"``, a batch
-``verify -i -o``, ``check`` and ``bench run`` — as real processes on the session's llama-server, and the
-two ``verify`` commands on the session's vLLM server (test_vllm_engine.py): the engines' own processes
-answer cut off, and the client-side commands run cut off once.
+``verify -i -o``, ``check`` and ``bench run`` — as real processes on both engines' session servers.
 """
 
 from __future__ import annotations
@@ -107,13 +105,10 @@ def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, d
     run_the_commands("llama.cpp", llm_endpoint, demo_style_index_dir, tmp_path)
 
 
-def run_the_commands(engine: str, ep, index: Path, tmp_path: Path,
-                     only: tuple[str, ...] | None = None) -> None:
-    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` (or those named in ``only``) as real
-    processes on ``ep``, with one audit file; every one succeeds and none tries to reach past loopback
-    (test_vllm_engine.py runs the two verify commands on vLLM: what is the engine's own there is its server
-    process answering cut off, which ``check`` and ``bench run``, the same client-side code on another
-    engine, add nothing to)."""
+def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
+    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` as real processes on ``ep``, each
+    with its own audit file; every one succeeds and none tries to reach past loopback (test_vllm_engine.py
+    runs it on vLLM)."""
     if shared_data_dir() is None:
         missing("benchmark data (../shared/data) not found; set VERACITY_DATA_DIR")
     home, audit = tmp_path / "home", tmp_path / "audit.jsonl"
@@ -134,15 +129,12 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path,
                       "--limit", "1",
                       "--seed", "0", "--out", str(tmp_path / "bench"), "--json", *on],
     }
-    if only is not None:
-        steps = {name: steps[name] for name in only}
     failed = {}
     for name, args in steps.items():
         done = _veracity(home, audit, *args)
         if done.returncode != 0:
             failed[name] = f"exit {done.returncode}\n{done.stdout[-800:]}\n{done.stderr[-800:]}"
     assert not failed, "\n\n".join(f"{engine}: {k}:\n{v}" for k, v in failed.items())
-    if "verify -i -o" in steps:
-        assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(CLAIMS)
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(CLAIMS)
     attempts = read_attempts(audit)
     assert not attempts, f"{engine}: connections attempted past loopback:\n{describe(attempts)}"

@@ -5,8 +5,8 @@ with the network cut.
   them and ``serve --stop`` must end them), and the engine core killed mid-batch; each time the same batch
   command, run again on the session's vLLM server, completes every claim once (test_faults.py's harness).
   Each kills a private server (``killable_llm_server``, started ahead in the background).
-- ``verify "CLAIM"`` and a batch as real processes on the session's vLLM server with the network cut
-  (test_network_cut.py runs these and ``check`` and ``bench run`` on llama.cpp).
+- ``verify "CLAIM"``, a batch, ``check`` and ``bench run`` as real processes on the session's vLLM server
+  with the network cut (test_network_cut.py runs the same on llama.cpp).
 
 A module of its own, so these run right after vLLM's serving tests, while the vLLM servers are up, and
 before the llama.cpp modules (tests/fixtures/server.py stops the session's vLLM server after its last test).
@@ -74,8 +74,4 @@ def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, vllm_end
 
 
 def test_the_commands_a_user_types_run_cut_off_on_vllm(cut, vllm_endpoint, demo_style_index_dir, tmp_path):  # noqa: F811
-    """``verify "CLAIM"`` and a batch on vLLM with the network cut: vLLM's own processes (API server, engine
-    core, worker) serve them with loopback only. ``check`` and ``bench run`` are the same client-side code
-    on either engine; they run cut off on llama.cpp (test_network_cut.py)."""
-    run_the_commands("vllm", vllm_endpoint, demo_style_index_dir, tmp_path,
-                     only=('verify "CLAIM"', "verify -i -o"))
+    run_the_commands("vllm", vllm_endpoint, demo_style_index_dir, tmp_path)
