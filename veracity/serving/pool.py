@@ -13,7 +13,8 @@ list. The pool decides which endpoint each request goes to:
   it; the client then sends the request again to a live endpoint (no claim is lost, and the runner writes
   each claim once, so none is duplicated). A background check (``GET /v1/models`` every
   ``health_interval_s``) re-admits a down endpoint once it serves the model again; an endpoint that comes
-  back serving another model stays out.
+  back serving another model stays out. A probe that times out on an endpoint busy with our requests does
+  not mark it down (a loaded CPU server can take longer than the probe allows to answer it).
 
 When every endpoint is down, requests still go out (to the endpoint tried least recently) under the client's
 retry budget, each in turn, so a server that recovers within it is found again; after that the client raises
@@ -188,6 +189,11 @@ class EndpointPool:
         """Probe ``member`` once; mark it down or re-admit it. True when it serves the pool's model."""
         got = await self.models_at(http, member)
         if isinstance(got, str):
+            if got == "ReadTimeout" and member.alive and member.outstanding > 0:
+                # busy, not down: it took the connection and is decoding our requests (on a loaded CPU a
+                # probe can wait longer than probe_timeout_s); a dead server refuses the connection, and a
+                # hung one is found by its requests' own timeouts (confirm_down)
+                return True
             self.mark_down(member, got)
             return False
         member.models = got
