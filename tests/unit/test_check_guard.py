@@ -82,6 +82,8 @@ def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
     assert llm.count("check.extractor") == len(S) + 1
     from veracity.check.render import summary_line
     assert "2 claims dropped" in summary_line(rec)
+    rec["summary"]["dropped"] = 1
+    assert "1 claim dropped (" in summary_line(rec)
 
 
 def test_a_sentence_left_without_claims_is_checked_as_itself(tmp_path):
