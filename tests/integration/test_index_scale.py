@@ -110,20 +110,30 @@ def test_sigkill_while_embedding_loses_at_most_one_shard(corpus, reference, tmp_
 
 
 def test_two_processes_embed_one_build(corpus, reference, tmp_path):
-    """A second `index build` of the same command joins the first once it embeds; every shard is embedded
-    once, one of them builds the FAISS index, both exit 0."""
+    """A second `index build` of the same command (BM25 on, as a user runs it) joins the first once it
+    embeds: every shard is embedded exactly once between them, the second embeds at least one (the first
+    waits after its first shard until the second holds a claim: tests/fixtures/interrupt_at.py embed-join),
+    one of them builds the FAISS index, both exit 0, and the index equals the one built in one go."""
     out = tmp_path / "idx"
     shards = build_dir_for(out.resolve()) / SHARDS_DIR
-    first = subprocess.Popen(_build_cmd(corpus, out, "--batch-size", "4"), env=_env(), stdout=subprocess.PIPE,
+    cmd = ["index", "build", str(corpus), "--out", str(out), "--shard-size", "8", "--batch-size", "4"]
+    fixture = [sys.executable, "-m", "tests.fixtures.interrupt_at"]
+    first = subprocess.Popen([*fixture, "embed-join", *cmd], env=_env(), cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: shards.is_dir() and (list(shards.glob("*.claim")) or list(shards.glob("shard-*.npy"))),
               first)
-    second = subprocess.Popen(_build_cmd(corpus, out, "--batch-size", "4"), env=_env(),
-                              stdout=subprocess.PIPE,
+    second = subprocess.Popen([*fixture, "embed-count", *cmd], env=_env(), cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     outs = [p.communicate(timeout=900) for p in (first, second)]
     assert first.returncode == 0, outs[0][1][-2000:]
     assert second.returncode == 0, outs[1][1][-2000:]
+    by = [[int(line.split()[1]) for line in err.splitlines() if line.startswith("EMBEDDED-SHARD ")]
+          for _, err in outs]
+    n = json.loads((reference / "manifest.json").read_text())["passages"]
+    assert sorted(by[0] + by[1]) == list(range(-(-n // 8)))  # every shard once: none twice, none missing
+    assert by[0] and by[1], by  # both embedded: the second joined
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["bm25"] is not None and (out / "bm25").is_dir()
     np.testing.assert_allclose(_vectors(out), _vectors(reference), atol=1e-5)
     assert (out / "dense" / "ids.txt").read_text() == (reference / "dense" / "ids.txt").read_text()
 

@@ -33,6 +33,21 @@ def test_a_rewritten_word_or_a_copied_sentence_fails():
     assert not v.ok and "other sentences" in v.reason  # facts of sentence 1 carried into sentence 3
 
 
+def test_a_description_carried_from_another_sentence_fails_a_name_resolving_a_reference_passes():
+    # the README's example text: "a river in Africa" (the Nile's sentence) carried into the Danube's claim
+    text = ("The Nile is a river in Africa, and it empties into the Red Sea. "
+            "The Danube flows into the Baltic Sea.")
+    sentence = "The Danube flows into the Baltic Sea."
+    v = check_claim("The Danube is a river in Africa, and it flows into the Baltic Sea.", sentence, text)
+    assert not v.ok and v.reason == "adds a description from other sentences: a river", v
+    assert check_claim("The Danube flows into the Baltic Sea.", sentence, text).ok
+    # a name after "a" modifies the sentence's own noun: "a prize" resolved to "a Nobel Prize" stays in
+    bio = "Marie Curie won the Nobel Prize in 1911. She won a prize twice."
+    assert check_claim("Marie Curie won a Nobel prize twice.", "She won a prize twice.", bio).ok
+    assert not check_claim("Marie Curie won an early prize twice.", "She won a prize twice.",
+                           "Marie Curie won an early prize in 1903. She won a prize twice.").ok
+
+
 def test_inflections_and_numbers_compare_equal():
     assert check_claim("Arsenal won the FA Cup in 2002.", "They won six FA Cups: 1998, 2002.",
                        "Arsenal is a club. They won six FA Cups: 1998, 2002.").ok
@@ -67,6 +82,8 @@ def test_a_failing_claim_is_reasked_once_then_dropped_and_counted(tmp_path):
     assert llm.count("check.extractor") == len(S) + 1
     from veracity.check.render import summary_line
     assert "2 claims dropped" in summary_line(rec)
+    rec["summary"]["dropped"] = 1
+    assert "1 claim dropped (" in summary_line(rec)
 
 
 def test_a_sentence_left_without_claims_is_checked_as_itself(tmp_path):

@@ -13,7 +13,10 @@ therefore read against its sentence:
   and each found as one contiguous phrase of the text (``She`` -> ``Marie Curie``, ``The wall`` -> ``The
   Great Wall of China``; "Marie Curie was born in Budapest" copied into a sentence about her Nobel Prize is
   three runs, ``Marie Curie``, ``born``, ``Budapest``, and fails);
-- the claim must keep at least one content word of its sentence (a claim with none is another sentence's).
+- the claim must keep at least one content word of its sentence (a claim with none is another sentence's);
+- an antecedent names what the sentence refers to; it does not describe it: a run of foreign words that
+  opens with a common noun or adjective after ``a`` / ``an`` ("The Danube is *a river* in Africa", with
+  "river in Africa" from the sentence before) adds another sentence's description, and fails.
 
 A claim that fails is re-asked once (:mod:`veracity.check.extract`), then dropped and counted.
 
@@ -35,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from veracity.pipeline.words import CONNECTORS, STOPWORDS, content, stem, words
+from veracity.pipeline.words import CONNECTORS, STOPWORDS, content, stem, words, written_words
 
 MAX_ANTECEDENTS = 2  # "He told her ...": two referents resolved in one claim
 MAX_RUN_WORDS = 5  # the longest antecedent phrase, in content words ("University of California, Los Angeles")
@@ -62,7 +65,8 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     if why:
         return Verdict(False, why)
     own = set(content(sentence))
-    toks = [w for w in words(claim)]
+    written = written_words(claim)
+    toks = [w for w, _, _ in written]
     stems = [stem(w) if w not in STOPWORDS else None for w in toks]
     mine = [s for s in stems if s is not None]
     if not mine:
@@ -103,6 +107,11 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
                        + "; ".join(" ".join(toks[k] for k in r) for r in runs) + ")",
                        tuple(dict.fromkeys(foreign)))
     for r in runs:
+        _, as_written, before = written[r[0]]
+        if before in ("a", "an") and as_written[:1].islower():
+            return Verdict(False,
+                           f"adds a description from other sentences: {before} "
+                           + " ".join(toks[k] for k in r), tuple(dict.fromkeys(foreign)))
         phrase = [stem(toks[k]) for k in r]
         if sum(1 for k in r if stems[k] is not None) > MAX_RUN_WORDS:
             return Verdict(False,

@@ -74,7 +74,8 @@ def summary_line(record: dict[str, Any]) -> str:
         parts.append(f"FActScore (gamma={s['factscore_gamma']}) " + (f"{fs:.2f}" if fs is not None
                                                                      else "n/a"))
     if s.get("dropped"):
-        parts.append(f"{s['dropped']} claims dropped (outside their sentence after one re-ask)")
+        parts.append(f"{s['dropped']} claim{'s' if s['dropped'] != 1 else ''} dropped (outside their "
+                     "sentence after one re-ask)")
     fb = sum(s["fallbacks"].values())
     if fb:
         parts.append(f"{fb} extraction replies fell back "

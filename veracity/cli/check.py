@@ -193,8 +193,9 @@ def _run_one(cv, text: str, params, gamma, live: bool) -> dict:
                 line(f"extracting claims from {seen['sentences']} sentences")
             elif kind == "check.sentence":
                 factual = sum(1 for c in ev["claims"] if c["category"] == "factual")
-                line(f"sentence {ev['sentence']}/{seen['sentences']}: {len(ev['claims'])} claims, {factual} "
-                     "factual")
+                n = len(ev["claims"])
+                line(f"sentence {ev['sentence']}/{seen['sentences']}: {n} claim{'s' if n != 1 else ''}, "
+                     f"{factual} factual")
             elif kind == "check.extracted":
                 seen["factual"] = sum(1 for s in ev["sentences"] for c in s["claims"] if c["category"]
                                       == "factual")

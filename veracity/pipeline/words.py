@@ -29,17 +29,32 @@ CONNECTORS = frozenset({"of", "the", "and", "de", "du", "des", "la", "le", "von"
 _SUFFIXES = ("ings", "ing", "ies", "ied", "es", "ed", "s", "ly")
 
 
+def _token(raw: str) -> str | None:
+    """One token as :func:`words` keeps it (None: a one-letter word, which it leaves out)."""
+    w = raw.lower().replace("’", "'")
+    if w[0].isdigit():
+        w = w.replace(",", "")
+    if w.endswith("'s"):
+        w = w[:-2]
+    return w if len(w) > 1 or w.isdigit() else None
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (numbers keep their digits: ``1,000`` is ``1000``)."""
+    return [w for m in _WORD.finditer(text) if (w := _token(m.group(0))) is not None]
+
+
+def written_words(text: str) -> list[tuple[str, str, str]]:
+    """:func:`words` of ``text``, each as ``(word, as written, the word before it lower-cased)``; the word
+    before may be one :func:`words` leaves out (``a``), "" for the first."""
     out = []
+    before = ""
     for m in _WORD.finditer(text):
-        w = m.group(0).lower().replace("’", "'")
-        if w[0].isdigit():
-            w = w.replace(",", "")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if len(w) > 1 or w.isdigit():
-            out.append(w)
+        raw = m.group(0)
+        w = _token(raw)
+        if w is not None:
+            out.append((w, raw, before))
+        before = raw.lower()
     return out
 
 
