@@ -4,6 +4,7 @@ only.
     python benchmarks/mutation.py                      # every module below, one after another
     python benchmarks/mutation.py pipeline/labels.py   # one (or several) of them
     python benchmarks/mutation.py --list               # the modules and their tests
+    python benchmarks/mutation.py web/guard.py --tests tests/unit/test_web_api.py::test_x  # some tests only
 
 A mutant is the module with one small change (a comparison flipped, a constant changed, a string altered, a
 call's argument dropped); it is *killed* when one of the module's unit tests fails on it, *survives* when all
@@ -149,6 +150,7 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
             raise SystemExit(f"error: no earlier run of veracity/{module} to take the survivors from\n"
                              f"hint: run `python benchmarks/mutation.py {module}` first")
         previous = json.loads(path.read_text(encoding="utf-8"))
+        tests = tests or previous["tests"]
         names = [s["name"] for s in previous["survivors"] if s["status"] in ("survived", "no tests")]
         only = previous.get("only")
         if not names:
@@ -258,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                     help="stop a module's run after this long and report the mutants tested (resume with "
                          "--resume)")
+    ap.add_argument("--tests", action="append", default=None, metavar="FILE::TEST",
+                    help="run the mutants against these of the module's unit tests only (pytest node ids; "
+                         "repeatable): a module whose test file is slow is measured on the tests of its "
+                         "rules; the report names them, and a narrower selection can only kill fewer "
+                         "(default: the module's test files; with --survivors: the last run's selection)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
     ap.add_argument("--table", action="store_true",
                     help="print the markdown table of the results written so far")
@@ -275,9 +282,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: not a module of the mutation set: {', '.join(unknown)}", file=sys.stderr)
         print(f"hint: one of {', '.join(MODULES)}", file=sys.stderr)
         return 2
+    if args.tests:
+        if len(chosen) != 1:
+            print("error: --tests narrows the tests of one module, and several were named", file=sys.stderr)
+            print("hint: run the modules one at a time", file=sys.stderr)
+            return 2
+        foreign = [t for t in args.tests if t.split("::", 1)[0] not in MODULES[chosen[0]]]
+        if foreign:
+            print(f"error: not among the unit tests of veracity/{chosen[0]}: {', '.join(foreign)}",
+                  file=sys.stderr)
+            print(f"hint: name tests of {', '.join(MODULES[chosen[0]])} (FILE::TEST)", file=sys.stderr)
+            return 2
     work_root = args.work or Path(tempfile.mkdtemp(prefix="veracity-mutation-"))
     for module in chosen:
-        tests = [t for t in MODULES[module] if (REPO / t).exists()]
+        tests = args.tests or ([] if args.survivors else [t for t in MODULES[module] if (REPO / t).exists()])
         rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
                          args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"

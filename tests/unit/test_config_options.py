@@ -3,6 +3,8 @@ setting, and the values go back into a config unchanged."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
 
@@ -149,3 +151,67 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
     assert (ray.backend, ray.ray_address, ray.ray_actors) == ("ray", None, DEFAULT_RAY_ACTORS)
     refused(lambda: VerifierConfig.of(settings=settings, concurrency=0))
     refused(lambda: VerifierConfig.of(settings=settings, min_confidence=2))
+
+
+def test_each_refusal_says_the_fix_word_for_word_and_each_part_checks_its_own_values(tmp_path, monkeypatch):
+    """The hints of the rules above word for word, Ray missing, and the execution part checking its limits
+    and backend on its own (not only through VerifierConfig)."""
+    import sys
+
+    from veracity.errors import ConfigError
+    from veracity.pipeline.config import (RAY_HINT, ExecutionConfig, check_address, check_min_confidence,
+                                          check_ray_options, require_ray)
+
+    def refused(call, *args) -> ConfigError:
+        with pytest.raises(ConfigError) as err:
+            call(*args)
+        return err.value
+
+    assert refused(check_address, "head:0").hint == (
+        "use auto (the cluster `ray start` runs on this machine), HOST:PORT of the head node (e.g. "
+        "10.0.0.5:6379), or leave it out to start a local Ray instance")
+    assert str(refused(check_address, "ray://head:0")) == (
+        "--ray-address 'ray://head:0' is not a Ray address: port '0' is not a number from 1 to 65535")
+    assert refused(check_ray_options, None, 0).hint == "e.g. --ray-actors 2"
+    assert refused(check_min_confidence, 2).hint == ("e.g. --min-confidence 0.8 (a verdict less sure than "
+                                                     "that becomes NOT_ENOUGH_INFO)")
+    assert check_min_confidence(0.25) == 0.25 and check_min_confidence("1") == 1.0
+    # Ray not installed: one line naming the extra, before anything else of --backend ray is done
+    monkeypatch.setitem(sys.modules, "ray", None)
+    err = refused(require_ray)
+    assert str(err) == "--backend ray needs the optional extra veracity[ray], which is not installed (ray)"
+    assert err.hint == RAY_HINT == ("pip install 'veracity[ray]' (Ray Data 2.60 or newer), or use --backend "
+                                    "local")
+    assert str(refused(lambda: ExecutionConfig(backend="ray"))) == str(err)
+    assert str(refused(check_ray_options, "auto", 2)) == str(err)
+    monkeypatch.undo()
+    # the execution part alone: a limit given is checked even when the other is left to the settings
+    for kw in ({"concurrency": 0}, {"llm_concurrency": 0}, {"concurrency": 2, "llm_concurrency": -1}):
+        refused(lambda kw=kw: ExecutionConfig(**kw))
+    assert ExecutionConfig(concurrency=5).llm_concurrency is None  # left to the settings, resolved later
+    assert ExecutionConfig(llm_concurrency=5).concurrency is None
+    # ... by VerifierConfig: each limit left out is the settings', each one given is kept
+    from veracity.config import Settings
+
+    settings = Settings(home=tmp_path / "home", concurrency=7, llm_concurrency=9)
+    for given, limits in (({}, (7, 9)), ({"concurrency": 3}, (3, 9)), ({"llm_concurrency": 5}, (7, 5)),
+                          ({"concurrency": 3, "llm_concurrency": 5}, (3, 5))):
+        ex = VerifierConfig.of(settings=settings, **given).execution
+        assert (ex.concurrency, ex.llm_concurrency) == limits, given
+    part = ExecutionConfig(concurrency=3)
+    assert VerifierConfig(execution=part, settings=settings).execution.llm_concurrency == 9
+    assert part.llm_concurrency is None  # the part given is not changed: it may be shared
+    # the calibration setting: auto unless off, in any case
+    from veracity.pipeline.config import check_calibration
+
+    assert check_calibration(" OFF ") == "off" and check_calibration(None) == "auto"
+    assert str(refused(check_calibration, "on")) == "unknown --calibration 'on'"
+    assert ExecutionConfig(backend=None).backend == "local"
+    assert ExecutionConfig(backend=" RAY ").backend == "ray"
+    ray = ExecutionConfig(backend="ray", ray_address=" auto ", ray_actors=3)
+    assert (ray.ray_address, ray.ray_actors) == ("auto", 3)
+    # the state folder: "~" is the home folder, whether it comes as text or as a Path (--state-dir=~/s: the
+    # shell leaves that "~" alone)
+    for given in ("~/s", Path("~/s")):
+        assert ExecutionConfig(state_dir=given).state_dir == Path.home() / "s"
+    assert ExecutionConfig(state_dir=tmp_path).state_dir == tmp_path and ExecutionConfig().state_dir is None

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -370,3 +371,143 @@ def test_a_heartbeat_renews_the_claim_and_release_leaves_an_unreadable_one(tmp_p
     emb.heartbeat(claim)  # a claim already gone: nothing to renew, no error
     emb.release(claim)
     assert not claim.path.exists()
+
+
+class WatchingEncoder(HashEncoder):
+    """Notes each call's batch size and the claims present in ``folder`` while it encodes."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder, self.batch_sizes, self.claims = folder, [], []
+
+    def encode(self, texts, batch_size=64):
+        self.batch_sizes.append(batch_size)
+        self.claims.append([json.loads(p.read_text()) for p in sorted(self.folder.glob("*.claim"))])
+        return super().encode(texts, batch_size=batch_size)
+
+
+def test_a_worker_says_its_progress_and_each_shard_and_claims_under_its_device(tmp_path):
+    n, shard = 25, 10
+    folder = tmp_path / "s"
+    folder.mkdir()
+    emb.embed_one_shard(rows_of(n), 0, n, folder, HashEncoder(), shard_size=shard, batch_size=4)  # done
+    enc, progress, shards = WatchingEncoder(folder), [], []
+    got = emb.embed_claimed_shards(rows_of(n), n, folder, enc, shard_size=shard, batch_size=2,
+                                   device="cuda:3", progress=lambda d, t: progress.append((d, t)),
+                                   on_shard=shards.append, wait=False)
+    assert got == 15 and shards == [1, 2] and progress == [(10, 25), (20, 25), (25, 25)]
+    assert enc.batch_sizes == [2, 2]  # the worker's batch size reaches the encoder
+    # while a shard is embedded its claim (and only its) is there, naming this process and the device
+    assert [[(c["device"], c["pid"]) for c in cs] for cs in enc.claims] == [[("cuda:3", os.getpid())]] * 2
+    assert not list(folder.glob("*.claim"))
+    np.testing.assert_array_equal(all_vectors(folder, n, shard), expected(n))
+    # the defaults: shards of 4,096 passages (the build's --shard-size), batches of 64, the device "cpu"; a
+    # build folder not there yet is made when its parent is; progress after each encoder call, once
+    fresh, big = tmp_path / "fresh", 4097
+    enc, progress = WatchingEncoder(fresh), []
+    assert emb.embed_claimed_shards(rows_of(big), big, fresh, enc,
+                                    progress=lambda d, t: progress.append(d)) == big
+    assert len(np.load(emb.shard_path(fresh, 0))) == 4096 and len(np.load(emb.shard_path(fresh, 1))) == 1
+    assert set(enc.batch_sizes) == {64} and {c["device"] for cs in enc.claims for c in cs} == {"cpu"}
+    assert progress == [0, *range(512, 4097, 512), 4097]
+    # the claim is renewed between the encoder calls of a shard (a heartbeat), not only made at its start
+    seen = []
+
+    class Aging(HashEncoder):
+        def encode(self, texts, batch_size=64):
+            (path,) = (tmp_path / "beat").glob("*.claim")
+            seen.append(path.stat().st_mtime)
+            os.utime(path, (1, 1))  # as if silent for decades
+            return super().encode(texts, batch_size=batch_size)
+
+    (tmp_path / "beat").mkdir()
+    emb.embed_claimed_shards(rows_of(20), 20, tmp_path / "beat", Aging(), shard_size=20, batch_size=1)
+    assert len(seen) == 3 and min(seen) > time.time() - 600  # 8 + 8 + 4 passages: renewed before each
+    gone = tmp_path / "moved" / "s"
+    assert emb.embed_claimed_shards(rows_of(n), n, gone, HashEncoder(), shard_size=shard) == 0
+    assert not gone.parent.exists()
+
+
+def test_a_waiting_worker_counts_the_other_workers_shards_and_takes_over_by_its_stale_after(tmp_path,
+                                                                                              monkeypatch):
+    n, shard = 20, 10
+    held = emb.try_claim(tmp_path, 1)  # another live worker holds shard 1 ...
+    slept = []
+
+    class Clock:  # ... and finishes it while this one waits
+        time = staticmethod(time.time)
+
+        @staticmethod
+        def sleep(seconds):
+            slept.append(seconds)
+            if len(slept) == 1:
+                emb.embed_one_shard(rows_of(n), 1, n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4)
+                emb.release(held)
+
+    monkeypatch.setattr(emb, "time", Clock)
+    progress = []
+    got = emb.embed_claimed_shards(rows_of(n), n, tmp_path, HashEncoder(), shard_size=shard, batch_size=4,
+                                   poll=0.02, progress=lambda d, total: progress.append((d, total)))
+    monkeypatch.undo()
+    # one wait of `poll` seconds; its progress counts the shard the other worker wrote
+    assert got == 10 and slept == [0.02] and progress == [(0, 20), (10, 20), (20, 20)]
+    # a worker's stale_after decides when another host's silent claim is taken over
+    other_host = tmp_path / "b"
+    other_host.mkdir()
+    path = emb.claim_path(other_host, 0)
+    path.write_text(json.dumps({"host": "elsewhere.example", "pid": 1, "token": "x"}))
+    old = time.time() - 100
+    os.utime(path, (old, old))
+    assert emb.embed_claimed_shards(rows_of(n), n, other_host, HashEncoder(), shard_size=shard,
+                                    wait=False) == 10  # 100 s without a heartbeat: alive at the default
+    assert emb.embed_claimed_shards(rows_of(n), n, other_host, HashEncoder(), shard_size=shard,
+                                    stale_after=60, wait=False) == 10
+    assert emb.done_passages(other_host, n, shard) == n and not path.exists()
+
+
+def test_a_claim_holds_its_owner_and_a_takeover_is_tried_twice_at_most(tmp_path, monkeypatch):
+    path = emb.claim_path(tmp_path, 0)
+    before = time.time()
+    claim = emb.try_claim(tmp_path, 0, device="cuda:2")
+    body = json.loads(path.read_text())
+    assert sorted(body) == ["device", "host", "pid", "started", "token"] and body["token"] == claim.token
+    assert (body["host"], body["pid"], body["device"]) == (socket.gethostname(), os.getpid(), "cuda:2")
+    assert before <= body["started"] <= time.time()
+    emb.release(claim)
+    # by default a claim names the device "cpu"; a shard already written is not claimed
+    for claim in (emb.try_claim(tmp_path, 7), emb.acquire(emb.claim_path(tmp_path, 8))):
+        assert json.loads(claim.path.read_text())["device"] == "cpu"
+        emb.release(claim)
+    np.save(emb.shard_path(tmp_path, 9), np.zeros((1, DIM), dtype=np.float32))
+    assert emb.try_claim(tmp_path, 9) is None and not emb.claim_path(tmp_path, 9).exists()
+    emb.shard_path(tmp_path, 9).unlink()
+    # exactly at stale_after a silent claim is not stale yet; a moment later it is
+    path.write_text(json.dumps({"host": "elsewhere.example", "pid": 1}))
+    os.utime(path, (1_000_000, 1_000_000))
+    assert not emb.claim_is_stale(path, 60, now=1_000_060) and emb.claim_is_stale(path, 60, now=1_000_060.5)
+    # the stale claim vanishes before it is removed (another worker took it over and finished): no error
+    real_stale = emb.claim_is_stale
+
+    def stale_and_gone(p, stale_after):
+        p.unlink()
+        return True
+
+    monkeypatch.setattr(emb, "claim_is_stale", stale_and_gone)
+    path.write_text("{}")
+    claim = emb.acquire(path)
+    assert claim is not None and json.loads(path.read_text())["token"] == claim.token
+    emb.release(claim)
+    # a claim that is there, stale, at every try: taken over once, then left (no endless loop)
+    links = []
+
+    def always_there(src, dst):
+        links.append((src, dst))
+        raise FileExistsError(dst)
+
+    monkeypatch.setattr(emb, "claim_is_stale", lambda p, stale_after: True)
+    monkeypatch.setattr(emb.os, "link", always_there)
+    assert emb.acquire(path) is None and len(links) == 2 and not list(tmp_path.iterdir())
+    # the claim is written to a hidden private file beside it first, then linked to its name
+    src = Path(links[0][0])
+    assert src.parent == tmp_path and src.name.startswith(".shard-00000.claim.") and src.name.endswith(".tmp")
+    monkeypatch.setattr(emb, "claim_is_stale", real_stale)

@@ -646,3 +646,183 @@ def test_the_results_sink_manifest_stats_and_progress_lines_say_exactly_what_was
     assert err[1].startswith("verify (direct [x]): 1/2 claims  2.0 claims/min  3 tok/s  ")
     assert err[1].endswith(" s")
     assert len(err) == 2 and progress.done == 1
+
+
+def test_results_refusals_and_records_word_for_word(tmp_path, monkeypatch):
+    """What a user reads when a results file cannot be written or resumed, each line and hint as printed;
+    what the writer and the manifest put on disk, byte for byte where it matters."""
+    import os
+    import time
+    from pathlib import Path
+
+    from veracity import __version__
+    from veracity.errors import OutputError
+    from veracity.pipeline.results import ResultSink, RunManifest, RunStats, ServedModel, check_output
+
+    spec = METHODS["direct"]
+    params = spec.make_params()
+
+    def refused(kind, *args):
+        with pytest.raises(kind) as err:
+            check_output(*args)
+        return str(err.value), err.value.hint
+
+    assert refused(DataError, tmp_path, spec, params) == (f"output {tmp_path} is a directory",
+                                                          "pass a file path, e.g. -o results.jsonl")
+    (tmp_path / "f").write_text("x")
+    assert refused(DataError, tmp_path / "f" / "r.jsonl", spec, params) == (
+        f"cannot write {tmp_path / 'f' / 'r.jsonl'}: {tmp_path / 'f'} is a file, not a folder",
+        "pass an output path inside a folder")
+    out = tmp_path / "r.jsonl"
+    unwritable = (f"cannot write {out}: permission denied or read-only file system",
+                  "pass an output path in a folder you can write to")
+    # the folder's permission asked for a new file, the file's for an existing one
+    asked = []
+    monkeypatch.setattr(os, "access", lambda p, mode: asked.append((Path(p), mode)) or False)
+    assert refused(DataError, out, spec, params) == unwritable and asked == [(tmp_path, os.W_OK | os.X_OK)]
+    out.write_text("")
+    asked.clear()
+    assert refused(DataError, out, spec, params) == unwritable and asked == [(out, os.W_OK)]
+    out.unlink()
+    monkeypatch.undo()
+    # access() says yes (root), the file system says no: tried for real
+    real_touch = Path.touch
+
+    def read_only(self, *a, **kw):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(Path, "touch", read_only)
+    assert refused(DataError, out, spec, params) == unwritable
+    # ... and a file that appeared meanwhile is no obstacle
+    monkeypatch.setattr(Path, "touch", lambda self, exist_ok=True: (_ for _ in ()).throw(FileExistsError()))
+    check_output(out, spec, params)
+    monkeypatch.setattr(Path, "touch", real_touch)
+    # a results file that is not results: the line, and what to do
+    out.write_text('{"id": "a"}\n{"no id": 1}\n')
+    assert refused(DataError, out, spec, params) == (f"{out}:2: not a result line, so this file cannot be "
+                                                     "resumed", "move the file aside or pass another -o")
+    out.write_bytes(b'{"id": "a"}\n\n  \n{"id": "b"}\n')  # blank lines are no results and no obstacle
+    check_output(out, spec, params)
+    out.write_bytes(b'{"id": "a"}\n\n[1]\n')  # ... nor do they end the reading
+    assert refused(DataError, out, spec, params)[0].startswith(f"{out}:3: not a result line")
+    with pytest.raises(DataError) as err:
+        read_done_ids(out)
+    assert str(err.value) == f"{out}:3: not a result line, so this file cannot be resumed"
+    assert err.value.hint == "move the file aside or pass another -o"
+    out.unlink()
+    manifest = tmp_path / "r.jsonl.manifest.json"
+    same = {"method": "direct", "params": json.loads(json.dumps(dataclasses.asdict(params), default=str))}
+    manifest.write_text(json.dumps({**same, "method": "rag"}))
+    assert refused(ConfigError, out, spec, params) == (
+        f"{out} holds results of method rag with other parameters; resuming would mix them",
+        "pass another -o, or the same --method/--param as before")
+    manifest.write_text(json.dumps({**same, "evidence": "gold"}))
+    assert refused(ConfigError, out, spec, params, None, "none") == (
+        f"{out} holds results with --evidence gold; resuming with --evidence none would mix them",
+        "pass another -o, or --evidence gold as before")
+    assert refused(ConfigError, out, spec, params)[0].endswith("resuming with --evidence open would mix them")
+    manifest.write_text(json.dumps({**same, "label_space": "binary"}))
+    assert refused(ConfigError, out, spec, params) == (
+        f"{out} holds results in the binary label space; resuming in the 3way space would mix them",
+        "pass another -o (bench run: --out), or --labels binary as before")
+    # parameters compared as the manifest wrote them (any value as its text), whatever kind of object
+    # holds them
+    from types import SimpleNamespace
+
+    manifest.write_text(json.dumps({"method": "direct", "params": {"path": "/x", "n": 2}}))
+    check_output(out, spec, SimpleNamespace(path=Path("/x"), n=2))
+    assert refused(ConfigError, out, spec, SimpleNamespace(path=Path("/y"), n=2))[0].endswith(
+        "with other parameters; resuming would mix them")
+
+    @dataclasses.dataclass
+    class Inner:
+        a: int = 1
+
+    @dataclasses.dataclass
+    class Nested:  # a method's parameters holding parameters of their own: compared as fields, all the way
+        inner: Inner = dataclasses.field(default_factory=Inner)
+
+    manifest.write_text(json.dumps({"method": "direct", "params": {"inner": {"a": 1}}}))
+    check_output(out, spec, Nested())
+    manifest.unlink()
+    # a results file that appeared between the look and the write test is left alone
+    out.write_text('{"id": "theirs"}\n')
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == out else real_exists(self))
+    check_output(out, spec, params)
+    monkeypatch.setattr(Path, "exists", real_exists)
+    assert out.read_text() == '{"id": "theirs"}\n'
+    out.unlink()
+
+    # the writer: UTF-8 as it is (no \u escapes), anything else as its text, one line each, whatever the
+    # file object takes per write
+    w = ResultWriter(tmp_path / "deep" / "er" / "w.jsonl")  # its folders made
+    real = w._f
+
+    class Trickle:  # takes at most 3 bytes per write, as a pipe or a full disk may
+        def write(self, data):
+            return real.write(bytes(data[:3]))
+
+        def fileno(self):
+            return real.fileno()
+
+        def close(self):
+            real.close()
+
+    w._f = Trickle()
+    w.append({"id": "é", "path": Path("/x")})
+    w.close()
+    assert (tmp_path / "deep" / "er" / "w.jsonl").read_bytes() == '{"id": "é", "path": "/x"}\n'.encode()
+
+    # the manifest: beside the results, indented, with when it started and the package's version, the
+    # run's own role settings, and any value as its text (an index's manifest may hold paths)
+    class Index:
+        manifest = {"dir": Path("/idx")}
+
+    tuned = spec.make_params({"judge.max_tokens": 64})
+    before = time.time()
+    RunManifest(out, spec, tuned, Index(), None, None, None).write(ServedModel("m"))
+    text = manifest.read_text()
+    record = json.loads(text)
+    assert text.startswith('{\n  "method": "direct",\n  "params": {')
+    assert before <= record["started_at"] <= time.time() and record["veracity_version"] == __version__
+    assert record["roles"]["direct.judge"]["max_tokens"] == 64 and record["index"] == {"dir": "/idx"}
+    assert record["params"] == json.loads(json.dumps(dataclasses.asdict(tuned))) and \
+        record["params"]["roles"]["judge"]["max_tokens"] == 64
+    # the manifest of an engine's run: every part of it taken from the engine
+    from types import SimpleNamespace
+
+    engine = SimpleNamespace(spec=spec, params=tuned, searcher=Index(), state_dir=tmp_path / "s",
+                             label_space="binary", evidence="gold", confidence_record=lambda model: {})
+    m = RunManifest.of(engine, str(out))
+    assert (m.out_path, m.spec, m.params, m.searcher, m.state_dir, m.label_space, m.evidence,
+            m.confidence_of) == (out, spec, tuned, engine.searcher, tmp_path / "s", "binary", "gold",
+                                 engine.confidence_record)
+    del engine.confidence_record
+    assert RunManifest.of(engine, out).confidence_of is None
+
+    # a sink is not open until its run starts; its elapsed time is the run's
+    sink = ResultSink(out, RunStats(out))
+    assert sink.opened is False
+    assert sink.accept({"id": "t"}) and 0 < sink.stats.elapsed_s < 60
+    sink.close()
+    # a failed write: the line a user reads, and a close that fails after it is not a second error
+    sink = ResultSink(out, RunStats(out))
+
+    def full(record):
+        raise OSError(28, "No space left on device")
+
+    sink.writer = ResultWriter(out)
+    sink.writer.append = full
+    with pytest.raises(OutputError) as err:
+        sink.accept({"id": "z"})
+    assert str(err.value) == f"cannot write results to {out}: No space left on device"
+    assert err.value.hint == "free space or fix the folder, then run the same command again to resume"
+
+    def broken_close():
+        raise OSError(5, "I/O error")
+
+    sink.writer.close = broken_close
+    sink.close()
+    assert sink.stats.done == 0 and "z" not in sink.ids
+    sink.writer._f.close()

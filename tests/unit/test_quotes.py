@@ -129,6 +129,26 @@ def test_the_quote_schema_enumerates_the_shown_ids_and_bounds_each_quote():
     assert quoting(RagQuotedJudgement, [], True).model_json_schema()["properties"]["quotes"]["maxItems"] == 0
 
 
+def test_the_per_call_quote_models_keep_their_descriptions_and_modules():
+    """The model reads the schema's descriptions (what a quote and its passage id are); the per-call models
+    keep the module of the classes they narrow (where pickle and error messages look a class up); with no
+    passage shown a quote is still a PassageQuote, just none allowed."""
+    from veracity.pipeline.grounding import PassageQuote
+
+    model = quoting(RagQuotedJudgement, ["A#0"])
+    schema = model.model_json_schema()
+    assert schema["$defs"]["PassageQuote"]["properties"]["passage_id"]["description"] == \
+        "the id of the passage quoted, e.g. 'Title#0'"
+    described = schema["properties"]["quotes"]["description"]
+    assert described and described == RagQuotedJudgement.model_fields["quotes"].description
+    (item,) = model.model_fields["quotes"].annotation.__args__
+    assert item.__module__ == PassageQuote.__module__ and item.__name__ == "PassageQuote"
+    assert model.__module__ == RagQuotedJudgement.__module__ and model.__name__ == RagQuotedJudgement.__name__
+    none = quoting(RagQuotedJudgement, [])
+    assert none.model_fields["quotes"].annotation.__args__ == (PassageQuote,)
+    assert none.model_json_schema()["properties"]["quotes"]["items"] == {"$ref": "#/$defs/PassageQuote"}
+
+
 # ----------------------------------------------------------------- rag with quotes
 # the issue's false attribution: the passage says nothing about the river's mouth
 AMAZON = {"Amazon River": ["The Amazon River in South America is the largest river by discharge volume of "

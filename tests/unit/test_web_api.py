@@ -644,7 +644,7 @@ def test_the_web_command_reads_its_token_from_a_file_or_the_environment_and_chec
         _token(None, tmp_path / "missing", None)
 
 
-def test_the_guards_rules_one_by_one(tmp_path):
+def test_the_guards_rules_one_by_one(tmp_path, monkeypatch):
     """The web guard's rules as functions, each at its edge: Host names, loopback, same origin (scheme, port,
     case), a proxy's origin, and where a token may come from."""
     import socket
@@ -701,3 +701,282 @@ def test_the_guards_rules_one_by_one(tmp_path):
                     (("Authorization", f"Bearer {TOKEN}x"),), (("Cookie", f"veracity_tokenx={TOKEN}"),),
                     (("Cookie", f"other={TOKEN}"),), (("Authorization", TOKEN),)):
         assert not locked._authorised(scope(*headers)), headers
+    # a token holding "=" (base64's padding) is read whole from the cookie
+    padded = guard(token="s3cret=token=0123456789")
+    assert padded._authorised(scope(("Cookie", "x=1; veracity_token=s3cret=token=0123456789")))
+    # a request without headers is nobody's (the Host rule refuses it before)
+    assert not locked._authorised({}) and locked._headers({}) == {}
+    # only an address (in brackets or not) is loopback
+    assert not loopback("X127.0.0.1") and not loopback("127.0.0.1X")
+    # a bind to one IPv6 address, written in brackets: that address
+    assert host_allowed("[2001:db8::1]:8000", "[2001:db8::1]") and not host_allowed("[2001:db8::2]:8000",
+                                                                                   "[2001:db8::1]")
+    # a wildcard bind: localhost, and this machine's names in any case, whatever they are
+    import veracity.web.guard as guard_module
+
+    monkeypatch.setattr(guard_module.socket, "gethostname", lambda: "Checker")
+    monkeypatch.setattr(guard_module.socket, "getfqdn", lambda: "Checker.Example.ORG")
+    for name in ("localhost:8000", "checker", "CHECKER.example.org:8000", "10.0.0.9"):
+        assert host_allowed(name, "0.0.0.0"), name
+    assert not host_allowed("checker.example", "0.0.0.0") and not host_allowed("other", "::")
+
+
+# -- the guard driven directly (an ASGI call per request, no app or client between): each of its rules with
+# the exact status, line and hint a user sees, in the order it applies them ---------------------------------
+class _Routes:
+    """Stands for the routes behind the guard: notes each scope and the messages it reads, answers 200."""
+
+    def __init__(self, reads: int = 1, headers: tuple | None = (), fail: bool = False):
+        self.scopes: list[dict] = []
+        self.channels: list[tuple] = []
+        self.read: list[dict] = []
+        self.reads, self.headers, self.fail = reads, headers, fail
+
+    async def __call__(self, scope, receive, send):
+        self.scopes.append(scope)
+        self.channels.append((receive, send))
+        if scope["type"] != "http":
+            return
+        for _ in range(self.reads):
+            self.read.append(await receive())
+        if self.fail:
+            raise RuntimeError("a route failed")
+        start = {"type": "http.response.start", "status": 200}
+        if self.headers is not None:  # ASGI: a response may leave its headers out
+            start["headers"] = list(self.headers)
+        await send(start)
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+class _Metrics:
+    def __init__(self):
+        self.requests: list[tuple] = []
+
+    def request(self, method, route, status, seconds):
+        self.requests.append((method, route, status, seconds))
+
+
+def _guarded(tmp_path, routes=None, **kw):
+    from veracity.web.guard import Guard
+
+    routes = routes or _Routes()
+    metrics = _Metrics()
+    return Guard(routes, WebConfig(home=tmp_path / "home", **kw), metrics), routes, metrics
+
+
+def _send(guard, method="GET", path="/v1/checks", headers=(("Host", "127.0.0.1:8000"),), chunks=None,
+          route=None):
+    """One request through ``guard``: (scope, status, headers by lowercase name, body as JSON or text)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    incoming = [{"type": "http.request", "body": b"", "more_body": False}] if chunks is None else list(chunks)
+    incoming.append({"type": "http.disconnect"})
+    sent: list[dict] = []
+
+    async def receive():
+        return incoming.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path,
+             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]}
+    if route:
+        scope["route"] = SimpleNamespace(path=route)
+    asyncio.run(guard(scope, receive, send))
+    start = next((m for m in sent if m["type"] == "http.response.start"), None)
+    if start is None:
+        return scope, None, {}, None
+    got = {}
+    for k, v in start["headers"]:
+        got.setdefault(k.decode("latin-1").lower(), []).append(v.decode("latin-1"))
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
+    return scope, start["status"], got, json.loads(body) if body.startswith("{") else body
+
+
+HOST = ("Host", "127.0.0.1:8000")
+JSON_TYPE = ("Content-Type", "application/json")
+
+
+def test_the_guard_refuses_a_foreign_host_first_with_the_line_and_hint_a_user_sees(tmp_path):
+    guard, routes, metrics = _guarded(tmp_path, token=TOKEN)
+    hint = ("open the address veracity web serves (127.0.0.1); behind a reverse proxy start it with "
+            "--allowed-host NAME")
+    # before the token and the cross-site rule: a rebound name learns nothing else
+    _, status, _, body = _send(guard, "POST", "/v1/verify", (("Host", "evil.example:8000"),
+                                                             ("Origin", "http://evil.example")))
+    assert status == 421 and body == {
+        "error": "the Host header 'evil.example:8000' does not name this server", "hint": hint}
+    _, status, _, body = _send(guard, headers=())
+    assert status == 421 and body == {"error": "the request has no Host header", "hint": hint}
+    _, status, _, body = _send(guard, headers=(("Host", "evil\t  example " + "x" * 150),))
+    assert status == 421 and body["error"] == \
+        f"the Host header 'evil example {'x' * 87}' does not name this server"
+    assert routes.scopes == [] and [r[2] for r in metrics.requests] == [421, 421, 421]
+    # the header's name in any case
+    _, status, _, _ = _send(guard, "GET", "/healthz", (("HOST", "LOCALHOST:8000"),))
+    assert status == 200
+
+
+def test_the_guard_asks_for_the_token_and_lets_the_open_paths_through(tmp_path):
+    from veracity.web.common import STATIC as STATIC_DIR
+
+    guard, routes, _ = _guarded(tmp_path, token=TOKEN)
+    for method, accept in (("GET", "application/json"), ("POST", "text/html"), ("GET", "")):
+        scope, status, headers, body = _send(guard, method, "/v1/checks", (HOST, ("Accept", accept)))
+        assert status == 401 and headers["www-authenticate"] == ['Bearer realm="veracity"']
+        assert body == {"error": "this server needs a bearer token",
+                        "hint": "send `Authorization: Bearer TOKEN` (the --token veracity web was started "
+                                "with)"}
+        assert scope["state"] == {"authorised": False}
+    # a browser's GET gets the sign-in page, with the same challenge
+    _, status, headers, page = _send(guard, "GET", "/", (HOST, ("accept",
+                                                                "text/html,application/xhtml+xml")))
+    assert (status == 401 and headers["www-authenticate"] == ['Bearer realm="veracity"']
+            and page == (STATIC_DIR / "signin.html").read_text(encoding="utf-8"))
+    assert routes.scopes == []
+    # the open paths need no token, and the routes learn the request was not authorised
+    for path in ("/healthz", "/static/signin.js", "/static/signin.css"):
+        scope, status, _, _ = _send(guard, "GET", path)
+        assert status == 200 and scope["state"] == {"authorised": False}
+    scope, status, _, _ = _send(guard, "GET", "/v1/checks", (HOST, ("Authorization", f"Bearer {TOKEN}")))
+    assert status == 200 and scope["state"] == {"authorised": True} and len(routes.scopes) == 4
+    # no token configured: every request is authorised
+    open_guard, _, _ = _guarded(tmp_path)
+    scope, status, _, _ = _send(open_guard, "GET", "/v1/checks")
+    assert status == 200 and scope["state"] == {"authorised": True}
+
+
+def test_the_guard_refuses_cross_site_and_undeclared_types_with_the_line_and_hint_a_user_sees(tmp_path):
+    guard, routes, _ = _guarded(tmp_path, cors_origins=("http://tools.local",))
+    hint = "use the page this server serves, or start veracity web with --cors-origin ORIGIN"
+    for extra, shown in (((("Origin", "http://evil.example"),), "http://evil.example"),
+                         ((("Origin", "http://127.0.0.1:9999"),), "http://127.0.0.1:9999"),
+                         ((("Sec-Fetch-Site", "cross-site"),), "cross-site"),
+                         ((("Sec-Fetch-Site", "same-site"),), "same-site"),
+                         ((("Origin", "http://evil.example"), ("Sec-Fetch-Site", "same-origin")),
+                          "http://evil.example"),
+                         ((("Origin", "http://a  b\t" + "c" * 120),), "http://a b " + "c" * 89)):
+        _, status, _, body = _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE, *extra))
+        assert status == 403 and body == {
+            "error": f"cross-site request refused (POST /v1/verify from {shown})", "hint": hint}, extra
+    # the page itself, a typed URL, a request without the browser's headers, a --cors-origin origin
+    for extra in ((("Origin", "HTTP://127.0.0.1:8000"), ("Sec-Fetch-Site", "same-origin")),
+                  (("Sec-Fetch-Site", "none"),), (),
+                  (("Origin", "http://tools.local"), ("Sec-Fetch-Site", "cross-site"))):
+        assert _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE, *extra))[1] == 200, extra
+    # a read is never refused, whoever sends it
+    for method in ("GET", "HEAD", "OPTIONS"):
+        assert _send(guard, method, "/v1/verify", (HOST, ("Origin", "http://evil.example"),
+                                                   ("Sec-Fetch-Site", "cross-site")))[1] == 200
+    # every other method declares its route's type
+    for method, path, ctype, declared, shown in (
+            ("POST", "/v1/verify", "text/plain", "application/json", "text/plain"),
+            ("DELETE", "/v1/jobs/x", None, "application/json", "none"),
+            ("PUT", "/v1/verify", "Text/Plain ; charset=utf-8", "application/json", "text/plain"),
+            ("POST", "/v1/verify", "a\tb " + "c" * 80, "application/json",
+             "a b " + "c" * 56),
+            ("POST", "/v1/jobs", "application/json", "application/x-ndjson", "application/json")):
+        headers = (HOST,) + ((("Content-Type", ctype),) if ctype else ())
+        _, status, _, body = _send(guard, method, path, headers)
+        hint = f"send the body as {declared}" + (" (one JSON object per line)" if path == "/v1/jobs" else "")
+        assert status == 415 and body == {
+            "error": f"{method} {path} needs Content-Type {declared}, got {shown}", "hint": hint}, path
+    assert _send(guard, "POST", "/v1/verify", (HOST, ("Content-Type",
+                                                      "Application/JSON; charset=utf-8")))[1] == 200
+    assert _send(guard, "POST", "/v1/jobs", (HOST, ("Content-Type", "application/x-ndjson")))[1] == 200
+    assert _send(guard, "POST", "/v1/verify", (HOST, ("Content-Type",
+                                                      "application/json; charset=utf-8; v=1")))[1] == 200
+    # an empty Sec-Fetch-Site is no browser's: refused (and the line says it came from nowhere named)
+    _, status, _, body = _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE, ("Sec-Fetch-Site", "")))
+    assert status == 403 and body["error"] == "cross-site request refused (POST /v1/verify from )"
+    # behind a reverse proxy (--allowed-host): its name in Host, and its public origin in Origin even
+    # where the proxy rewrites Host
+    proxied, _, _ = _guarded(tmp_path, allowed_hosts=("checks.example.org",))
+    assert _send(proxied, "GET", "/v1/checks", (("Host", "checks.example.org"),))[1] == 200
+    public = (("Origin", "https://checks.example.org"), ("Sec-Fetch-Site", "same-origin"), JSON_TYPE)
+    assert _send(proxied, "POST", "/v1/verify", (HOST, *public))[1] == 200
+    # an unauthorised request is asked for its token before it is told it is cross-site
+    locked, _, _ = _guarded(tmp_path, token=TOKEN)
+    assert _send(locked, "POST", "/v1/verify", (HOST, JSON_TYPE, ("Origin", "http://evil.example")))[1] == 401
+
+
+def test_the_guard_limits_bodies_and_hands_the_routes_the_whole_body_once(tmp_path):
+    hint = "send a smaller body (split a batch into several jobs)"
+    guard, routes, _ = _guarded(tmp_path, max_body_bytes=1000)
+    # a declared length over the limit is refused before the body is read
+    _, status, _, body = _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE, ("content-length", "1001")),
+                               chunks=[])
+    assert status == 413 and body == {"error": "request body of 1,001 bytes is over the limit of 1,000",
+                                      "hint": hint}
+    assert routes.scopes == []
+    # one counted as it arrives: over by one byte is refused, the limit itself passes
+    over = [{"type": "http.request", "body": b"x" * 600, "more_body": True},
+            {"type": "http.request", "body": b"x" * 401, "more_body": False}]
+    _, status, _, body = _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE), chunks=over)
+    assert status == 413 and body == {"error": "request body is over the limit of 1,000 bytes", "hint": hint}
+    assert routes.scopes == []
+    # the routes read the whole body as one message, then whatever the client sends next
+    routes = _Routes(reads=2)
+    guard, _, _ = _guarded(tmp_path, routes=routes, max_body_bytes=1000)
+    for method in ("POST", "PUT", "PATCH"):
+        chunks = [{"type": "http.request", "body": b"x" * 600, "more_body": True},
+                  {"type": "http.request", "more_body": True},  # a message may leave the body out
+                  {"type": "http.request", "body": b"y" * 400}]  # ... and more_body (the last one)
+        assert _send(guard, method, "/v1/verify", (HOST, JSON_TYPE, ("content-length", "1000")),
+                     chunks=chunks)[1] == 200
+        assert routes.read[-2:] == [{"type": "http.request", "body": b"x" * 600 + b"y" * 400,
+                                     "more_body": False}, {"type": "http.disconnect"}]
+    # a length that is not a number is not trusted: the body is counted
+    assert _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE, ("content-length", "1e9")))[1] == 200
+    # other methods' bodies go to the routes as they come
+    first = {"type": "http.request", "body": b"z" * 2000, "more_body": True}
+    assert _send(guard, "DELETE", "/v1/jobs/x", (HOST, JSON_TYPE), chunks=[dict(first)])[1] == 200
+    assert routes.read[-2:] == [first, {"type": "http.disconnect"}]
+    # a client gone while its body arrives: the routes are not called, nothing is answered
+    n = len(routes.scopes)
+    _, status, _, _ = _send(guard, "POST", "/v1/verify", (HOST, JSON_TYPE),
+                            chunks=[{"type": "http.request", "body": b"x", "more_body": True}])
+    assert status is None and len(routes.scopes) == n
+
+
+def test_the_guard_adds_the_security_headers_and_counts_each_request_by_its_route(tmp_path):
+    from veracity.web.guard import SECURITY_HEADERS
+
+    routes = _Routes(headers=((b"X-Frame-Options", b"SAMEORIGIN"), (b"content-type", b"text/plain")))
+    guard, _, metrics = _guarded(tmp_path, routes=routes)
+    _, status, headers, _ = _send(guard, "GET", "/v1/jobs/abc", route="/v1/jobs/{job_id}")
+    # the routes' own header wins (any case); the others are added once each
+    assert headers["x-frame-options"] == ["SAMEORIGIN"] and headers["content-type"] == ["text/plain"]
+    for k, v in SECURITY_HEADERS:
+        if k != b"x-frame-options":
+            assert headers[k.decode()] == [v.decode()]
+    _send(guard, "GET", "/static/app.js")
+    _send(guard, "POST", "/nothing", (HOST, JSON_TYPE))
+    _send(guard, "GET", "/v1/checks", (("Host", "evil.example"),))
+    assert [r[:3] for r in metrics.requests] == [("GET", "/v1/jobs/{job_id}", 200), ("GET", "/static", 200),
+                                                  ("POST", "unmatched", 200), ("GET", "unmatched", 421)]
+    assert all(0 <= r[3] < 5 for r in metrics.requests)
+    # a route that fails is counted as a 500 (and the failure is not swallowed)
+    failing, _, failed = _guarded(tmp_path, routes=_Routes(fail=True))
+    with pytest.raises(RuntimeError, match="a route failed"):
+        _send(failing, "GET", "/v1/checks", route="/v1/checks")
+    assert [r[:3] for r in failed.requests] == [("GET", "/v1/checks", 500)]
+    # a response without headers gets them too
+    bare, _, _ = _guarded(tmp_path, routes=_Routes(headers=None))
+    _, status, headers, _ = _send(bare, "GET", "/v1/checks")
+    assert status == 200 and all(headers[k.decode()] == [v.decode()] for k, v in SECURITY_HEADERS)
+    # what is not an HTTP request (the lifespan) passes through untouched and uncounted
+    import asyncio
+
+    async def receive():
+        return {"type": "lifespan.startup"}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "lifespan"}
+    asyncio.run(guard(scope, receive, send))
+    assert routes.scopes[-1] is scope and scope == {"type": "lifespan"} and len(metrics.requests) == 4
+    assert routes.channels[-1] == (receive, send)

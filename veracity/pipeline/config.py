@@ -184,7 +184,7 @@ class ExecutionConfig:
         if self.concurrency is not None or self.llm_concurrency is not None:
             check_concurrency(16 if self.concurrency is None else self.concurrency,
                               256 if self.llm_concurrency is None else self.llm_concurrency)
-        if self.state_dir is not None and not hasattr(self.state_dir, "open"):
+        if self.state_dir is not None:  # "~" is the home folder whether the folder comes as text or a Path
             _put(self, "state_dir", Path(self.state_dir).expanduser())
 
     def _check_backend(self) -> str:
