@@ -49,6 +49,62 @@ MODULES: dict[str, list[str]] = {
     "check/score.py": ["tests/unit/test_check.py"],
 }
 
+
+def _of(test_file: str, *names: str) -> list[str]:
+    return [f"{test_file}::{n}" for n in names]
+
+
+# What a plain run mutates and runs the mutants against where a module's whole test file is too slow per
+# mutant (a whole web app per request, spawned workers, Ray imports) or where only some functions are the
+# rule the module stands for: the selections of the measurements in BENCHMARKS.md ("Mutation testing of
+# the core rules"). ``--only`` / ``--tests`` replace them; ``--whole`` runs every function against the whole
+# files.
+SELECTION: dict[str, dict[str, list[str]]] = {
+    "check/score.py": {"tests": _of("tests/unit/test_check.py", "test_scores", "test_score_boundaries")},
+    "web/guard.py": {"tests": _of(
+        "tests/unit/test_web_api.py", "test_the_guards_rules_one_by_one",
+        "test_the_guard_refuses_a_foreign_host_first_with_the_line_and_hint_a_user_sees",
+        "test_the_guard_asks_for_the_token_and_lets_the_open_paths_through",
+        "test_the_guard_refuses_cross_site_and_undeclared_types_with_the_line_and_hint_a_user_sees",
+        "test_the_guard_limits_bodies_and_hands_the_routes_the_whole_body_once",
+        "test_the_guard_adds_the_security_headers_and_counts_each_request_by_its_route")},
+    "indexes/embedding.py": {
+        "only": ["claim_is_stale", "acquire", "claim_owner", "try_claim", "release", "heartbeat",
+                 "embed_claimed_shards"],
+        "tests": _of("tests/unit/test_index_embedding.py",  # all of them but the two that fork workers
+                     "test_a_live_claim_is_left_alone_and_a_dead_ones_taken_over",
+                     "test_a_claim_interrupted_while_it_is_made_leaves_no_ownerless_claim",
+                     "test_another_hosts_claim_goes_stale_without_heartbeat",
+                     "test_release_keeps_a_claim_someone_took_over",
+                     "test_waits_for_shards_held_by_a_live_worker",
+                     "test_embed_on_devices_starts_one_worker_per_device",
+                     "test_a_build_finished_by_another_process_ends_the_wait",
+                     "test_a_claim_names_its_owner_and_an_unreadable_one_names_nobody",
+                     "test_a_claim_is_stale_by_its_owner_on_this_host_else_by_its_age",
+                     "test_a_claim_is_not_made_for_a_done_shard_nor_kept_when_it_was_done_meanwhile",
+                     "test_a_heartbeat_renews_the_claim_and_release_leaves_an_unreadable_one",
+                     "test_a_worker_says_its_progress_and_each_shard_and_claims_under_its_device",
+                     "test_a_waiting_worker_counts_the_other_workers_shards_and_takes_over_by_its_stale_after",
+                     "test_a_claim_holds_its_owner_and_a_takeover_is_tried_twice_at_most")},
+    "pipeline/config.py": {
+        "only": ["check_*", "ExecutionConfig", "VerifierConfig.__post_init__", "require_ray"],
+        "tests": _of("tests/unit/test_config_options.py", "test_the_run_options_are_validated_at_their_edges",
+                     "test_each_refusal_says_the_fix_word_for_word_and_each_part_checks_its_own_values")},
+    "pipeline/results.py": {
+        "only": ["read_done_ids", "ResultWriter", "claim_failure", "RunStats", "check_output",
+                 "_check_result_lines", "_params_dict", "_check_manifest", "ServedModel", "RunManifest",
+                 "ResultSink"],  # all but the progress bar
+        "tests": _of("tests/unit/test_pipeline_runner.py", "test_read_done_ids_edges",
+                     "test_check_output_refuses_what_cannot_be_resumed_before_any_call",
+                     "test_the_results_sink_manifest_stats_and_progress_lines_say_exactly_what_was_done",
+                     "test_results_refusals_and_records_word_for_word", "test_resume_cuts_a_torn_last_line",
+                     "test_concurrent_appends_never_interleave",
+                     "test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes",
+                     "test_resuming_with_another_method_is_refused",
+                     "test_run_writes_one_line_per_claim_with_its_own_trace_and_resumes")},
+    "indexes/ann.py": {"only": ["auto_factory", "resolve_factory", "factory_facts", "check_factory"]},
+}
+
 STATUS = re.compile(r"^\s*(\S+): (.+)$")
 
 
@@ -265,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
                          "repeatable): a module whose test file is slow is measured on the tests of its "
                          "rules; the report names them, and a narrower selection can only kill fewer "
                          "(default: the module's test files; with --survivors: the last run's selection)")
+    ap.add_argument("--whole", action="store_true",
+                    help="every function of the module against its whole test files (not the SELECTION "
+                         "a plain run uses)")
     ap.add_argument("--list", action="store_true", help="print the modules and their tests, and exit")
     ap.add_argument("--table", action="store_true",
                     help="print the markdown table of the results written so far")
@@ -274,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.list:
         for module, tests in MODULES.items():
-            print(f"veracity/{module}\t{' '.join(tests)}")
+            sel = SELECTION.get(module, {})
+            print(f"veracity/{module}\t{' '.join(tests)}"
+                  + (f"\t(by default: {len(sel['tests'])} of its tests)" if "tests" in sel else "")
+                  + (f"\t(by default: {', '.join(sel['only'])})" if "only" in sel else ""))
         return 0
     chosen = args.modules or list(MODULES)
     unknown = [m for m in chosen if m not in MODULES]
@@ -295,8 +357,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     work_root = args.work or Path(tempfile.mkdtemp(prefix="veracity-mutation-"))
     for module in chosen:
-        tests = args.tests or ([] if args.survivors else [t for t in MODULES[module] if (REPO / t).exists()])
-        rep = run_module(module, tests, work_root, args.max_children, args.only, args.survivors, args.resume,
+        chosen_by_default = {} if args.whole or args.survivors else SELECTION.get(module, {})
+        tests = args.tests or chosen_by_default.get("tests") or (
+            [] if args.survivors else [t for t in MODULES[module] if (REPO / t).exists()])
+        only = args.only or chosen_by_default.get("only")
+        rep = run_module(module, tests, work_root, args.max_children, only, args.survivors, args.resume,
                          args.budget)
         share = "n/a" if rep["killed_share"] is None else f"{100 * rep['killed_share']:.1f} %"
         if rep["killed_share"] is None and rep["returncode"]:  # not one mutant tested: say why

@@ -129,6 +129,20 @@ def test_the_quote_schema_enumerates_the_shown_ids_and_bounds_each_quote():
     assert quoting(RagQuotedJudgement, [], True).model_json_schema()["properties"]["quotes"]["maxItems"] == 0
 
 
+def test_each_character_of_a_cluster_is_normalised_on_its_own():
+    """A combining mark after a character that normalising drops or changes (a zero-width character, the
+    space of a spacing diaeresis, the space after a dash, an editorial bracket) is kept, with its cluster's
+    offsets: only the character a rule is about goes, so a quote that leaves such a mark out is not the
+    passage's words."""
+    assert normalise("Mu\u00a8ller") == ("mu \u0308ller", [(0, 1), (1, 2), (2, 3), (2, 3), (3, 4), (4, 5),
+                                                           (5, 6), (6, 7)])
+    assert normalise("a-\u00a8b") == ("a-\u0308b", [(0, 1), (1, 2), (2, 3), (3, 4)])
+    assert normalise("x[\u0301y") == ("x\u0301y", [(0, 1), (1, 3), (3, 4)])
+    assert normalise("a\u200b\u0301b") == ("a\u0301b", [(0, 1), (1, 3), (3, 4)])
+    passage = "Herr Mu\u00a8ller kam."
+    assert locate("Mu\u00a8ller", passage) == (5, 12) and locate("Mu ller", passage) is None
+
+
 def test_the_per_call_quote_models_keep_their_descriptions_and_modules():
     """The model reads the schema's descriptions (what a quote and its passage id are); the per-call models
     keep the module of the classes they narrow (where pickle and error messages look a class up); with no
