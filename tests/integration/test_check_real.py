@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -82,12 +83,20 @@ def test_check_a_text_with_rag_on_the_real_model_and_index(llm_endpoint, demo_st
     assert "factscore" in rec["summary"]
     page = report.read_text()
     assert page.startswith("<!doctype html>") and "http://" not in page and "https://" not in page
-    # the terminal view of the same text, piped: sentences marked, the summary line
+    # the terminal view of the same text, piped: sentences marked, the summary line. worthiness=false makes
+    # every extracted claim factual (whether the model sorts a claim as an opinion is not what this shows),
+    # so both sentences are verified and marked, and the summary counts them
     rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "direct", "--evidence", "none",
-                                   "--endpoint", llm_endpoint.url))
+                                   "--endpoint", llm_endpoint.url, "--check-param", "worthiness=false"))
     assert rc == 0, err[-3000:]
-    assert "The Eiffel Tower is in Berlin." in out and ("factual claims in 2 sentences" in out
-                                                        or "No factual claim" in out)
+    # each sentence's line: its mark, its text, and (once verified) its facts, "  (1 of 1 verified claims
+    # supported)"
+    mark = re.compile(r"\[(?:SUPPORTED|REFUTED|NOT ENOUGH INFO|FAILED)\] (.*?)"
+                      r"(?:  \(\d+ of \d+ verified claims supported\))?")
+    marked = [m.group(1) for m in map(mark.fullmatch, out.splitlines()) if m]
+    assert marked == [s["text"] for s in rec["sentences"]] and "The Eiffel Tower is in Berlin." in marked, out
+    summary = [line for line in out.splitlines() if "factual claims in 2 sentences" in line]
+    assert len(summary) == 1 and "No factual claim" not in out, out
 
 
 def test_a_claim_gets_the_verdict_verify_gives_it(repeating_llm_endpoint, tmp_path):

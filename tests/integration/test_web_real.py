@@ -197,9 +197,23 @@ def test_the_page_verifies_a_claim_opens_evidence_and_runs_a_batch(browser, web_
     # keyboard only: focus the claim box, type, submit with Ctrl+Enter
     page.focus("#claim")
     page.keyboard.type(CLAIM)
+    # the order in which the first trace step and the verdict badge reach the page, mutation batch by batch
+    # (evaluate is CDP's call, not an eval in the page: the CSP allows it)
+    page.evaluate("""() => {
+        window.__seen = {}; let batch = 0;
+        new MutationObserver(() => {
+            batch += 1;
+            for (const [name, sel] of [["step", "#trace details.step"], ["badge", "#badge"]])
+                if (!(name in window.__seen) && document.querySelector(sel)) window.__seen[name] = batch;
+        }).observe(document.body, {subtree: true, childList: true, characterData: true});
+    }""")
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#trace details.step", timeout=120_000)  # steps appear while the method runs
     page.wait_for_selector("#badge", timeout=300_000)
+    seen = page.evaluate("() => window.__seen")
+    # a step was on the page before the verdict, in an earlier update (a page drawing the trace with the
+    # verdict at the end fails here)
+    assert seen["step"] < seen["badge"], seen
     badge = page.locator("#badge")
     assert badge.inner_text().replace(" ", "_") in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
     assert page.locator("#explanation").inner_text().strip()
