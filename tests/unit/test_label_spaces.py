@@ -109,6 +109,17 @@ def test_narrowing_keeps_the_fields_contract():
                                     "cited_passages": []}).label is None  # still nullable
     assert "Trification §3.2" in BINARY_RULE
 
+    class Loose(BaseModel):  # a union without None: not nullable, so narrowed it still refuses null
+        label: Label | str = Field(description="a label or free text")
+
+    with pytest.raises(ValidationError):
+        BINARY.narrow(Loose).model_validate({"label": None})
+    # the smallest space that holds some labels: binary unless NOT_ENOUGH_INFO is among them
+    from veracity.pipeline.labels import space_of
+
+    assert space_of([Label.SUPPORTED, Label.NOT_ENOUGH_INFO]) is THREE_WAY
+    assert space_of((Label.REFUTED, Label.SUPPORTED)) is BINARY and space_of([]) is BINARY
+
 
 def test_undecided_is_nei_in_3way_untraced_and_refuted_in_binary_traced():
     from veracity.pipeline.types import Trace
