@@ -102,7 +102,17 @@ SELECTION: dict[str, dict[str, list[str]]] = {
                      "test_a_results_file_that_cannot_grow_stops_the_run_and_a_rerun_completes",
                      "test_resuming_with_another_method_is_refused",
                      "test_run_writes_one_line_per_claim_with_its_own_trace_and_resumes")},
-    "indexes/ann.py": {"only": ["auto_factory", "resolve_factory", "factory_facts", "check_factory"]},
+    "indexes/ann.py": {
+        "only": ["auto_factory", "resolve_factory", "factory_facts", "check_factory"],
+        "tests": _of("tests/unit/test_index_ann.py",  # the factory's tests, not the index builds
+                     "test_auto_factory_by_size",
+                     "test_auto_factory_small_corpus_keeps_enough_points_per_list",
+                     "test_factory_too_small_a_sample_is_refused_in_one_line",
+                     "test_factory_faiss_rejects_is_one_line",
+                     "test_build_refuses_a_factory_its_corpus_cannot_train",
+                     "test_factory_facts_say_what_training_needs",
+                     "test_factory_check_refuses_one_vector_short_of_the_sample_and_says_the_fix",
+                     "test_auto_is_resolved_by_corpus_size_whatever_its_case")},
 }
 
 STATUS = re.compile(r"^\s*(\S+): (.+)$")
@@ -213,7 +223,10 @@ def run_module(module: str, tests: list[str], work_root: Path, children: int, on
             return previous
     else:
         names = mutant_patterns(module, only) if only else []
-    env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
+    # one OpenMP thread: mutmut forks a process per mutant, and a process forked while FAISS's OpenMP pool
+    # is up can wait forever on a lock its parent's threads held (seen: a mutant asleep on a futex, using no
+    # CPU, so mutmut's CPU-time limit never ended it)
+    env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
     env.pop("CI", None)
     patterns = names
     if resume and (work / "mutants").is_dir() and previous is None:

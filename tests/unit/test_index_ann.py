@@ -58,8 +58,18 @@ def test_factory_faiss_rejects_is_one_line():
     with pytest.raises(ConfigError) as err:
         ann.check_factory("IVF12,Bogus9", 384, None)
     assert str(err.value).startswith("FAISS rejects the factory string 'IVF12,Bogus9'")
+    assert err.value.hint == "e.g. --faiss-factory auto | Flat | HNSW32 | IVF4096,SQ8"
     with pytest.raises(ConfigError):
         ann.check_factory("PQ7", 384, None)  # 7 does not divide 384
+    # the line ends with FAISS's own last line, cut at 160 characters (its own is a C++ signature and path)
+    import faiss
+
+    with pytest.raises(RuntimeError) as raw:
+        faiss.index_factory(32, "Bogus", faiss.METRIC_INNER_PRODUCT)
+    with pytest.raises(ConfigError) as err:
+        ann.check_factory("Bogus", 32, None)
+    said = str(raw.value).strip().splitlines()[-1]
+    assert str(err.value) == f"FAISS rejects the factory string 'Bogus': {said[:160]}" and said.strip()
 
 
 def test_recall_at_leaves_the_query_row_out():
