@@ -306,7 +306,10 @@ def markdown_table() -> str:
         run = f"{r['seconds']:.0f} s"
         if r.get("rerun"):
             run += f" + {r['rerun']['seconds']:.0f} s (survivors re-tested)"
-        rows.append(f"| `veracity/{module}` | {scope} | {', '.join(Path(t).name for t in r['tests'])} | "
+        files = sorted({Path(t.split("::", 1)[0]).name for t in r["tests"]})
+        picked = sum("::" in t for t in r["tests"])
+        tests = ", ".join(files) + (f" ({picked} of its tests)" if picked else "")
+        rows.append(f"| `veracity/{module}` | {scope} | {tests} | "
                     f"{r['mutants']} | "
                     f"{r['counts'].get('not checked', 0)} | {r['killed']} | {r['counts'].get('survived', 0)} "
                     f"| {r['counts'].get('no tests', 0)} | {share} | "
