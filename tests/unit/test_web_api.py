@@ -653,6 +653,10 @@ def test_the_guards_rules_one_by_one(tmp_path, monkeypatch):
 
     assert host_name(" Example.COM:8080 ") == "example.com" and host_name("[::1]:8080") == "::1"
     assert host_name("[::1") == "::1" and host_name("::1") == "::1" and host_name("") == ""
+    # an address in brackets followed by anything but :PORT names nothing (and is refused)
+    assert host_name("[::1]") == "::1" and host_name("[::1]:8") == "::1"
+    for malformed in ("[::1]]", "[::1]x", "[::1]::80", "[::1]:8x", "[::1]:"):
+        assert host_name(malformed) == "" and not host_allowed(malformed, "::1"), malformed
     assert loopback("localhost") and loopback("127.0.0.2") and loopback("[::1]") and loopback("::1")
     assert not loopback("10.0.0.1") and not loopback("localhost.example") and not loopback("")
     # a loopback bind: localhost and loopback addresses, any case and port; nothing else

@@ -44,10 +44,15 @@ def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 
 def host_name(value: str) -> str:
-    """The name in a Host header (or an origin's netloc), lowercased, without port or IPv6 brackets."""
+    """The name in a Host header (or an origin's netloc), lowercased, without port or IPv6 brackets; '' (no
+    name) for an address in brackets followed by anything but ``:PORT``."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value[1:]
+        end = value.find("]")
+        if end < 0:
+            return value[1:]
+        port = value[end + 1:]
+        return value[1:end] if not port or (port[0] == ":" and port[1:].isdigit()) else ""
     if value.count(":") == 1:
         return value.split(":", 1)[0]
     return value
