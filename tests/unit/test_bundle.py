@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -350,6 +351,13 @@ main()
 """
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """In the child before exec: Ctrl-C's default disposition. A test run started in the background by a
+    shell without job control (``cmd &`` in a script) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt: the interrupt under test would not arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped(tmp_path: Path, home: Path, where: str, nth: int, sig: str,
             *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
@@ -357,7 +365,8 @@ def stopped(tmp_path: Path, home: Path, where: str, nth: int, sig: str,
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH",
                                                                                              "")]))
     return subprocess.run([sys.executable, "-c", DRIVER, where, str(nth), sig, *args], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          preexec_fn=_sigint_as_at_a_terminal)
 
 
 def one_interrupted_line(proc: subprocess.CompletedProcess) -> str:
@@ -465,6 +474,7 @@ def test_the_bundles_install_py_stopped_by_ctrl_c_is_one_line_and_130(made, tmp_
               f"runpy.run_path({str(out / 'install.py')!r}, run_name='__main__')\n")
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-S", "-c", driver], env=clean, capture_output=True, text=True,
+                          preexec_fn=_sigint_as_at_a_terminal,
                           timeout=60)
     line = one_interrupted_line(proc)
     assert "nothing from the bundle is registered" in line and "install.py" in line
