@@ -118,4 +118,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # the server (--server) is stopped by fresh_server; files written so far stay
+        print("interrupted: what was measured so far is in --out's folder; run the script again to measure",
+              file=sys.stderr)
+        raise SystemExit(130) from None

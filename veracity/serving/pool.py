@@ -189,7 +189,7 @@ class EndpointPool:
         """Probe ``member`` once; mark it down or re-admit it. True when it serves the pool's model."""
         got = await self.models_at(http, member)
         if isinstance(got, str):
-            if got == "ReadTimeout" and member.alive and member.outstanding > 0:
+            if got == httpx.ReadTimeout.__name__ and member.alive and member.outstanding > 0:
                 # busy, not down: it took the connection and is decoding our requests (on a loaded CPU a
                 # probe can wait longer than probe_timeout_s); a dead server refuses the connection, and a
                 # hung one is found by its requests' own timeouts (confirm_down)
