@@ -7,13 +7,15 @@ coverage with bootstrap intervals (``veracity/bench/selective.py``), per held-ou
     runs/heldout-rag-feverous-gold
 
 The dev runs and the held-out runs must be of one model, method and label space; the held-out runs are never
-used to fit anything. The map is stored in $VERACITY_HOME as ``veracity bench calibrate`` stores it.
+used to fit anything. The map is stored in ``--home`` (default: a temporary folder, never the user's home,
+where a stored map would change every later verdict's confidence) as ``veracity bench calibrate`` stores it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 from veracity.bench.calibrate import calibrate_runs
@@ -21,7 +23,6 @@ from veracity.bench.manifest import read_run
 from veracity.bench.report import run_dataset
 from veracity.bench.scoring import read_predictions
 from veracity.bench.selective import selective_metrics
-from veracity.config import Settings
 
 
 def rows_of(run_dir: Path) -> list[tuple[dict[str, float], str, str]]:
@@ -50,8 +51,11 @@ def main() -> None:
     ap.add_argument("--dev", nargs="+", type=Path, required=True)
     ap.add_argument("--heldout", nargs="+", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--home", type=Path, default=None,
+                    help="where to store the fitted map (default: a temporary folder)")
     args = ap.parse_args()
-    cmap, path, summary = calibrate_runs(args.dev, Settings().home)
+    home = args.home or Path(tempfile.mkdtemp(prefix="confidence-eval-"))
+    cmap, path, summary = calibrate_runs(args.dev, home)
     report = {"map": {"temperature": cmap.temperature, "path": str(path), "nll_before": cmap.nll_before,
                       "nll_after": cmap.nll_after, "fitted_on": cmap.fitted_on}, "dev": summary,
               "heldout": {}}
