@@ -359,3 +359,67 @@ def test_score_boundaries():
     penalised = text_scores(["SUPPORTED", "SUPPORTED", "NOT_ENOUGH_INFO"], gamma=4)
     assert (penalised["factscore"] == pytest.approx(2 / 3 * math.exp(1 - 4 / 3))
             and penalised["factscore_gamma"] == 4)
+
+
+def test_verification_overlaps_extraction_and_the_record_and_events_are_the_sequential_ones(tmp_path):
+    """Issue 44 point 5: a sentence's claims are verified while later sentences are still being extracted
+    (a judge call starts before the last extractor call ends), queued in the text's order; the record, and
+    the order of what on_event hears, are those of extracting the whole text first and verifying after."""
+    from veracity.check.extract import extract
+    from veracity.check.run import assemble, claims_to_verify
+
+    last = list(CLAIMS)[-1]
+
+    def slow_last(call):  # the last sentence's extraction is slow: the others' claims are verified meanwhile
+        return 0.3 if call.role == "check.extractor" and sentence_of(call.messages) == last else 0.0
+
+    llm = ScriptedLLM(script(), delay=slow_last)
+    events: list[dict] = []
+    rec = asyncio.run(check_text(TEXT, verifier(llm, tmp_path, concurrency=2), tid="t",
+                                 on_event=events.append))
+    extractor_end = max(c.end_seq for c in llm.of("check.extractor"))
+    judges = llm.of("direct.judge")
+    assert min(c.start_seq for c in judges) < extractor_end  # overlap
+    # claims queued in the text's order: the first judged claim is the first sentence's
+    assert claim_of(min(judges, key=lambda c: c.start_seq).messages) == "The Eiffel Tower is in Paris."
+    kinds = [e["kind"] for e in events]
+    at = kinds.index("check.extracted")
+    assert "claim.verdict" not in kinds[:at] and kinds.count("claim.verdict") == 4
+    assert kinds[-1] == "check.done"
+    assert kinds.index("check.sentence") < at
+
+    # the sequential path, composed of the same pieces, on a fresh scripted LLM: the same record
+    async def sequential():
+        ref_llm = ScriptedLLM(script())
+        cv = verifier(ref_llm, tmp_path / "seq", concurrency=2)
+        async with cv.client() as client:
+            ex = await extract(TEXT, client, tid="t")
+            results = await cv.verify_claims(claims_to_verify(ex), client)
+            return assemble(ex, results, cv.method, None, cv.header(client))
+
+    ref = asyncio.run(sequential())
+
+    def essentials(r):
+        return ([[(c["id"], c["text"], c["category"], c.get("label"), c.get("explanation"),
+                   [e["passage_id"] for e in c.get("evidence", [])]) for c in s["claims"]]
+                 for s in r["sentences"]],
+                [s["verdict"] for s in r["sentences"]],
+                {k: v for k, v in r["summary"].items() if k != "uncertain"}, r["dropped"])
+
+    assert essentials(rec) == essentials(ref)
+
+
+def test_an_endpoint_failure_while_verifying_stops_extraction_too(tmp_path):
+    def judge(m):
+        raise EndpointError("the server went away")
+
+    def slow(call):
+        return 2.0 if call.role == "check.extractor" and sentence_of(call.messages).startswith("I think") \
+            else 0.0
+
+    llm = ScriptedLLM(script(judge=judge), delay=slow)
+    import time
+    t0 = time.monotonic()
+    with pytest.raises(EndpointError):
+        asyncio.run(check_text(TEXT, verifier(llm, tmp_path), tid="t"))
+    assert time.monotonic() - t0 < 1.5  # the slow extraction was not waited for

@@ -13,7 +13,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from veracity.pipeline.backends.local import verify_each
+from veracity.pipeline.backends.local import ClaimFeed, verify_each
 from veracity.pipeline.results import check_output
 from veracity.pipeline.types import Claim
 
@@ -107,7 +107,8 @@ class ClaimVerifier:
         v = self.verifier
         check_output(claims_path, v.spec, v.params, v.label_space, v.evidence)
 
-    async def verify_claims(self, claims: Iterable[Claim], llm: Any, *, on_record: OnRecord | None = None,
+    async def verify_claims(self, claims: Iterable[Claim] | ClaimFeed, llm: Any, *,
+                            on_record: OnRecord | None = None,
                             on_event: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str,
                                                                                                    dict[str,
                                                                                                         Any]]:
@@ -117,7 +118,8 @@ class ClaimVerifier:
         ``Verdict.to_dict(claim)``, or ``{"id", "claim", "error"}`` for a claim whose method failed (the
         others
         stand). ``on_event(claim id, event)`` hears each step of a claim's trace; an endpoint failure stops
-        the run (raised)."""
+        the run (raised). ``claims`` may be a :class:`~veracity.pipeline.backends.local.ClaimFeed` still being
+        filled (a text's claims verified while its later sentences are extracted)."""
         v = self.verifier
         out: dict[str, dict[str, Any]] = {}
 

@@ -94,9 +94,12 @@ def sentences_of(text: str) -> list[Sentence]:
 
 
 async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckParams | None = None,
-                  on_event: Callable[[dict[str, Any]], None] | None = None) -> Extraction:
+                  on_event: Callable[[dict[str, Any]], None] | None = None,
+                  on_sentence: Callable[[Sentence], None] | None = None) -> Extraction:
     """Sentences, their atomic claims and each claim's check-worthiness. ``on_event`` hears each role call
-    (started / finished / failed) and one ``check.sentence`` event per sentence with its claims."""
+    (started / finished / failed) and one ``check.sentence`` event per sentence with its claims;
+    ``on_sentence(sentence)`` is called as each sentence's claims are final (in the order they finish), so
+    that they can be verified while later sentences are still being extracted."""
     params = params or CheckParams()
     tid = tid or text_id(text)
     trace = Trace(listener=on_event)
@@ -126,6 +129,8 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
                            for j, (c, cat) in enumerate(zip(texts, cats, strict=True), 1)]
         trace.notify("check.sentence", sentence=sentence.index,
                      claims=[asdict(c) for c in sentence.claims])
+        if on_sentence is not None:
+            on_sentence(sentence)
 
     trace.notify("check.sentences", id=tid,
                  sentences=[{"index": s.index, "start": s.start, "end": s.end,

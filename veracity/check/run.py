@@ -1,10 +1,12 @@
 """Check a text, or a file of texts: extract (sentences -> atomic claims -> check-worthiness), verify the
 factual claims with the run's method, score.
 
-One text (:func:`check_text`): everything in memory; ``on_event(dict)`` hears each step as it happens (the
-web page's stream and the terminal's live view): ``check.sentences``, the extraction roles' calls,
-``check.sentence`` (a sentence's claims), ``check.extracted``, then per claim ``claim.event`` (a step of its
-verification trace) and ``claim.verdict``, and finally ``check.done`` with the whole record.
+One text (:func:`check_text`): everything in memory; a sentence's claims are verified while later sentences
+are still being extracted. ``on_event(dict)`` hears each step as it happens (the web page's stream and the
+terminal's live view): ``check.sentences``, the extraction roles' calls, ``check.sentence`` (a sentence's
+claims), ``check.extracted``, then per claim ``claim.event`` (a step of its verification trace) and
+``claim.verdict`` (held until ``check.extracted`` is sent, so the order is the same as when extraction came
+first), and finally ``check.done`` with the whole record.
 
 A file of texts (:func:`check_batch`), resumable like ``verify -i``: beside the results file ``OUT`` (one
 line per text) a folder ``OUT.parts/`` holds ``extractions.jsonl`` (a text's extraction, appended before any
@@ -16,6 +18,7 @@ all verify is not written to ``OUT``: the rerun retries those claims only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -23,11 +26,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from veracity.check.engine import ClaimVerifier
-from veracity.check.extract import Extraction, extract
+from veracity.check.extract import Extraction, Sentence, extract, text_id
 from veracity.check.inputs import Doc
 from veracity.check.roles import CheckParams
 from veracity.check.score import sentence_verdict, text_scores
 from veracity.errors import DataError, OutputError
+from veracity.pipeline.backends.local import ClaimFeed
 from veracity.pipeline.quotes import unsupported_attributions
 from veracity.pipeline.results import ResultWriter, read_done_ids
 from veracity.pipeline.types import Claim, Evidence
@@ -37,8 +41,11 @@ OnEvent = Callable[[dict[str, Any]], None]
 
 def claims_to_verify(extraction: Extraction) -> list[Claim]:
     """The factual claims of a text, as engine claims (id ``<text>#s<i>c<j>``)."""
-    return [Claim(id=c.id, text=c.text,
-                  meta={"text_id": extraction.text_id}) for c in extraction.claims if c.factual]
+    return [c for s in extraction.sentences for c in _factual(s, extraction.text_id)]
+
+
+def _factual(sentence: Sentence, tid: str) -> list[Claim]:
+    return [Claim(id=c.id, text=c.text, meta={"text_id": tid}) for c in sentence.claims if c.factual]
 
 
 UNCERTAIN_BELOW = 0.7  # a verdict less sure than this is listed apart as uncertain (abstained ones always)
@@ -119,21 +126,65 @@ def assemble(extraction: Extraction, results: dict[str, dict[str, Any]], method:
 async def check_text(text: str, cv: ClaimVerifier, *, tid: str | None = None,
                      params: CheckParams | None = None,
                      gamma: int | None = None, on_event: OnEvent | None = None) -> dict[str, Any]:
-    """Check one text (already validated: :func:`veracity.check.inputs.valid_text`) and return its record."""
+    """Check one text (already validated: :func:`veracity.check.inputs.valid_text`) and return its record.
+
+    Extraction and verification overlap: a sentence's factual claims go to the verification workers as soon
+    as that sentence and every sentence before it are extracted (so claims are queued in the text's order,
+    as when the whole text was extracted first), while later sentences are still being extracted; both share
+    the run's one client and so its limit on requests in flight. What ``on_event`` hears keeps its order:
+    the claims' events (``claim.event``, ``claim.verdict``) are held until ``check.extracted`` has been
+    sent, then passed on in the order they happened. The record is the one the sequential path gives."""
     params = params or CheckParams()
     emit = on_event or (lambda ev: None)
+    tid = tid or text_id(text)
+    feed = ClaimFeed()
+    ready: dict[int, Sentence] = {}
+    released = [0]  # sentences 1..n put into the feed
+
+    def on_sentence(sentence: Sentence) -> None:
+        ready[sentence.index] = sentence
+        while released[0] + 1 in ready:
+            released[0] += 1
+            feed.put(_factual(ready.pop(released[0]), tid))
+
+    held: list[dict[str, Any]] | None = []  # the claims' events until check.extracted is sent
+
+    def emit_claim(ev: dict[str, Any]) -> None:
+        if held is not None:
+            held.append(ev)
+        else:
+            emit(ev)
+
     async with cv.client() as llm:
-        ex = await extract(text, llm, tid=tid, params=params, on_event=on_event)
-        emit({"kind": "check.extracted", "id": ex.text_id, "fallbacks": ex.fallbacks,
-              "sentences": [{"index": s.index, "start": s.start, "end": s.end, "text": s.text,
-                             "claims": [{"id": c.id, "text": c.text,
-                                         "category": c.category} for c in s.claims]}
-                            for s in ex.sentences]})
-        results = await cv.verify_claims(
-            claims_to_verify(ex), llm,
-            on_record=lambda r: emit({"kind": "claim.verdict", "claim_id": r["id"], "record": r}),
-            on_event=(lambda cid, ev: emit({"kind": "claim.event", "claim_id": cid,
-                                            "event": ev})) if on_event else None)
+        verifying = asyncio.create_task(cv.verify_claims(
+            feed, llm,
+            on_record=lambda r: emit_claim({"kind": "claim.verdict", "claim_id": r["id"], "record": r}),
+            on_event=(lambda cid, ev: emit_claim({"kind": "claim.event", "claim_id": cid,
+                                                  "event": ev})) if on_event else None))
+        extracting = asyncio.ensure_future(extract(text, llm, tid=tid, params=params, on_event=on_event,
+                                                   on_sentence=on_sentence))
+        try:
+            # a failure on either side (the endpoint gone) ends both at once: verification cannot end before
+            # the feed is closed but by failing, so its ending first is raised at once
+            await asyncio.wait({extracting, verifying}, return_when=asyncio.FIRST_COMPLETED)
+            if verifying.done() and not extracting.done():
+                await verifying
+            ex = await extracting
+            feed.close()
+            emit({"kind": "check.extracted", "id": ex.text_id, "fallbacks": ex.fallbacks,
+                  "sentences": [{"index": s.index, "start": s.start, "end": s.end, "text": s.text,
+                                 "claims": [{"id": c.id, "text": c.text,
+                                             "category": c.category} for c in s.claims]}
+                                for s in ex.sentences]})
+            pending, held = held, None
+            for ev in pending:
+                emit(ev)
+            results = await verifying
+        finally:
+            for task in (extracting, verifying):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(extracting, verifying, return_exceptions=True)
         header = cv.header(llm)
     record = assemble(ex, results, cv.method, gamma, header)
     emit({"kind": "check.done", "record": record})
