@@ -36,6 +36,16 @@ response (``factcheck_bench/Factbench.jsonl``):
   claim label (true / false; claims labelled otherwise are left out). NOT_ENOUGH_INFO counts as a wrong
   answer; ``--labels binary`` makes the method decide. Macro-F1 and accuracy.
 
+replay (no model; development only): a decomposition run's kept rows (``OUT.rows.jsonl``) re-read with
+today's model-free rules — a sentence :func:`~veracity.check.opinions.sentence_rule` sorts out gets no claim,
+the sentence guard's :func:`~veracity.check.guard.check_claim` and near-duplicate rule applied to the claims
+as extracted (a failing claim dropped: its re-ask cannot be replayed without the model), a sentence left with
+none checked as itself — and scored as ``decomposition`` is; it also counts the claims today's extractor
+would re-ask for a pronoun or a short description. It says what the rules alone do to rows already looked
+at; a fresh seed is the measurement::
+
+    python benchmarks/check_eval.py replay --rows runs/check-eval/decomposition-s11.rows.jsonl --seed 11
+
 The papers' own figures (named as theirs) go beside these in BENCHMARKS.md.
 """
 
@@ -258,6 +268,44 @@ def score_decomposition(rows: list[dict[str, Any]], matcher: Matcher, threshold:
     return out
 
 
+def replay_rows(rows: list[dict[str, Any]], texts: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str,
+                                                                                                  int]]:
+    """``rows`` (a decomposition run's) with the model-free rules of today re-applied to the claims as
+    extracted (module docstring, "replay"); ``texts`` maps a row's id to its response. Returns the new rows
+    and counts: sentences sorted out, claims the guard drops, claims that would be re-asked for a
+    reference."""
+    from veracity.check.extract import Sentence, text_before
+    from veracity.check.guard import (check_claim, unresolved_description, unresolved_reference,
+                                      without_near_duplicates)
+    from veracity.check.opinions import sentence_rule
+
+    counts = {"sentences_ruled_out": 0, "claims_of_ruled_sentences": 0, "guard_dropped": 0,
+              "near_duplicates": 0, "sentence_as_claim": 0, "would_reask_reference": 0}
+    out = []
+    for row in rows:
+        text = texts[row["id"]]
+        sentences = []
+        for s in row["sentences"]:
+            if sentence_rule(s["text"]) is not None:
+                counts["sentences_ruled_out"] += 1
+                counts["claims_of_ruled_sentences"] += len(s["extracted"])
+                sentences.append({**s, "extracted": []})
+                continue
+            kept = [c for c in s["extracted"] if check_claim(c, s["text"], text).ok]
+            counts["guard_dropped"] += len(s["extracted"]) - len(kept)
+            kept, dup = without_near_duplicates(kept)
+            counts["near_duplicates"] += len(dup)
+            if not kept:
+                kept = [" ".join(s["text"].split())]
+                counts["sentence_as_claim"] += 1
+            before = text_before(text, Sentence(0, 0, 0, s["text"]))
+            counts["would_reask_reference"] += sum(1 for c in kept if unresolved_reference(c)
+                                                   or unresolved_description(c, before))
+            sentences.append({**s, "extracted": kept})
+        out.append({**row, "sentences": sentences})
+    return out, counts
+
+
 # -- response and claim level -----------------------------------------------------------------------------
 async def response_item(item: dict[str, Any], cv: Any, params: Any) -> dict[str, Any]:
     from veracity.check.run import check_text
@@ -315,6 +363,19 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
 
     params = STAGE.make_params({})
     t0 = time.time()
+    if args.task == "replay":
+        rows = read_jsonl(Path(args.rows))
+        texts = {it["id"]: it["text"] for it in decomposition_items(
+            Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), None, 0)}
+        matcher = matcher or embedding_matcher()
+        as_run = score_decomposition(rows, matcher, args.match_threshold, args.seed)
+        new_rows, counts = replay_rows(rows, texts)
+        result = {"as_run": as_run,
+                  "replayed": score_decomposition(new_rows, matcher, args.match_threshold, args.seed),
+                  "replay_counts": counts,
+                  "note": "development data: the rules re-applied to rows already looked at, no model"}
+        result.update(task=args.task, seed=args.seed, rows=args.rows, items=[r["id"] for r in rows])
+        return result
     if args.task == "decomposition":
         items = decomposition_items(Path(args.data or DATA / "factcheck-GPT-benchmark.jsonl"), args.n,
                                     args.seed)
@@ -377,7 +438,7 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("task", choices=("decomposition", "response"))
+    p.add_argument("task", choices=("decomposition", "response", "replay"))
     p.add_argument("--n", type=int, default=None, help="items in the seeded sample (default: all)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data", default=None,
@@ -395,6 +456,7 @@ def parser() -> argparse.ArgumentParser:
                    help="response: texts checked at once (each verifies its claims --concurrency at a time)")
     p.add_argument("--no-worthiness", action="store_true",
                    help="decomposition: extraction alone, no check-worthiness call on the gold claims")
+    p.add_argument("--rows", default=None, help="replay: a decomposition run's OUT.rows.jsonl")
     p.add_argument("--out", default=None, help="write the result JSON here (else stdout)")
     return p
 

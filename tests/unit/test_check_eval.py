@@ -128,3 +128,29 @@ def test_greedy_matching_is_one_to_one():
 
 def test_the_parser_names_both_tasks():
     assert isinstance(check_eval.parser().parse_args(["response"]), argparse.Namespace)
+
+
+def test_replay_applies_todays_model_free_rules_to_stored_rows():
+    """`check_eval.py replay` (development only): a claim-less sentence loses its claims, a fragment and a
+    near-duplicate are dropped, a sentence left with none is checked as itself, and the claims the extractor
+    would re-ask for a reference are counted."""
+    text = ("The 1932 Australian Grand Prix was a race. The race was won by driver Bill Thompson. "
+            "Compare the quotes offered by each decorator.")
+    gold = ["The 1932 Australian Grand Prix was a race.", "The driver Bill Thompson won the race."]
+    rows = [{"id": "fcgpt-0", "splitter_exact": 3, "fallbacks": 0, "sentences": [
+        {"text": "The 1932 Australian Grand Prix was a race.", "claims": [gold[0]], "categories": ["factual"],
+         "extracted": [gold[0], "held on a dirt track circuit"], "predicted_categories": []},
+        {"text": "The race was won by driver Bill Thompson.", "claims": [gold[1]], "categories": ["factual"],
+         "extracted": ["The race was won by driver Bill Thompson.", "The race was won by Bill Thompson."],
+         "predicted_categories": []},
+        {"text": "Compare the quotes offered by each decorator.", "claims": [], "categories": [],
+         "extracted": ["Compare the quotes offered by each decorator."], "predicted_categories": []}]}]
+    new, counts = check_eval.replay_rows(rows, {"fcgpt-0": text})
+    assert [s["extracted"] for s in new[0]["sentences"]] == [
+        [gold[0]], ["The race was won by driver Bill Thompson."], []]
+    assert counts == {"sentences_ruled_out": 1, "claims_of_ruled_sentences": 1, "guard_dropped": 1,
+                      "near_duplicates": 1, "sentence_as_claim": 0, "would_reask_reference": 1}
+    before = check_eval.score_decomposition(rows, exact, 0.75, 0)
+    after = check_eval.score_decomposition(new, exact, 0.75, 0)
+    assert before["precision"]["value"] == pytest.approx(1 / 5)
+    assert after["precision"]["value"] == pytest.approx(1 / 2) and after["n_extracted_claims"] == 2

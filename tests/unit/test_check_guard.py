@@ -165,3 +165,127 @@ def test_a_pronoun_is_reasked_and_replaced_in_place_or_kept(tmp_path):
     assert [c["text"] for c in rec["sentences"][1]["claims"]] == ["Argentina won the tournament in 1986."]
     # nothing better: kept
     assert [c["text"] for c in rec["sentences"][2]["claims"]] == ["It rained all day."]
+
+
+# -- issue 44, point 1: sentences that state nothing, references named, the extractor's context -------------
+HOWTO = ("To find a good decorator, you can follow these steps:\n\n1. Compare the quotes offered by each "
+         "decorator. As a language model, I do not have access to prices. Wildflowers should never be "
+         "plucked. The Louvre is in Paris.")
+
+
+def test_instructions_advice_and_the_writer_on_itself_are_sentences_without_a_claim():
+    from veracity.check.opinions import sentence_rule
+    # seed 11's claim-less sentences (development data), then what must still go to the extractor
+    assert sentence_rule("To find the best interior decorator and best price, you can follow these "
+                         "steps:\n\n1.") == ("not_a_claim", "introduces a list")
+    assert sentence_rule("Compare the quotes and services offered by each interior decorator.")[0] == \
+        "not_a_claim"
+    assert sentence_rule("Research online to find interior decorators in your area. Look for their "
+                         "portfolios, customer reviews, and ratings.") == ("not_a_claim",
+                                                                          "an instruction ('research')")
+    assert sentence_rule("As a language model, I do not have access to visual information like colors, so "
+                         "I cannot tell you the color of the paper.") == ("not_a_claim",
+                                                                         "the writer speaks of itself")
+    assert sentence_rule("However, it is important to note that wildflowers should never be plucked or "
+                         "uprooted from the wild.") == ("opinion", "advises ('should')")
+    assert sentence_rule("Sure, here are some other Chinese scholars who chaired NLP conferences: 1.")[0] == \
+        "not_a_claim"
+    for fact in ("Research shows that sleep matters.", "Water boils at high heat.",
+                 "Visit the Louvre, which holds the Mona Lisa.",  # a name: the extractor may find the fact
+                 "As of my knowledge cutoff of 2021, four women have served on the Supreme Court.",
+                 "Therefore, you can find land on Earth, Jupiter, and Mars.", "Use of antibiotics is rising.",
+                 "Plants must have sunlight to grow."):
+        assert sentence_rule(fact) is None, fact
+
+
+def test_a_sentence_without_a_claim_gets_no_extractor_call_and_is_shown_unchecked(tmp_path):
+    from veracity.check.extract import Sentence, claims_in_sentence
+    from veracity.pipeline.methods.base import MethodContext
+    from veracity.pipeline.types import Trace
+
+    seen: list[str] = []
+
+    def extractor(m):
+        sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
+        seen.append(sent)
+        return {"claims": [sent]}
+
+    llm = ScriptedLLM({"check.extractor": extractor,
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
+    rec = asyncio.run(check_text(HOWTO, cv, tid="t"))
+    assert seen == ["The Louvre is in Paris."]  # one extractor call: the only sentence that states a fact
+    # the list's number "1." is a sentence of its own for the splitter: no words, no claim
+    cats = [[c["category"] for c in s["claims"]] for s in rec["sentences"]]
+    assert cats == [["not_a_claim"]] * 4 + [["opinion"], ["factual"]]
+    assert [s["verdict"] for s in rec["sentences"]] == ["unchecked"] * 5 + ["SUPPORTED"]
+    assert llm.count("direct.judge") == 1 and llm.count("check.worthiness") == 1
+    ruled = [e for e in rec["extraction_trace"]["events"] if e["kind"] == "check.sentence_rule"]
+    assert [e["sentence"] for e in ruled] == [1, 2, 3, 4, 5]
+    # the path benchmarks/check_eval.py measures: no claim at all for such a sentence
+    trace = Trace()
+    ctx = MethodContext(llm=llm, tools=None, trace=trace, params=None, seed=None, claim_id="x")
+    assert asyncio.run(claims_in_sentence(ctx, HOWTO, Sentence(2, 0, 0, "Compare the quotes offered by each "
+                                                                      "decorator."), trace)) == ([], [])
+
+
+def test_a_gerund_phrase_is_a_fragment_a_quoted_term_is_not():
+    from veracity.check.guard import fragment
+    assert fragment("Extracting data from the legacy system") == \
+        "is not a full sentence (no verb after 'Extracting')"
+    assert fragment("Integrating it into the modern lakehouse architecture")
+    assert not fragment("Smoking causes cancer.") and not fragment("Swimming improved his health.")
+    # Factcheck-GPT's annotators write such claims: a quoted lower-case term is the subject, not a fragment
+    assert not fragment("'land' can be found on Earth.") and not fragment('"solid ground" is found on Mars.')
+
+
+def test_a_short_description_of_something_named_before_is_reasked_with_the_name(tmp_path):
+    from veracity.check.guard import unresolved_description
+    before = "The 1932 Australian Grand Prix was a motorsport race held on a dirt track. "
+    assert unresolved_description("The race was won by driver Bill Thompson.", before) == "the race"
+    assert unresolved_description("The race's winner was Bill Thompson.", before) == "the race"
+    assert unresolved_description("The production quantity can vary.", "Cashmere production is high.") == \
+        "the production quantity"
+    assert unresolved_description("The race was won by Bill Thompson.", "") == ""  # nothing named before
+    assert unresolved_description("The domestication of cattle started 8,000 years ago.",
+                                  "Cattle were domesticated.") == ""  # "of ...": it describes itself
+    assert unresolved_description("The total distance was 160 miles.", before) == ""  # not named before
+
+    text = before + "The race was won by driver Bill Thompson."
+    asked: list[str] = []
+
+    def extractor(m):
+        if len(m) > 2:
+            asked.append(m[-1]["content"])
+            return {"claims": ["The 1932 Australian Grand Prix was won by driver Bill Thompson."]}
+        sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
+        return {"claims": [sent]}
+
+    llm = ScriptedLLM({"check.extractor": extractor,
+                       "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                       "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    rec = asyncio.run(check_text(text, ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path)),
+                                 tid="t"))
+    assert len(asked) == 1 and "'the race'" in asked[0] and "full name" in asked[0]
+    assert [c["text"] for c in rec["sentences"][1]["claims"]] == [
+        "The 1932 Australian Grand Prix was won by driver Bill Thompson."]
+
+
+def test_the_extractor_sees_the_sentence_before_and_the_first_sentence_and_the_rules():
+    from veracity.check.roles import EXTRACTOR, EXTRACTOR_SYSTEM
+    text = "The Harbour Cup is a race in Lisbon. It began in 1952. It is rowed over 8 km."
+    msgs = EXTRACTOR.messages(text=text, sentence="It is rowed over 8 km.")
+    user = msgs[-1]["content"]
+    assert user.startswith("Text:\n" + text)  # the shared prefix first
+    assert ("The text's first sentence:\nThe Harbour Cup is a race in Lisbon.\n\nThe sentence before it:\n"
+            "It began in 1952.\n\nSentence to split:\nIt is rowed over 8 km.") in user
+    second = EXTRACTOR.messages(text=text, sentence="It began in 1952.")[-1]["content"]
+    assert "first sentence" not in second and "The sentence before it:\nThe Harbour Cup" in second
+    assert "before it" not in EXTRACTOR.messages(text=text, sentence="The Harbour Cup is a race in "
+                                                 "Lisbon.")[-1]["content"]
+    # the decontextualisation rules of Factcheck-Bench / FActScore, and the claim-less kinds of sentence
+    for rule in ("short description of something named earlier", "Split lists", "Never return a fragment",
+                 "instruction or advice to the reader", "the writer speaking of itself"):
+        assert rule in EXTRACTOR_SYSTEM, rule
+    assert msgs[0] == {"role": "system", "content": EXTRACTOR_SYSTEM}

@@ -16,8 +16,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from veracity.check.guard import check_claim, replaces, unresolved_reference, without_near_duplicates
-from veracity.check.opinions import opinion_rule
+from veracity.check.guard import (check_claim, replaces, unresolved_description, unresolved_reference,
+                                  without_near_duplicates)
+from veracity.check.opinions import opinion_rule, sentence_rule
 from veracity.check.roles import (MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams,
                                   guard_retry_prompt)
 from veracity.pipeline.methods.base import MethodContext
@@ -78,6 +79,8 @@ GUARD_EVENT = "check.claim_outside_sentence"  # claims the guard refused (before
 GUARD_DROPPED_EVENT = "check.claims_dropped"  # what the re-ask could not fix: dropped and counted
 # no claim of a sentence passed: the sentence itself is checked
 GUARD_SENTENCE_EVENT = "check.sentence_as_claim"
+# the whole sentence states nothing to check (veracity.check.opinions.sentence_rule): no extractor call
+SENTENCE_RULE_EVENT = "check.sentence_rule"
 
 
 def text_id(text: str) -> str:
@@ -106,10 +109,16 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
         # index within the sentence, so it does not depend on how the sentences' calls interleave
         ctx = MethodContext(llm=llm, tools=None, trace=trace, params=params,  # type: ignore[arg-type]
                             seed=getattr(llm, "seed", None), claim_id=f"{tid}#s{sentence.index}")
-        texts, lost = await claims_in_sentence(ctx, text, sentence, trace)
-        dropped.extend(lost)
+        ruled = sentence_rule(sentence.text)
         cats: list[str] = []
-        for claim in texts:
+        # an instruction, advice, the writer on itself: shown, not extracted, not checked
+        if ruled is not None:
+            trace.event(SENTENCE_RULE_EVENT, sentence=sentence.index, category=ruled[0], why=ruled[1])
+            texts, cats = [" ".join(sentence.text.split())], [ruled[0]]
+        else:
+            texts, lost = await claims_in_sentence(ctx, text, sentence, trace)
+            dropped.extend(lost)
+        for claim in texts[len(cats):]:
             cat, _why = await worthiness_of(claim, sentence.text, llm, params, ctx=ctx,
                                             trace_info={"sentence": sentence.index, "claim": claim})
             cats.append(cat)
@@ -155,6 +164,15 @@ async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams
     return w.category, "check.worthiness"
 
 
+def text_before(text: str, sentence: Sentence) -> str:
+    """The text before ``sentence``: its span when it has one, else where its words first occur (a gold
+    sentence given without offsets); "" when they do not."""
+    if sentence.end > sentence.start:
+        return text[:sentence.start]
+    at = text.find(sentence.text.strip())
+    return text[:at] if at > 0 else ""
+
+
 def _unique(claims: list[str]) -> list[str]:
     return list(dict.fromkeys(" ".join(c.split()) for c in claims if c.strip()))  # no empty or repeated claim
 
@@ -163,10 +181,17 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
                               trace: Trace) -> tuple[list[str], list[dict[str, Any]]]:
     """The extractor's claims for ``sentence`` that pass the sentence guard; the ones that fail are re-asked
     once (the failures named, in the same conversation), and whatever still fails is dropped (returned as
-    ``{"sentence", "claim", "reason"}``). A claim that starts with a pronoun is re-asked with the others and
-    kept when the re-ask gives no claim that replaces it; near-duplicates are dropped and counted. A sentence
-    left with no claim is checked as itself."""
+    ``{"sentence", "claim", "reason"}``). A claim that starts with a pronoun, or with a short description of
+    something the text named before ("The race was ..."), is re-asked with the others and kept when the
+    re-ask gives no claim that replaces it; near-duplicates are dropped and counted. A sentence left with no
+    claim is checked as itself. A sentence that as a whole states nothing to check
+    (:func:`~veracity.check.opinions.sentence_rule`) gets no claim and no model call: ``([], [])``."""
+    ruled = sentence_rule(sentence.text)
+    if ruled is not None:
+        trace.event(SENTENCE_RULE_EVENT, sentence=sentence.index, category=ruled[0], why=ruled[1])
+        return [], []
     info = {"sentence": sentence.index}
+    before = text_before(text, sentence)
     sent = EXTRACTOR.messages(text=text, sentence=sentence.text)
     first = await EXTRACTOR(ctx, messages=sent, trace_info=info, text=text, sentence=sentence.text)
     claims = _unique(list(first.claims))
@@ -177,6 +202,8 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     # sentence's)
     unresolved = {c: f"starts with {w!r}: write the name it refers to in the text"
                   for c in kept if (w := unresolved_reference(c))}
+    unresolved.update({c: f"starts with {d!r}: write the full name the text gives it before"
+                       for c in kept if c not in unresolved and (d := unresolved_description(c, before))})
     lost: list[dict[str, Any]] = []
     if failing or unresolved:
         trace.event(GUARD_EVENT, sentence=sentence.index, attempt=1,

@@ -28,6 +28,10 @@ precision went:
 - a claim that starts with a pronoun or a demonstrative ("It was contested over 40 laps", "They won the
   tournament in 1986", "This win was led by ...") was not decontextualised: it is re-asked once with the
   pronoun named (:func:`unresolved_reference`), and kept as it is when the re-ask gives nothing better;
+- a claim that starts with a short description of something the text named before ("The race was won by
+  Bill Thompson" after "The 1932 Australian Grand Prix was a motorsport race") is re-asked the same way with
+  the description named (:func:`unresolved_description`; issue 44: 10 of seed 11's unmatched claims said "the
+  race" or "the paper" where the annotators wrote the name);
 - of two claims of one sentence where one's content words are the other's but for at most
   :data:`NEAR_DUPLICATE_WORDS` ("The race was won by Bill Thompson" beside "... by driver Bill Thompson"),
   the shorter is dropped (:func:`without_near_duplicates`).
@@ -46,6 +50,9 @@ MIN_CLAIM_WORDS = 3  # "Paris is beautiful": fewer words is a fragment
 NEAR_DUPLICATE_WORDS = 2  # a claim whose content words are another's but for this many is that claim again
 _REFERENCES = frozenset("it its they their them he his him she her this these those".split())
 _FIRST_WORD = re.compile(r"[^\w]*([^\W\d_][\w'’-]*)")
+_QUOTES = "\"'“‘«"
+_AUXILIARIES = frozenset("is are was were be been has have had can could will would may might must shall "
+                         "should do does did".split())
 
 @dataclass(frozen=True)
 class Verdict:
@@ -126,14 +133,31 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
 
 def fragment(claim: str) -> str:
     """Why ``claim`` is a fragment rather than a sentence (empty when it is a sentence): it starts with a
-    lower-case word ("held on a dirt track circuit"; a name such as "iPhone" has a capital inside) or has
-    fewer than :data:`MIN_CLAIM_WORDS` words."""
+    lower-case word ("held on a dirt track circuit"; a name such as "iPhone" has a capital inside, and a
+    quoted term such as '"land" can be found on Earth' is the sentence's subject), it is a gerund phrase
+    with no verb after it ("Extracting data from the legacy system": a how-to list's step, not a claim), or it
+    has fewer than :data:`MIN_CLAIM_WORDS` words."""
     m = _FIRST_WORD.match(claim)
-    if m and m.group(1).islower():
+    quoted = claim.lstrip()[:1] in _QUOTES
+    if m and m.group(1).islower() and not quoted:
         return f"is not a full sentence (starts with {m.group(1)!r})"
+    if m and _gerund_phrase(claim):
+        return f"is not a full sentence (no verb after {m.group(1)!r})"
     if len(words(claim)) < MIN_CLAIM_WORDS:
         return "is not a full sentence (too short)"
     return ""
+
+
+def _gerund_phrase(claim: str) -> bool:
+    """A capitalised -ing word first and, after it, no auxiliary or modal and no word that may be a verb in
+    the third person or the past (-s, -ed): "Smoking causes cancer." is a sentence, "Integrating it into the
+    lakehouse" is not."""
+    ws = re.findall(r"[^\W\d_][\w'’-]*", claim)
+    if not ws or not (ws[0].endswith("ing") and ws[0][0].isupper()):
+        return False
+    return not any(w.lower() in _AUXILIARIES or len(w) > 3 and (w.endswith("ed") or w.endswith("s")
+                                                                 and not w.endswith("ss"))
+                   for w in ws[1:])
 
 
 def unresolved_reference(claim: str) -> str:
@@ -142,6 +166,28 @@ def unresolved_reference(claim: str) -> str:
     m = _FIRST_WORD.match(claim)
     w = m.group(1).lower() if m else ""
     return w if w in _REFERENCES else ""
+
+
+# "The race was won by ...", "The paper's cover ...", "The production quantity can vary ...": "The", one or
+# two lower-case words, then a verb of being / having / a modal or a possessive (not "of": "The domestication
+# of cattle ..." describes itself)
+_DESCRIPTION = re.compile(r"^\W*(The)\s+([a-z][\w-]*)(?:\s+([a-z][\w-]*))?(?:'s\b|’s\b|\s+(?:is|was|are|"
+                          r"were|has|had|have|can|could|will|would|may|might)\b)")
+
+
+def unresolved_description(claim: str, before: str) -> str:
+    """The short description ``claim`` starts with ("the race"), when one of its words names something the
+    text before the sentence (``before``) already spoke of: the annotators of Factcheck-Bench write the name
+    ("The 1932 Australian Grand Prix was a handicap race", not "The race was a handicap race"); empty
+    otherwise. Such a claim is re-asked like a pronoun, and kept when the re-ask gives nothing better."""
+    m = _DESCRIPTION.match(claim)
+    if not m or not before:
+        return ""
+    seen = {stem(w) for w in words(before)}
+    nouns = [w for w in (m.group(2), m.group(3)) if w and w not in STOPWORDS]
+    if not any(stem(w) in seen for w in nouns):
+        return ""
+    return " ".join(w for w in m.group(1, 2, 3) if w).lower()
 
 
 def replaces(new: str, old: str) -> bool:

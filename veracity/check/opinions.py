@@ -16,6 +16,15 @@ rule reads the claim and the sentence it came from:
 
 Measured, sizes and all, on the labelled set of ``benchmarks/opinion_eval.py`` (held-out part) in
 BENCHMARKS.md. A claim the rule does not recognise goes to ``check.worthiness`` as before.
+
+:func:`sentence_rule` reads a whole sentence before the extractor is asked for its claims (issue 44: of seed
+11's 45 extracted claims that matched no annotated claim, 12 came from sentences Factcheck-Bench's
+annotators gave no claim at all, BENCHMARKS.md). A sentence that only instructs or advises the reader
+("Compare the quotes offered by each decorator.", "You can follow these steps:", "Wildflowers should never be
+plucked ..."), that speaks of the writer as a program ("As a language model, I do not have access to ...")
+or that announces a list ("Sure, here are some ...:") gets no claim and no extractor call. It holds only a
+sentence with no number and no name (no capitalised word after its first): "Visit the Louvre, which holds the
+Mona Lisa." still goes to the extractor, which may find the fact in it.
 """
 
 from __future__ import annotations
@@ -86,4 +95,87 @@ def opinion_rule(claim: str, sentence: str | None = None) -> tuple[str, str] | N
     m = _MARKERS.search(sent)
     if m and not _NUMBER.search(text):
         return "opinion", f"the sentence gives the writer's view ({m.group(0).lower()!r})"
+    return None
+
+
+# -- whole sentences that state nothing the annotators would check ------------------------------------------
+# verbs that open a how-to step ("Compare the quotes ...", "Research online ..."); an imperative is told from
+# a noun subject ("Research shows ...", "Water boils ...") by the word after it (:data:`_OBJECT_WORDS`)
+_INSTRUCTION_VERBS = frozenset("""
+add adjust apply arrange ask avoid bake boil book bring buy call change check choose clean click close collect
+combine compare consult contact cook cover cut decide define delete determine discuss do download drink eat
+enable ensure enter evaluate explore fill find follow gather get give go heat hire identify install join keep
+learn leave let limit list look make measure mix monitor move negotiate open order pay pick place plan pour
+prepare press print put read reduce register remove repeat replace request research review run save search
+select send set share shortlist sign sort start stay stir stop submit take talk tell test try turn type update
+use visit wait wash watch wear write
+""".split())
+# what may follow an imperative verb at a sentence's start: its object's determiner, a pronoun, an adverb
+_OBJECT_WORDS = frozenset("""
+the a an your yours their his her its our my this these those each every all any some more few several both it
+them him me us yourself yourselves online carefully regularly sure out up how what whether which
+""".split())
+_PHRASAL = {"look": {"for", "at", "into"}, "ask": {"for", "about"}, "wait": {"for"}, "search": {"for"},
+            "go": {"to"}, "talk": {"to", "with"}, "sign": {"in"}, "fill": {"in"}, "turn": {"on", "off"},
+            "stay": {"away", "in"}, "pay": {"for"}}
+# list numbering and step words before the verb: "1.", "-", "Step 2:", "First,", "Then", "Don't"
+_STEP = re.compile(r"^(?:\s*(?:\d+[.)]|[-*•]|step \d+:?|first(?:ly)?,?|second(?:ly)?,?|then,?|next,?|"
+                   r"finally,?|also,?|simply|just|always|never|don't|do not|please)\s+)+", re.IGNORECASE)
+# "... these steps:\n\n1." (the splitter's cut): a list's number after a colon or a line break
+_LIST_TAIL = re.compile(r"(?<=:)\s*\d{1,2}[.)]\s*$|\s*\n\s*\d{1,2}[.)]\s*$")
+_SELF = re.compile(r"\bas an? (?:ai|artificial intelligence|(?:ai |large )?language model|chatbot|virtual "
+                   r"assistant)\b|\bi(?:'m| am) (?:sorry|an ai|a language model|not able|unable)\b|"
+                   r"\bi apologi[sz]e\b|"
+                   r"\bi (?:do not|don't|cannot|can't|could not|couldn't) (?:have access|browse|access)\b",
+                   re.IGNORECASE)
+_TO_READER = re.compile(r"^\W*(?:if you\b[^,]*,\s*)?you (?:can|could|should|may|might|must|need to|have to|"
+                        r"will need to|'ll need to|will want to)\b", re.IGNORECASE)
+_ADVICE = re.compile(r"\b(?:should|shouldn't|ought to)\b", re.IGNORECASE)
+_LIST_INTRO = re.compile(r"^\W*(?:(?:sure|certainly|of course|yes|ok|okay)\W+)?here (?:are|is)\b",
+                         re.IGNORECASE)
+
+
+def _has_name_or_number(sentence: str) -> bool:
+    """A digit, or a capitalised word after the first (``I`` aside): the sentence names something
+    checkable."""
+    if _NUMBER.search(sentence):
+        return True
+    # a word that opens a sentence (first, or after . ! ? :) is capitalised as such, not as a name
+    return any(m.group(0)[0].isupper() and m.group(0) != "I"
+               and not re.search(r"(?:^|[.!?:]\s+)\W*$", sentence[:m.start()])
+               for m in _WORD.finditer(sentence))
+
+
+def _instruction(sentence: str) -> str | None:
+    rest = _STEP.sub("", sentence.strip(), count=1)
+    tokens = _WORD.findall(rest)
+    if len(tokens) < 2:
+        return None
+    verb, after = tokens[0].lower(), tokens[1].lower()
+    if verb in _INSTRUCTION_VERBS and (after in _OBJECT_WORDS or after in _PHRASAL.get(verb, ())):
+        return verb
+    return None
+
+
+def sentence_rule(sentence: str) -> tuple[str, str] | None:
+    """``(category, why)`` when ``sentence`` as a whole states nothing to check (module docstring): an
+    instruction or a list's introduction (``not_a_claim``), the writer speaking of itself as a program
+    (``not_a_claim``), advice to the reader (``opinion``); None when the extractor is to be asked."""
+    text = _LIST_TAIL.sub("", sentence.strip())
+    if not re.search(r"[^\W\d_]", text):  # "1." (a list's number the splitter cut off), "-", "2020."
+        return "not_a_claim", "no words"
+    if text.endswith(":") and (_LIST_INTRO.match(text) or not _has_name_or_number(text)):
+        return "not_a_claim", "introduces a list"
+    if _has_name_or_number(text):
+        return None
+    if _SELF.search(text):
+        return "not_a_claim", "the writer speaks of itself"
+    verb = _instruction(text)
+    if verb:
+        return "not_a_claim", f"an instruction ({verb!r})"
+    if _TO_READER.match(text):
+        return "not_a_claim", "addresses the reader"
+    m = _ADVICE.search(text)
+    if m:
+        return "opinion", f"advises ({m.group(0).lower()!r})"
     return None

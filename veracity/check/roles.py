@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from veracity.pipeline.methods.zofia.keywords import split_sentences
 from veracity.pipeline.params import MethodParams, param
 from veracity.pipeline.roles import Fallback, Role
 
@@ -48,20 +49,62 @@ class AtomicClaims(BaseModel):
         description="the sentence's atomic claims, each a short self-contained declarative sentence")
 
 
+# The rules below: decontextualisation as in Factcheck-Bench (Wang et al. 2023, §3: each claim stands on its
+# own, a pronoun or a reference replaced by what it names) and FActScore's atomic facts (Min et al. 2023,
+# §3.1: one piece of information each, a short sentence); ZoFia's extractor prompt (B.3: "do not use
+# pronouns ... replace all pronouns with explicit nouns", "do not fabricate claims"); a list split into one
+# claim per item as Factcheck-GPT's annotated file does ("found in fields, meadows, forests" -> four
+# claims). Issue 44 (BENCHMARKS.md) read where seed 11's extracted claims missed the annotators': 12 kept a
+# pronoun ("They won the tournament in 1986"), 10 a short description where the annotators wrote the name
+# ("The race" for "The 1932 Australian Grand Prix"), 6 were fragments ("held on a dirt track circuit"), 12
+# came from instructions, advice or the writer speaking of itself, which the annotators gave no claim. The
+# worked example is invented (no name of a benchmark's text), so the model cannot carry a real text's fact
+# from it.
 EXTRACTOR_SYSTEM = (
-    "You split one sentence of a text into atomic claims for fact-checking. An atomic claim is a short "
-    "declarative sentence that states exactly one piece of information. Cover everything the sentence "
-    "states, and nothing else: do not fabricate claims, do not add facts from other sentences, never copy "
-    "another sentence of the text. Keep the sentence's own words; do not paraphrase. Make every "
-    "claim understandable on its own: replace pronouns and vague references (he, she, it, they, this, the "
-    "company, the city) with the explicit names they refer to in the text, and restore words left out. "
-    "A question, a greeting or an instruction states no fact: return it unchanged as the only item. "
+    "You split one sentence of a text into atomic claims for fact-checking. An atomic claim is a short, "
+    "complete declarative sentence, with a subject and a verb, that states exactly one piece of "
+    "information.\n"
+    "Rules:\n"
+    "1. Cover everything the sentence states, and nothing else: do not fabricate claims, do not add facts "
+    "from other sentences, never copy another sentence of the text. Keep the sentence's own words; do not "
+    "paraphrase.\n"
+    "2. Every claim must be understood without the text. Replace each pronoun (it, they, he, she, its, "
+    "their, this, these) and each short description of something named earlier (the race, the paper, the "
+    "company, the city) with the full name the text gives it, usually in the sentence before or in the "
+    "text's first sentence.\n"
+    "3. Split lists and joined statements: one claim per item.\n"
+    "4. Never return a fragment such as \"held in 1990\" or \"in the north\".\n"
+    "5. A question, a greeting, an instruction or advice to the reader, or the writer speaking of itself "
+    "states no fact: return the sentence unchanged as the only item.\n"
+    "Example. Text: \"The Harbour Cup is a rowing race in Lisbon. It was first held in 1952, and the race "
+    "is rowed over 8 km and 12 km.\" Sentence: \"It was first held in 1952, and the race is rowed over 8 km "
+    "and 12 km.\" Claims: [\"The Harbour Cup was first held in 1952.\", \"The Harbour Cup is rowed over 8 "
+    "km.\", \"The Harbour Cup is rowed over 12 km.\"]\n"
     "Reply in JSON."
 )
 
 
+def context_of(text: str, sentence: str) -> tuple[str, str]:
+    """The text's first sentence and the sentence just before ``sentence`` (each "" when there is none, or
+    when ``sentence`` is not found in ``text``): shown to the extractor beside the sentence, where a small
+    model reads the name a pronoun refers to (Factcheck-Bench's annotators decontextualise from the
+    preceding context)."""
+    at = text.find(sentence.strip())
+    if at <= 0:
+        return "", ""
+    before = [t for _, _, t in split_sentences(text[:at])]
+    if not before:
+        return "", ""
+    return (before[0] if len(before) > 1 else ""), before[-1]
+
+
 def extractor_messages(text: str, sentence: str) -> list[Message]:
-    return _user(f"Text:\n{text}\n\nSentence to split:\n{sentence}")
+    # the whole text first (the sentences of one text share a cached prefix), the sentence's context and the
+    # sentence last
+    first, previous = context_of(text, sentence)
+    context = (f"The text's first sentence:\n{first}\n\n" if first else "") + (
+        f"The sentence before it:\n{previous}\n\n" if previous else "")
+    return _user(f"Text:\n{text}\n\n{context}Sentence to split:\n{sentence}")
 
 
 def _sentence_as_claim(text: str, sentence: str) -> AtomicClaims:
@@ -73,8 +116,8 @@ def guard_retry_prompt(failing: dict[str, str]) -> str:
     """The one re-ask after the sentence guard refused claims (claim -> why): fix or leave out each."""
     lines = "\n".join(f"- {c} ({why})" for c, why in failing.items())
     return ("These claims do not stay in the sentence to split:\n" + lines + "\nRewrite each one using only "
-            "the words of the sentence, with a pronoun replaced by the name it refers to, or leave it out. "
-            "Reply with the rewritten claims only.")
+            "the words of the sentence, with a pronoun or a short description replaced by the full name the "
+            "text gives it, or leave it out. Reply with the rewritten claims only.")
 
 
 EXTRACTOR = Role(
