@@ -289,3 +289,25 @@ def test_the_extractor_sees_the_sentence_before_and_the_first_sentence_and_the_r
                  "instruction or advice to the reader", "the writer speaking of itself"):
         assert rule in EXTRACTOR_SYSTEM, rule
     assert msgs[0] == {"role": "system", "content": EXTRACTOR_SYSTEM}
+
+
+def test_common_words_carried_from_another_sentence_fail_names_and_numbers_pass():
+    # seed 11's copied claim (the hand-read sample's one copy): "world", "cup", "once" are sentence 1's
+    text = ("Argentina has won the FIFA world cup once. They won the tournament in 1986, when they defeated "
+            "West Germany in the final.")
+    sentence = "They won the tournament in 1986, when they defeated West Germany in the final."
+    v = check_claim("Argentina won the FIFA world cup once.", sentence, text)
+    assert not v.ok and v.reason == "carries common words from other sentences: world, cup, once", v
+    assert check_claim("Argentina won the tournament in 1986.", sentence, text).ok  # a name resolves "They"
+    # a whole other sentence copied under one word of this one (SmolLM2 on seed 11, control-flow run)
+    cashmere = ("According to the International Trade Centre, the global cashmere production is around "
+                "20,000 metric tons per year. However, the production quantity can vary greatly depending on "
+                "weather.")
+    assert not check_claim("The International Trade Centre, the global cashmere production is around 20,000 "
+                           "metric tons per year.", "However, the production quantity can vary greatly "
+                           "depending on weather.", cashmere).ok
+    # two common words are what the annotators themselves add ("to form stars")
+    stars = ("Gas clouds collapse to form stars. These elements and processes are controlled by the laws of "
+             "physics.")
+    assert check_claim("The elements and processes to form stars are controlled by the laws of physics.",
+                       "These elements and processes are controlled by the laws of physics.", stars).ok

@@ -14,6 +14,9 @@ therefore read against its sentence:
   Great Wall of China``; "Marie Curie was born in Budapest" copied into a sentence about her Nobel Prize is
   three runs, ``Marie Curie``, ``born``, ``Budapest``, and fails);
 - the claim must keep at least one content word of its sentence (a claim with none is another sentence's);
+- an antecedent is a name or a number: more than :data:`MAX_CARRIED_COMMON_WORDS` lower-case words from
+  other sentences ("Argentina won the FIFA world cup once." under "They won the tournament in 1986") is
+  another sentence's content, and fails;
 - an antecedent names what the sentence refers to; it does not describe it: a run of foreign words that
   opens with a common noun or adjective after ``a`` / ``an`` ("The Danube is *a river* in Africa", with
   "river in Africa" from the sentence before) adds another sentence's description, and fails.
@@ -47,6 +50,9 @@ from veracity.pipeline.words import CONNECTORS, STOPWORDS, content, stem, words,
 MAX_ANTECEDENTS = 2  # "He told her ...": two referents resolved in one claim
 MAX_RUN_WORDS = 5  # the longest antecedent phrase, in content words ("University of California, Los Angeles")
 MIN_CLAIM_WORDS = 3  # "Paris is beautiful": fewer words is a fragment
+# lower-case content words a claim may take from other sentences ("The elements and processes to form stars
+# are ...": the annotators of Factcheck-GPT add at most two to the claims of seeds 8 and 11's responses)
+MAX_CARRIED_COMMON_WORDS = 2
 NEAR_DUPLICATE_WORDS = 2  # a claim whose content words are another's but for this many is that claim again
 _REFERENCES = frozenset("it its they their them he his him she her this these those".split())
 _FIRST_WORD = re.compile(r"[^\w]*([^\W\d_][\w'’-]*)")
@@ -89,6 +95,14 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     if absent:
         return Verdict(False, "adds words its text does not contain: " + ", ".join(dict.fromkeys(absent)),
                        tuple(dict.fromkeys(foreign)))
+    # an antecedent is a name (capitalised) or a number; common words from elsewhere are another sentence's
+    # content: "Argentina won the FIFA world cup once." under "They won the tournament in 1986, ..." carries
+    # "world", "cup", "once" from the sentence before (seed 11's copied claim, BENCHMARKS.md issue 44)
+    carried = [w for (w, as_written, _), s in zip(written, stems, strict=True)
+               if s is not None and s not in own and not w.isdigit() and not as_written[:1].isupper()]
+    if len(carried) > MAX_CARRIED_COMMON_WORDS:
+        return Verdict(False, "carries common words from other sentences: "
+                       + ", ".join(dict.fromkeys(carried)), tuple(dict.fromkeys(foreign)))
     # runs of foreign words (connectors allowed between two foreign words)
     runs: list[list[int]] = []
     i, n = 0, len(toks)
