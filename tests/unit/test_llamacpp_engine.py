@@ -53,6 +53,8 @@ def test_the_argv_serves_the_gguf_under_the_model_name(tmp_path, monkeypatch):
     assert _flag(cmd, "--alias") == spec.model  # /v1/models answers the registry name, as vLLM does
     assert _flag(cmd, "--port") == "8123" and _flag(cmd, "--host") == "127.0.0.1"
     assert _flag(cmd, "--threads") == "2" and _flag(cmd, "--parallel") == "4"
+    # an HTTP thread per slot's keep-alive connection and spare ones for probes and other clients
+    assert int(_flag(cmd, "--threads-http")) >= 4 + 2
     # every slot gets the registry's CPU context cap
     assert int(_flag(cmd, "--ctx-size")) == 4 * MODELS[spec.model].cpu_max_model_len
     one = device_groups(2, spec, on_gpu=False, cpus=[0, 1, 2, 3], engine=LLAMA_CPP)

@@ -108,7 +108,11 @@ class LlamaCppEngine:
             "--ctx-size", str(per_slot * slots),
             "--parallel", str(slots),
             "--threads", str(threads),
-            "--threads-http", str(max(2, threads)),
+            # an HTTP thread for every slot's connection and four more (llama-server's own default): with
+            # fewer, a client holding every slot on keep-alive connections left /v1/models unanswered for
+            # seconds to minutes (4 of 73 probes past 5 s with 2 threads and 4 busy slots, 0 of 93 with 8;
+            # benchmarks/llama_http_threads.py), so health probes and a second command timed out
+            "--threads-http", str(max(slots + 4, threads)),
             "--no-webui",
             *spec.extra_args,
         ]
