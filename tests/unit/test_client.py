@@ -200,6 +200,34 @@ async def test_start_checks_the_served_model():
     await llm.close()
 
 
+async def test_a_busy_server_that_answers_models_late_is_waited_for_not_called_unreachable():
+    """A llama-server whose HTTP threads all hold other clients' requests answers GET /models late: the
+    start-up gives it the request timeout (here the second try answers), and one that never answers is
+    said to be busy or hung, not unreachable."""
+    tries = []
+
+    def late(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            tries.append(request.extensions.get("timeout", {}).get("read"))
+            if len(tries) == 1:
+                raise httpx.ReadTimeout("no answer", request=request)
+            return httpx.Response(200, json={"data": [{"id": "m"}]})
+        raise AssertionError(request.url)
+
+    llm = LLMClient("http://fake:1", "m", timeout_s=120, transport=httpx.MockTransport(late))
+    await llm.start()
+    assert tries == [10.0, 120]
+    await llm.close()
+
+    def never(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    llm = LLMClient("http://fake:1", "m", timeout_s=120, transport=httpx.MockTransport(never))
+    with pytest.raises(EndpointError, match="did not answer GET /models within 120 s"):
+        await llm.start()
+    await llm.close()
+
+
 async def test_model_defaults_to_the_one_served():
     llm = LLMClient("http://fake:1", None, transport=httpx.MockTransport(FakeServer(models=("only",))))
     await llm.start()

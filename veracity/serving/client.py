@@ -236,9 +236,23 @@ class LLMClient:
         return self._http
 
     async def _models_at(self, url: str) -> list[str]:
-        """Model names ``url`` serves (``GET /v1/models``); an EndpointError when it does not answer."""
+        """Model names ``url`` serves (``GET /v1/models``); an EndpointError when it does not answer.
+
+        A server that accepts the connection but does not answer within 10 s is busy rather than gone (a
+        llama-server whose HTTP threads all hold other clients' requests answers when one frees): it is given
+        the request timeout before the command gives up, and the error then says it answered nothing."""
         try:
-            resp = await self._client().get(url + "/models", timeout=10.0)
+            try:
+                resp = await self._client().get(url + "/models", timeout=10.0)
+            except httpx.ReadTimeout:
+                resp = await self._client().get(url + "/models", timeout=max(10.0, self.timeout_s))
+        except httpx.ReadTimeout as exc:
+            raise EndpointError(
+                f"the model endpoint {url} accepted the connection but did not answer GET /models within "
+                f"{max(10.0, self.timeout_s):.0f} s",
+                hint="the server is busy or hung: see `veracity serve --status`, or raise "
+                     "VERACITY_REQUEST_TIMEOUT_S",
+            ) from exc
         except httpx.HTTPError as exc:
             raise EndpointError(
                 f"cannot reach the model endpoint {url} ({type(exc).__name__})",
