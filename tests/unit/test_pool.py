@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from veracity.config import Settings, split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError
 from veracity.serving.client import LLMClient, affinity_scope, normalize_endpoint
+from veracity.serving.pool import EndpointPool
 
 
 class Out(BaseModel):
@@ -345,3 +346,22 @@ async def test_a_batch_whose_endpoints_all_die_keeps_what_it_wrote(tmp_path: Pat
         stats = await Verifier(method="direct", llm=llm2).averify_many(claims, out=out, concurrency=4)
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert sorted(ids) == sorted(c["id"] for c in claims) and stats.skipped == len(kept)
+
+
+async def test_a_probe_that_times_out_after_the_requests_it_waited_behind_finished_does_not_mark_it_down():
+    # under load the race behind the test above: the probe starts while our request is in flight and gives
+    # up just after that request finished, so "in flight now" is 0 when the timeout is judged
+    pool = EndpointPool(["http://a:1/v1", "http://b:1/v1"], probe_timeout_s=0.01)
+    member = pool.members[0]
+    member.outstanding = 1
+
+    class Http:
+        async def get(self, url, timeout=None):
+            member.outstanding = 0  # the request it waited behind finished meanwhile
+            raise httpx.ReadTimeout("no answer")
+
+    assert await pool.check(Http(), member) is True
+    assert member.alive
+    # idle from start to end: a probe that times out now means a hung server
+    assert await pool.check(Http(), member) is False
+    assert not member.alive

@@ -187,12 +187,15 @@ class EndpointPool:
 
     async def check(self, http: httpx.AsyncClient, member: Member) -> bool:
         """Probe ``member`` once; mark it down or re-admit it. True when it serves the pool's model."""
+        busy_before, assigned_before = member.outstanding > 0, member.assigned
         got = await self.models_at(http, member)
         if isinstance(got, str):
-            if got == httpx.ReadTimeout.__name__ and member.alive and member.outstanding > 0:
-                # busy, not down: it took the connection and is decoding our requests (on a loaded CPU a
-                # probe can wait longer than probe_timeout_s); a dead server refuses the connection, and a
-                # hung one is found by its requests' own timeouts (confirm_down)
+            busy = busy_before or member.outstanding > 0 or member.assigned != assigned_before
+            if got == httpx.ReadTimeout.__name__ and member.alive and busy:
+                # busy, not down: it took the connection and was decoding our requests at some point of the
+                # probe (on a loaded CPU a probe can wait longer than probe_timeout_s, and the requests it
+                # waited behind may have finished by the time it gives up); a dead server refuses the
+                # connection, and a hung one is found by its requests' own timeouts (confirm_down)
                 return True
             self.mark_down(member, got)
             return False
