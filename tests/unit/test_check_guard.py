@@ -311,3 +311,86 @@ def test_common_words_carried_from_another_sentence_fail_names_and_numbers_pass(
              "physics.")
     assert check_claim("The elements and processes to form stars are controlled by the laws of physics.",
                        "These elements and processes are controlled by the laws of physics.", stars).ok
+
+
+# seed 765's rows (benchmarks/BENCHMARKS.md, issue 44): the copies the hand-read found, and true claims of the
+# same responses that must still pass
+SM_S = ["The SM U-30 was a Type U 27 German submarine used during World War I.",
+        "It was commissioned on December 22, 1914, and had a displacement of 662 tons when surfaced and 834 "
+        "tons when submerged.",
+        "The U-boat was armed with four 50cm torpedo tubes and a 88 mm deck gun.",
+        "It sank a total of 42 ships during its service, but was eventually sunk by the British submarine "
+        "E22 on August 4, 1915, with the loss of all hands."]
+SM = " ".join(SM_S)
+BP = " ".join([
+    "As of my knowledge cutoff in September 2021, Blackpink has released a total of four albums.",
+    "1. “Square One\" (2016) - This is Blackpink's debut single album, which includes the tracks \"Whistle\" "
+    "and \"Boombayah.”",
+    "2. “Square Two\" (2016) - This is their second single album, featuring the songs \"Playing with Fire\" "
+    "and \"Stay.\"",
+    "3. “Blackpink in Your Area\" (2018) - This is a compilation album that includes all of Blackpink's "
+    "previous releases.",
+    "4. “The Album\" (2020) - This is their first full-length studio album, which contains eight tracks."])
+
+
+def test_a_number_or_a_date_from_another_sentence_fails():
+    v = check_claim("The SM U-30 was commissioned on December 22, 1914.", SM_S[0], SM)
+    assert not v.ok and v.reason == "carries a number or date from other sentences: December", v
+    v = check_claim("The album 'Blackpink in Your Area' was released in 2018.",
+                    "As of my knowledge cutoff in September 2021, Blackpink has released a total of four "
+                    "albums.", BP)
+    assert not v.ok and "2018" in v.reason, v
+    # a list's number is not the sentence's: "four" is not "4. “The Album" ..."
+    v = check_claim("Blackpink has released four albums.", "4. “The Album\" (2020) - This is their first "
+                    "full-length studio album, which contains eight tracks.", BP)
+    assert not v.ok and "four" in v.reason, v
+    # the sentence's own numbers, written as words or digits, and a name that resolves a reference pass
+    assert check_claim("The SM U-30 was commissioned on December 22, 1914.", SM_S[1], SM).ok
+    assert check_claim("The SM U-30 was armed with four 50cm torpedo tubes.", SM_S[2], SM).ok
+    assert check_claim("The SM U-30 sank a total of 42 ships during its service.", SM_S[3], SM).ok
+    assert check_claim("Blackpink has released a total of 4 albums.", BP.split(". 1.")[0] + ".", BP).ok
+    # a number that describes the sentence's "this ..." or "then", from the text before (seed 11, the gold)
+    mara = ("Argentina has won the FIFA world cup once. They won the tournament in 1986, when they defeated "
+            "West Germany in the final. This win was led by the famous soccer player Diego Maradona.")
+    assert check_claim("Diego Maradona led Argentina's win in 1986.",
+                       "This win was led by the famous soccer player Diego Maradona.", mara).ok
+    china = ("China made its debut in the Olympic Games in 1952 but started gaining prominence in the 1980s. "
+             "Since then, China's Olympic success has been remarkable.")
+    assert check_claim("China's Olympic success has been remarkable since 1980s.",
+                       "Since then, China's Olympic success has been remarkable.", china).ok
+
+
+def test_a_name_from_another_sentence_fails_unless_the_sentence_refers_to_something():
+    text = ("There have been only four female presidents of the United States in the country's history, so "
+            "it is difficult to determine an average height for this group. The four female presidents were: "
+            "\r\n1.Abigail Adams (1797-1801) \r\n2.Marilyn Carlson Nelson (2009-2013)")
+    sentence = ("The four female presidents were: \r\n1.Abigail Adams (1797-1801) \r\n2.Marilyn Carlson "
+                "Nelson (2009-2013)")
+    v = check_claim("There have been only four female presidents of the United States in the country's "
+                    "history.", sentence, text)
+    assert not v.ok and v.reason.startswith("carries a name from other sentences: united states"), v
+    # the annotators' own claim: the name qualifies the sentence's description and nothing else is carried
+    assert check_claim("Abigail Adams (1797-1801) was a female president of the United States.", sentence,
+                       text).ok
+    # a pronoun or a replaced description resolved to a name
+    arts = ("Dr. Marloes Arts is a social anthropologist. She has published several papers and articles on "
+            "these topics.")
+    assert check_claim("Dr. Marloes Arts has published several papers and articles on these topics.",
+                       "She has published several papers and articles on these topics.", arts).ok
+    assert check_claim("The SM U-30 was armed with a 88 mm deck gun.", SM_S[2], SM).ok
+    gp = ("The 1932 Australian Grand Prix was a motorsport race. The race was a handicap race which allowed "
+          "slower cars to start ahead of faster ones.")
+    assert check_claim("The 1932 Australian Grand Prix was a handicap race.",
+                       "The race was a handicap race which allowed slower cars to start ahead of faster "
+                       "ones.", gp).ok
+    # a common word the claim capitalises is not a name; an acronym stands for its sentence's name
+    cash = ("According to the International Trade Centre, the global cashmere production is around 20,000 "
+            "metric tons per year. However, the production quantity can vary greatly depending on weather "
+            "conditions and other factors.")
+    assert check_claim("The Cashmere production quantity can vary greatly depending on weather conditions.",
+                       "However, the production quantity can vary greatly depending on weather conditions "
+                       "and other factors.", cash).ok
+    nih = ("Magnesium is a mineral. According to the NIH, adult women need 310-320mg of magnesium a day.")
+    assert check_claim("According to the National Institutes of Health, adult women need 310-320mg of "
+                       "magnesium a day.", "According to the NIH, adult women need 310-320mg of magnesium a "
+                       "day.", nih + " The National Institutes of Health (NIH) is a US agency.").ok

@@ -20,6 +20,11 @@ therefore read against its sentence:
 - an antecedent names what the sentence refers to; it does not describe it: a run of foreign words that
   opens with a common noun or adjective after ``a`` / ``an`` ("The Danube is *a river* in Africa", with
   "river in Africa" from the sentence before) adds another sentence's description, and fails.
+- names and numbers count too (:func:`carried_name_or_number`, issue 44: 4 of seed 765's 30 hand-read claims
+  were another sentence's, carrying one or two common words plus names and numbers): a number or a date the
+  sentence lacks is another sentence's fact ("The SM U-30 was commissioned on December 22, 1914." under the
+  sentence before the one that says so), and a name the sentence lacks needs something in the sentence it
+  resolves (a pronoun, a demonstrative, a "the ..." description).
 
 A claim that fails is re-asked once (:mod:`veracity.check.extract`), then dropped and counted.
 
@@ -142,7 +147,150 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
             return Verdict(False,
                            "joins words that are not one phrase of the text: " + " ".join(toks[k] for k in r),
                            tuple(dict.fromkeys(foreign)))
+    why = carried_name_or_number(claim, sentence, text, runs=[[toks[k] for k in r] for r in runs],
+                                 spans=runs, written=written, stems=stems, own=own)
+    if why:
+        return Verdict(False, why, tuple(dict.fromkeys(foreign)))
     return Verdict(True, "", tuple(dict.fromkeys(foreign)))
+
+
+# -- names and numbers carried from other sentences ---------------------------------------------------------
+# number words a claim may write for the sentence's digits ("four albums" for "4 albums"); "one" is left out,
+# being a pronoun as often as a number ("one of the largest ...")
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if n != 1}
+_NUMBER_WORDS.update({w: str(10 * n) for n, w in enumerate(
+    "thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+# dates: carried like numbers, never a name
+_DATE_WORDS = frozenset("january february march april may june july august september october november "
+                        "december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday "
+                        "thursday friday saturday sunday".split())
+# what a sentence refers with: a claim may name its referent here (one name per reference)
+_REFERRING = frozenset("it its they their them theirs he his him she her hers this these those such".split())
+_DEMONSTRATIVES = frozenset("this that these those".split())
+# a list's number ("4. “The Album\" (2020) - ...", "\n1.Abigail Adams"): not a number the sentence states
+_LIST_MARK = re.compile(r"(?:^|(?<=[\n:]))\s*\d{1,2}[.)](?!\d)")
+# a time the text gave before ("Since then, China's Olympic success ..." -> "... since the 1980s")
+_THEN = re.compile(r"\b(?:since|by|until|till|from) then\b|\bat that time\b|\b(?:that|the same) (?:year|"
+                   r"decade|day|month|time)\b", re.IGNORECASE)
+_RAW = re.compile(r"[^\W_]+(?:[’'][^\W_]+)*")
+
+
+def _value(word: str) -> str | None:
+    """A number token's value as digits ("four" -> "4", "1,000" is already "1000"); None for a word."""
+    if word[:1].isdigit():
+        return word
+    return _NUMBER_WORDS.get(word)
+
+
+def _initials(words_as_written: list[str]) -> str:
+    return "".join(w[0] for w in words_as_written if w[:1].isupper()).lower()
+
+
+def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[list[str]],
+                           spans: list[list[int]], written: list[tuple[str, str, str]],
+                           stems: list[str | None], own: set[str]) -> str:
+    """Why ``claim`` carries a name or a number from another sentence of ``text`` (empty when it does not).
+    ``runs`` / ``spans`` are the claim's runs of words foreign to ``sentence`` (:func:`check_claim`).
+
+    - A number (digits or a number word) or a date word (a month, a weekday) the sentence lacks is another
+      sentence's fact ("The SM U-30 was commissioned on December 22, 1914." under the sentence before the one
+      that says so), unless it belongs to a carried name ("The 1932 Australian Grand Prix" for "The race")
+      or describes the referent of the sentence's "this ..." from the text before it ("Diego Maradona led
+      Argentina's win in 1986." under "This win was led by ... Diego Maradona.").
+    - A name (a capitalised word; the claim's first word only when the text also writes it capitalised
+      inside a sentence) the sentence lacks is an antecedent only where the sentence refers to something:
+      each such name needs a pronoun or demonstrative of the sentence, or a "the ..." description whose
+      words the claim leaves out ("The U-boat was armed ..." -> "The SM U-30 was armed ..."). A name next to
+      one of the sentence's own names ("Marie" before "Curie"), and an acronym of the sentence's name or
+      its expansion ("NIH", "National Institutes of Health"), are the sentence's own.
+    """
+    bare = _LIST_MARK.sub(" ", sentence)
+    sent_words = words(bare)
+    values = {v for w in sent_words if (v := _value(w)) is not None}
+    sent_raw = _RAW.findall(bare)
+    sent_initials = {_initials(sent_raw[i:j]) for i in range(len(sent_raw))
+                     for j in range(i + 2, min(len(sent_raw), i + 8) + 1) if sent_raw[i][:1].isupper()}
+    sent_acronyms = {w.lower().replace(".", "") for w in re.findall(r"\b[A-Z](?:\.?[A-Z])+\b\.?", bare)}
+    claim_stems = {s for s in stems if s is not None}
+    # capitalised inside a sentence of the text (not only as a sentence's first word): a name
+    inner_caps = {m.group(0).lower() for m in re.finditer(r"(?<![.!?:\n]\s)(?<!^)\b[A-Z][\w'’-]*", text)}
+
+    def is_name(k: int) -> bool:
+        w, as_written, _ = written[k]
+        if not as_written[:1].isupper() or w in _DATE_WORDS or w in STOPWORDS:
+            return False
+        # "The Cashmere production" where the text writes "cashmere": a common word, capitalised by the claim
+        return w in inner_caps or any(c.isupper() for c in as_written[1:])
+
+    def is_number(k: int) -> bool:  # a month or a weekday is a date when capitalised ("march" is a verb)
+        return _value(written[k][0]) is not None or (written[k][0] in _DATE_WORDS
+                                                     and written[k][1][:1].isupper())
+
+    # the sentence's references a carried name may resolve: its pronouns and demonstratives, and its "the ..."
+    # descriptions, each either left out of the claim (replaced by the name) or kept and qualified by it
+    # ("The four female presidents" -> "a female president of the United States"), the latter only when the
+    # claim carries nothing but names (a claim that also carries common words is another sentence's)
+    slots = sum(1 for w in sent_words if w in _REFERRING)
+    kept_slots = 0
+    raw_lower = [w.lower() for w in sent_raw]
+    for i, w in enumerate(raw_lower):
+        if w == "the":
+            head = []
+            for x, as_written in zip(raw_lower[i + 1:i + 4], sent_raw[i + 1:i + 4], strict=False):
+                if len(x) < 2:
+                    continue
+                if x in STOPWORDS or as_written[:1].isupper():
+                    break
+                head.append(stem(x))
+            if head and not any(h in claim_stems for h in head):
+                slots += 1
+            elif head:
+                kept_slots += 1
+    only_names = all(any(is_name(k) or is_number(k) for k in span) for span in spans)
+    if only_names:
+        slots += kept_slots
+    # "this win", "these reactions": the nouns the claim keeps
+    kept_nouns = {stem(raw_lower[i + 1]) for i, w in enumerate(raw_lower[:-1])
+                  if w in _DEMONSTRATIVES and raw_lower[i + 1] not in STOPWORDS
+                  and stem(raw_lower[i + 1]) in claim_stems}
+    before = text[:text.find(sentence.strip())] if sentence.strip() and sentence.strip() in text else ""
+    before_values = {v for w in words(before) if (v := _value(w)) is not None} | {
+        w for w in words(before) if w in _DATE_WORDS}
+    need = 0
+    for span in spans:
+        names = [k for k in span if is_name(k)]
+        own_value = [k for k in span if is_number(k) and (_value(written[k][0]) in values
+                                                          or written[k][0] in sent_words)]
+        if names:
+            phrase = [written[k][1] for k in span if written[k][1][:1].isupper()]
+            if _initials(phrase) in sent_acronyms or (len(names) == 1 and written[names[0]][0] in
+                                                       sent_initials):
+                continue
+            left, right = span[0] - 1, span[-1] + 1
+            # the sentence's own name spelled out further ("Marie" + "Curie"), or a name that qualifies the
+            # sentence's own noun ("She won a prize" -> "... a Nobel prize")
+            if any(0 < j < len(written) and stems[j] is not None and stems[j] in own
+                   and written[j][1][:1].isupper() for j in (left, right)) or (
+                    right < len(written) and stems[right] is not None and stems[right] in own):
+                continue
+            need += 1
+            continue
+        for k in span:
+            if not is_number(k) or k in own_value:
+                continue
+            w = written[k][0]
+            v = _value(w) or w
+            near = any(stems[j] in kept_nouns for j in range(max(0, k - 3), min(len(written), k + 4))
+                       if stems[j] is not None)
+            if (near or _THEN.search(bare)) and v in before_values:
+                continue
+            return f"carries a number or date from other sentences: {written[k][1]}"
+    if need > slots:
+        return (f"carries a name from other sentences: {'; '.join(' '.join(r) for r in runs)} "
+                f"(the sentence refers to {slots} thing{'s' if slots != 1 else ''})")
+    return ""
 
 
 def fragment(claim: str) -> str:
