@@ -11,6 +11,10 @@ loaded machine the wall-clock rate swings with the load, while CPU seconds per c
 
     python benchmarks/logprob_cost.py --endpoint http://127.0.0.1:8400/v1 --dataset feverous-s \
         --evidence gold --limit 12 --rounds 4 --concurrency 4 --out logprob-cost.json
+
+``--top-logprobs N`` asks N alternatives per token whatever the engine (the client's own choice otherwise:
+fewer on vLLM, :func:`veracity.serving.confidence.top_logprobs_for`); each "on" round records every claim's
+confidence, so two runs with different N can be compared claim by claim.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from veracity.bench.datasets import load_dataset
 from veracity.config import Settings
 from veracity.pipeline.config import VerifierConfig
 from veracity.pipeline.engine import Engine
+import veracity.serving.client as client_module
 from veracity.serving.client import LLMClient
 
 
@@ -48,17 +53,22 @@ async def one_round(args: argparse.Namespace, claims: list, logprobs: bool) -> t
         engine = Engine(config, llm=llm)
         gate = asyncio.Semaphore(args.concurrency)
         labels: dict[str, str] = {}
+        confidences: dict[str, float | None] = {}
 
         async def run(claim) -> None:
             async with gate:
                 v = await engine.verify(claim, llm)
                 labels[claim.id] = v.label.value
+                confidences[claim.id] = v.confidence
 
         t0, s0, c0 = time.perf_counter(), cpu_s(args.server_pid), time.process_time()
         await asyncio.gather(*(run(c) for c in claims))
         wall = time.perf_counter() - t0
         cpu = {"server_cpu_s_per_claim": round((cpu_s(args.server_pid) - s0) / len(claims), 3),
                "client_cpu_s_per_claim": round((time.process_time() - c0) / len(claims), 3)}
+        if logprobs:
+            cpu["confidences"] = confidences
+            cpu["masks_first"] = llm.masks_first
         engine.close()
     return len(claims) / wall * 60.0, labels, cpu
 
@@ -81,8 +91,13 @@ async def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--server-pid", type=int, default=None,
                     help="a local llama-server's pid: also count its CPU")
+    ap.add_argument("--top-logprobs", type=int, default=None,
+                    help="alternatives asked per token (default: the client's choice for the engine)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    if args.top_logprobs is not None:
+        forced = args.top_logprobs
+        client_module.top_logprobs_for = lambda values, masks_first: forced
     ds = load_dataset(args.dataset, None, limit=args.limit, seed=args.seed, evidence=args.evidence,
                       sample="balanced")
     claims = [c for c, _ in ds.claims]
@@ -107,7 +122,8 @@ async def main() -> None:
     # on the round)
     same = sum(1 for pairs in seen.values() if len({label for _, label in pairs}) == 1)
     on, off = statistics.median(rates[True]), statistics.median(rates[False])
-    summary = {"claims": len(claims), "warmup_rounds": args.warmup, "median_on": round(on, 3),
+    summary = {"claims": len(claims), "warmup_rounds": args.warmup, "top_logprobs": args.top_logprobs,
+               "median_on": round(on, 3),
                "median_off": round(off, 3), "ratio_on_over_off": round(on / off, 4),
                "cpu_s_per_claim_on": round(statistics.median(cpus[True]), 3),
                "cpu_s_per_claim_off": round(statistics.median(cpus[False]), 3),

@@ -97,13 +97,15 @@ class Endpoint:
     """An OpenAI-compatible endpoint that answers every completion with REPLY and, when asked, its
     logprobs."""
 
-    def __init__(self, with_logprobs: bool = True):
+    def __init__(self, with_logprobs: bool = True, owned_by: str | None = None):
         self.with_logprobs = with_logprobs
+        self.owned_by = owned_by
         self.bodies: list[dict] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/models"):
-            return httpx.Response(200, json={"data": [{"id": "m"}]})
+            entry = {"id": "m"} if self.owned_by is None else {"id": "m", "owned_by": self.owned_by}
+            return httpx.Response(200, json={"data": [entry]})
         body = json.loads(request.content)
         self.bodies.append(body)
         choice = {"message": {"content": REPLY}, "finish_reason": "stop"}
@@ -132,6 +134,24 @@ def test_the_client_asks_for_logprobs_only_for_a_deciding_field_and_changes_noth
     assert recs[0].label_probs is None
     assert recs[1].label_probs["probs"]["SUPPORTED"] == pytest.approx(expected_supported())
     assert said == []
+
+
+@pytest.mark.parametrize("owned_by, asked", [("vllm", 5), ("llamacpp", TOP_LOGPROBS), (None, TOP_LOGPROBS)])
+def test_vllm_which_masks_before_its_logprobs_is_asked_for_fewer_alternatives(owned_by, asked):
+    # vLLM lists only allowed tokens at the label's position: the three values plus two spare tokenisations;
+    # llama-server (and an engine that does not say) lists the model's own top tokens: ten
+    server = Endpoint(owned_by=owned_by)
+
+    async def go():
+        async with LLMClient("http://fake:1", "m", transport=httpx.MockTransport(server)) as llm:
+            with usage_scope() as recs:
+                await llm.generate([{"role": "user", "content": "x"}], Judged, role="r",
+                                   confidence_field="label")
+        return recs, llm.masks_first
+
+    recs, masks_first = asyncio.run(go())
+    assert server.bodies[0]["top_logprobs"] == asked and masks_first is (owned_by == "vllm")
+    assert recs[0].label_probs["probs"]["SUPPORTED"] == pytest.approx(expected_supported())
 
 
 def test_an_endpoint_without_logprobs_gives_null_and_says_so_once():

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from veracity.config import split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
-from veracity.serving.confidence import TOP_LOGPROBS, allowed_values, label_probs
+from veracity.serving.confidence import allowed_values, label_probs, top_logprobs_for
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import response_format_for, schema_fingerprint
 
@@ -206,6 +206,9 @@ class LLMClient:
         # deciding roles ask for token logprobs (their label's confidence); False never asks
         self.logprobs = logprobs
         self._said_no_logprobs = False
+        # who serves each endpoint (its /models entries' ``owned_by``): vLLM ("vllm") reports logprobs after
+        # the schema's mask, so its deciding calls ask for fewer alternatives (confidence.top_logprobs_for)
+        self._owners: dict[str, set[str]] = {}
         # a reply is awaited at least max_tokens / min_tokens_per_s seconds: a long structured reply that
         # decodes slowly in a full batch on a CPU server is not cut off by the flat timeout
         self.min_tokens_per_s = min_tokens_per_s
@@ -264,12 +267,22 @@ class LLMClient:
                 hint="check that it is an OpenAI-compatible server and that --api-key is right",
             )
         try:
-            return [m["id"] for m in resp.json().get("data", [])]
+            entries = resp.json().get("data", [])
+            names = [m["id"] for m in entries]
+            self._owners[url] = {str(m.get("owned_by")) for m in entries}
+            return names
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EndpointError(
                 f"endpoint {url} did not return an OpenAI model list",
                 hint="point --endpoint at an OpenAI-compatible server (vLLM: http://HOST:PORT/v1)",
             ) from exc
+
+    @property
+    def masks_first(self) -> bool:
+        """Every endpoint of the pool is a vLLM server (whose logprobs come after the schema's mask), as
+        its GET /models said; False while any is unknown or another engine."""
+        urls = [m.url for m in self.pool.members]
+        return all(self._owners.get(u) == {"vllm"} for u in urls)
 
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""
@@ -413,7 +426,7 @@ class LLMClient:
             }
             if values:  # reported only: the engine samples exactly as without them
                 body["logprobs"] = True
-                body["top_logprobs"] = TOP_LOGPROBS
+                body["top_logprobs"] = top_logprobs_for(values, self.masks_first)
             if vtry > 0:  # a truncated reply: give it room
                 body["max_tokens"] = params["max_tokens"] * 2
             t0 = time.perf_counter()

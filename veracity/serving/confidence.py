@@ -32,6 +32,16 @@ from typing import Any
 from pydantic import BaseModel
 
 TOP_LOGPROBS = 10  # alternatives asked per token: enough for every allowed label value and a few more
+# an engine that reports its logprobs after the schema's mask (vLLM) lists only allowed tokens at the label's
+# divergence point: one alternative per allowed value and two spare for a value's other tokenisations are
+# enough there, and every alternative asked is Python work per generated token in vLLM's output path
+MASKED_SPARE = 2
+
+
+def top_logprobs_for(values: tuple[str, ...], masks_first: bool) -> int:
+    """How many alternatives per token to ask for a label with ``values``: fewer on an engine whose
+    logprobs come after the schema's mask (``masks_first``), :data:`TOP_LOGPROBS` otherwise."""
+    return min(TOP_LOGPROBS, len(values) + MASKED_SPARE) if masks_first else TOP_LOGPROBS
 
 _WS = " \t\n\r"
 
