@@ -149,8 +149,21 @@ def test_replay_applies_todays_model_free_rules_to_stored_rows():
     assert [s["extracted"] for s in new[0]["sentences"]] == [
         [gold[0]], ["The race was won by driver Bill Thompson."], []]
     assert counts == {"sentences_ruled_out": 1, "claims_of_ruled_sentences": 1, "guard_dropped": 1,
-                      "near_duplicates": 1, "sentence_as_claim": 0, "would_reask_reference": 1}
+                      "split_claims": 0, "near_duplicates": 1, "sentence_as_claim": 0,
+                      "would_reask_reference": 1}
     before = check_eval.score_decomposition(rows, exact, 0.75, 0)
     after = check_eval.score_decomposition(new, exact, 0.75, 0)
     assert before["precision"]["value"] == pytest.approx(1 / 5)
     assert after["precision"]["value"] == pytest.approx(1 / 2) and after["n_extracted_claims"] == 2
+
+
+def test_replay_splits_a_claim_left_as_its_sentence():
+    """The model-free split of veracity.check.split is replayed too (seed 765's surfboard sentence)."""
+    fins = "The fins, which help control the board in the water, are typically made of plastic or fiberglass."
+    rows = [{"id": "fcgpt-0", "splitter_exact": 1, "fallbacks": 0, "sentences": [
+        {"text": fins, "claims": ["The fins help control the board in the water."], "categories": ["factual"],
+         "extracted": [fins], "predicted_categories": []}]}]
+    new, counts = check_eval.replay_rows(rows, {"fcgpt-0": fins})
+    assert new[0]["sentences"][0]["extracted"] == ["The fins help control the board in the water.",
+                                                   "The fins are typically made of plastic or fiberglass."]
+    assert counts["split_claims"] == 1

@@ -394,3 +394,25 @@ def test_a_name_from_another_sentence_fails_unless_the_sentence_refers_to_someth
     assert check_claim("According to the National Institutes of Health, adult women need 310-320mg of "
                        "magnesium a day.", "According to the NIH, adult women need 310-320mg of magnesium a "
                        "day.", nih + " The National Institutes of Health (NIH) is a US agency.").ok
+
+
+def test_a_program_disclaimer_with_its_cutoff_date_and_a_pointer_to_sources_hold_no_claim():
+    from veracity.check.opinions import sentence_rule
+    # seed 765's sentences (the hand-read's disclaimer, and a sentence sending the reader elsewhere)
+    assert sentence_rule("As an AI language model, I do not have access to current information and news "
+                         "beyond my knowledge cutoff in September 2021, and I don't have specific knowledge "
+                         "of individuals and their work unless they are widely recognized.") == (
+        "not_a_claim", "the writer speaks of itself")
+    assert sentence_rule("For the most up-to-date and accurate information on China's gold medal count in "
+                         "the Olympic Games, I recommend referring to official Olympic websites or reputable "
+                         "sports news sources.") == ("not_a_claim", "refers the reader to other sources")
+    for fact in ("As of my knowledge cutoff in September 2021, Blackpink has released four albums.",
+                 "As an AI language model, I cannot browse, but the Eiffel Tower is 330 m tall.",
+                 "I recommend visiting the Louvre, which holds the Mona Lisa."):
+        assert sentence_rule(fact) is None, fact
+    # a list's introduction is not a claim of the sentence before it (seed 765, run B)
+    v = check_claim("The four female presidents were:", "There have been only four female presidents of the "
+                    "United States, so it is difficult to determine an average height for this group.",
+                    "There have been only four female presidents of the United States, so it is difficult to "
+                    "determine an average height for this group. The four female presidents were: 1.Abigail")
+    assert not v.ok and v.reason == "is not a full sentence (ends with ':')", v

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from veracity.check.guard import (check_claim, replaces, unresolved_description, unresolved_reference,
                                   without_near_duplicates)
 from veracity.check.opinions import opinion_rule, sentence_rule
+from veracity.check.split import split_claims
 from veracity.check.roles import (MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams,
                                   guard_retry_prompt)
 from veracity.pipeline.methods.base import MethodContext
@@ -230,14 +231,17 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
                 elif not v.ok and c not in failing:
                     lost.append({"sentence": sentence.index, "claim": c, "reason": v.reason})
         lost = [{"sentence": sentence.index, "claim": c, "reason": r} for c, r in failing.items()] + lost
+    # a claim left as its sentence (a list's number, a citation, "While A, B") split without a model
+    kept = split_claims(kept, sentence.text, text)
     kept, repeated = without_near_duplicates(kept)
     lost += [{"sentence": sentence.index, "claim": c, "reason": "repeats another claim of the sentence"}
              for c in repeated]
     if failing or unresolved or repeated:
         trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost],
                     kept=kept)
-    # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does)
+    # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does), split
+    # as a claim would be
     if not kept:
-        kept = [" ".join(sentence.text.split())]
+        kept = split_claims([" ".join(sentence.text.split())], sentence.text, text)
         trace.event(GUARD_SENTENCE_EVENT, sentence=sentence.index)
     return kept[:MAX_CLAIMS_PER_SENTENCE], lost

@@ -307,6 +307,8 @@ def fragment(claim: str) -> str:
         return f"is not a full sentence (no verb after {m.group(1)!r})"
     if len(words(claim)) < MIN_CLAIM_WORDS:
         return "is not a full sentence (too short)"
+    if claim.rstrip().endswith(":"):  # "The four female presidents were:" (a list's introduction)
+        return "is not a full sentence (ends with ':')"
     return ""
 
 

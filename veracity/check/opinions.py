@@ -131,6 +131,14 @@ _SELF = re.compile(r"\bas an? (?:ai|artificial intelligence|(?:ai |large )?langu
 _TO_READER = re.compile(r"^\W*(?:if you\b[^,]*,\s*)?you (?:can|could|should|may|might|must|need to|have to|"
                         r"will need to|'ll need to|will want to)\b", re.IGNORECASE)
 _ADVICE = re.compile(r"\b(?:should|shouldn't|ought to)\b", re.IGNORECASE)
+# the program's knowledge cut-off and its date ("beyond my knowledge cutoff in September 2021")
+_CUTOFF = re.compile(r"\b(?:knowledge|training data|training)\s*(?:cut-?off|update)\b[^,.;]*", re.IGNORECASE)
+_ELSEWHERE = re.compile(
+    r"\bi (?:would |'d )?(?:recommend|suggest|advise|encourage)\b[^.;]*?"
+    r"\b(?:check|checking|consult|consulting|refer|referring|contact|contacting|visit|visiting|look at|"
+    r"looking at|reach out|reaching out)\b[^.;]*?"
+    r"\b(?:sources?|websites?|official|reputable|experts?|professionals?|doctor|authorities|documentation)\b",
+    re.IGNORECASE)
 _LIST_INTRO = re.compile(r"^\W*(?:(?:sure|certainly|of course|yes|ok|okay)\W+)?here (?:are|is)\b",
                          re.IGNORECASE)
 
@@ -166,10 +174,16 @@ def sentence_rule(sentence: str) -> tuple[str, str] | None:
         return "not_a_claim", "no words"
     if text.endswith(":") and (_LIST_INTRO.match(text) or not _has_name_or_number(text)):
         return "not_a_claim", "introduces a list"
+    # "As an AI language model, I do not have access to news beyond my knowledge cutoff in September 2021":
+    # its only name and date are the program's own (seed 765's hand-read: such a disclaimer came out a claim)
+    if _SELF.search(text) and not _has_name_or_number(_CUTOFF.sub(" ", _SELF.sub(" ", text))):
+        return "not_a_claim", "the writer speaks of itself"
+    # "For the most up-to-date information ..., I recommend referring to official websites": the reader is
+    # sent elsewhere, whatever the sentence names
+    if _ELSEWHERE.search(text):
+        return "not_a_claim", "refers the reader to other sources"
     if _has_name_or_number(text):
         return None
-    if _SELF.search(text):
-        return "not_a_claim", "the writer speaks of itself"
     verb = _instruction(text)
     if verb:
         return "not_a_claim", f"an instruction ({verb!r})"

@@ -1,0 +1,67 @@
+"""Claims the extractor left as their sentence, split without a model (veracity.check.split; issue 44
+point 1). The sentences are seed 765's and seed 11's (development data, BENCHMARKS.md)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.unit.scripted_llm import ScriptedLLM
+from veracity.check.split import clean, split_claim, split_claims
+
+PIG = ("So, while a pig has 38 chromosomes in each of its cells, there are no chromosomes in a pork chop "
+       "that you might buy at the grocery store or order at a restaurant.")
+STARS = ("This may seem like a small number, but keep in mind that the Milky Way is a vast galaxy with "
+         "billions of stars, so even a small number of new stars added each year can add up quickly.")
+FINS = "The fins, which help control the board in the water, are typically made of plastic or fiberglass."
+SANK = ("It sank a total of 42 ships during its service, but was eventually sunk by the British submarine "
+        "E22 on August 4, 1915, with the loss of all hands.")
+
+
+def test_a_concessive_clause_a_subject_relative_and_two_main_clauses_are_claims_of_their_own():
+    assert split_claim(PIG) == ["A pig has 38 chromosomes in each of its cells.",
+                                "There are no chromosomes in a pork chop that you might buy at the grocery "
+                                "store or order at a restaurant."]
+    assert split_claim(FINS) == ["The fins help control the board in the water.",
+                                 "The fins are typically made of plastic or fiberglass."]
+    assert split_claim(STARS) == ["This may seem like a small number.",
+                                  "The Milky Way is a vast galaxy with billions of stars.",
+                                  "Even a small number of new stars added each year can add up quickly."]
+
+
+def test_what_would_not_be_a_sentence_is_left_whole():
+    assert split_claim(SANK) == [SANK]  # "was eventually sunk ..." has no subject of its own
+    assert split_claim("While in Paris, he met Sartre.") == ["While in Paris, he met Sartre."]
+    assert split_claim("A surfboard is made of foam, fiberglass, and resin.") == [
+        "A surfboard is made of foam, fiberglass, and resin."]
+
+
+def test_list_numbers_citations_markers_and_a_titles_dash_are_cleaned():
+    assert clean("According to the original LLaMa paper (https://arxiv.org/abs/2012.15730), the largest "
+                 "version of LLaMa trained by the authors has 4.5 billion parameters.") == (
+        "According to the original LLaMa paper, the largest version of LLaMa trained by the authors has 4.5 "
+        "billion parameters.")
+    assert clean('2. “Square Two" (2016) - This is their second single album, featuring the songs "Playing '
+                 'with Fire" and "Stay."') == ('“Square Two" (2016) is their second single album, featuring '
+                                               'the songs "Playing with Fire" and "Stay."')
+    assert clean("However, it's important to note that medal counts can change with each edition of the "
+                 "Olympic Games.") == "Medal counts can change with each edition of the Olympic Games."
+    assert clean("Water boils at 100 degrees [3].") == "Water boils at 100 degrees."
+
+
+def test_pieces_are_read_against_the_sentence_guard():
+    text = "A pig is an animal. " + PIG
+    assert split_claims([PIG], PIG, text) == split_claim(PIG)
+    # a piece the guard refuses is left out; a claim none of whose pieces passes is kept as it was
+    assert split_claims(["Marie Curie was born in Warsaw."], PIG, text) == ["Marie Curie was born in Warsaw."]
+
+
+def test_the_extractors_whole_sentence_is_split_in_check(tmp_path):
+    from veracity.check.extract import Sentence, claims_in_sentence
+    from veracity.pipeline.methods.base import MethodContext
+    from veracity.pipeline.types import Trace
+
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": [FINS]}})
+    trace = Trace()
+    ctx = MethodContext(llm=llm, tools=None, trace=trace, params=None, seed=None, claim_id="x")
+    kept, lost = asyncio.run(claims_in_sentence(ctx, FINS, Sentence(1, 0, len(FINS), FINS), trace))
+    assert kept == split_claim(FINS) and lost == []
