@@ -39,11 +39,12 @@ response (``factcheck_bench/Factbench.jsonl``):
 replay (no model; development only): a decomposition run's kept rows (``OUT.rows.jsonl``) re-read with
 today's model-free rules — a sentence :func:`~veracity.check.opinions.sentence_rule` sorts out gets no claim,
 the sentence guard's :func:`~veracity.check.guard.check_claim` and near-duplicate rule applied to the claims
-as extracted (a failing claim dropped: its re-ask cannot be replayed without the model), a claim left as its
-sentence split by :func:`~veracity.check.split.split_claims`, a sentence left with none checked as itself —
-and scored as ``decomposition`` is; it also counts the claims today's extractor
-would re-ask for a pronoun or a short description. It says what the rules alone do to rows already looked
-at; a fresh seed is the measurement::
+as extracted (a failing claim dropped: its re-ask cannot be replayed without the model), a leading pronoun
+named by :func:`~veracity.check.split.resolve_references` (what check does with one its re-ask left), a
+claim left as its sentence split by :func:`~veracity.check.split.split_claims`, a sentence left with none
+checked as itself — and scored as ``decomposition`` is; it also counts the claims today's extractor would
+re-ask for a pronoun or a short description. It says what the rules alone do to rows already looked at; a
+fresh seed is the measurement::
 
     python benchmarks/check_eval.py replay --rows runs/check-eval/decomposition-s11.rows.jsonl --seed 11
 
@@ -280,10 +281,11 @@ def replay_rows(rows: list[dict[str, Any]], texts: dict[str, str]) -> tuple[list
                                       without_near_duplicates)
     from veracity.check.opinions import sentence_rule
     from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE
-    from veracity.check.split import split_claims
+    from veracity.check.split import resolve_references, split_claims
 
     counts = {"sentences_ruled_out": 0, "claims_of_ruled_sentences": 0, "guard_dropped": 0,
-              "split_claims": 0, "near_duplicates": 0, "sentence_as_claim": 0, "would_reask_reference": 0}
+              "references_named": 0, "split_claims": 0, "near_duplicates": 0, "sentence_as_claim": 0,
+              "would_reask_reference": 0}
     out = []
     for row in rows:
         text = texts[row["id"]]
@@ -296,8 +298,11 @@ def replay_rows(rows: list[dict[str, Any]], texts: dict[str, str]) -> tuple[list
                 continue
             kept = [c for c in s["extracted"] if check_claim(c, s["text"], text).ok]
             counts["guard_dropped"] += len(s["extracted"]) - len(kept)
-            n = len(kept)
-            kept = split_claims(kept, s["text"], text)
+            before = text_before(text, Sentence(0, 0, 0, s["text"]))
+            resolved = resolve_references(kept, s["text"], text, before)
+            counts["references_named"] += sum(1 for a, b in zip(kept, resolved, strict=True) if a != b)
+            n = len(resolved)
+            kept = split_claims(resolved, s["text"], text)
             counts["split_claims"] += len(kept) - n
             kept, dup = without_near_duplicates(kept)
             counts["near_duplicates"] += len(dup)
@@ -305,7 +310,6 @@ def replay_rows(rows: list[dict[str, Any]], texts: dict[str, str]) -> tuple[list
                 kept = split_claims([" ".join(s["text"].split())], s["text"], text)
                 counts["sentence_as_claim"] += 1
             kept = kept[:MAX_CLAIMS_PER_SENTENCE]
-            before = text_before(text, Sentence(0, 0, 0, s["text"]))
             counts["would_reask_reference"] += sum(1 for c in kept if unresolved_reference(c)
                                                    or unresolved_description(c, before))
             sentences.append({**s, "extracted": kept})

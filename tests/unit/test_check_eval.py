@@ -149,7 +149,7 @@ def test_replay_applies_todays_model_free_rules_to_stored_rows():
     assert [s["extracted"] for s in new[0]["sentences"]] == [
         [gold[0]], ["The race was won by driver Bill Thompson."], []]
     assert counts == {"sentences_ruled_out": 1, "claims_of_ruled_sentences": 1, "guard_dropped": 1,
-                      "split_claims": 0, "near_duplicates": 1, "sentence_as_claim": 0,
+                      "references_named": 0, "split_claims": 0, "near_duplicates": 1, "sentence_as_claim": 0,
                       "would_reask_reference": 1}
     before = check_eval.score_decomposition(rows, exact, 0.75, 0)
     after = check_eval.score_decomposition(new, exact, 0.75, 0)

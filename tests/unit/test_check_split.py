@@ -65,3 +65,45 @@ def test_the_extractors_whole_sentence_is_split_in_check(tmp_path):
     ctx = MethodContext(llm=llm, tools=None, trace=trace, params=None, seed=None, claim_id="x")
     kept, lost = asyncio.run(claims_in_sentence(ctx, FINS, Sentence(1, 0, len(FINS), FINS), trace))
     assert kept == split_claim(FINS) and lost == []
+
+
+def test_a_leading_pronoun_is_named_from_the_subject_the_text_gives_it():
+    from veracity.check.split import resolve_reference, resolve_references
+
+    # seed 11's sentences: the sentence before names the referent, or the sentence's own first clause does
+    arg = "Argentina has won the FIFA world cup once. "
+    won = "They won the tournament in 1986, when they defeated West Germany in the final."
+    assert resolve_reference("They won the tournament in 1986.", won, arg) == (
+        "Argentina won the tournament in 1986.")
+    gp = "The 1932 Australian Grand Prix was a motorsport race held on a dirt track circuit. "
+    laps = "It was contested over a distance of 40 laps, totaling 160 miles (257.5 km)."
+    assert resolve_reference("It was contested over a distance of 40 laps.", laps, gp) == (
+        "The 1932 Australian Grand Prix was contested over a distance of 40 laps.")
+    assert resolve_reference("They are produced through the expression of specific genes.",
+                             "Different types of proteins are necessary for different functions in the body, "
+                             "and they are produced through the expression of specific genes.", "") == (
+        "Different types of proteins are produced through the expression of specific genes.")
+    # seed 765: a possessive, two sentences back (the sentence before starts with "She")
+    arts = ("Dr. Marloes Arts is a social anthropologist. She has published several papers and articles on "
+            "these topics. ")
+    sentence = "Her research has been influential in shaping academic and policy discussions."
+    assert resolve_references([sentence], sentence, arts + sentence, arts) == [
+        "Dr. Marloes Arts' research has been influential in shaping academic and policy discussions."]
+    # nothing to name: an expletive "it", a subject that does not agree, a description for "he"
+    assert resolve_reference("It is difficult to determine an average height for this group.",
+                             "It is difficult to determine an average height for this group.", arg) == ""
+    assert resolve_reference("They allow for abstraction of infrastructure resources.",
+                             "They allow for abstraction of infrastructure resources.",
+                             "The purpose of using Terraform modules is to create configurations. ") == ""
+    assert resolve_reference("He won the race.", "He won the race.", "The driver was fast. ") == ""
+
+
+def test_a_gold_sentence_edited_by_its_annotators_is_found_in_its_text():
+    from veracity.check.extract import Sentence, text_before
+
+    text = ("The 1932 Australian Grand Prix was a motorsport race. It was contested over a distance of 40 "
+            "laps, totaling 160 miles (257.5 km), and was a handicap race.")
+    # Factcheck-Bench's sentence is the response's, cut by the annotators: not a substring of the text
+    edited = "It was contested over a distance of 40 laps, totaling 160 miles (257.5 km)."
+    assert text_before(text, Sentence(2, 0, 0, edited)) == text[:text.index("It was")]
+    assert text_before(text, Sentence(2, 0, 0, "Nothing of the kind is said here at all.")) == ""

@@ -16,10 +16,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from veracity.check.guard import (check_claim, replaces, unresolved_description, unresolved_reference,
+from veracity.check.guard import (check_claim, replaces, where, unresolved_description, unresolved_reference,
                                   without_near_duplicates)
 from veracity.check.opinions import opinion_rule, sentence_rule
-from veracity.check.split import split_claims
+from veracity.check.split import resolve_references, split_claims
 from veracity.check.roles import (MAX_CLAIMS_PER_SENTENCE, EXTRACTOR, WORTHINESS, CheckParams,
                                   guard_retry_prompt)
 from veracity.pipeline.methods.base import MethodContext
@@ -175,8 +175,7 @@ def text_before(text: str, sentence: Sentence) -> str:
     sentence given without offsets); "" when they do not."""
     if sentence.end > sentence.start:
         return text[:sentence.start]
-    at = text.find(sentence.text.strip())
-    return text[:at] if at > 0 else ""
+    return text[:where(sentence.text, text)]
 
 
 def _unique(claims: list[str]) -> list[str]:
@@ -189,7 +188,9 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     once (the failures named, in the same conversation), and whatever still fails is dropped (returned as
     ``{"sentence", "claim", "reason"}``). A claim that starts with a pronoun, or with a short description of
     something the text named before ("The race was ..."), is re-asked with the others and kept when the
-    re-ask gives no claim that replaces it; near-duplicates are dropped and counted. A sentence left with no
+    re-ask gives no claim that replaces it (a pronoun then named from the text where its subject agrees,
+    :mod:`veracity.check.split`, which also splits a claim left as its sentence); near-duplicates are dropped
+    and counted. A sentence left with no
     claim is checked as itself. A sentence that as a whole states nothing to check
     (:func:`~veracity.check.opinions.sentence_rule`) gets no claim and no model call: ``([], [])``."""
     ruled = sentence_rule(sentence.text)
@@ -231,8 +232,9 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
                 elif not v.ok and c not in failing:
                     lost.append({"sentence": sentence.index, "claim": c, "reason": v.reason})
         lost = [{"sentence": sentence.index, "claim": c, "reason": r} for c, r in failing.items()] + lost
-    # a claim left as its sentence (a list's number, a citation, "While A, B") split without a model
-    kept = split_claims(kept, sentence.text, text)
+    # a pronoun the re-ask left named from the text, and a claim left as its sentence (a list's number, a
+    # citation, "While A, B") split, both without a model
+    kept = split_claims(resolve_references(kept, sentence.text, text, before), sentence.text, text)
     kept, repeated = without_near_duplicates(kept)
     lost += [{"sentence": sentence.index, "claim": c, "reason": "repeats another claim of the sentence"}
              for c in repeated]

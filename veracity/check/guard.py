@@ -255,7 +255,7 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
     kept_nouns = {stem(raw_lower[i + 1]) for i, w in enumerate(raw_lower[:-1])
                   if w in _DEMONSTRATIVES and raw_lower[i + 1] not in STOPWORDS
                   and stem(raw_lower[i + 1]) in claim_stems}
-    before = text[:text.find(sentence.strip())] if sentence.strip() and sentence.strip() in text else ""
+    before = text[:where(sentence, text)]
     before_values = {v for w in words(before) if (v := _value(w)) is not None} | {
         w for w in words(before) if w in _DATE_WORDS}
     need = 0
@@ -291,6 +291,25 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
         return (f"carries a name from other sentences: {'; '.join(' '.join(r) for r in runs)} "
                 f"(the sentence refers to {slots} thing{'s' if slots != 1 else ''})")
     return ""
+
+
+def where(sentence: str, text: str) -> int:
+    """Where ``sentence`` starts in ``text``: its first occurrence, else (a sentence given apart from the
+    text, such as an annotator's edited copy in Factcheck-Bench) the start of the text's sentence sharing most
+    of its words, at least half; 0 when none does."""
+    at = text.find(sentence.strip()) if sentence.strip() else -1
+    if at >= 0:
+        return at
+    from veracity.pipeline.methods.zofia.keywords import split_sentences
+
+    mine = set(words(sentence))
+    best, start = 0.0, 0
+    for s, _, t in split_sentences(text):
+        theirs = set(words(t))
+        overlap = len(mine & theirs) / max(1, len(mine | theirs))
+        if overlap > best:
+            best, start = overlap, s
+    return start if best >= 0.5 else 0
 
 
 def fragment(claim: str) -> str:

@@ -21,6 +21,11 @@ together matches one gold claim at best (seed 765's hand-read: 5 of 30 claims we
 Every piece must be a sentence (:func:`~veracity.check.guard.fragment` finds nothing to object to), else the
 claim is only cleaned (markers and citations off) and kept whole. The pieces are the claim's own words, so
 they stay in its sentence; the caller still reads each against the sentence guard.
+
+:func:`resolve_reference` names a pronoun a claim still starts with after the guard's re-ask ("They won the
+tournament in 1986." after "Argentina has won the FIFA world cup once."): the subject of the sentence's own
+first clause, or of the nearest sentence before that does not itself start with a pronoun, when its number
+agrees; otherwise the claim is kept as it is (issue 44: 21 of seed 11's kept claims started with a pronoun).
 """
 
 from __future__ import annotations
@@ -112,3 +117,90 @@ def split_claims(claims: list[str], sentence: str, text: str) -> list[str]:
         pieces = [p for p in split_claim(c) if check_claim(p, sentence, text).ok]
         out += pieces or [c]
     return list(dict.fromkeys(out))
+
+
+# -- a leading pronoun the re-ask left, named from the text (no model) ---------------------------------------
+_PRONOUN = re.compile(r"^(?P<p>It|They|He|She|Its|Their|His|Her)\b\s*(?P<rest>.*)$")
+_SINGULAR = frozenset("is was has does".split())
+_PLURAL = frozenset("are were have do".split())
+_MODALS = frozenset("can could will would may might must shall should".split())
+_PRONOUNS = frozenset("it they he she this these those i we you".split())
+# a sentence's opening phrase before its subject: "As a democratic politician, he served ..."
+_OPENER = re.compile(r"^(?:as|in|on|at|during|after|before|since|when|while|according to|based on|for|with|"
+                     r"by|from|unlike|like|despite|although|though|because|if)\b[^,]{0,80},\s+",
+                     re.IGNORECASE)
+_MAX_SUBJECT_WORDS = 6
+# "It is difficult to ...", "It is generally thought that ...", "It seems ...": no referent
+_EXPLETIVE = re.compile(r"^It\s+(?:is|was|seems|seemed|appears|appeared|may|might|can|could|will|would)\s+"
+                        r"(?:\w+\s+){0,3}?(?:to|that|whether|if|how|what|why|when)\b|^It\s+(?:seems|appears)\b")
+
+
+def _subject(sentence: str) -> tuple[str, str] | None:
+    """The subject of ``sentence`` and its number ("singular" / "plural" / "" when a modal hides it): the
+    words before its first auxiliary, at most :data:`_MAX_SUBJECT_WORDS`, no comma; None otherwise."""
+    s = _OPENER.sub("", clean(sentence))
+    toks = s.split()
+    for i, t in enumerate(toks[:_MAX_SUBJECT_WORDS + 1]):
+        w = t.lower()
+        if i and (w in _SINGULAR or w in _PLURAL or w in _MODALS):
+            subj = toks[:i]
+            if any(x.endswith((",", ";", ":")) or x.lower() in ("which", "that", "who") for x in subj):
+                return None
+            number = "singular" if w in _SINGULAR else "plural" if w in _PLURAL else ""
+            return " ".join(subj), number
+    return None
+
+
+def resolve_reference(claim: str, sentence: str, before: str) -> str:
+    """``claim`` with the pronoun it starts with ("It was contested over 40 laps", "Their research ...")
+    replaced by the subject the text gives it, or "" when no subject fits. The referent is the subject of the
+    sentence's own first clause when the pronoun is not the sentence's first word ("Different types of
+    proteins are necessary ..., and they are produced ..."), else the subject of the nearest sentence before
+    that does not itself start with a pronoun ("Marcus Morton was born ... He left ..."); its number must
+    agree (``It`` / ``He`` / ``She``: singular, ``They``: plural or a name, a name for ``He`` / ``She``). An
+    "It is difficult to ..." / "It is thought that ..." names nothing and is left as it is."""
+    m = _PRONOUN.match(claim.strip())
+    if not m:
+        return ""
+    p = m.group("p").lower()
+    if p == "it" and _EXPLETIVE.match(claim.strip()):
+        return ""
+    from veracity.pipeline.methods.zofia.keywords import split_sentences
+
+    first = (_OPENER.sub("", clean(sentence)).split() or [""])[0].lower()
+    candidates = [] if first == p or first in _PRONOUNS else [sentence]
+    candidates += [t for _, _, t in reversed(split_sentences(before))] if before.strip() else []
+    for cand in candidates[:4]:
+        found = _subject(cand)
+        if found is None:
+            return ""
+        subj, number = found
+        if subj.lower() in _PRONOUNS or subj.lower().split()[0] in ("this", "these", "those"):
+            if cand is sentence:
+                return ""
+            continue  # the sentence before refers too: look further back
+        plural = number == "plural" or not number and subj.endswith("s") and not subj.endswith("ss")
+        # a name: its words capitalised but for connectors ("The 1932 Australian Grand Prix", "Argentina");
+        # "they" may stand for a team or a country, "he" / "she" only for a name
+        name_like = all(w[:1].isupper() or w[:1].isdigit() or w.lower() in ("of", "the", "and", "de")
+                        for w in subj.split())
+        if p in ("they", "their") and not (plural or name_like):
+            return ""
+        if p in ("it", "its") and plural or p in ("he", "his", "she", "her") and (plural or not name_like):
+            return ""
+        name = subj
+        if p in ("its", "their", "his", "her"):
+            name = name + ("'" if name.endswith("s") else "'s")
+        rest = m.group("rest")
+        return f"{name} {rest}".strip()
+    return ""
+
+
+def resolve_references(claims: list[str], sentence: str, text: str, before: str) -> list[str]:
+    """``claims`` with each leading pronoun :func:`resolve_reference` can name replaced, where the result
+    passes the sentence guard; the others as they are."""
+    out = []
+    for c in claims:
+        r = resolve_reference(c, sentence, before)
+        out.append(r if r and check_claim(r, sentence, text).ok else c)
+    return out
