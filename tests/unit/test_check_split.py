@@ -31,8 +31,22 @@ def test_a_concessive_clause_a_subject_relative_and_two_main_clauses_are_claims_
 def test_what_would_not_be_a_sentence_is_left_whole():
     assert split_claim(SANK) == [SANK]  # "was eventually sunk ..." has no subject of its own
     assert split_claim("While in Paris, he met Sartre.") == ["While in Paris, he met Sartre."]
-    assert split_claim("A surfboard is made of foam, fiberglass, and resin.") == [
-        "A surfboard is made of foam, fiberglass, and resin."]
+    # a list inside the claim, or of long items, is not split
+    assert split_claim("Firms advertise to provide information about product features, benefits, and "
+                       "availability, and to create brand loyalty.") == [
+        "Firms advertise to provide information about product features, benefits, and availability, and to "
+        "create brand loyalty."]
+
+
+def test_a_list_that_ends_the_claim_is_one_claim_per_item():
+    # seed 11's sentences, which the annotators split item by item
+    assert split_claim("Bristly Bellflowers are typically found in the temperate regions of Europe, Asia, "
+                       "and North America.") == [
+        "Bristly Bellflowers are typically found in the temperate regions of Europe.",
+        "Bristly Bellflowers are typically found in the temperate regions of Asia.",
+        "Bristly Bellflowers are typically found in the temperate regions of North America."]
+    found = split_claim("Bristly Bellflowers are found in fields, meadows, forests, and along roadsides.")
+    assert found[-1] == "Bristly Bellflowers are found along roadsides."  # the item's own preposition
 
 
 def test_list_numbers_citations_markers_and_a_titles_dash_are_cleaned():

@@ -14,6 +14,9 @@ together matches one gold claim at best (seed 765's hand-read: 5 of 30 claims we
 - a concessive clause is a claim of its own: "While A, B." -> "A." and "B." (also "Although", "Whereas");
 - a non-restrictive relative clause on the subject is one: "The fins, which help control the board, are made
   of plastic." -> "The fins help control the board." and "The fins are made of plastic.";
+- a list of three or more short items that ends the claim is one claim per item ("... found in the temperate
+  regions of Europe, Asia, and North America": the annotators' and the extractor prompt's own rule, which the
+  1.5B often leaves undone);
 - two main clauses joined by ", but" or ", so" are two claims when the second has a subject of its own
   ("..., so even a small number of new stars can add up quickly"); "It sank 42 ships, but was sunk ..." is
   left whole.
@@ -49,6 +52,14 @@ _AUX = (r"(?:is|are|was|were|has|have|had|can|could|will|would|may|might|must|do
         r"became|becomes?)")
 _SUBJECT_RELATIVE = re.compile(r"^(?P<subj>(?:The|A|An|Some|Many|Most|[A-Z][\w'’-]*)(?:\s+[\w'’-]+){0,5}),\s+"
                                r"(?:which|who)\s+(?P<rel>[^,]+),\s+(?P<rest>" + _AUX + r"\b.+)$")
+# a list of three or more short items that ends the claim: "... found in the temperate regions of Europe,
+# Asia, and North America" (Factcheck-Bench's annotators write one claim per item)
+_PREPOSITIONS = frozenset("in of on at for with by from to into along across near through under over "
+                          "as".split())
+_ITEM = r"(?:[\w'’-]+\s){0,3}[\w'’-]+"
+_LIST_LEAD = r"(?:in|of|on|at|for|with|by|from|to|along|as|including|like|are|is|was|were|include|includes)"
+_FINAL_LIST = re.compile(r"^(?P<pre>.+\b" + _LIST_LEAD + r"\s)(?P<items>" + _ITEM + r"(?:,\s" + _ITEM
+                         + r")+),?\s(?:and|or)\s(?P<last>" + _ITEM + r")$")
 _CLAUSES = re.compile(r",\s+(?:but|so)\s+(?=\S)")
 # what a main clause may open with: a determiner, a pronoun, a quantifier, a name or a number
 _SUBJECT_START = re.compile(r"^(?:the|a|an|this|these|those|that|it|its|they|their|he|his|she|her|there|some|"
@@ -85,6 +96,19 @@ def _pieces(c: str) -> list[str]:
     if m:
         subj = m.group("subj")
         return [f"{subj} {m.group('rel')}", f"{subj} {m.group('rest')}"]
+    m = _FINAL_LIST.match(c)
+    if m:
+        items = [x.strip() for x in m.group("items").split(",") if x.strip()] + [m.group("last").strip()]
+        pre = m.group("pre")
+        out = []
+        for it in items:
+            first = it.split()[0].lower()
+            # "found in fields, ... and along roadsides": the item's own preposition replaces the list's
+            if first in _PREPOSITIONS and pre.split()[-1].lower() in _PREPOSITIONS:
+                out.append(pre.rsplit(None, 1)[0] + " " + it)
+            else:
+                out.append(pre + it)
+        return out
     parts = _CLAUSES.split(c)
     if len(parts) > 1 and all(_SUBJECT_START.match(p.strip()) or _NOTE.match(p.strip()) for p in parts[1:]):
         return parts
