@@ -416,3 +416,20 @@ def test_a_program_disclaimer_with_its_cutoff_date_and_a_pointer_to_sources_hold
                     "There have been only four female presidents of the United States, so it is difficult to "
                     "determine an average height for this group. The four female presidents were: 1.Abigail")
     assert not v.ok and v.reason == "is not a full sentence (ends with ':')", v
+
+
+def test_words_found_only_in_later_sentences_are_a_later_sentences_claim():
+    # seed 765, run B, replayed: the hand-read's one copy (the sentence after says "It is also known as ...")
+    text = ("The most common air or gas mixture used in recreational scuba diving is compressed air, which "
+            "consists of approximately 21% oxygen and 79% nitrogen. It is also known as standard air or "
+            "atmospheric air.")
+    sentence = text.split(". ")[0] + "."
+    v = check_claim("Compressed air is also known as standard air or atmospheric air.", sentence, text)
+    assert not v.ok and v.reason == "carries words from later sentences: standard, atmospheric", v
+    assert check_claim("Compressed air consists of approximately 21% oxygen and 79% nitrogen.", sentence,
+                       text).ok
+    # one later word may be the sentence's own in another form ("controlled" / "control", seed 765)
+    stars = ("These elements and processes are controlled by the laws of physics and chemistry. Different "
+             "genes control the production of proteins.")
+    assert check_claim("The laws of physics and chemistry control these elements and processes.",
+                       stars.split(". ")[0] + ".", stars).ok

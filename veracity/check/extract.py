@@ -175,7 +175,8 @@ def text_before(text: str, sentence: Sentence) -> str:
     sentence given without offsets); "" when they do not."""
     if sentence.end > sentence.start:
         return text[:sentence.start]
-    return text[:where(sentence.text, text)]
+    at = where(sentence.text, text)
+    return text[:at] if at > 0 else ""
 
 
 def _unique(claims: list[str]) -> list[str]:

@@ -151,6 +151,18 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
                                  spans=runs, written=written, stems=stems, own=own)
     if why:
         return Verdict(False, why, tuple(dict.fromkeys(foreign)))
+    # an antecedent comes before its reference: common words found only in the sentences after this one are a
+    # later sentence's content ("Compressed air is also known as standard air." under the sentence before the
+    # one that says so; seed 765's replayed hand-read); two or more, as one may be the sentence's own word in
+    # another form ("controlled" -> "control")
+    at = where(sentence, text)
+    seen = {stem(w) for w in words(text[:at])}
+    later = [w for (w, as_written, _), s in zip(written, stems, strict=True)
+             if s is not None and s not in own and s not in seen and not as_written[:1].isupper()
+             and not w[:1].isdigit()]
+    if at >= 0 and len(set(later)) >= 2:
+        return Verdict(False, "carries words from later sentences: " + ", ".join(dict.fromkeys(later)),
+                       tuple(dict.fromkeys(foreign)))
     return Verdict(True, "", tuple(dict.fromkeys(foreign)))
 
 
@@ -255,7 +267,8 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
     kept_nouns = {stem(raw_lower[i + 1]) for i, w in enumerate(raw_lower[:-1])
                   if w in _DEMONSTRATIVES and raw_lower[i + 1] not in STOPWORDS
                   and stem(raw_lower[i + 1]) in claim_stems}
-    before = text[:where(sentence, text)]
+    at = where(sentence, text)
+    before = text[:at] if at >= 0 else ""
     before_values = {v for w in words(before) if (v := _value(w)) is not None} | {
         w for w in words(before) if w in _DATE_WORDS}
     need = 0
@@ -295,21 +308,20 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
 
 def where(sentence: str, text: str) -> int:
     """Where ``sentence`` starts in ``text``: its first occurrence, else (a sentence given apart from the
-    text, such as an annotator's edited copy in Factcheck-Bench) the start of the text's sentence sharing most
-    of its words, at least half; 0 when none does."""
+    text, such as an annotator's edited copy in Factcheck-Bench) the start of the text's sentence holding most
+    of its words, at least 60 %; -1 when none does."""
     at = text.find(sentence.strip()) if sentence.strip() else -1
     if at >= 0:
         return at
     from veracity.pipeline.methods.zofia.keywords import split_sentences
 
     mine = set(words(sentence))
-    best, start = 0.0, 0
+    best, start = 0.0, -1
     for s, _, t in split_sentences(text):
-        theirs = set(words(t))
-        overlap = len(mine & theirs) / max(1, len(mine | theirs))
-        if overlap > best:
-            best, start = overlap, s
-    return start if best >= 0.5 else 0
+        share = len(mine & set(words(t))) / max(1, len(mine))
+        if share > best:
+            best, start = share, s
+    return start if best >= 0.6 else -1
 
 
 def fragment(claim: str) -> str:
