@@ -85,9 +85,9 @@ async def main() -> None:
     ap.add_argument("--limit", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--warmup", type=int, default=1,
-                    help="unmeasured rounds first (logprobs off), so every measured round meets the "
-                         "same warm prompt cache (default 1)")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="unmeasured rounds first (off, on, off, ...), so every measured round meets the "
+                         "same warm prompt cache and a server warm for both ways (default 2)")
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--server-pid", type=int, default=None,
                     help="a local llama-server's pid: also count its CPU")
@@ -105,9 +105,13 @@ async def main() -> None:
     cpus: dict[bool, list[float]] = {True: [], False: []}
     seen: dict[str, set[tuple[bool, str]]] = {c.id: set() for c in claims}
     rows = []
-    for w in range(args.warmup):  # the first round meets a cold prompt cache, the others a warm one
-        rate, _labels, _cpu = await one_round(args, claims, False)
-        print(json.dumps({"warmup": w, "claims_per_min": round(rate, 3)}), flush=True)
+    for w in range(args.warmup):
+        # the first round meets a cold prompt cache, the others a warm one; and a server's first requests with
+        # logprobs may pay a one-time cost (vLLM compiles its rank-counting kernel on the first one): warm-up
+        # rounds alternate off, on, so that both ways are warm before anything is measured
+        flag = w % 2 == 1
+        rate, _labels, _cpu = await one_round(args, claims, flag)
+        print(json.dumps({"warmup": w, "logprobs": flag, "claims_per_min": round(rate, 3)}), flush=True)
     for r in range(args.rounds):
         # on, off, then off, on: a drift in the machine's speed falls on both ways alike
         for flag in ((True, False) if r % 2 == 0 else (False, True)):
