@@ -43,8 +43,8 @@ as extracted (a failing claim dropped: its re-ask cannot be replayed without the
 named by :func:`~veracity.check.split.resolve_references` (what check does with one its re-ask left), a
 claim left as its sentence split by :func:`~veracity.check.split.split_claims`, a sentence left with none
 checked as itself — and scored as ``decomposition`` is; it also counts the claims today's extractor would
-re-ask for a pronoun or a short description. It says what the rules alone do to rows already looked at; a
-fresh seed is the measurement::
+re-ask for a pronoun or a short description; with ``--out`` the replayed rows go to ``OUT.rows.jsonl``. It
+says what the rules alone do to rows already looked at; a fresh seed is the measurement::
 
     python benchmarks/check_eval.py replay --rows runs/check-eval/decomposition-s11.rows.jsonl --seed 11
 
@@ -381,6 +381,9 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
         matcher = matcher or embedding_matcher()
         as_run = score_decomposition(rows, matcher, args.match_threshold, args.seed)
         new_rows, counts = replay_rows(rows, texts)
+        if args.out:  # the replayed rows beside the result, for a hand-read (benchmarks/hand_read_sample.py)
+            with Path(args.out).with_suffix(".rows.jsonl").open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r) + "\n" for r in new_rows)
         result = {"as_run": as_run,
                   "replayed": score_decomposition(new_rows, matcher, args.match_threshold, args.seed),
                   "replay_counts": counts,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,21 @@ def test_replay_splits_a_claim_left_as_its_sentence():
     assert new[0]["sentences"][0]["extracted"] == ["The fins help control the board in the water.",
                                                    "The fins are typically made of plastic or fiberglass."]
     assert counts["split_claims"] == 1
+
+
+def test_replay_writes_its_rows_for_a_hand_read(tmp_path):
+    fins = "The fins, which help control the board in the water, are typically made of plastic or fiberglass."
+    data = tmp_path / "fcgpt.jsonl"
+    data.write_text(json.dumps({"response": fins, "sentences": {"sentence1": {
+        "text": fins, "claims": ["The fins help control the board in the water."],
+        "claim_checkworthiness": ["factual"]}}}) + "\n")
+    rows = tmp_path / "run.rows.jsonl"
+    rows.write_text(json.dumps({"id": "fcgpt-0", "splitter_exact": 1, "fallbacks": 0, "sentences": [
+        {"text": fins, "claims": ["The fins help control the board in the water."], "categories": ["factual"],
+         "extracted": [fins], "predicted_categories": []}]}) + "\n")
+    out = tmp_path / "replay.json"
+    result = asyncio.run(check_eval.run(args("replay", rows=str(rows), data=str(data), out=str(out)),
+                                        matcher=exact))
+    assert result["replayed"]["coverage"]["value"] == 1.0
+    replayed = [json.loads(x) for x in out.with_suffix(".rows.jsonl").read_text().splitlines()]
+    assert replayed[0]["sentences"][0]["extracted"][0] == "The fins help control the board in the water."
