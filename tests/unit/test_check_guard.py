@@ -344,6 +344,9 @@ def test_a_number_or_a_date_from_another_sentence_fails():
     v = check_claim("Blackpink has released four albums.", "4. “The Album\" (2020) - This is their first "
                     "full-length studio album, which contains eight tracks.", BP)
     assert not v.ok and "four" in v.reason, v
+    # a time is not a list's number
+    meeting = "The meeting starts at 10:30."
+    assert check_claim(meeting, meeting, meeting).ok
     # the sentence's own numbers, written as words or digits, and a name that resolves a reference pass
     assert check_claim("The SM U-30 was commissioned on December 22, 1914.", SM_S[1], SM).ok
     assert check_claim("The SM U-30 was armed with four 50cm torpedo tubes.", SM_S[2], SM).ok

@@ -31,6 +31,11 @@ def test_a_concessive_clause_a_subject_relative_and_two_main_clauses_are_claims_
 def test_what_would_not_be_a_sentence_is_left_whole():
     assert split_claim(SANK) == [SANK]  # "was eventually sunk ..." has no subject of its own
     assert split_claim("While in Paris, he met Sartre.") == ["While in Paris, he met Sartre."]
+    # a purpose is not a second claim, a choice ("or") is not one claim per item
+    assert split_claim("He saved money, so that he could buy a house in the city.") == [
+        "He saved money, so that he could buy a house in the city."]
+    assert split_claim("Fins can be made of plastic, wood, or metal.") == [
+        "Fins can be made of plastic, wood, or metal."]
     # a list inside the claim, or of long items, is not split
     assert split_claim("Firms advertise to provide information about product features, benefits, and "
                        "availability, and to create brand loyalty.") == [

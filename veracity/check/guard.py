@@ -182,7 +182,7 @@ _DATE_WORDS = frozenset("january february march april may june july august septe
 _REFERRING = frozenset("it its they their them theirs he his him she her hers this these those such".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
 # a list's number ("4. “The Album\" (2020) - ...", "\n1.Abigail Adams"): not a number the sentence states
-_LIST_MARK = re.compile(r"(?:^|(?<=[\n:]))\s*\d{1,2}[.)](?!\d)")
+_LIST_MARK = re.compile(r"(?:^\s*|(?<=\n)\s*|(?<=:)\s+)\d{1,2}[.)](?!\d)")  # not "at 10:30."
 # a time the text gave before ("Since then, China's Olympic success ..." -> "... since the 1980s")
 _THEN = re.compile(r"\b(?:since|by|until|till|from) then\b|\bat that time\b|\b(?:that|the same) (?:year|"
                    r"decade|day|month|time)\b", re.IGNORECASE)

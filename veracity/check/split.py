@@ -59,8 +59,9 @@ _PREPOSITIONS = frozenset("in of on at for with by from to into along across nea
 _ITEM = r"(?:[\w'’-]+\s){0,3}[\w'’-]+"
 _LIST_LEAD = r"(?:in|of|on|at|for|with|by|from|to|along|as|including|like|are|is|was|were|include|includes)"
 _FINAL_LIST = re.compile(r"^(?P<pre>.+\b" + _LIST_LEAD + r"\s)(?P<items>" + _ITEM + r"(?:,\s" + _ITEM
-                         + r")+),?\s(?:and|or)\s(?P<last>" + _ITEM + r")$")
-_CLAUSES = re.compile(r",\s+(?:but|so)\s+(?=\S)")
+                         + r")+),?\sand\s(?P<last>" + _ITEM + r")$")  # "or": a choice, not claims
+# not "so that" / "so as to" (a purpose, not a second claim), "but also" / "but not" (no subject of their own)
+_CLAUSES = re.compile(r",\s+(?:but|so)\s+(?!(?:that|as|far|much|long|also|not)\b)(?=\S)")
 # what a main clause may open with: a determiner, a pronoun, a quantifier, a name or a number
 _SUBJECT_START = re.compile(r"^(?:the|a|an|this|these|those|that|it|its|they|their|he|his|she|her|there|some|"
                             r"many|most|each|every|all|no|even|only|[A-Z][\w'’-]*|\d)\b")
