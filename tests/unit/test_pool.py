@@ -38,6 +38,8 @@ class Cluster:
         self.die_in_flight: set[str] = set()  # the next completion on this host fails mid-request, then dead
         self.hang: set[str] = set()  # completions time out, /models answers (slow but alive)
         self.slow_models: set[str] = set()  # /models times out (a server busy decoding, or hung)
+        self.timed_out_probes: dict[str, int] = {h: 0 for h in hosts}
+        self.gate: asyncio.Event | None = None  # when set up: completions wait for it before answering
         self.delay_s = delay_s
         self.content = content
         self.completions: dict[str, int] = {h: 0 for h in hosts}
@@ -51,6 +53,7 @@ class Cluster:
             raise httpx.ConnectError("connection refused", request=request)
         if request.url.path.endswith("/models"):
             if host in self.slow_models:
+                self.timed_out_probes[host] += 1
                 raise httpx.ReadTimeout("read timed out", request=request)
             return httpx.Response(200, json={"data": [{"id": self.model[host]}]})
         if host in self.hang:
@@ -58,6 +61,8 @@ class Cluster:
         self.in_flight[host] += 1
         self.peak[host] = max(self.peak[host], self.in_flight[host])
         try:
+            if self.gate is not None:
+                await self.gate.wait()
             await asyncio.sleep(self.delay_s)
             if host in self.die_in_flight:
                 self.die_in_flight.discard(host)
@@ -197,13 +202,33 @@ async def test_a_health_probe_that_times_out_on_a_busy_endpoint_does_not_mark_it
     # CI stop 47: on a loaded 2-core machine the 3 s probe of a llama-server decoding a full batch timed
     # out; the live server was marked down, so when the other one was killed no live endpoint was left to
     # fail over to
-    cl = Cluster(delay_s=0.3)
+    # The probes time out only while both endpoints hold our requests (held by a gate, so the window does not
+    # depend on how fast a loaded machine schedules the test): a fixed delay with the probes timing out from
+    # before the first request to after the last made the test race with the health check on a loaded
+    # machine (an idle-moment probe is rightly a hung server)
+    cl = Cluster()
+    cl.gate = asyncio.Event()
     notes: list[str] = []
     async with client(cl, notes=notes, health_interval_s=0.02) as llm:
+        work = asyncio.ensure_future(
+            asyncio.gather(*(llm.generate(msg(str(i)), Out, role="t") for i in range(4))))
+        for _ in range(1000):
+            if cl.in_flight == {"a": 2, "b": 2}:
+                break
+            await asyncio.sleep(0.01)
+        assert cl.in_flight == {"a": 2, "b": 2}
         cl.slow_models.update({"a", "b"})
-        outs = await asyncio.gather(*(llm.generate(msg(str(i)), Out, role="t") for i in range(4)))
+        for _ in range(1000):  # at least two timed-out probes of each while busy
+            if min(cl.timed_out_probes.values()) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert min(cl.timed_out_probes.values()) >= 2, cl.timed_out_probes
+        cl.slow_models.clear()
+        cl.gate.set()
+        outs = await work
         assert len(outs) == 4 and cl.completions == {"a": 2, "b": 2}
         assert all(m.alive for m in llm.pool.members) and llm.pool.readmissions == 0, notes
+        cl.slow_models.update({"a", "b"})
         for _ in range(100):  # idle now: a probe that times out means a hung server
             if not llm.pool.members[0].alive:
                 break
