@@ -173,7 +173,7 @@ async def test_label_confidence_from_the_engines_logprobs(llm_endpoint):
     print(f"engine {owner}: label {asked.label}, probabilities {got['probs']}, mass on allowed values "
           f"{got['mass']:.4f}")
     if owner == "vllm":
-        # raw_logprobs are read after the grammar bitmask: the allowed values hold everything, and the five
-        # alternatives the client asks vLLM for hold nearly all of it (a value's rarer tokenisations beyond the
-        # fifth hold the rest: 0.9904 listed on SmolLM2, 2026-11-28)
+        # raw_logprobs are read after the grammar bitmask: the allowed values hold everything, and the
+        # five alternatives the client asks vLLM for hold nearly all of it (a value's rarer
+        # tokenisations beyond the fifth hold the rest: 0.9904 listed on SmolLM2, 2026-11-28)
         assert got["mass"] == pytest.approx(1.0, abs=0.03)
