@@ -86,6 +86,32 @@ def test_the_extractors_whole_sentence_is_split_in_check(tmp_path):
     assert kept == split_claim(FINS) and lost == []
 
 
+def test_claims_split_past_the_per_sentence_limit_are_dropped_and_counted_not_lost(tmp_path):
+    from veracity.check.extract import Sentence, claims_in_sentence
+    from veracity.check.roles import MAX_CLAIMS_PER_SENTENCE
+    from veracity.pipeline.methods.base import MethodContext
+    from veracity.pipeline.types import Trace
+
+    # six claims from the extractor, the first a list of four: nine claims once split
+    sentence = ("Marie Curie was a physicist, a chemist, a teacher and a mother, she was born in Warsaw, "
+                "she studied in Paris, she won two Nobel prizes, she discovered polonium, she discovered "
+                "radium and she died in 1934.")
+    claims = ["Marie Curie was a physicist, a chemist, a teacher and a mother.",
+              "Marie Curie was born in Warsaw.", "Marie Curie studied in Paris.",
+              "Marie Curie won two Nobel prizes.", "Marie Curie discovered polonium.",
+              "Marie Curie discovered radium."]
+    llm = ScriptedLLM({"check.extractor": lambda m: {"claims": claims}})
+    trace = Trace()
+    ctx = MethodContext(llm=llm, tools=None, trace=trace, params=None, seed=None, claim_id="x")
+    whole = Sentence(0, 0, len(sentence), sentence)
+    kept, lost = asyncio.run(claims_in_sentence(ctx, sentence, whole, trace))
+    assert len(kept) == MAX_CLAIMS_PER_SENTENCE and kept[0] == "Marie Curie was a physicist."
+    assert [d["claim"] for d in lost] == ["Marie Curie won two Nobel prizes.",
+                                          "Marie Curie discovered polonium.",
+                                          "Marie Curie discovered radium."]
+    assert all(d["reason"] == "over the limit of 6 claims a sentence" and d["sentence"] == 0 for d in lost)
+
+
 def test_a_leading_pronoun_is_named_from_the_subject_the_text_gives_it():
     from veracity.check.split import resolve_reference, resolve_references
 

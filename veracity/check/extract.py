@@ -247,4 +247,12 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     if not kept:
         kept = split_claims([" ".join(sentence.text.split())], sentence.text, text)
         trace.event(GUARD_SENTENCE_EVENT, sentence=sentence.index)
+    # the splitter can give a sentence more claims than the extractor may (a list split per item): the ones
+    # past the limit are dropped and counted like the guard's, never lost silently
+    over = kept[MAX_CLAIMS_PER_SENTENCE:]
+    if over:
+        lost += [{"sentence": sentence.index, "claim": c,
+                  "reason": f"over the limit of {MAX_CLAIMS_PER_SENTENCE} claims a sentence"} for c in over]
+        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=over,
+                    kept=kept[:MAX_CLAIMS_PER_SENTENCE])
     return kept[:MAX_CLAIMS_PER_SENTENCE], lost

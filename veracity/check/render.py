@@ -75,7 +75,8 @@ def summary_line(record: dict[str, Any]) -> str:
                                                                      else "n/a"))
     if s.get("dropped"):
         parts.append(f"{s['dropped']} claim{'s' if s['dropped'] != 1 else ''} dropped (outside their "
-                     "sentence after one re-ask)")
+                     "sentence after one re-ask, a repeat, or past a sentence's limit; `dropped` in --json "
+                     "says which)")
     fb = sum(s["fallbacks"].values())
     if fb:
         parts.append(f"{fb} extraction replies fell back "
