@@ -239,9 +239,6 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
     kept, repeated = without_near_duplicates(kept)
     lost += [{"sentence": sentence.index, "claim": c, "reason": "repeats another claim of the sentence"}
              for c in repeated]
-    if failing or unresolved or repeated:
-        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost],
-                    kept=kept)
     # nothing of the sentence left: the sentence itself is checked (as the extractor's fallback does), split
     # as a claim would be
     if not kept:
@@ -249,10 +246,10 @@ async def claims_in_sentence(ctx: MethodContext, text: str, sentence: Sentence,
         trace.event(GUARD_SENTENCE_EVENT, sentence=sentence.index)
     # the splitter can give a sentence more claims than the extractor may (a list split per item): the ones
     # past the limit are dropped and counted like the guard's, never lost silently
-    over = kept[MAX_CLAIMS_PER_SENTENCE:]
-    if over:
-        lost += [{"sentence": sentence.index, "claim": c,
-                  "reason": f"over the limit of {MAX_CLAIMS_PER_SENTENCE} claims a sentence"} for c in over]
-        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=over,
-                    kept=kept[:MAX_CLAIMS_PER_SENTENCE])
-    return kept[:MAX_CLAIMS_PER_SENTENCE], lost
+    kept, over = kept[:MAX_CLAIMS_PER_SENTENCE], kept[MAX_CLAIMS_PER_SENTENCE:]
+    lost += [{"sentence": sentence.index, "claim": c,
+              "reason": f"over the limit of {MAX_CLAIMS_PER_SENTENCE} claims a sentence"} for c in over]
+    if lost or unresolved:
+        trace.event(GUARD_DROPPED_EVENT, sentence=sentence.index, dropped=[d["claim"] for d in lost],
+                    kept=kept)
+    return kept, lost

@@ -43,6 +43,7 @@ def top_logprobs_for(values: tuple[str, ...], masks_first: bool) -> int:
     logprobs come after the schema's mask (``masks_first``), :data:`TOP_LOGPROBS` otherwise."""
     return min(TOP_LOGPROBS, len(values) + MASKED_SPARE) if masks_first else TOP_LOGPROBS
 
+
 _WS = " \t\n\r"
 
 
