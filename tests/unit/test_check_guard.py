@@ -436,3 +436,26 @@ def test_words_found_only_in_later_sentences_are_a_later_sentences_claim():
              "genes control the production of proteins.")
     assert check_claim("The laws of physics and chemistry control these elements and processes.",
                        stars.split(". ")[0] + ".", stars).ok
+
+
+def test_a_claim_cut_mid_phrase_is_a_fragment_and_an_object_pronoun_last_is_not():
+    # seed 758's hand-read, traced by replaying the extractor at seed 0: the re-ask's own reply cut the claim
+    # at "at the", and the first reply split its sentence in a clause ("... completes or is" / "completed
+    # with ...")
+    sentence = ("Thus, a typical advantage of single-cell multiomics is the ability to identify "
+                "heterogeneity within a population of cells, uncovering previously hidden cellular subtypes "
+                "and dynamic processes at the single-cell level.")
+    v = check_claim("A typical advantage of single-cell multiomics is the ability to identify heterogeneity "
+                    "within a population of cells, uncovering previously hidden cellular subtypes and "
+                    "dynamic processes at the.", sentence, sentence)
+    assert not v.ok and v.reason == "is not a full sentence (ends with 'the')", v
+    scala = ("The main difference is that onComplete takes a callback which gets executed when the Future "
+             "completes either successfully or with an exception.")
+    v = check_claim("The main difference is that onComplete takes a callback which gets executed when the "
+                    "Future completes or is.", scala, scala)
+    assert not v.ok and v.reason == "is not a full sentence (ends with 'or is')", v
+    married = "Pierre Curie met Marie in 1894 and married her in 1895."
+    assert check_claim("Pierre Curie married her in 1895.", married, married).reason != \
+        "is not a full sentence (ends with 'her')"
+    assert check_claim("Marie Curie was born in Warsaw.", "Marie Curie was born in Warsaw.",
+                       "Marie Curie was born in Warsaw.").ok

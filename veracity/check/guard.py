@@ -62,6 +62,11 @@ NEAR_DUPLICATE_WORDS = 2  # a claim whose content words are another's but for th
 _REFERENCES = frozenset("it its they their them he his him she her this these those".split())
 _FIRST_WORD = re.compile(r"[^\w]*([^\W\d_][\w'’-]*)")
 _QUOTES = "\"'“‘«"
+# words a sentence does not end on (an object pronoun such as "her" may, so the possessives are only those
+# that cannot be objects)
+_JOINING = frozenset("and or but nor".split())
+_DANGLING = _JOINING | frozenset("a an the at of in on to for with by from into onto about as than its their "
+                                 "our my your whose".split())
 _AUXILIARIES = frozenset("is are was were be been has have had can could will would may might must shall "
                          "should do does did".split())
 
@@ -340,6 +345,22 @@ def fragment(claim: str) -> str:
         return "is not a full sentence (too short)"
     if claim.rstrip().endswith(":"):  # "The four female presidents were:" (a list's introduction)
         return "is not a full sentence (ends with ':')"
+    cut = _cut_at(claim)
+    if cut:
+        return f"is not a full sentence (ends with {cut!r})"
+    return ""
+
+
+def _cut_at(claim: str) -> str:
+    """The words a claim cut mid-phrase ends with ("... processes at the.", "... completes or is."), else "":
+    an article, a preposition, a conjunction or a possessive last, or an auxiliary right after a conjunction.
+    Seed 758's hand-read (BENCHMARKS.md, issue 44) found both in the extractor's own replies: one re-ask cut
+    its claim short, one reply split its sentence in the middle of a clause."""
+    ws = [w.lower() for w in re.findall(r"[\w'’-]+", claim)]  # numbers too: "... in 1895." ends on 1895
+    if len(ws) >= 2 and ws[-2] in _JOINING and ws[-1] in _AUXILIARIES:
+        return " ".join(ws[-2:])
+    if ws and ws[-1] in _DANGLING:
+        return ws[-1]
     return ""
 
 
