@@ -7,7 +7,7 @@ import asyncio
 
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.check.engine import ClaimVerifier
-from veracity.check.guard import check_claim
+from veracity.check.guard import check_claim, fragment
 from veracity.check.run import check_text
 from veracity.pipeline.api import Verifier
 
@@ -454,8 +454,8 @@ def test_a_claim_cut_mid_phrase_is_a_fragment_and_an_object_pronoun_last_is_not(
     v = check_claim("The main difference is that onComplete takes a callback which gets executed when the "
                     "Future completes or is.", scala, scala)
     assert not v.ok and v.reason == "is not a full sentence (ends with 'or is')", v
-    married = "Pierre Curie met Marie in 1894 and married her in 1895."
-    assert check_claim("Pierre Curie married her in 1895.", married, married).reason != \
-        "is not a full sentence (ends with 'her')"
+    # an object pronoun, a number or a name last is a whole sentence
+    assert fragment("In 1895 Pierre Curie married her.") == ""
+    assert fragment("Pierre Curie married Marie in 1895.") == ""
     assert check_claim("Marie Curie was born in Warsaw.", "Marie Curie was born in Warsaw.",
                        "Marie Curie was born in Warsaw.").ok

@@ -356,7 +356,7 @@ def _cut_at(claim: str) -> str:
     an article, a preposition, a conjunction or a possessive last, or an auxiliary right after a conjunction.
     Seed 758's hand-read (BENCHMARKS.md, issue 44) found both in the extractor's own replies: one re-ask cut
     its claim short, one reply split its sentence in the middle of a clause."""
-    ws = [w.lower() for w in re.findall(r"[\w'’-]+", claim)]  # numbers too: "... in 1895." ends on 1895
+    ws = [w.lower() for w in _RAW.findall(claim)]  # numbers too: "... in 1895." ends on 1895
     if len(ws) >= 2 and ws[-2] in _JOINING and ws[-1] in _AUXILIARIES:
         return " ".join(ws[-2:])
     if ws and ws[-1] in _DANGLING:
