@@ -199,3 +199,35 @@ def test_which_schema_features_the_engine_enforces(llm_endpoint):
                     output.model_validate_json(raw)
     print("not enforced by llama.cpp while decoding:", {k: v[:1] for k, v in broken.items()})
     assert set(broken) == NOT_ENFORCED["llama.cpp"], broken
+
+
+def test_the_check_roles_opening_is_continued_under_their_grammar(llm_endpoint):
+    # llama-server continues the opening the client writes (issue 44 point 5): the grammar parses, the
+    # replies validate, and check.worthiness generates its kind alone, fewer tokens than under the schema
+    import asyncio
+
+    from veracity.check.roles import EXTRACTOR, WORTHINESS, AtomicClaims, CheckWorthiness
+    from veracity.serving.client import LLMClient, usage_scope
+
+    class SchemaWorthiness(CheckWorthiness):
+        reply_prefill = False  # the same schema, asked for as JSON
+
+    text = "Marie Curie was a physicist. She won two Nobel Prizes, in 1903 and in 1911."
+    sentence = "She won two Nobel Prizes, in 1903 and in 1911."
+
+    async def go():
+        async with LLMClient(llm_endpoint.url, llm_endpoint.model, seed=0) as llm:
+            with usage_scope() as recs:
+                claims = await llm.generate(EXTRACTOR.messages(text=text, sentence=sentence), AtomicClaims,
+                                            role="check.extractor", max_tokens=320)
+                short = await llm.generate(WORTHINESS.messages(claim=sentence), CheckWorthiness,
+                                           role="check.worthiness", max_tokens=32)
+                framed = await llm.generate(WORTHINESS.messages(claim=sentence), SchemaWorthiness,
+                                            role="check.worthiness", max_tokens=32)
+            return llm.continues_replies, claims, short, framed, recs
+
+    continues, claims, short, framed, recs = asyncio.run(go())
+    assert continues
+    assert 1 <= len(claims.claims) <= 6 and all(0 < len(c) <= 200 for c in claims.claims)
+    assert short.kind in ("checkable_statement", "opinion", "no_statement") and framed.kind
+    assert recs[1].completion_tokens < recs[2].completion_tokens, [r.completion_tokens for r in recs]

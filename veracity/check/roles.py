@@ -19,7 +19,7 @@ falls back to ``factual`` (the claim is verified rather than silently dropped), 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +42,8 @@ def _user(text: str) -> list[Message]:
 
 # -- role: check.extractor --------------------------------------------------------------------------
 class AtomicClaims(BaseModel):
+    # on llama.cpp the client writes the reply's opening and the model only the claims (structured.py)
+    reply_prefill: ClassVar[bool] = True
     # at least one: a sentence that states nothing (a question, a greeting) comes back as itself and
     # check.worthiness calls it not_a_claim, so no factual sentence is dropped silently by an empty reply
     claims: list[Annotated[str, Field(min_length=1, max_length=MAX_EXTRACTED_CLAIM_CHARS)]] = Field(
@@ -145,6 +147,8 @@ CATEGORY_OF: dict[str, str] = {"checkable_statement": "factual", "opinion": "opi
 
 
 class CheckWorthiness(BaseModel):
+    # on llama.cpp the client writes ``{"kind": "`` and the model only the kind (structured.py)
+    reply_prefill: ClassVar[bool] = True
     kind: Kind = Field(description="checkable_statement: asserts something about the world that evidence can "
                        "confirm or refute, true or false; opinion: a judgement, preference or prediction; "
                        "no_statement: asserts nothing (a question, greeting, instruction)")

@@ -36,7 +36,7 @@ from veracity.config import split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
 from veracity.serving.confidence import allowed_values, label_probs, top_logprobs_for
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
-from veracity.serving.structured import response_format_for, schema_fingerprint
+from veracity.serving.structured import prefilled_form, response_format_for, schema_fingerprint
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
@@ -284,6 +284,14 @@ class LLMClient:
         urls = [m.url for m in self.pool.members]
         return all(self._owners.get(u) == {"vllm"} for u in urls)
 
+    @property
+    def continues_replies(self) -> bool:
+        """Every endpoint of the pool is a llama-server (``owned_by`` "llamacpp"), which continues a final
+        assistant message under a grammar: an output model that declares ``reply_prefill`` is then asked for
+        with its opening prefilled (:func:`~veracity.serving.structured.prefilled_form`)."""
+        urls = [m.url for m in self.pool.members]
+        return all(self._owners.get(u) == {"llamacpp"} for u in urls)
+
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""
         return await self._models_at(self.pool.members[0].url)
@@ -398,9 +406,14 @@ class LLMClient:
             "seed": self.seed if seed is None else seed,
         }
         schema_fp = schema_fingerprint(output_model)
-        key = ResponseCache.key(self.model, messages, schema_fp, params) if self.cache else None
         values = allowed_values(output_model,
                                 confidence_field) if confidence_field and self.logprobs else None
+        # llama.cpp: the reply's fixed opening sent as the assistant message it continues, a grammar for the
+        # rest
+        # (never for a deciding call, whose logprobs are read over the schema's reply)
+        form = prefilled_form(output_model) if not values and self.continues_replies else None
+        sent = [*messages, {"role": "assistant", "content": form.opening}] if form else messages
+        key = ResponseCache.key(self.model, sent, schema_fp, params) if self.cache else None
         if self.cache is not None and key is not None:
             hit = self.cache.get_with_probs(key)
             if hit is not None:
@@ -424,6 +437,10 @@ class LLMClient:
                 "response_format": response_format_for(output_model),
                 **params,
             }
+            if form is not None:
+                del body["response_format"]
+                body.update(messages=sent, grammar=form.grammar, continue_final_message=True,
+                            add_generation_prompt=False)
             if values:  # reported only: the engine samples exactly as without them
                 body["logprobs"] = True
                 body["top_logprobs"] = top_logprobs_for(values, self.masks_first)
@@ -435,6 +452,8 @@ class LLMClient:
             latency = time.perf_counter() - t0
             choice = data["choices"][0]
             raw = choice.get("message", {}).get("content") or ""
+            if form is not None:
+                raw = form.reply(raw)
             usage = data.get("usage") or {}
             details = usage.get("prompt_tokens_details") or {}
             rec = UsageRecord(
