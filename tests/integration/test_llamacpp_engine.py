@@ -224,10 +224,13 @@ def test_the_check_roles_opening_is_continued_under_their_grammar(llm_endpoint):
                                            role="check.worthiness", max_tokens=32)
                 framed = await llm.generate(WORTHINESS.messages(claim=sentence), SchemaWorthiness,
                                             role="check.worthiness", max_tokens=32)
-            return llm.continues_replies, claims, short, framed, recs
+            return llm.continues_replies, claims, short, framed, recs, llm._sem.n
 
-    continues, claims, short, framed, recs = asyncio.run(go())
+    continues, claims, short, framed, recs, in_flight = asyncio.run(go())
     assert continues
+    # and the client sends no more requests at once than the server has slots (veracity.serving.gate)
+    slots = httpx.get(llm_endpoint.url.removesuffix("/v1") + "/props", timeout=30).json()["total_slots"]
+    assert in_flight == slots
     assert 1 <= len(claims.claims) <= 6 and all(0 < len(c) <= 200 for c in claims.claims)
     assert short.kind in ("checkable_statement", "opinion", "no_statement") and framed.kind
     assert recs[1].completion_tokens < recs[2].completion_tokens, [r.completion_tokens for r in recs]

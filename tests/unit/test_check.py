@@ -423,3 +423,22 @@ def test_an_endpoint_failure_while_verifying_stops_extraction_too(tmp_path):
     with pytest.raises(EndpointError):
         asyncio.run(check_text(TEXT, verifier(llm, tmp_path), tid="t"))
     assert time.monotonic() - t0 < 1.5  # the slow extraction was not waited for
+
+
+
+def test_extractions_requests_carry_the_extraction_priority_and_verifications_the_default(tmp_path):
+    """Issue 44 point 5: the client lets extraction's requests (which verification waits on) go before the
+    verification requests waiting beside them (veracity.serving.gate)."""
+    from veracity.serving.gate import EXTRACTION, current_priority
+
+    priorities: dict[str, set[int]] = {}
+
+    def note(call):
+        priorities.setdefault(call.role, set()).add(current_priority())
+        return 0.0
+
+    llm = ScriptedLLM(script(), delay=note)
+    rec = asyncio.run(check_text(TEXT, verifier(llm, tmp_path, concurrency=4), tid="t"))
+    assert priorities == {"check.extractor": {EXTRACTION}, "check.worthiness": {EXTRACTION},
+                          "direct.judge": {1}}
+    assert [s["verdict"] for s in rec["sentences"]] == ["SUPPORTED", "SUPPORTED", "REFUTED", "unchecked"]

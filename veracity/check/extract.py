@@ -26,6 +26,7 @@ from veracity.pipeline.methods.base import MethodContext
 from veracity.pipeline.methods.zofia.keywords import split_sentences
 from veracity.pipeline.types import Trace
 from veracity.serving.client import usage_scope
+from veracity.serving.gate import EXTRACTION, request_priority
 
 
 @dataclass
@@ -136,7 +137,9 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
     trace.notify("check.sentences", id=tid,
                  sentences=[{"index": s.index, "start": s.start, "end": s.end,
                              "text": s.text} for s in sentences])
-    with usage_scope() as sink:
+    # extraction's requests go before verification's waiting beside them in the client (verification waits on
+    # the claims extraction gives)
+    with usage_scope() as sink, request_priority(EXTRACTION):
         trace.llm_calls = sink
         await asyncio.gather(*(one(s) for s in sentences))
     trace.llm_calls = list(sink)

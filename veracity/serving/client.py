@@ -35,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from veracity.config import split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
 from veracity.serving.confidence import allowed_values, label_probs, top_logprobs_for
+from veracity.serving.gate import Gate
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
 from veracity.serving.structured import prefilled_form, response_format_for, schema_fingerprint
 
@@ -215,7 +216,10 @@ class LLMClient:
         self._transport = transport
         self.cache = ResponseCache(Path(cache_path)) if cache_path else None
         self.usage: list[UsageRecord] = []
-        self._sem: asyncio.Semaphore | None = None
+        # the requests in flight: at most ``concurrency``, and on llama-server at most its slots (the others
+        # wait here, by priority, rather than in the server's first-come queue: veracity.serving.gate)
+        self._sem: Gate | None = None
+        self._slots: dict[str, int] = {}  # llama-server's slots per endpoint (GET /props total_slots)
         self._http: httpx.AsyncClient | None = None
         self._started = False
 
@@ -292,6 +296,21 @@ class LLMClient:
         urls = [m.url for m in self.pool.members]
         return all(self._owners.get(u) == {"llamacpp"} for u in urls)
 
+    async def _server_slots(self) -> int | None:
+        """The pool's llama-server slots together (each endpoint's ``GET /props`` ``total_slots``), or None
+        when an endpoint is another engine or does not say."""
+        urls = [m.url for m in self.pool.members]
+        if not urls or not self.continues_replies:
+            return None
+        for url in urls:
+            root = url[:-3] if url.endswith("/v1") else url
+            try:
+                resp = await self._client().get(root + "/props", timeout=10.0)
+                self._slots[url] = int(resp.json()["total_slots"])
+            except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                return None
+        return sum(self._slots[u] for u in urls) or None
+
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""
         return await self._models_at(self.pool.members[0].url)
@@ -316,7 +335,7 @@ class LLMClient:
         else:
             await self._start_pool()
         self.pool.model = self.model
-        self._sem = asyncio.Semaphore(self.concurrency)
+        self._sem = Gate(min(self.concurrency, await self._server_slots() or self.concurrency))
         self._started = True
         self.pool.start_health_checks(self._client())
 
@@ -526,7 +545,7 @@ class LLMClient:
             problem: str
             member: Member | None = None
             try:
-                async with self._sem:
+                async with self._sem.held():
                     # after the wait: "outstanding" counts requests really in flight
                     member = pool.choose(key)
                     with pool.request(member):
