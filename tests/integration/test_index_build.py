@@ -243,3 +243,36 @@ def test_prebuilt_lucene_index_serves_as_the_bm25_half(tmp_path):
         build_index(resolve_sources([tsv]), tmp_path / "idx3", BuildOptions(dense=False,
                                                                             bm25_prebuilt=swapped))
     assert not (tmp_path / "idx2").exists() and not (tmp_path / "idx3").exists()
+
+
+def test_seed_vectors_made_from_a_built_index_are_checked_then_used_and_a_wrong_seed_is_refused(
+        demo_style_index_dir, tmp_path, monkeypatch):
+    # issue 39: a build takes the shipped vectors of passages it has (after encoding a sample itself), and the
+    # index is the one encoding gives; seed vectors that do not match the encoder are refused, not used
+    from tests.fixtures.index import write_demo_style_archive
+    from veracity.indexes import seed as seed_mod
+    from veracity.indexes.build import Source
+
+    seeds = tmp_path / "seeds"
+    n = seed_mod.make_seed(demo_style_index_dir, seeds / "demo-style.npz")
+    monkeypatch.setattr(seed_mod, "SEEDS_DIR", seeds)
+    archive = write_demo_style_archive(tmp_path / "downloads")
+    exact = faiss.read_index(str(demo_style_index_dir / "dense" / "index.faiss")).reconstruct_n(0, n)
+
+    def build(name, **kw):
+        build_index([Source(archive, "demo")], tmp_path / name, BuildOptions(dump_date="2024-01-01", **kw))
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        vecs = faiss.read_index(str(tmp_path / name / "dense" / "index.faiss")).reconstruct_n(0, n)
+        return manifest["dense"].get("seed_vectors"), vecs
+
+    facts, vecs = build("seeded")
+    assert facts["used"] == n and facts["checked"] == n and not facts["refused"]
+    assert facts["min_cosine"] >= 0.995
+    assert np.abs(vecs - exact).max() < 2e-3  # float16 storage
+    assert build("unseeded", seed_vectors=False)[0] is None
+
+    with np.load(seeds / "demo-style.npz") as z:  # the same keys, other vectors: as from another encoder
+        parts = dict(z)
+    np.savez(seeds / "demo-style.npz", **{**parts, "vectors": -parts["vectors"]})
+    facts, vecs = build("refused")
+    assert facts["refused"] and facts["used"] == 0 and np.abs(vecs - exact).max() < 1e-4

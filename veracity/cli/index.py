@@ -101,6 +101,9 @@ def index() -> None:
                    "one per GPU of the cluster; the build folder must be on a file system every node sees).")
 @click.option("--ray-address", default=None,
               help="--backend ray: the cluster to join (default: a local instance).")
+@click.option("--no-seed-vectors", is_flag=True,
+              help="Encode every passage, even those whose vector ships with veracity (the demo's: "
+                   "checked on a sample before use).")
 @click.option("--shard-size", type=int, default=4096, show_default=True,
               help="Passages per embedding shard (the unit an interrupted build resumes from).")
 @click.option("--workers", type=int, default=None,
@@ -121,7 +124,8 @@ def index() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON when done.")
 @_one_line_errors
 def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limit, chunk_words, chunk_overlap,
-              on_error, dump_date, batch_size, workers_per_device, backend, ray_address, shard_size, workers,
+              on_error, dump_date, batch_size, workers_per_device, backend, ray_address, no_seed_vectors,
+              shard_size, workers,
               multistream_index,
               bm25_threads, bm25_prebuilt, cleaner, plan_only, overwrite, as_json) -> None:
     """Build an index from SOURCES into --out.
@@ -161,7 +165,7 @@ def build_cmd(sources, out, fmt, no_bm25, no_dense, encoder, faiss_factory, limi
                            on_error=on_error, dump_date=dump_date, overwrite=overwrite, batch_size=batch_size,
                            workers_per_device=workers_per_device, backend=backend, ray_address=ray_address,
                            shard_size=shard_size, cleaner=cleaner, multistream_index=multistream_index,
-                           bm25_prebuilt=bm25_prebuilt,
+                           bm25_prebuilt=bm25_prebuilt, seed_vectors=not no_seed_vectors,
                            workers=default_workers() if workers is None else workers,
                            bm25_threads=default_workers() if bm25_threads is None else bm25_threads)
     if limit is not None and limit < 1:

@@ -83,6 +83,8 @@ class BuildOptions:
     multistream_index: Path | None = None                       # else found beside a *-multistream dump
     # a Lucene index to use instead of building one
     bm25_prebuilt: Path | None = None
+    # take a passage's vector from a shipped seed file when it has one (veracity.indexes.seed; checked first)
+    seed_vectors: bool = True
 
     def check(self) -> None:
         """Refuse options no build can use (one-line ConfigError), before any source is read."""
@@ -456,7 +458,11 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         store = PassageStore(work / STORE_FILE)
         shards = work / SHARDS_DIR
         t0 = time.perf_counter()
-        embedded = _embed(work, store, n, encoder, options, progress, log, on_shard)
+        from veracity.indexes.seed import SeededEncoder, seeds_for
+
+        seeds = seeds_for(encoder.name) if options.seed_vectors else []
+        seeded = SeededEncoder(encoder, seeds, log) if seeds else None
+        embedded = _embed(work, store, n, seeded or encoder, options, progress, log, on_shard)
         dt = time.perf_counter() - t0
         if not state_path.exists():  # another process of this build finished it while this one waited
             store.close()
@@ -480,6 +486,8 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
                       "encoder": encoder.name, "dimension": dim, "max_seq_length": encoder.max_seq_length,
                       "normalized": True, "similarity": "inner product of L2-normalized vectors (cosine)",
                       "shard_size": options.shard_size, **facts}
+        if seeded is not None:  # how many vectors came from seed files, and their check
+            dense_info["seed_vectors"] = seeded.facts()
 
     finished = _dt.datetime.now(_dt.timezone.utc)
     started = _dt.datetime.fromisoformat(state.started)
