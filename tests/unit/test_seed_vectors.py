@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from veracity.indexes.seed import SAMPLE, SeededEncoder, passage_key, seeds_for
 
@@ -80,3 +81,36 @@ def test_the_shipped_demo_seed_names_its_encoder_and_passages():
     assert seed.vectors.shape[1] == seed.header["dimension"] == 384 and seed.vectors.dtype == np.float16
     norms = np.linalg.norm(seed.vectors[:100].astype(np.float32), axis=1)
     assert np.allclose(norms, 1.0, atol=2e-3)
+
+
+def test_the_plan_counts_a_sources_shipped_vectors_out_of_its_embedding_time(tmp_path, monkeypatch):
+    import hashlib
+
+    from veracity.indexes import plan as P
+    from veracity.indexes import seed as seed_mod
+    from veracity.indexes.build import BuildOptions, Source
+    from veracity.indexes.passages import Chunking
+    from veracity.models.encoders import canonical_encoder
+
+    src = tmp_path / "corpus.jsonl"
+    src.write_text('{"title": "A", "text": "a"}\n')
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    header = {"encoder": canonical_encoder("all-MiniLM-L6-v2"), "dimension": 8, "passages": 5000,
+              "chunking": Chunking().to_dict(),
+              "source": {"file": src.name, "sha256": hashlib.sha256(src.read_bytes()).hexdigest()}}
+    np.savez(folder / "s.npz", header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+             keys=np.arange(3, dtype=np.uint64), vectors=np.zeros((3, 8), dtype=np.float16))
+    monkeypatch.setattr(seed_mod, "SEEDS_DIR", folder)
+    hw = P.Hardware(cores=2, gpus=[], ram_available=2**34, disk_free=2**40)
+
+    def embed_s(**kw):
+        plan = P.make_plan([Source(src, "jsonl")], BuildOptions(**kw), 384, hw, passages=6000)
+        return next(s for s in plan.stages if s.name == "embedding")
+
+    seeded, unseeded = embed_s(), embed_s(seed_vectors=False)
+    assert "5,000 vectors ship" in seeded.note and "ship" not in unseeded.note
+    fixed = P.RATES["embed_fixed_cpu_s"]
+    assert seeded.seconds - fixed == pytest.approx((unseeded.seconds - fixed) / 6, rel=1e-6)
+    src.write_text('{"title": "B", "text": "b"}\n')  # another file of the same name: nothing ships for it
+    assert "ship" not in embed_s().note

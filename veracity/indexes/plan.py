@@ -272,6 +272,26 @@ def expected_passages(sources, options) -> tuple[int, list[str]]:
     return total, how
 
 
+def seeded_passages(sources, options) -> int:
+    """Passages whose vectors ship as seed vectors (veracity.indexes.seed) for this build: those of a seed
+    file made from one of ``sources`` (the same file name and sha256) with the same encoder and chunking."""
+    if not (options.dense and getattr(options, "seed_vectors", False)):
+        return 0
+    from veracity.indexes.seed import seeds_for
+    from veracity.indexes.sources import sha256_file
+    from veracity.models.encoders import canonical_encoder
+
+    total = 0
+    for seed in seeds_for(canonical_encoder(options.encoder)):
+        src = seed.header.get("source") or {}
+        for s in sources:
+            same_chunks = seed.header.get("chunking") == options.chunking.to_dict()
+            if (Path(s.path).name == src.get("file") and same_chunks
+                    and sha256_file(Path(s.path)) == src.get("sha256")):
+                total += int(seed.header.get("passages") or 0)
+    return total
+
+
 def stage1_name(options) -> str:
     """Stage 1 named by what it runs: reading (parse, clean, chunk), the passage store, and BM25 unless it is
     off (``--no-bm25``) or another index serves it (``--bm25-prebuilt``)."""
@@ -314,8 +334,10 @@ def make_plan(sources, options, dim: int, hardware: Hardware, passages: int | No
             embed_s = passages / (RATES["embed_per_gpu_by_workers"][k] * len(hardware.gpus))
             note = f"{len(hardware.gpus)} GPU(s) x {k} worker(s), fp16: rate measured on an H200"
         else:
-            embed_s = passages / (RATES["embed_cpu_per_core"] * hardware.cores * share)
-            note = f"{hardware.cores} core(s)"
+            seeded = min(passages, seeded_passages(sources, options))
+            embed_s = (passages - seeded) / (RATES["embed_cpu_per_core"] * hardware.cores * share)
+            note = f"{hardware.cores} core(s)" + (f", {seeded:,} vectors ship (seed vectors)" if seeded
+                                                  else "")
         embed_s += RATES["embed_fixed_cpu_s"] / share
         plan.stages.append(Stage("embedding", embed_s, 2 * 2**30, est["shards_disk_during_build"], note))
         train, rest = faiss_flops(passages, dim or 384, factory)
