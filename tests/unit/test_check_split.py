@@ -54,6 +54,17 @@ def test_a_list_that_ends_the_claim_is_one_claim_per_item():
     assert found[-1] == "Bristly Bellflowers are found along roadsides."  # the item's own preposition
 
 
+def test_a_verb_phrase_after_a_comma_and_is_no_list_item():
+    # seed 5911's hand-read: "operates at peak optimization, and is regularly maintained and improved" was cut
+    # into "... operates at and is regularly maintained." and "... operates at improved."
+    whole = ("It operates at peak optimization, and is regularly maintained and improved.")
+    assert split_claim(whole) == [whole]
+    assert split_claim("It was tested in Paris, Rome, and was shipped in May.") == [
+        "It was tested in Paris, Rome, and was shipped in May."]
+    assert len(split_claim("The shop sells products such as snacks, beverages, toiletries, and other daily "
+                           "essentials.")) == 4  # a list of noun phrases is still split
+
+
 def test_list_numbers_citations_markers_and_a_titles_dash_are_cleaned():
     assert clean("According to the original LLaMa paper (https://arxiv.org/abs/2012.15730), the largest "
                  "version of LLaMa trained by the authors has 4.5 billion parameters.") == (

@@ -56,7 +56,10 @@ _SUBJECT_RELATIVE = re.compile(r"^(?P<subj>(?:The|A|An|Some|Many|Most|[A-Z][\w'�
 # Asia, and North America" (Factcheck-Bench's annotators write one claim per item)
 _PREPOSITIONS = frozenset("in of on at for with by from to into along across near through under over "
                           "as".split())
-_ITEM = r"(?:[\w'’-]+\s){0,3}[\w'’-]+"
+# an item is a noun phrase: never one that opens with a conjunction or a verb ("peak optimization, and is
+# regularly maintained and improved" is no list: seed 5911's hand-read)
+_ITEM = (r"(?!(?:and|or|but|nor|is|are|was|were|be|been|has|have|had|can|could|will|would|may|might|must|"
+         r"do|does|did)\b)(?:[\w'’-]+\s){0,3}[\w'’-]+")
 _LIST_LEAD = r"(?:in|of|on|at|for|with|by|from|to|along|as|including|like|are|is|was|were|include|includes)"
 _FINAL_LIST = re.compile(r"^(?P<pre>.+\b" + _LIST_LEAD + r"\s)(?P<items>" + _ITEM + r"(?:,\s" + _ITEM
                          + r")+),?\sand\s(?P<last>" + _ITEM + r")$")  # "or": a choice, not claims
