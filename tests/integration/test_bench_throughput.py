@@ -24,10 +24,15 @@ def llm_endpoint(vllm_endpoint):
 def test_rag_throughput_at_two_levels_with_server_figures(llm_endpoint, hover_searcher, tmp_path):
     data = shared_data_dir()
     assert data is not None and (data / "hover").is_dir()  # the index fixture already needed the HoVer files
+    # rag's judge alone (select=false: no selection call before it): what is measured here is the levels and
+    # the server's own figures, which one request per claim moves as two would; the selection step runs on
+    # the real servers in test_methods_end_to_end.py (rag with select=true), test_check_real.py and
+    # test_network_cut.py (rag on an index: select=auto)
     cfg = ThroughputConfig.of(method="rag", levels=[1, 2], dataset="hover", data_dir=str(data),
                               claims_per_level=2,
                               seed=11, index=hover_searcher, warmup=0, params={"k": 3,
-                                                                               "passage_max_words": 60})
+                                                                               "passage_max_words": 60,
+                                                                               "select": "false"})
     out = tmp_path / "tp"
     report = bench_throughput(cfg, out, settings=Settings(home=tmp_path / "home", endpoint=llm_endpoint.url,
                                                           model=llm_endpoint.model))

@@ -71,23 +71,32 @@ def test_check_a_text_with_rag_on_the_real_model_and_index(llm_endpoint, demo_st
     f = tmp_path / "text.txt"
     f.write_text(TEXT)
     report = tmp_path / "report.html"
-    rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "rag", "--index",
-                                   str(demo_style_index_dir),
-                                   "--endpoint", llm_endpoint.url, "--json", "--report", str(report),
-                                   "--factscore"))
-    assert rc == 0, err[-3000:]
-    assert "Traceback" not in err
-    rec = json.loads(out)
-    assert len(rec["sentences"]) == 2 and rec["method"] == "rag"
-    assert_contract(rec)
-    assert "factscore" in rec["summary"]
-    page = report.read_text()
-    assert page.startswith("<!doctype html>") and "http://" not in page and "https://" not in page
+    # two commands on the same text, started together (neither reads what the other writes; each has its
+    # own home): the JSON report with rag, and the terminal view
+    with_rag = veracity(tmp_path / "rag", "check", str(f), "--method", "rag", "--index",
+                        str(demo_style_index_dir), "--endpoint", llm_endpoint.url, "--json", "--report",
+                        str(report), "--factscore")
     # the terminal view of the same text, piped: sentences marked, the summary line. worthiness=false makes
     # every extracted claim factual (whether the model sorts a claim as an opinion is not what this shows),
     # so both sentences are verified and marked, and the summary counts them
-    rc, out, err = finish(veracity(tmp_path, "check", str(f), "--method", "direct", "--evidence", "none",
-                                   "--endpoint", llm_endpoint.url, "--check-param", "worthiness=false"))
+    terminal = veracity(tmp_path / "terminal", "check", str(f), "--method", "direct", "--evidence", "none",
+                        "--endpoint", llm_endpoint.url, "--check-param", "worthiness=false")
+    try:
+        rc, out, err = finish(with_rag)
+        assert rc == 0, err[-3000:]
+        assert "Traceback" not in err
+        rec = json.loads(out)
+        assert len(rec["sentences"]) == 2 and rec["method"] == "rag"
+        assert_contract(rec)
+        assert "factscore" in rec["summary"]
+        page = report.read_text()
+        assert page.startswith("<!doctype html>") and "http://" not in page and "https://" not in page
+        rc, out, err = finish(terminal)
+    finally:
+        for proc in (with_rag, terminal):  # one left running when an assertion above failed
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
     assert rc == 0, err[-3000:]
     # each sentence's line: its mark, its text, and (once verified) its facts, "  (1 of 1 verified claims
     # supported)"

@@ -90,14 +90,15 @@ def test_the_audit_names_the_library_that_tried(cut, tmp_path):
         ("socket.getaddrinfo", "updates.example.org", "outward_caller")], describe(seen)
 
 
-def _veracity(home: Path, audit: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _veracity(home: Path, audit: Path, *args: str) -> subprocess.Popen:
+    """``veracity ARGS`` started as a real process in ``home`` with the audit on (its output piped)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
     env.update(VERACITY_HOME=str(home), VERACITY_NET_AUDIT=str(audit), COLUMNS="200", NO_COLOR="1")
     data = shared_data_dir()
     if data is not None:
         env["VERACITY_DATA_DIR"] = str(data)
-    return subprocess.run([sys.executable, "-m", "veracity", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=home)
+    return subprocess.Popen([sys.executable, "-m", "veracity", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=home)
 
 
 def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, demo_style_index_dir,
@@ -106,13 +107,14 @@ def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, d
 
 
 def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
-    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` as real processes on ``ep``, each
-    with its own audit file; every one succeeds and none tries to reach past loopback (test_vllm_engine.py
-    runs it on vLLM)."""
+    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` as real processes on ``ep``, all
+    four at once, each in a home of its own, all writing one audit file; every one succeeds and none tries
+    to reach past loopback (test_vllm_engine.py runs it on vLLM). At once: what each shows is that it runs
+    cut off, which does not depend on the others running before it, and the server answers their requests
+    side by side (on two cores, one command's start-up then overlaps another's wait for the server)."""
     if shared_data_dir() is None:
         missing("benchmark data (../shared/data) not found; set VERACITY_DATA_DIR")
-    home, audit = tmp_path / "home", tmp_path / "audit.jsonl"
-    home.mkdir()
+    audit = tmp_path / "audit.jsonl"
     claims = tmp_path / "claims.jsonl"
     claims.write_text("".join(json.dumps({"id": f"c{i}", "claim": c}) + "\n" for i, c in enumerate(CLAIMS)))
     text = tmp_path / "text.txt"
@@ -129,11 +131,28 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
                       "--limit", "1",
                       "--seed", "0", "--out", str(tmp_path / "bench"), "--json", *on],
     }
-    failed = {}
-    for name, args in steps.items():
-        done = _veracity(home, audit, *args)
-        if done.returncode != 0:
-            failed[name] = f"exit {done.returncode}\n{done.stdout[-800:]}\n{done.stderr[-800:]}"
+    running = {}
+    try:
+        for i, (name, args) in enumerate(steps.items()):
+            home = tmp_path / f"home-{i}"
+            home.mkdir()
+            running[name] = _veracity(home, audit, *args)
+        failed = {}
+        for name, proc in running.items():
+            try:
+                out, err = proc.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                failed[name] = f"still running after 600 s\n{out[-800:]}\n{err[-800:]}"
+                continue
+            if proc.returncode != 0:
+                failed[name] = f"exit {proc.returncode}\n{out[-800:]}\n{err[-800:]}"
+    finally:
+        for proc in running.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert not failed, "\n\n".join(f"{engine}: {k}:\n{v}" for k, v in failed.items())
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(CLAIMS)
     attempts = read_attempts(audit)

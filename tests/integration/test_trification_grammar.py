@@ -54,16 +54,49 @@ PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH"
                                                                                                    0)]
 
 
-def test_plan_schemas_compile_and_put_the_reasoning_first(llm_endpoint):
-    async def one(allowed, chars):
+def role_cases() -> list[tuple]:
+    """Each node role with the method's own prompt: (role, messages)."""
+    search = NodeRun(NodeSpec("s_1", "SEARCH", "Carnegie Hall Tower location", "where the tower is", []),
+                     input="Carnegie Hall Tower location", queries=["Carnegie Hall Tower location"])
+    judge = NodeRun(NodeSpec("j_1", "JUDGE", "", "same city", ["s_1"]), input=CLAIM.text)
+    return [
+        (SEARCH, SEARCH.messages(node=search, parents=[], max_queries=2)),
+        (SYNTHESIZE, SYNTHESIZE.messages(node=search, shown=PASSAGES, max_words=60)),
+        (REFINE, REFINE.messages(node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+        (THINK, THINK.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+        (JUDGE, JUDGE.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def replies(llm_endpoint) -> dict[str, list]:
+    """Every request of this module sent at once, the four plan schemas and the five node roles: vLLM
+    decodes them in one batch (on a CPU a decoding step costs about the same for one sequence as for nine,
+    so nine replies take about as long as the longest one). Each reply is checked by its own test below.
+    ``plans``: (allowed, chars, model, raw, finish) per PLAN_CASES entry; ``roles``: (role, raw, finish) per
+    node role. Room for every string at its bound: SmolLM2 can fill a 600-character field with digits, one
+    token each (the client doubles a truncated reply's budget once; here the grammar itself is under
+    test)."""
+    roles = role_cases()
+
+    async def plan(allowed, chars):
         model = plan_model_for(allowed, 3, chars)
         msgs = PLANNER.messages(claim=CLAIM, allowed=allowed, max_nodes=3, reasoning=chars > 0)
         return allowed, chars, model, *(await ask(llm_endpoint.url, llm_endpoint.model, msgs, model, 900))
 
     async def main():
-        return await asyncio.gather(*(one(a, c) for a, c in PLAN_CASES))
+        return await asyncio.gather(*(plan(a, c) for a, c in PLAN_CASES),
+                                    *(ask(llm_endpoint.url, llm_endpoint.model, msgs, role.output, 1000)
+                                      for role, msgs in roles))
 
-    for allowed, chars, model, raw, finish in asyncio.run(main()):
+    got = asyncio.run(main())
+    return {"plans": got[:len(PLAN_CASES)],
+            "roles": [(role, *reply) for (role, _), reply in zip(roles, got[len(PLAN_CASES):], strict=True)]}
+
+
+def test_plan_schemas_compile_and_put_the_reasoning_first(replies):
+    assert len(replies["plans"]) == len(PLAN_CASES)
+    for allowed, chars, model, raw, finish in replies["plans"]:
         assert finish == "stop", f"{model.__name__}: truncated ({finish}): {raw[-200:]}"
         keys = list(json.loads(raw, object_pairs_hook=lambda pairs: pairs))
         top = [k for k, _ in keys]
@@ -75,25 +108,9 @@ def test_plan_schemas_compile_and_put_the_reasoning_first(llm_endpoint):
         assert {n.type for n in plan.nodes} <= set(allowed)
 
 
-def test_node_role_schemas_compile_and_are_honoured(llm_endpoint):
-    search = NodeRun(NodeSpec("s_1", "SEARCH", "Carnegie Hall Tower location", "where the tower is", []),
-                     input="Carnegie Hall Tower location", queries=["Carnegie Hall Tower location"])
-    judge = NodeRun(NodeSpec("j_1", "JUDGE", "", "same city", ["s_1"]), input=CLAIM.text)
-    cases = [
-        (SEARCH, SEARCH.messages(node=search, parents=[], max_queries=2)),
-        (SYNTHESIZE, SYNTHESIZE.messages(node=search, shown=PASSAGES, max_words=60)),
-        (REFINE, REFINE.messages(node=judge, parents=[search], shown=PASSAGES, max_words=60)),
-        (THINK, THINK.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
-        (JUDGE, JUDGE.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
-    ]
-
-    # room for every string at its bound: SmolLM2 can fill a 600-character field with digits, one token each
-    # (the client doubles a truncated reply's budget once; here the grammar itself is under test)
-    async def main():
-        return await asyncio.gather(*(ask(llm_endpoint.url, llm_endpoint.model, msgs, role.output, 1000)
-                                      for role, msgs in cases))
-
-    for (role, _), (raw, finish) in zip(cases, asyncio.run(main()), strict=True):
+def test_node_role_schemas_compile_and_are_honoured(replies):
+    assert [role for role, _, _ in replies["roles"]] == [SEARCH, SYNTHESIZE, REFINE, THINK, JUDGE]
+    for role, raw, finish in replies["roles"]:
         assert finish == "stop", f"{role.name}: truncated: {raw[-200:]}"
         value = role.output.model_validate_json(raw)
         keys = [k for k, _ in json.loads(raw, object_pairs_hook=lambda pairs: pairs)]
