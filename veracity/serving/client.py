@@ -428,8 +428,7 @@ class LLMClient:
         values = allowed_values(output_model,
                                 confidence_field) if confidence_field and self.logprobs else None
         # llama.cpp: the reply's fixed opening sent as the assistant message it continues, a grammar for the
-        # rest
-        # (never for a deciding call, whose logprobs are read over the schema's reply)
+        # rest (never for a deciding call, whose logprobs are read over the schema's reply)
         form = prefilled_form(output_model) if not values and self.continues_replies else None
         sent = [*messages, {"role": "assistant", "content": form.opening}] if form else messages
         key = ResponseCache.key(self.model, sent, schema_fp, params) if self.cache else None
