@@ -231,37 +231,6 @@ def test_index_build_sigkilled_in_the_faiss_stage_then_resumed(tmp_path):
     work = tmp_path / ".idx.building"
     common = [str(corpus), "--shard-size", "64", "--faiss-factory", "IVF4,Flat"]  # trained: k-means runs
     env = _env(tmp_path / "home")
-    # the uninterrupted reference, built meanwhile in a folder of its own (its dense ids are what the
-    # comparison needs; no BM25 stage)
-    reference = subprocess.Popen([sys.executable, "-m", "veracity", "index", "build", *common, "--no-bm25",
-                                  "--out", str(ref)],
-                                 cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
-    try:
-        _kill_twice_then_resume(tmp_path, common, out, work, env)
-        _, reference_err = reference.communicate(timeout=900)
-    finally:
-        if reference.poll() is None:
-            reference.kill()
-            reference.communicate()
-    assert reference.returncode == 0, reference_err
-
-    import faiss
-
-    manifest = json.loads((out / "manifest.json").read_text())
-    # one id a line ("Article 0#0")
-    ids = [i for i in (out / "dense" / "ids.txt").read_text().split("\n") if i]
-    assert ids == [i for i in (ref / "dense" / "ids.txt").read_text().split("\n")
-                   if i] and len(set(ids)) == len(ids)
-    index = faiss.read_index(str(out / "dense" / "index.faiss"))
-    assert (index.ntotal == len(ids) == manifest["passages"]
-            and manifest["dense"]["faiss_factory"] == "IVF4,Flat")
-    assert not work.exists() and not list(tmp_path.glob("hs_err_pid*.log"))
-
-
-def _kill_twice_then_resume(tmp_path: Path, common: list[str], out: Path, work: Path, env: dict) -> None:
-    """SIGKILL in the FAISS stage's training, then in its adding; then the same command finishes, having
-    embedded nothing again."""
     for stage in ("faiss-train", "faiss-add"):
         proc = _popen([sys.executable, "-m", "tests.fixtures.interrupt_at", stage, "index", "build", *common,
                        "--out", str(out)], cwd=tmp_path, env=env)
@@ -287,5 +256,21 @@ def _kill_twice_then_resume(tmp_path: Path, common: list[str], out: Path, work: 
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert "resuming the partial build" in done.stdout
+    # the uninterrupted reference: its dense ids are what the comparison needs (no BM25 stage)
+    reference = subprocess.run([sys.executable, "-m", "veracity", "index", "build", *common, "--no-bm25",
+                                "--out", str(ref)],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert reference.returncode == 0, reference.stderr
+
+    import faiss
+
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["build"]["embed_s"] == embed_s  # the resumed run embedded nothing again
+    # one id a line ("Article 0#0")
+    ids = [i for i in (out / "dense" / "ids.txt").read_text().split("\n") if i]
+    assert ids == [i for i in (ref / "dense" / "ids.txt").read_text().split("\n")
+                   if i] and len(set(ids)) == len(ids)
+    index = faiss.read_index(str(out / "dense" / "index.faiss"))
+    assert (index.ntotal == len(ids) == manifest["passages"]
+            and manifest["dense"]["faiss_factory"] == "IVF4,Flat")
+    assert not work.exists() and not list(tmp_path.glob("hs_err_pid*.log"))
