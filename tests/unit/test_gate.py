@@ -70,9 +70,9 @@ def test_the_priority_of_a_block_reaches_the_tasks_made_inside_it():
     assert asyncio.run(go()) == (EXTRACTION, 1)
 
 
-def _llama_server(slots: int | None, log: list):
-    """A llama-server stand-in (``owned_by`` llamacpp, ``GET /props``) whose completions take 20 ms; ``log``
-    gets ("start"/"end", the claim text) in order."""
+def _llama_server(slots: int | None, log: list, release: asyncio.Event):
+    """A llama-server stand-in (``owned_by`` llamacpp, ``GET /props``) whose completions wait for ``release``;
+    ``log`` gets ("start"/"end", the claim text) in order."""
     async def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/models"):
             return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "llamacpp"}]})
@@ -80,7 +80,8 @@ def _llama_server(slots: int | None, log: list):
             return httpx.Response(200, json={"total_slots": slots} if slots else {})
         who = json.loads(request.content)["messages"][-2]["content"]
         log.append(("start", who))
-        await asyncio.sleep(0.02)
+        await release.wait()
+        await asyncio.sleep(0.002)
         log.append(("end", who))
         return httpx.Response(200, json={"choices": [{"message": {"content": '{"kind": "opinion"}'}}],
                                          "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
@@ -100,19 +101,24 @@ def test_on_llama_server_the_client_sends_no_more_than_its_slots_and_extraction_
     log: list = []
 
     async def go():
+        release = asyncio.Event()
         async with LLMClient("http://fake:1/v1", "m", concurrency=16,
-                             transport=httpx.MockTransport(_llama_server(slots, log))) as llm:
+                             transport=httpx.MockTransport(_llama_server(slots, log, release))) as llm:
             def ask(who):
                 return llm.generate([{"role": "user", "content": who}], CheckWorthiness, role="r")
 
             verifying = [asyncio.create_task(ask(f"v{i}")) for i in range(16)]
-            await asyncio.sleep(0.005)
+            while len(log) < min(16, slots or 16):  # the first requests reached the server and wait there
+                await asyncio.sleep(0.001)
             with request_priority(EXTRACTION):
                 extracting = asyncio.create_task(ask("x"))
+            for _ in range(20):  # every request not sent is waiting in the client's gate
+                await asyncio.sleep(0)
+            release.set()
             await asyncio.gather(*verifying, extracting)
 
     asyncio.run(go())
     assert _most_at_once(log) == most  # without total_slots: the client's own bound
     starts = [who for what, who in log if what == "start"]
-    if slots:  # the extraction request came after 16 verification requests and went third
+    if slots:  # the extraction request came after 16 verification requests and went first of the waiting
         assert starts.index("x") == slots
