@@ -460,7 +460,7 @@ def build_index(sources: list[Source], out: Path | str, options: BuildOptions | 
         t0 = time.perf_counter()
         from veracity.indexes.seed import SeededEncoder, seeds_for
 
-        seeds = seeds_for(encoder.name) if options.seed_vectors else []
+        seeds = seeds_for(encoder.name, log=log) if options.seed_vectors else []
         seeded = SeededEncoder(encoder, seeds, log) if seeds else None
         embedded = _embed(work, store, n, seeded or encoder, options, progress, log, on_shard)
         dt = time.perf_counter() - t0

@@ -275,7 +275,7 @@ def expected_passages(sources, options) -> tuple[int, list[str]]:
 def seeded_passages(sources, options) -> int:
     """Passages whose vectors ship as seed vectors (veracity.indexes.seed) for this build: those of a seed
     file made from one of ``sources`` (the same file name and sha256) with the same encoder and chunking."""
-    if not (options.dense and getattr(options, "seed_vectors", False)):
+    if not (options.dense and options.seed_vectors):
         return 0
     from veracity.indexes.seed import seeds_for
     from veracity.indexes.sources import sha256_file

@@ -50,16 +50,18 @@ class Seed:
         return None if i is None else self.vectors[i].astype(np.float32)
 
 
-def seeds_for(encoder_name: str, folder: Path | None = None) -> list[Seed]:
+def seeds_for(encoder_name: str, folder: Path | None = None,
+              log: Callable[[str], None] | None = None) -> list[Seed]:
     """The seed files made with ``encoder_name`` in ``folder`` (default: the ones veracity ships; none when
-    the folder is missing)."""
+    the folder is missing). An unreadable file is passed over, said through ``log`` (default: stderr)."""
     folder = SEEDS_DIR if folder is None else folder
+    log = log or (lambda line: print(line, file=sys.stderr))
     found = []
     for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
         try:
             seed = Seed(path)
         except (OSError, ValueError, KeyError) as exc:  # a damaged file is ignored, not fatal
-            print(f"note: seed vectors {path.name} unreadable ({exc}); encoding instead", file=sys.stderr)
+            log(f"note: seed vectors {path.name} unreadable ({exc}); encoding instead")
             continue
         if seed.encoder == encoder_name:
             found.append(seed)

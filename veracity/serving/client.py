@@ -285,16 +285,18 @@ class LLMClient:
     def masks_first(self) -> bool:
         """Every endpoint of the pool is a vLLM server (whose logprobs come after the schema's mask), as
         its GET /models said; False while any is unknown or another engine."""
-        urls = [m.url for m in self.pool.members]
-        return all(self._owners.get(u) == {"vllm"} for u in urls)
+        return self._all_served_by("vllm")
+
+    def _all_served_by(self, owner: str) -> bool:
+        """Every endpoint of the pool said (GET /models ``owned_by``) that ``owner`` serves it."""
+        return all(self._owners.get(m.url) == {owner} for m in self.pool.members)
 
     @property
     def continues_replies(self) -> bool:
         """Every endpoint of the pool is a llama-server (``owned_by`` "llamacpp"), which continues a final
         assistant message under a grammar: an output model that declares ``reply_prefill`` is then asked for
         with its opening prefilled (:func:`~veracity.serving.structured.prefilled_form`)."""
-        urls = [m.url for m in self.pool.members]
-        return all(self._owners.get(u) == {"llamacpp"} for u in urls)
+        return self._all_served_by("llamacpp")
 
     async def _server_slots(self) -> int | None:
         """The pool's llama-server slots together (each endpoint's ``GET /props`` ``total_slots``), or None
