@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.netcut import env_without_veracity
 from tests.integration.test_web_real import artifacts_dir, browser, web_url  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,7 @@ TEXTS = [("t1", "The Eiffel Tower is in Berlin. It was completed in 1889."),
 
 
 def env(tmp: Path) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
+    e = env_without_veracity()
     e.update(VERACITY_HOME=str(tmp / "home"), PYTHONUNBUFFERED="1", COLUMNS="200")
     return e
 

@@ -30,6 +30,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.fixtures.netcut import env_without_veracity
+
 from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
@@ -52,7 +54,7 @@ def write_claims(path: Path, n: int = len(CLAIMS)) -> Path:
 
 
 def cli(tmp: Path, endpoint: str, claims: Path, out: Path, *, preexec=None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
+    env = env_without_veracity()
     env.update(VERACITY_HOME=str(tmp / "home"), PYTHONUNBUFFERED="1", COLUMNS="200")
     cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(claims), "-o", str(out), "--method",
            "direct",

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.netcut import env_without_veracity
 from tests.fixtures.server import missing
 
 pytestmark = pytest.mark.integration
@@ -30,7 +31,7 @@ CRASH_WORDS = ("Traceback", "RuntimeError", "unknown parameter type", "Invalid (
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VERACITY_")}
+    env = env_without_veracity()
     env.update({"VERACITY_HOME": str(home), "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "80",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     return env

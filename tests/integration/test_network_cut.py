@@ -14,7 +14,8 @@ session's servers (llama.cpp, the default engine without a GPU, and vLLM). Non-P
 This module checks that the run really is cut and audited (under ``CI=true`` a run that is not fails
 here), that the audit names who tried, and runs the commands a user types — ``verify "CLAIM"``, a batch
 ``verify -i -o``, ``check`` and ``bench run`` — as real processes on the default engine's session server
-(llama.cpp; the batch also on vLLM's, test_vllm_engine.py).
+(llama.cpp). On vLLM the batch command runs cut off in test_vllm_engine.py's kill tests (``verify -i -o`` as
+a real process against vLLM servers, then resumed), under the same audit.
 """
 
 from __future__ import annotations
@@ -107,14 +108,12 @@ def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, d
     run_the_commands("llama.cpp", llm_endpoint, demo_style_index_dir, tmp_path)
 
 
-def run_the_commands(engine: str, ep, index: Path, tmp_path: Path,
-                     only: tuple[str, ...] | None = None) -> None:
-    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` (or the ``only`` ones) as real
-    processes on ``ep``, all at once, each in a home of its own, all writing one audit file; every one
-    succeeds and none tries to reach past loopback (test_vllm_engine.py runs the batch on vLLM). At once:
-    what each shows is that it runs cut off, which does not depend on the others running before it, and the
-    server answers their requests side by side (on two cores, one command's start-up then overlaps another's
-    wait for the server)."""
+def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
+    """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` as real processes on ``ep``, all
+    four at once, each in a home of its own, all writing one audit file; every one succeeds and none tries
+    to reach past loopback. At once: what each shows is that it runs
+    cut off, which does not depend on the others running before it, and the server answers their requests
+    side by side (on two cores, one command's start-up then overlaps another's wait for the server)."""
     if shared_data_dir() is None:
         missing("benchmark data (../shared/data) not found; set VERACITY_DATA_DIR")
     audit = tmp_path / "audit.jsonl"
@@ -134,9 +133,6 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path,
                       "--limit", "1",
                       "--seed", "0", "--out", str(tmp_path / "bench"), "--json", *on],
     }
-    if only is not None:
-        steps = {name: args for name, args in steps.items() if name in only}
-        assert list(steps) == list(only), f"unknown commands: {only}"
     running = {}
     try:
         for i, (name, args) in enumerate(steps.items()):
@@ -160,7 +156,6 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path,
                 proc.kill()
                 proc.wait()
     assert not failed, "\n\n".join(f"{engine}: {k}:\n{v}" for k, v in failed.items())
-    if "verify -i -o" in steps:
-        assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(CLAIMS)
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(CLAIMS)
     attempts = read_attempts(audit)
     assert not attempts, f"{engine}: connections attempted past loopback:\n{describe(attempts)}"

