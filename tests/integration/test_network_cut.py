@@ -13,9 +13,7 @@ session's servers (llama.cpp, the default engine without a GPU, and vLLM). Non-P
 
 This module checks that the run really is cut and audited (under ``CI=true`` a run that is not fails
 here), that the audit names who tried, and runs the commands a user types — ``verify "CLAIM"``, a batch
-``verify -i -o``, ``check`` and ``bench run`` — as real processes on the default engine's session server
-(llama.cpp). On vLLM the batch command runs cut off in test_vllm_engine.py's kill tests (``verify -i -o`` as
-a real process against vLLM servers, then resumed), under the same audit.
+``verify -i -o``, ``check`` and ``bench run`` — as real processes on both engines' session servers.
 """
 
 from __future__ import annotations
@@ -111,7 +109,7 @@ def test_the_commands_a_user_types_run_cut_off_on_llama_cpp(cut, llm_endpoint, d
 def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
     """``verify "CLAIM"``, ``verify -i -o``, ``check`` and ``bench run`` as real processes on ``ep``, all
     four at once, each in a home of its own, all writing one audit file; every one succeeds and none tries
-    to reach past loopback. At once: what each shows is that it runs
+    to reach past loopback (test_vllm_engine.py runs it on vLLM). At once: what each shows is that it runs
     cut off, which does not depend on the others running before it, and the server answers their requests
     side by side (on two cores, one command's start-up then overlaps another's wait for the server)."""
     if shared_data_dir() is None:
