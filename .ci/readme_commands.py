@@ -25,7 +25,8 @@ def block_after(text: str, heading: str) -> list[str]:
     if start is None:
         raise SystemExit(f"README.md has no heading {heading!r}")
     fence = next((i for i in range(start + 1, len(lines)) if lines[i].strip() == "```bash"), None)
-    end = next((i for i in range(fence + 1, len(lines)) if lines[i].strip() == "```"), None) if fence else None
+    end = (next((i for i in range(fence + 1, len(lines)) if lines[i].strip() == "```"), None) if fence
+           else None)
     if fence is None or end is None:
         raise SystemExit(f"README.md has no ```bash block after {heading!r}")
     joined: list[str] = []
