@@ -131,6 +131,48 @@ def java_reason(exc: BaseException) -> str:
     return f"{name}: {message}" if message else name
 
 
+class _LuceneSearcher:
+    """Anserini's ``SimpleSearcher`` through pyjnius: the part of pyserini's ``LuceneSearcher`` a BM25 search
+    uses (BM25 parameters, search, stored documents). Imported this way because ``pyserini.search.lucene``
+    also imports pyserini's neural encoders, and with them transformers, scikit-learn and SciPy: about 12 s
+    of CPU on the 2-core machine before a process's first search (BENCHMARKS.md, "Process start-up"),
+    where the Java classes themselves load in well under a second. The index is the same Anserini index
+    pyserini reads."""
+
+    def __init__(self, path: Path):
+        ensure_jvm()  # the JVM with veracity's options (-Xrs), before anything of jnius
+        from jnius import autoclass
+
+        self._object = autoclass("io.anserini.search.SimpleSearcher")(str(path))
+        self.num_docs = int(self._object.get_total_num_docs())
+
+    def set_bm25(self, k1: float, b: float) -> None:
+        self._object.set_bm25(float(k1), float(b))
+
+    def search(self, query: str, k: int):
+        return self._object.search(query, int(k))  # ScoredDoc objects: .docid, .score
+
+    def doc(self, docid: str | int) -> _StoredDocument | None:
+        found = self._object.doc(docid)
+        return None if found is None else _StoredDocument(found)
+
+    def close(self) -> None:
+        self._object.close()
+
+
+class _StoredDocument:
+    """A Lucene document as stored by the build: its ``id`` and its ``raw`` JSON."""
+
+    def __init__(self, document):
+        self._document = document
+
+    def docid(self) -> str:
+        return self._document.getField("id").stringValue()
+
+    def raw(self) -> str | None:
+        return self._document.get("raw")
+
+
 class BM25Index:
     """Thread-safe BM25 search (pyserini's LuceneSearcher is not safe for concurrent use: one lock)."""
 
@@ -140,10 +182,8 @@ class BM25Index:
                                 hint="rebuild with --overwrite, or use --mode dense")
         self.path = path
         ensure_jvm()
-        from pyserini.search.lucene import LuceneSearcher
-
         try:
-            self._searcher = LuceneSearcher(str(path))
+            self._searcher = _LuceneSearcher(path)
             self._searcher.set_bm25(k1, b)
         except Exception as exc:  # a Java exception: corrupt or foreign index
             err = IndexDirError(f"BM25 index {path} cannot be opened ({java_reason(exc)})",

@@ -87,38 +87,56 @@ def transformers_bars_off():
 
 
 class SentenceEncoder:
-    """A sentence-transformers model on GPU (fp16) when there is one, else CPU; thread-safe encode.
+    """A sentence encoder: on CPU, a plain-BERT folder such as the default all-MiniLM-L6-v2 runs on torch
+    alone (:mod:`veracity.models.bert_encoder`: the same vectors, without sentence-transformers' 10 s
+    import); any other folder, and every folder on a GPU (fp16), runs on sentence-transformers. Thread-safe
+    encode.
 
     Load it through :func:`load_encoder` (one instance per model and device in a process)."""
 
     def __init__(self, name: str | None = None, *, device: str | None = None):
         self.name, path = resolve_encoder(name)
         import torch
-        from sentence_transformers import SentenceTransformer
+
+        from veracity.models.bert_encoder import BertSentenceEncoder, plain_bert_layout
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        layout = plain_bert_layout(path) if self.device == "cpu" else None
         try:
-            with transformers_bars_off():  # transformers' "Loading weights" bar is not the user's business
-                self.model = SentenceTransformer(str(path), device=self.device)
+            if layout is not None:
+                self.model = BertSentenceEncoder(path, layout)
+                self.backend = "torch"
+            else:
+                from sentence_transformers import SentenceTransformer
+
+                with transformers_bars_off():  # transformers' "Loading weights" bar is not the user's
+                    self.model = SentenceTransformer(str(path), device=self.device)
+                self.backend = "sentence-transformers"
         except Exception as exc:
             raise ConfigError(f"cannot load encoder {self.name} from {path}: {exc}",
                               hint="pass --encoder with a folder holding a sentence-transformers "
                                    "model") from exc
-        if self.device.startswith("cuda"):
-            self.model.half()
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or \
-            getattr(self.model, "get_sentence_embedding_dimension", None)
-        dim = get_dim() if get_dim else None
-        self.dimension = int(dim or self.model.encode(["x"]).shape[1])
-        self.max_seq_length = int(getattr(self.model, "max_seq_length", 0) or 0)
+        if layout is not None:
+            self.dimension, self.max_seq_length = self.model.dimension, self.model.max_seq_length
+        else:
+            if self.device.startswith("cuda"):
+                self.model.half()
+            get_dim = getattr(self.model, "get_embedding_dimension", None) or \
+                getattr(self.model, "get_sentence_embedding_dimension", None)
+            dim = get_dim() if get_dim else None
+            self.dimension = int(dim or self.model.encode(["x"]).shape[1])
+            self.max_seq_length = int(getattr(self.model, "max_seq_length", 0) or 0)
         self._lock = threading.Lock()
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """float32 (n, dim), L2-normalized. sentence-transformers sorts each call's texts by length, so
-        batches hold texts of similar length (little padding)."""
+        """float32 (n, dim), L2-normalized. Each call's texts are sorted by length, so batches hold texts of
+        similar length (little padding)."""
         with self._lock:
-            vecs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            if self.backend == "torch":
+                vecs = self.model.encode(list(texts), batch_size=batch_size)
+            else:
+                vecs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
 
