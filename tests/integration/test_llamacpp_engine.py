@@ -234,3 +234,38 @@ def test_the_check_roles_opening_is_continued_under_their_grammar(llm_endpoint):
     assert 1 <= len(claims.claims) <= 6 and all(0 < len(c) <= 200 for c in claims.claims)
     assert short.kind in ("checkable_statement", "opinion", "no_statement") and framed.kind
     assert recs[1].completion_tokens < recs[2].completion_tokens, [r.completion_tokens for r in recs]
+
+
+def test_a_texts_prefix_is_copied_into_the_idle_slots(llm_endpoint):
+    """LLMClient.share_prefix on the real llama-server (started with --slot-save-path): the text's extractor
+    prompt is processed in one slot and restored into the idle others, and then every one of the text's
+    extractor calls sent at once finds the text cached, whichever slot it gets (issue 44 point 5). Without
+    the copy the calls that land in other slots process the text anew."""
+    import asyncio
+
+    from veracity.check.roles import EXTRACTOR, AtomicClaims
+    from veracity.serving.client import LLMClient, usage_scope
+
+    # a text of its own (no slot holds it from another test), long enough that its share of each prompt shows
+    facts = ["The Danube flows through ten countries.", "Vienna stands on the Danube.",
+             "Budapest was formed from Buda, Pest and Obuda in 1873.", "The river ends in the Black Sea.",
+             "Its delta is a protected wetland.", "Bratislava lies near two borders."]
+    text = " ".join(facts * 4)
+
+    async def go():
+        async with LLMClient(llm_endpoint.url, llm_endpoint.model, seed=0) as llm:
+            shared = await llm.share_prefix(EXTRACTOR.messages(text=text, sentence=facts[0]))
+            with usage_scope() as recs:
+                await asyncio.gather(*(llm.generate(EXTRACTOR.messages(text=text, sentence=f), AtomicClaims,
+                                                    role="check.extractor", max_tokens=96)
+                                       for f in facts[1:5]))
+            return shared, recs
+
+    shared, recs = asyncio.run(go())
+    slots = httpx.get(llm_endpoint.url.removesuffix("/v1") + "/props", timeout=30).json()["total_slots"]
+    assert shared is not None and shared["slots"] == slots - 1, shared  # the session's server is idle here
+    assert shared["tokens"] > 300, shared
+    cached = [r.cached_prompt_tokens for r in recs]
+    # each call's prompt: the shared prefix (instructions and the text), then its own sentence
+    assert len(cached) == 4 and all(c is not None and c >= 0.8 * shared["tokens"] for c in cached), (
+        cached, shared)

@@ -141,6 +141,7 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
     # the claims extraction gives)
     with usage_scope() as sink, request_priority(EXTRACTION):
         trace.llm_calls = sink
+        await share_text_prefix(llm, text, sentences, trace)
         await asyncio.gather(*(one(s) for s in sentences))
     trace.llm_calls = list(sink)
     trace.timings["total_s"] = round(time.perf_counter() - t0, 4)
@@ -150,6 +151,23 @@ async def extract(text: str, llm: Any, *, tid: str | None = None, params: CheckP
             fallbacks[ev["role"]] += 1
     dropped.sort(key=lambda d: d["sentence"])
     return Extraction(tid, text, sentences, fallbacks, trace.to_dict(), dropped)
+
+
+PREFIX_EVENT = "check.prefix_shared"  # the text's extractor prefix copied into the server's idle slots
+
+
+async def share_text_prefix(llm: Any, text: str, sentences: list[Sentence], trace: Trace) -> None:
+    """Before a text's extractor calls go out together: its prompt prefix (the instructions and the whole
+    text, which every sentence's call shares) processed once and copied into the server's idle slots
+    (:meth:`~veracity.serving.client.LLMClient.share_prefix`; llama-server only), instead of each of the
+    calls processing it anew in an empty slot. Only where two or more sentences go to the extractor."""
+    share = getattr(llm, "share_prefix", None)
+    asked = [s for s in sentences if sentence_rule(s.text) is None]
+    if share is None or len(asked) < 2:
+        return
+    shared = await share(EXTRACTOR.messages(text=text, sentence=asked[0].text))
+    if shared:
+        trace.event(PREFIX_EVENT, **shared)
 
 
 async def worthiness_of(claim: str, sentence: str, llm: Any, params: CheckParams, *,

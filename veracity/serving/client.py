@@ -161,6 +161,10 @@ __all__ = ["LLMClient", "UsageRecord", "ResponseCache", "record_usage", "usage_s
            "probe_endpoint"]
 
 
+# the one slot file of share_prefix on a llama-server (in its --slot-save-path folder)
+PREFIX_FILE = "veracity-prefix.bin"
+
+
 class LLMClient:
     """Async, bounded-concurrency client for an OpenAI-compatible chat endpoint.
 
@@ -220,6 +224,8 @@ class LLMClient:
         # wait here, by priority, rather than in the server's first-come queue: veracity.serving.gate)
         self._sem: Gate | None = None
         self._slots: dict[str, int] = {}  # llama-server's slots per endpoint (GET /props total_slots)
+        self._no_slot_files: set[str] = set()  # llama-servers that refused to save a slot (share_prefix)
+        self._share_lock: asyncio.Lock | None = None  # one share_prefix at a time: its save and restores
         self._http: httpx.AsyncClient | None = None
         self._started = False
 
@@ -312,6 +318,65 @@ class LLMClient:
             except (httpx.HTTPError, ValueError, KeyError, TypeError):
                 return None
         return sum(self._slots[u] for u in urls) or None
+
+    async def share_prefix(self, messages: list[Message]) -> dict[str, Any] | None:
+        """Process ``messages``' prompt once and copy it into every other idle slot of each llama-server of
+        the pool, so that the requests that begin with the same text (a text's extractor calls: the
+        instructions and the whole text, then one sentence each) find it cached in whichever slot they get.
+
+        llama-server caches a prompt in the one slot that processed it; four extractor calls sent at once to
+        four empty slots each processed the same ~600-token prefix (about 24 s of a 2-core server's time on
+        the 1.5B; BENCHMARKS.md, issue 44 point 5). Here: ``POST /apply-template``, ``POST /completion``
+        (one token, the prompt cached), ``POST /slots/N?action=save`` then ``?action=restore`` into the other
+        idle slots (``GET /slots``). Needs a server started with ``--slot-save-path`` (a managed llama-server
+        is); another engine, one slot, or a server without it: nothing is done (None), and a server that
+        refused is not asked again. One file per server (``veracity-prefix.bin``): the server runs its slot
+        tasks one at a time, so a save is whole before any restore reads it; a prefix restored from another
+        command's text only costs that text its cache hit. Returns ``{"slots": copies, "tokens": prompt
+        tokens, "seconds": wall}`` when it copied."""
+        if not self._started:
+            await self.start()
+        if not self.continues_replies or self._sem is None:
+            return None
+        t0 = time.perf_counter()
+        copies, tokens = 0, 0
+        if self._share_lock is None:
+            self._share_lock = asyncio.Lock()
+        async with self._share_lock:
+            for member in self.pool.members:
+                url = member.url
+                if self._slots.get(url, 0) < 2 or url in self._no_slot_files:
+                    continue
+                root = url[:-3] if url.endswith("/v1") else url
+                http = self._client()
+                try:
+                    async with self._sem.held():  # the priming request holds a slot like any request
+                        prompt = (await http.post(root + "/apply-template", json={"messages": messages},
+                                                  timeout=30.0)).json()["prompt"]
+                        done = await http.post(root + "/completion", json={
+                            "prompt": prompt, "n_predict": 1, "cache_prompt": True, "temperature": 0.0})
+                        done.raise_for_status()
+                        primed = done.json()
+                    slot = int(primed["id_slot"])
+                    saved = await http.post(f"{root}/slots/{slot}", params={"action": "save"},
+                                            json={"filename": PREFIX_FILE}, timeout=30.0)
+                    if saved.status_code in (400, 404, 501):  # no --slot-save-path, or no slot actions
+                        self._no_slot_files.add(url)
+                        continue
+                    saved.raise_for_status()
+                    idle = [int(s["id"]) for s in (await http.get(root + "/slots", timeout=10.0)).json()
+                            if int(s["id"]) != slot and not s.get("is_processing")]
+                    for other in idle:
+                        back = await http.post(f"{root}/slots/{other}", params={"action": "restore"},
+                                               json={"filename": PREFIX_FILE}, timeout=30.0)
+                        if back.status_code == 200:
+                            copies += 1
+                    tokens = max(tokens, int(primed.get("tokens_evaluated") or 0))
+                except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                    continue  # a speed-up only: whatever fails, the requests run as they would have
+        if not copies:
+            return None
+        return {"slots": copies, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 3)}
 
     async def served_models(self) -> list[str]:
         """Model names the (first) endpoint serves (``GET /v1/models``)."""

@@ -49,6 +49,14 @@ def binary_missing(settings: Settings) -> bool:
     return binary is None or not binary.exists()
 
 
+def slot_dir(settings: Settings, port: int) -> Path:
+    """The folder of a managed llama-server's slot files (``--slot-save-path``; created here: llama-server
+    refuses a folder that does not exist)."""
+    path = settings.run_dir / f"slots-{port}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def slots_and_threads(spec: ServerSpec, cores: int) -> tuple[int, int]:
     threads = max(1, cores)
     slots = spec.max_num_seqs or max(4, 2 * threads)
@@ -114,6 +122,9 @@ class LlamaCppEngine:
             # benchmarks/llama_http_threads.py), so health probes and a second command timed out
             "--threads-http", str(max(slots + 4, threads)),
             "--no-webui",
+            # slot files: a text's shared prefix copied from the slot that processed it into the idle others
+            # (LLMClient.share_prefix; one file per server, in a folder per port)
+            "--slot-save-path", str(slot_dir(settings, spec.port)),
             *spec.extra_args,
         ]
 
