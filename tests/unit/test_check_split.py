@@ -62,7 +62,29 @@ def test_a_verb_phrase_after_a_comma_and_is_no_list_item():
     assert split_claim("It was tested in Paris, Rome, and was shipped in May.") == [
         "It was tested in Paris, Rome, and was shipped in May."]
     assert len(split_claim("The shop sells products such as snacks, beverages, toiletries, and other daily "
-                           "essentials.")) == 4  # a list of noun phrases is still split
+                           "essentials.")) == 5  # a list of noun phrases is still split (and the statement)
+
+
+def test_examples_after_such_as_or_including_are_the_statement_and_one_claim_each():
+    # seed 5911's development rows: the annotators wrote "Epigenetic changes can be caused by various
+    # environmental factors." and "Diet is an environmental factor that can cause epigenetic changes." (and
+    # one for stress, one for toxins); here an "or" lists examples, it is no choice
+    assert split_claim("Epigenetic changes can be caused by various environmental factors, such as diet, "
+                       "stress, or exposure to toxins.") == [
+        "Epigenetic changes can be caused by various environmental factors.",
+        "Epigenetic changes can be caused by various environmental factors, such as diet.",
+        "Epigenetic changes can be caused by various environmental factors, such as stress.",
+        "Epigenetic changes can be caused by various environmental factors, such as exposure to toxins."]
+    assert split_claim("It is used in many fields including medicine and law.") == [
+        "It is used in many fields.", "It is used in many fields including medicine.",
+        "It is used in many fields including law."]
+    # not: a choice without "such as", a statement too short to stand alone, examples inside the claim
+    assert split_claim("Fins can be made of plastic, wood, or metal.") == [
+        "Fins can be made of plastic, wood, or metal."]
+    assert split_claim("He likes fruits such as apples or pears.") == [
+        "He likes fruits such as apples or pears."]
+    assert split_claim("Big cats, such as lions and tigers, live in Africa.") == [
+        "Big cats, such as lions and tigers, live in Africa."]
 
 
 def test_list_numbers_citations_markers_and_a_titles_dash_are_cleaned():

@@ -17,6 +17,11 @@ together matches one gold claim at best (seed 765's hand-read: 5 of 30 claims we
 - a list of three or more short items that ends the claim is one claim per item ("... found in the temperate
   regions of Europe, Asia, and North America": the annotators' and the extractor prompt's own rule, which the
   1.5B often leaves undone);
+- examples after "such as" or "including" that end the claim (two or more, with "and" or "or") are the
+  statement without them and one claim per example: "Epigenetic changes can be caused by various
+  environmental factors, such as diet, stress, or exposure to toxins." -> "Epigenetic changes can be caused
+  by various environmental factors." and "…, such as diet.", "…, such as stress.", "…, such as exposure to
+  toxins.";
 - two main clauses joined by ", but" or ", so" are two claims when the second has a subject of its own
   ("..., so even a small number of new stars can add up quickly"); "It sank 42 ships, but was sunk ..." is
   left whole.
@@ -63,6 +68,13 @@ _ITEM = (r"(?!(?:and|or|but|nor|is|are|was|were|be|been|has|have|had|can|could|w
 _LIST_LEAD = r"(?:in|of|on|at|for|with|by|from|to|along|as|including|like|are|is|was|were|include|includes)"
 _FINAL_LIST = re.compile(r"^(?P<pre>.+\b" + _LIST_LEAD + r"\s)(?P<items>" + _ITEM + r"(?:,\s" + _ITEM
                          + r")+),?\sand\s(?P<last>" + _ITEM + r")$")  # "or": a choice, not claims
+# examples after "such as" / "including": a list of two or more, joined by "and" or "or" (here an "or" lists
+# examples, not a choice: "caused by various environmental factors, such as diet, stress, or exposure to
+# toxins"). Factcheck-Bench's annotators write the statement without its examples and one claim per example
+# (seed 5911's development rows, 2026-11-29)
+_EXAMPLES = re.compile(r"^(?P<base>.+?[\w'’)\]])(?P<comma>,?)\s(?P<lead>such as|including)\s"
+                       r"(?P<items>" + _ITEM + r"(?:,\s" + _ITEM + r")*),?\s(?:and|or)\s(?P<last>" + _ITEM
+                       + r")$")
 # not "so that" / "so as to" (a purpose, not a second claim), "but also" / "but not" (no subject of their own)
 _CLAUSES = re.compile(r",\s+(?:but|so)\s+(?!(?:that|as|far|much|long|also|not)\b)(?=\S)")
 # what a main clause may open with: a determiner, a pronoun, a quantifier, a name or a number
@@ -100,6 +112,11 @@ def _pieces(c: str) -> list[str]:
     if m:
         subj = m.group("subj")
         return [f"{subj} {m.group('rel')}", f"{subj} {m.group('rest')}"]
+    m = _EXAMPLES.match(c)
+    if m:
+        items = [x.strip() for x in m.group("items").split(",") if x.strip()] + [m.group("last").strip()]
+        pre = f"{m.group('base')}{m.group('comma')} {m.group('lead')} "
+        return [m.group("base"), *(pre + it for it in items)]
     m = _FINAL_LIST.match(c)
     if m:
         items = [x.strip() for x in m.group("items").split(",") if x.strip()] + [m.group("last").strip()]
