@@ -339,7 +339,8 @@ def test_a_number_or_a_date_from_another_sentence_fails():
     v = check_claim("The album 'Blackpink in Your Area' was released in 2018.",
                     "As of my knowledge cutoff in September 2021, Blackpink has released a total of four "
                     "albums.", BP)
-    assert not v.ok and "2018" in v.reason, v
+    # its name, written only in a later sentence, is found first (its year, 2018, is another sentence's too)
+    assert not v.ok and v.reason == "carries a name from later sentences: Area", v
     # a list's number is not the sentence's: "four" is not "4. “The Album" ..."
     v = check_claim("Blackpink has released four albums.", "4. “The Album\" (2020) - This is their first "
                     "full-length studio album, which contains eight tracks.", BP)
@@ -459,3 +460,19 @@ def test_a_claim_cut_mid_phrase_is_a_fragment_and_an_object_pronoun_last_is_not(
     assert fragment("Pierre Curie married Marie in 1895.") == ""
     assert check_claim("Marie Curie was born in Warsaw.", "Marie Curie was born in Warsaw.",
                        "Marie Curie was born in Warsaw.").ok
+
+
+ECHARTS = ("ECharts Java is a Java-based library for data visualization. It is based on the ECharts "
+           "JavaScript library and provides a Java API for creating charts.")
+
+
+def test_a_name_the_text_writes_only_after_the_sentence_is_a_later_sentences():
+    # seeds 5911 and 3937's hand-reads: the next sentence's fact under the first, its one foreign word a name
+    # beside the sentence's own "ECharts"
+    first, second = "ECharts Java is a Java-based library for data visualization.", ECHARTS.split(". ", 1)[1]
+    v = check_claim("ECharts Java is based on the ECharts JavaScript library.", first, ECHARTS)
+    assert not v.ok and v.reason == "carries a name from later sentences: JavaScript", v
+    assert check_claim("ECharts Java is based on the ECharts JavaScript library.", second, ECHARTS).ok
+    # a name from before is an antecedent still
+    assert check_claim("Marie Curie won two Nobel Prizes.", "Curie won two Nobel Prizes.",
+                       "Marie Curie was a physicist. Curie won two Nobel Prizes.").ok

@@ -217,7 +217,9 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
       or describes the referent of the sentence's "this ..." from the text before it ("Diego Maradona led
       Argentina's win in 1986." under "This win was led by ... Diego Maradona.").
     - A name (a capitalised word; the claim's first word only when the text also writes it capitalised
-      inside a sentence) the sentence lacks is an antecedent only where the sentence refers to something:
+      inside a sentence) the sentence lacks, and the text writes only after it, is a later sentence's: an
+      antecedent comes before its reference.
+    - A name the sentence lacks is an antecedent only where the sentence refers to something:
       each such name needs a pronoun or demonstrative of the sentence, or a "the ..." description whose
       words the claim leaves out ("The U-boat was armed ..." -> "The SM U-30 was armed ..."). A name next to
       one of the sentence's own names ("Marie" before "Curie"), and an acronym of the sentence's name or
@@ -274,6 +276,7 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
                   and stem(raw_lower[i + 1]) in claim_stems}
     at = where(sentence, text)
     before = text[:at] if at >= 0 else ""
+    before_stems = {stem(w) for w in words(before)}
     before_values = {v for w in words(before) if (v := _value(w)) is not None} | {
         w for w in words(before) if w in _DATE_WORDS}
     need = 0
@@ -286,6 +289,13 @@ def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[l
             if _initials(phrase) in sent_acronyms or (len(names) == 1 and written[names[0]][0] in
                                                        sent_initials):
                 continue
+            # an antecedent comes before its reference: a name the text writes only after this sentence is a
+            # later sentence's ("ECharts Java is based on the ECharts JavaScript library." under "ECharts
+            # Java is a Java-based library for data visualization.", the next sentence's fact; seeds 5911 and
+            # 3937's hand-reads), even beside one of the sentence's own names
+            later = [written[k][1] for k in names if stem(written[k][0]) not in before_stems]
+            if at >= 0 and later:
+                return f"carries a name from later sentences: {' '.join(later)}"
             left, right = span[0] - 1, span[-1] + 1
             # the sentence's own name spelled out further ("Marie" + "Curie"), or a name that qualifies the
             # sentence's own noun ("She won a prize" -> "... a Nobel prize")
