@@ -476,3 +476,18 @@ def test_a_name_the_text_writes_only_after_the_sentence_is_a_later_sentences():
     # a name from before is an antecedent still
     assert check_claim("Marie Curie won two Nobel Prizes.", "Curie won two Nobel Prizes.",
                        "Marie Curie was a physicist. Curie won two Nobel Prizes.").ok
+
+
+def test_a_claim_that_is_another_sentence_word_for_word_fails():
+    # seed 3356's hand-read: the response's first sentence given as a claim of its third, through antecedent
+    # names alone
+    third = ("Therefore, in 1980, Justice Douglas was still alive and would have been the oldest serving "
+             "justice on the Court at that time.")
+    text = ("In 1980, the oldest justice on the United States Supreme Court was Justice William O. Douglas. "
+            "He was born on October 16, 1898. " + third)
+    v = check_claim("In 1980, the oldest justice on the United States Supreme Court was Justice William O. "
+                    "Douglas.", third, text)
+    assert not v.ok and v.reason == "is another sentence of the text, word for word", v
+    # its own sentence, whole, stays a claim; so does the sentence's fact in the sentence's words
+    assert check_claim(third, third, text).ok
+    assert check_claim("In 1980, Justice William O. Douglas was still alive.", third, text).ok

@@ -87,6 +87,8 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     why = fragment(claim)
     if why:
         return Verdict(False, why)
+    if copies_another_sentence(claim, sentence, text):
+        return Verdict(False, "is another sentence of the text, word for word")
     own = set(content(sentence))
     written = written_words(claim)
     toks = [w for w, _, _ in written]
@@ -203,6 +205,20 @@ def _value(word: str) -> str | None:
 
 def _initials(words_as_written: list[str]) -> str:
     return "".join(w[0] for w in words_as_written if w[:1].isupper()).lower()
+
+
+def copies_another_sentence(claim: str, sentence: str, text: str) -> bool:
+    """``claim`` is, word for word, a sentence of ``text`` other than ``sentence`` (seed 3356's hand-read: "In
+    1980, the oldest justice on the United States Supreme Court was Justice William O. Douglas." under
+    "Therefore, in 1980, Justice Douglas was still alive and would have been the oldest serving justice on
+    the Court at that time.", the response's first sentence, passed because every word it carries is an
+    antecedent name of the sentence's own "Justice Douglas" and "the Court")."""
+    from veracity.pipeline.methods.zofia.keywords import split_sentences
+
+    mine = words(claim)
+    if not mine or mine == words(sentence):
+        return False
+    return any(words(t) == mine for _, _, t in split_sentences(text))
 
 
 def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[list[str]],
