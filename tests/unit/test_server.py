@@ -303,6 +303,20 @@ def test_state_file_status_and_stop(tmp_path):
     assert stopped.pid == proc.pid
     assert proc.wait(timeout=30) is not None
     assert read_state(settings) is None
+
+
+def test_stopping_a_llama_server_removes_its_slot_files(tmp_path):
+    settings = Settings(home=tmp_path)
+    slots = settings.run_dir / "slots-9"
+    slots.mkdir(parents=True)
+    (slots / "veracity-prefix.bin").write_bytes(b"kv")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    state = ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, str(tmp_path / "l"),
+                        time.time(), ["llama-server", "--port", "9", "--slot-save-path", str(slots)],
+                        "llama.cpp")
+    state_path(settings).write_text(state.to_json())
+    assert stop_server(settings).pid == proc.pid and proc.wait(timeout=30) is not None
+    assert not slots.exists() and settings.run_dir.is_dir()
     assert server_status(settings) == (None, "stopped")
     assert stop_server(settings) is None
 

@@ -47,6 +47,7 @@ precision went:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -213,12 +214,16 @@ def copies_another_sentence(claim: str, sentence: str, text: str) -> bool:
     "Therefore, in 1980, Justice Douglas was still alive and would have been the oldest serving justice on
     the Court at that time.", the response's first sentence, passed because every word it carries is an
     antecedent name of the sentence's own "Justice Douglas" and "the Court")."""
+    mine = tuple(words(claim))
+    return bool(mine) and mine != tuple(words(sentence)) and mine in _sentence_words(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _sentence_words(text: str) -> frozenset[tuple[str, ...]]:
+    """The words of each sentence of ``text``: split once per text, not once per claim checked."""
     from veracity.pipeline.methods.zofia.keywords import split_sentences
 
-    mine = words(claim)
-    if not mine or mine == words(sentence):
-        return False
-    return any(words(t) == mine for _, _, t in split_sentences(text))
+    return frozenset(tuple(words(t)) for _, _, t in split_sentences(text))
 
 
 def carried_name_or_number(claim: str, sentence: str, text: str, *, runs: list[list[str]],

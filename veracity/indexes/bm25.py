@@ -181,7 +181,7 @@ class BM25Index:
             raise IndexDirError(f"BM25 index {path} is missing",
                                 hint="rebuild with --overwrite, or use --mode dense")
         self.path = path
-        ensure_jvm()
+        ensure_jvm()  # outside the try: a missing Java runtime is its own one-line error, not a bad index
         try:
             self._searcher = _LuceneSearcher(path)
             self._searcher.set_bm25(k1, b)

@@ -7,7 +7,8 @@ transformers, scikit-learn, SciPy and datasets), and ``transformers.AutoModel`` 
 ``tokenizers`` library and safetensors together about 2.5 s. Every process that searches a dense index or
 builds one (``verify``, ``check``, ``index build``, each Ray actor) paid those seconds before its first search
 (BENCHMARKS.md, "Process start-up"). The vectors are the same as sentence-transformers' (checked against it,
-tests/integration/test_index_build.py); a folder of any other layout is loaded by sentence-transformers.
+tests/integration/test_methods_memory_encoder.py); a folder of any other layout is loaded by
+sentence-transformers.
 
 The forward pass is BERT's (Devlin et al., 2019): embeddings (word + absolute position + token type 0,
 LayerNorm), then per layer self-attention with the padding masked, residual + LayerNorm, a GELU feed-forward,

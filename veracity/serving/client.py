@@ -311,9 +311,8 @@ class LLMClient:
         if not urls or not self.continues_replies:
             return None
         for url in urls:
-            root = url[:-3] if url.endswith("/v1") else url
             try:
-                resp = await self._client().get(root + "/props", timeout=10.0)
+                resp = await self._client().get(_server_root(url) + "/props", timeout=10.0)
                 self._slots[url] = int(resp.json()["total_slots"])
             except (httpx.HTTPError, ValueError, KeyError, TypeError):
                 return None
@@ -347,7 +346,7 @@ class LLMClient:
                 url = member.url
                 if self._slots.get(url, 0) < 2 or url in self._no_slot_files:
                     continue
-                root = url[:-3] if url.endswith("/v1") else url
+                root = _server_root(url)
                 http = self._client()
                 try:
                     async with self._sem.held():  # the priming request holds a slot like any request
@@ -692,6 +691,11 @@ class LLMClient:
                 )
             delay = self.backoff_s * (2 ** (tries - 1)) * (0.5 + random.random())
             await asyncio.sleep(min(delay, 30.0))
+
+
+def _server_root(url: str) -> str:
+    """A llama-server's own routes (/props, /slots, /completion) sit beside its OpenAI ones under /v1."""
+    return url[:-3] if url.endswith("/v1") else url
 
 
 class _Retryable(Exception):

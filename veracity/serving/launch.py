@@ -5,6 +5,7 @@ state file (:mod:`veracity.serving.state`) records it so later commands find and
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -160,6 +161,10 @@ def stop_server(settings: Settings, name: str = DEFAULT_NAME) -> ServerState | N
         return None
     process.terminate(state.pid)  # the group's id is the leader's pid (start_new_session)
     state_path(settings, name).unlink(missing_ok=True)
+    # a llama-server's slot files (LLMClient.share_prefix; a prompt's KV cache, ~17 MB for the 1.5B)
+    cmd = list(state.command or [])
+    if "--slot-save-path" in cmd[:-1]:
+        shutil.rmtree(cmd[cmd.index("--slot-save-path") + 1], ignore_errors=True)
     return state
 
 
