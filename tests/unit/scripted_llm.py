@@ -69,7 +69,7 @@ class ScriptedLLM:
     def __init__(self, script: dict[str, Any] | None = None, *, fail: Callable[[str, list],
                                                                                None] | None = None,
                  repeat_last: bool = False, delay: float | Callable[[Call], float] = 0.0,
-                 probs: Callable[[str, Any], dict[str, float] | None] | None = None):
+                 probs: Callable[[str, Any], dict[str, float] | None] | None = None, streams: bool = True):
         self.script: dict[str, Any] = {}
         for role, entry in (script or {}).items():
             self.script[role] = deque(entry) if isinstance(entry, (list, tuple)) else entry
@@ -80,6 +80,10 @@ class ScriptedLLM:
         # a
         # real endpoint's would be (veracity.serving.confidence.LabelProbs.to_dict); None: no logprobs
         self.probs = probs
+        # streams=True: a reply asked for with cut_when is cut as the client cuts a streamed one
+        # (llama-server); False: cut_when is ignored, as on an engine whose replies are read whole (vLLM)
+        self.streams = streams
+        self.cuts: list[tuple[str, str, str]] = []  # (role, the reply when it was cut, what was kept)
         self.calls: list[Call] = []
         self.usage: list[UsageRecord] = []
         self._seq = 0
@@ -105,7 +109,7 @@ class ScriptedLLM:
         return entry(messages, output_model, index) if _arity(entry) >= 3 else entry(messages)
 
     async def generate(self, messages, output_model, *, role, temperature=None, max_tokens=None, seed=None,
-                       usage_sink=None, confidence_field=None):
+                       usage_sink=None, confidence_field=None, cut_when=None):
         call = Call(role, list(messages), output_model, None, max_tokens, temperature, seed, self._next())
         self.calls.append(call)
         index = self._per_role.get(role, 0)
@@ -137,6 +141,16 @@ class ScriptedLLM:
             if not isinstance(reply, output_model):
                 raise TypeError(f"ScriptedLLM: {role} asked for {output_model.__name__}, script gave "
                                 f"{type(reply).__name__}")
+            if cut_when is not None and self.streams:
+                # as the client streams a prefilled reply: the reply handed over as it grows, a character at
+                # a time, and cut where cut_when says
+                raw = reply.model_dump_json()
+                for end in range(1, len(raw) + 1):
+                    cut = cut_when(raw[:end])
+                    if cut is not None:
+                        reply = output_model.model_validate_json(cut)
+                        self.cuts.append((role, raw[:end], cut))
+                        break
             call.reply = reply
             self._record(role, messages, reply.model_dump_json(), usage_sink)
             if confidence_field and self.probs is not None:

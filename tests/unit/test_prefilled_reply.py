@@ -113,3 +113,102 @@ def test_a_cut_prefilled_reply_is_asked_again_with_twice_the_budget():
         ask(server, AtomicClaims, max_tokens=10)
     assert [b["max_tokens"] for b in server.bodies] == [10, 20]
     assert all(b["messages"][-1] == {"role": "assistant", "content": '{"claims": ["'} for b in server.bodies)
+
+
+class StreamingServer:
+    """A llama-server-like endpoint that streams its reply (server-sent events, one piece per token, with
+    per-token timings as llama-server gives them) and counts the pieces it managed to send before the client
+    hung up."""
+
+    def __init__(self, pieces: list[str], finish: str = "stop"):
+        self.pieces, self.finish = pieces, finish
+        self.bodies: list[dict] = []
+        self.sent = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "m", "owned_by": "llamacpp"}]})
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        if not body.get("stream"):
+            return httpx.Response(200, json={"choices": [{"message": {"content": "".join(self.pieces)},
+                                                          "finish_reason": self.finish}],
+                                             "usage": {"prompt_tokens": 5,
+                                                       "completion_tokens": len(self.pieces)}})
+        server = self
+
+        class Events(httpx.AsyncByteStream):
+            async def __aiter__(self):
+                for n, piece in enumerate(server.pieces, 1):
+                    server.sent = n
+                    last = n == len(server.pieces)
+                    chunk = {"choices": [{"index": 0, "delta": {"content": piece},
+                                          "finish_reason": server.finish if last else None}],
+                             "timings": {"cache_n": 40, "prompt_n": 12, "predicted_n": n}}
+                    yield f"data: {json.dumps(chunk)}\n\n".encode()
+                yield b"data: [DONE]\n\n"
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Events())
+
+
+COPYING = ['Rome is', ' the capital."', ', "Paris is', ' in France."', ', "Oslo is', ' in Norway."', ']}']
+
+
+def test_a_streamed_reply_is_cut_where_cut_when_says_and_the_rest_is_never_read():
+    server = StreamingServer(COPYING)
+    seen: list[str] = []
+
+    def cut_when(so_far: str) -> str | None:
+        seen.append(so_far)
+        return '{"claims": ["Rome is the capital.", "Paris is in France."]}' if "France" in so_far else None
+
+    value, recs = ask(server, AtomicClaims, cut_when=cut_when)
+    assert value.claims == ["Rome is the capital.", "Paris is in France."]
+    body = server.bodies[0]
+    assert body["stream"] is True and body["grammar"] and body["continue_final_message"] is True
+    # handed the whole reply so far, its opening included
+    assert seen[0] == '{"claims": ["Rome is' and seen[-1].endswith("in France.\"")
+    assert server.sent == 4  # the client hung up after the fourth piece: the Oslo claim was never sent
+    assert recs[0].finish_reason == "cut"
+    # what the server's last timings said: 40 cached + 12 new prompt tokens, 4 generated
+    assert (recs[0].prompt_tokens, recs[0].cached_prompt_tokens, recs[0].completion_tokens) == (52, 40, 4)
+
+
+def test_a_streamed_reply_never_cut_is_the_whole_reply():
+    server = StreamingServer(COPYING)
+    value, recs = ask(server, AtomicClaims, cut_when=lambda so_far: None)
+    assert value.claims == ["Rome is the capital.", "Paris is in France.", "Oslo is in Norway."]
+    assert server.sent == len(COPYING) and recs[0].finish_reason == "stop"
+    assert recs[0].completion_tokens == len(COPYING)
+
+
+@pytest.mark.parametrize("owned_by", ["vllm", "unknown"])
+def test_other_engines_read_the_reply_whole_and_never_call_cut_when(owned_by):
+    server = Server(owned_by, '{"claims": ["Rome is the capital."]}')
+
+    def never(so_far: str) -> str | None:
+        raise AssertionError("cut_when called on an engine whose replies are not streamed")
+
+    value, _ = ask(server, AtomicClaims, cut_when=never)
+    assert value.claims == ["Rome is the capital."] and "stream" not in server.bodies[0]
+
+
+def test_a_stream_that_ends_without_its_last_event_is_asked_again():
+    class Dropping(StreamingServer):
+        def __call__(self, request):
+            resp = super().__call__(request)
+            if request.url.path.endswith("/models") or len(self.bodies) > 1:
+                return resp
+            first = self.pieces[0]
+
+            class Torn(httpx.AsyncByteStream):
+                async def __aiter__(self):
+                    chunk = {"choices": [{"index": 0, "delta": {"content": first}, "finish_reason": None}]}
+                    yield f"data: {json.dumps(chunk)}\n\n".encode()
+
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Torn())
+
+    server = Dropping(COPYING)
+    value, recs = ask(server, AtomicClaims, cut_when=lambda so_far: None)
+    assert len(server.bodies) == 2 and recs[0].attempts == 2
+    assert value.claims[-1] == "Oslo is in Norway."

@@ -71,6 +71,12 @@ _DANGLING = _JOINING | frozenset("a an the at of in on to for with by from into 
 _AUXILIARIES = frozenset("is are was were be been has have had can could will would may might must shall "
                          "should do does did".split())
 
+# the two reasons that say a claim is another sentence's altogether (not a word or a name too many): a reply
+# that gives one has stopped splitting its sentence and is copying the text (is_another_sentences)
+COPIED = "is another sentence of the text, word for word"
+NOTHING_SHARED = "shares no content word with its sentence"
+
+
 @dataclass(frozen=True)
 class Verdict:
     ok: bool
@@ -89,7 +95,7 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     if why:
         return Verdict(False, why)
     if copies_another_sentence(claim, sentence, text):
-        return Verdict(False, "is another sentence of the text, word for word")
+        return Verdict(False, COPIED)
     own = set(content(sentence))
     written = written_words(claim)
     toks = [w for w, _, _ in written]
@@ -98,7 +104,7 @@ def check_claim(claim: str, sentence: str, text: str) -> Verdict:
     if not mine:
         return Verdict(True)
     if own and not any(s in own for s in mine):
-        return Verdict(False, "shares no content word with its sentence", tuple(dict.fromkeys(mine)))
+        return Verdict(False, NOTHING_SHARED, tuple(dict.fromkeys(mine)))
     foreign = [w for w, s in zip(toks, stems, strict=True) if s is not None and s not in own]
     if not foreign:
         return Verdict(True)
@@ -202,6 +208,12 @@ def _value(word: str) -> str | None:
     if word[:1].isdigit():
         return word
     return _NUMBER_WORDS.get(word)
+
+
+def is_another_sentences(verdict: Verdict) -> bool:
+    """The guard's verdict says the claim is another sentence's altogether: one of the text's other sentences
+    word for word, or without one content word of its own sentence."""
+    return not verdict.ok and verdict.reason in (COPIED, NOTHING_SHARED)
 
 
 def _initials(words_as_written: list[str]) -> str:

@@ -252,12 +252,15 @@ class Role(Generic[T]):
 
     async def __call__(self, ctx: RoleContext, *, output: type[BaseModel] | None = None,
                        messages: list[Message] | None = None, trace_info: dict[str, Any] | None = None,
-                       usage_sink: list[UsageRecord] | None = None, **inputs: Any) -> Any:
+                       usage_sink: list[UsageRecord] | None = None,
+                       cut_when: Callable[[str], str | None] | None = None, **inputs: Any) -> Any:
         """Call the model as this role. ``output`` narrows the output model for this call (e.g. citations
         restricted to the passages shown); ``messages`` replaces the rendered messages (a conversation the
         method keeps, e.g. a ReAct history); ``usage_sink`` receives this call's usage records (e.g. a
         deciding
-        call's label distribution). Returns the validated reply, or the fallback's value."""
+        call's label distribution); ``cut_when`` is handed the reply as it streams and may end it early
+        (:meth:`~veracity.serving.client.LLMClient.generate`; llama-server only). Returns the validated
+        reply, or the fallback's value."""
         s = self.settings(ctx.params)
         msgs = messages if messages is not None else self.messages(**inputs)
         seed = request_seed(ctx.seed, ctx.claim_id, self.name, ctx.next_call_index(self.name))
@@ -267,6 +270,8 @@ class Role(Generic[T]):
         more: dict[str, Any] = {"confidence_field": self.confidence} if self.confidence else {}
         if usage_sink is not None:
             more["usage_sink"] = usage_sink
+        if cut_when is not None:
+            more["cut_when"] = cut_when
         if trace.listener is None:
             try:
                 return await ctx.llm.generate(msgs, output or self.output, role=self.name,

@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -41,6 +41,8 @@ from veracity.serving.structured import prefilled_form, response_format_for, sch
 
 T = TypeVar("T", bound=BaseModel)
 Message = dict[str, str]
+# generate(cut_when=...): the reply so far -> the reply to keep (the rest not generated), or None to go on
+CutWhen = Callable[[str], "str | None"]
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -474,13 +476,20 @@ class LLMClient:
         seed: int | None = None,
         usage_sink: list[UsageRecord] | None = None,
         confidence_field: str | None = None,
+        cut_when: CutWhen | None = None,
     ) -> T:
         """Ask the model for an ``output_model`` instance; the server constrains decoding to its schema.
         Each request's :class:`UsageRecord` goes to ``self.usage``, the current ``usage_scope()`` and
         ``usage_sink`` when given. ``confidence_field`` (a deciding role's label field, an enum): the request
         also asks for token logprobs, and the record's ``label_probs`` holds the reply's distribution over
         the field's allowed values (:mod:`veracity.serving.confidence`; None when the engine gives none).
-        Asking for logprobs leaves sampling, and the cache key, as they were."""
+        Asking for logprobs leaves sampling, and the cache key, as they were.
+
+        ``cut_when(reply so far)`` (a reply asked for with its opening prefilled, i.e. on llama-server): the
+        reply is streamed and handed to it as it grows; when it returns a string, the rest of the reply is
+        not generated (the stream is closed, and llama-server stops the request at once) and that string is
+        the reply, validated as any other; its record's ``finish_reason`` is ``"cut"``. Elsewhere it is never
+        called and the reply is read whole."""
         if not self._started:
             await self.start()
         assert self._sem is not None and self.model is not None
@@ -531,7 +540,9 @@ class LLMClient:
             if vtry > 0:  # a truncated reply: give it room
                 body["max_tokens"] = params["max_tokens"] * 2
             t0 = time.perf_counter()
-            data, attempts = await self._post_with_retries(body)
+            cut = (lambda so_far, form=form: cut_when(form.reply(so_far))) \
+                if cut_when is not None and form is not None else None
+            data, attempts = await self._post_with_retries(body, cut)
             attempts_total += attempts
             latency = time.perf_counter() - t0
             choice = data["choices"][0]
@@ -594,10 +605,67 @@ class LLMClient:
                    max_tokens / self.min_tokens_per_s) if self.min_tokens_per_s > 0 else self.timeout_s
         return httpx.Timeout(read, connect=10.0)
 
-    async def _post_with_retries(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    async def _stream_completion(self, url: str, body: dict[str, Any],
+                                 cut: Callable[[str], str | None]) -> httpx.Response:
+        """POST one completion as a stream (llama-server's server-sent events), handing the reply so far to
+        ``cut`` after each piece; returns the reply as the response a plain POST gives (``choices``, and
+        ``usage`` from the server's per-token timings), cut short when ``cut`` returned a string. Closing the
+        stream early closes the connection, on which llama-server cancels the request."""
+        streamed = {**body, "stream": True, "timings_per_token": True,
+                    "stream_options": {"include_usage": True}}
+        content: list[str] = []
+        finish: str | None = None
+        usage: dict[str, Any] = {}
+        timings: dict[str, Any] = {}
+        cut_to: str | None = None
+        async with self._client().stream("POST", url + "/chat/completions", json=streamed,
+                                         timeout=self._timeout_for(body)) as resp:
+            if resp.status_code >= 400:
+                await resp.aread()
+                return resp
+            async for line in resp.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    break
+                try:
+                    chunk = json.loads(payload)
+                except ValueError:
+                    raise _Retryable("a streamed reply with a malformed event") from None
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]
+                if isinstance(chunk.get("timings"), dict):
+                    timings = chunk["timings"]
+                for choice in chunk.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        content.append(piece)
+                        cut_to = cut("".join(content))
+                    finish = choice.get("finish_reason") or finish
+                if cut_to is not None:
+                    break
+            else:
+                if finish is None:  # the stream ended without its last event: cut off in transit
+                    raise _Retryable("a streamed reply that ended early")
+        if cut_to is not None:
+            finish = "cut"
+        if not usage or cut_to is not None:  # what the server's timings say was processed and generated
+            cached = int(timings.get("cache_n") or 0)
+            usage = {"prompt_tokens": cached + int(timings.get("prompt_n") or 0),
+                     "completion_tokens": int(timings.get("predicted_n") or len(content)),
+                     "prompt_tokens_details": {"cached_tokens": cached}}
+        reply = cut_to if cut_to is not None else "".join(content)
+        return httpx.Response(200, json={"choices": [{"index": 0, "finish_reason": finish,
+                                                      "message": {"role": "assistant", "content": reply}}],
+                                         "usage": usage})
+
+    async def _post_with_retries(self, body: dict[str, Any], cut: Callable[[str], str | None] | None = None
+                                 ) -> tuple[dict[str, Any], int]:
         """POST one completion; returns (reply, requests sent). Transport errors and retryable statuses are
         retried with backoff (``max_retries``); in a pool, a request whose endpoint turns out to be down
-        goes at once to a live endpoint without using up that budget (bounded by the pool's size)."""
+        goes at once to a live endpoint without using up that budget (bounded by the pool's size). With
+        ``cut``: streamed (:meth:`_stream_completion`)."""
         assert self._sem is not None
         key = current_affinity()
         pool = self.pool
@@ -614,8 +682,9 @@ class LLMClient:
                     # after the wait: "outstanding" counts requests really in flight
                     member = pool.choose(key)
                     with pool.request(member):
-                        resp = await self._client().post(member.url + "/chat/completions", json=body,
-                                                         timeout=self._timeout_for(body))
+                        resp = await (self._stream_completion(member.url, body, cut) if cut is not None
+                                      else self._client().post(member.url + "/chat/completions", json=body,
+                                                               timeout=self._timeout_for(body)))
                     member.completed += 1
                 if resp.status_code < 400:
                     try:

@@ -42,7 +42,8 @@ class LLMLike(Protocol):
     async def generate(self, messages: list[dict[str, str]], output_model: type[T], *, role: str,
                        temperature: float | None = None, max_tokens: int | None = None,
                        seed: int | None = None, usage_sink: list[Any] | None = None,
-                       confidence_field: str | None = None) -> T: ...
+                       confidence_field: str | None = None,
+                       cut_when: Callable[[str], str | None] | None = None) -> T: ...
 
 
 @runtime_checkable
