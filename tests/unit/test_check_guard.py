@@ -8,6 +8,7 @@ import asyncio
 from tests.unit.scripted_llm import ScriptedLLM
 from veracity.check.engine import ClaimVerifier
 from veracity.check.guard import check_claim, fragment
+from veracity.check.roles import CheckParams
 from veracity.check.run import check_text
 from veracity.pipeline.api import Verifier
 
@@ -109,10 +110,16 @@ def test_an_opinion_is_recognised_without_the_model_and_never_turns_its_sentence
                        "check.worthiness": lambda m: {"kind": "checkable_statement"},
                        "direct.judge": lambda m: {"explanation": "no", "label": "REFUTED"}})
     cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path))
-    rec = asyncio.run(check_text(text, cv, tid="t"))
+    # with the model's check-worthiness asked too (worthiness=true): it sees only what the rule leaves
+    rec = asyncio.run(check_text(text, cv, tid="t", params=CheckParams(worthiness=True)))
     first = rec["sentences"][0]
     assert first["claims"][0]["category"] == "opinion" and first["verdict"] == "unchecked"
     assert llm.count("check.worthiness") == 1 and llm.count("direct.judge") == 1  # only the fact
+    # by default the rule alone sorts: no check-worthiness call, the same categories
+    again = asyncio.run(check_text(text, ClaimVerifier(Verifier(method="direct", llm=llm,
+                                                                state_dir=tmp_path / "b")), tid="t"))
+    assert llm.count("check.worthiness") == 1 and llm.count("direct.judge") == 2
+    assert [[c["category"] for c in s["claims"]] for s in again["sentences"]] == [["opinion"], ["factual"]]
     from rich.console import Console
     con = Console(width=200, record=True)
     con.print(render_text(rec))
@@ -220,7 +227,7 @@ def test_a_sentence_without_a_claim_gets_no_extractor_call_and_is_shown_unchecke
     cats = [[c["category"] for c in s["claims"]] for s in rec["sentences"]]
     assert cats == [["not_a_claim"]] * 4 + [["opinion"], ["factual"]]
     assert [s["verdict"] for s in rec["sentences"]] == ["unchecked"] * 5 + ["SUPPORTED"]
-    assert llm.count("direct.judge") == 1 and llm.count("check.worthiness") == 1
+    assert llm.count("direct.judge") == 1 and llm.count("check.worthiness") == 0  # the rule alone, by default
     ruled = [e for e in rec["extraction_trace"]["events"] if e["kind"] == "check.sentence_rule"]
     assert [e["sentence"] for e in ruled] == [1, 2, 3, 4, 5]
     # the path benchmarks/check_eval.py measures: no claim at all for such a sentence
@@ -491,3 +498,58 @@ def test_a_claim_that_is_another_sentence_word_for_word_fails():
     # its own sentence, whole, stays a claim; so does the sentence's fact in the sentence's words
     assert check_claim(third, third, text).ok
     assert check_claim("In 1980, Justice William O. Douglas was still alive.", third, text).ok
+
+
+def test_a_reply_that_starts_copying_other_sentences_is_cut_there(tmp_path):
+    """On llama-server the extractor's reply streams and ends at its first claim that is another sentence's
+    altogether (here sentence 1 word for word): the copies after it are never generated, the guard refuses
+    that one claim and the re-ask names it alone. Read whole (vLLM), the same reply costs every copy and
+    names them all."""
+    copying = {"claims": ["Marie Curie was born in Warsaw in 1867.",
+                          "Marie Curie married Pierre Curie in 1895.", "The Great Wall of China is long."]}
+
+    def run(streams: bool):
+        asked: list[str] = []
+
+        def extractor(m):
+            sent = m[1]["content"].split("Sentence to split:\n", 1)[1]
+            if len(m) > 2:
+                asked.append(m[-1]["content"])
+                return {"claims": ["Marie Curie won the Nobel Prize in Chemistry in 1911."]}
+            if sent == S[2]:
+                return copying
+            return {"claims": [sent.replace("She ", "Marie Curie ").replace("The wall",
+                                                                            "The Great Wall of China")]}
+
+        llm = ScriptedLLM({"check.extractor": extractor,
+                           "check.worthiness": lambda m: {"kind": "checkable_statement"},
+                           "direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}},
+                          streams=streams)
+        cv = ClaimVerifier(Verifier(method="direct", llm=llm, state_dir=tmp_path / str(streams)))
+        return asyncio.run(check_text(BIO, cv, tid="t")), asked, llm
+
+    rec, asked, llm = run(streams=True)
+    assert [c["text"] for c in rec["sentences"][2]["claims"]] == [
+        "Marie Curie won the Nobel Prize in Chemistry in 1911."]
+    assert len(llm.cuts) == 1 and llm.cuts[0][2] == '{"claims": ["Marie Curie was born in Warsaw in 1867."]}'
+    cuts = [e for e in rec["extraction_trace"]["events"] if e["kind"] == "check.reply_cut"]
+    assert cuts == [{"kind": "check.reply_cut", "sentence": 3, "attempt": 1,
+                     "at": "Marie Curie was born in Warsaw in 1867."}]
+    assert len(asked) == 1 and "Warsaw" in asked[0] and "married" not in asked[0]
+    assert [d["claim"] for d in rec["dropped"]] == ["Marie Curie was born in Warsaw in 1867."]
+
+    whole, asked, llm = run(streams=False)
+    assert llm.cuts == [] and "married" in asked[0]
+    assert [c["text"] for c in whole["sentences"][2]["claims"]] == [
+        "Marie Curie won the Nobel Prize in Chemistry in 1911."]
+    assert len(whole["dropped"]) == 3
+
+
+def test_the_claims_of_a_reply_so_far_are_those_whose_quote_has_closed():
+    from veracity.check.extract import complete_claims
+
+    assert complete_claims('{"claims": ["') == []
+    assert complete_claims('{"claims": ["A is B.", "C \\"quoted\\" is') == ["A is B."]
+    assert complete_claims('{"claims": ["A is B.", "C \\"q\\" is D."') == ["A is B.", 'C "q" is D.']
+    assert complete_claims('{"claims": ["A is B.", "C is D."]}') == ["A is B.", "C is D."]
+    assert complete_claims('{"claims"') == []
