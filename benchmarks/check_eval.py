@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -401,7 +402,10 @@ async def run(args: argparse.Namespace, cv: Any = None, matcher: Matcher | None 
         async with cv.client() as llm:
             async def one_item(item: dict[str, Any]) -> dict[str, Any]:
                 async with gate:
-                    row = await decompose_item(item, llm, params, worthiness=not args.no_worthiness)
+                    # check-worthiness measured is the model's role after the rule (check's default asks
+                    # the rule alone)
+                    row = await decompose_item(item, llm, dataclasses.replace(params, worthiness=True),
+                                               worthiness=not args.no_worthiness)
                 if rows_file is not None:
                     with rows_file.open("a", encoding="utf-8") as f:
                         f.write(json.dumps(row) + "\n")

@@ -438,7 +438,10 @@ def test_extractions_requests_carry_the_extraction_priority_and_verifications_th
         return 0.0
 
     llm = ScriptedLLM(script(), delay=note)
-    rec = asyncio.run(check_text(TEXT, verifier(llm, tmp_path, concurrency=4), tid="t"))
+    from veracity.check.roles import CheckParams  # the model's check-worthiness asked too
+
+    rec = asyncio.run(check_text(TEXT, verifier(llm, tmp_path, concurrency=4), tid="t",
+                                 params=CheckParams(worthiness=True)))
     assert priorities == {"check.extractor": {EXTRACTION}, "check.worthiness": {EXTRACTION},
                           "direct.judge": {1}}
     assert [s["verdict"] for s in rec["sentences"]] == ["SUPPORTED", "SUPPORTED", "REFUTED", "unchecked"]

@@ -74,7 +74,7 @@ def check(ctx, source, input_path, output_path, max_chars, factscore, check_para
       veracity check examples/text.txt
       cat answer.txt | veracity check - --method rag --json
       veracity check examples/text.txt --report report.html --factscore
-      veracity check examples/text.txt --param worthiness=false --param rag.quotes=check
+      veracity check examples/text.txt --param worthiness=true --param rag.quotes=check
       veracity check -i texts.jsonl -o checks.jsonl --method mermaid
 
     Each sentence is marked by its worst claim verdict; a text's factual precision is supported / (supported
