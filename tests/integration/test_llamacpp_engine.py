@@ -269,3 +269,51 @@ def test_a_texts_prefix_is_copied_into_the_idle_slots(llm_endpoint):
     # each call's prompt: the shared prefix (instructions and the text), then its own sentence
     assert len(cached) == 4 and all(c is not None and c >= 0.8 * shared["tokens"] for c in cached), (
         cached, shared)
+
+
+def test_a_streamed_reply_cut_short_stops_the_server_at_once(llm_endpoint):
+    """LLMClient.generate(cut_when=...) on the real llama-server (issue 44 point 5: check's copying cut): the
+    reply streams, the client closes it where cut_when says, llama-server cancels the request (its slot idle
+    at once, far fewer tokens generated than the whole reply), and the record has the server's token counts
+    and finish reason "cut"."""
+    import asyncio
+    import time
+
+    from veracity.check.extract import complete_claims
+    from veracity.check.roles import AtomicClaims
+    from veracity.serving.client import LLMClient, usage_scope
+
+    messages = [{"role": "system", "content": "Reply with six short claims about the city, one fact each."},
+                {"role": "user", "content": "Six facts about Paris, France, each a full sentence."}]
+
+    def first_claim(so_far: str) -> str | None:
+        got = complete_claims(so_far)
+        return json.dumps({"claims": got[:1]}) if got else None
+
+    async def go():
+        async with LLMClient(llm_endpoint.url, llm_endpoint.model, seed=0) as llm:
+            with usage_scope() as recs:
+                whole = await llm.generate(messages, AtomicClaims, role="r", max_tokens=320,
+                                           cut_when=lambda so_far: None)
+                cut = await llm.generate(messages, AtomicClaims, role="r", max_tokens=320,
+                                         cut_when=first_claim)
+            return whole, cut, recs
+
+    log = Path(llm_endpoint.log_path) if llm_endpoint.log_path else None  # None: a server given by URL
+    cancelled = log.read_text(errors="replace").count("cancel task") if log else 0
+    whole, cut, recs = asyncio.run(go())
+    assert len(whole.claims) >= 2, whole  # a reply worth cutting
+    assert cut.claims == whole.claims[:1]  # temperature 0: the same reply, up to its first claim
+    assert recs[0].finish_reason == "stop" and recs[1].finish_reason == "cut"
+    assert 0 < recs[1].completion_tokens < recs[0].completion_tokens, [r.completion_tokens for r in recs]
+    assert recs[1].prompt_tokens == recs[0].prompt_tokens > 0
+    # the server cancelled the request when the stream closed: its log says so (it writes "stop: cancel
+    # task" when a client goes away mid-reply), and no slot is still generating
+    deadline = time.monotonic() + 30
+    while log is not None and log.read_text(errors="replace").count("cancel task") == cancelled:
+        assert time.monotonic() < deadline, f"llama-server did not cancel the cut request (see {log})"
+        time.sleep(0.2)
+    root = llm_endpoint.url.removesuffix("/v1")
+    while any(s.get("is_processing") for s in httpx.get(root + "/slots", timeout=30).json()):
+        assert time.monotonic() < deadline, "the cut request is still being generated"
+        time.sleep(0.2)
