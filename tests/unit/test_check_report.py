@@ -89,3 +89,23 @@ def test_param_sends_the_check_stages_keys_to_the_stage_and_the_rest_to_the_meth
                                   "check.gamma=5", "rag.k=3"))
     assert stage == ("worthiness=false", "extractor.max_tokens=256", "gamma=5")
     assert method == ("quotes=check", "rag.k=3")
+
+
+def test_the_header_names_the_index_folder_the_run_searched_also_the_default_one(tmp_path):
+    """Run with the default index (no --index) the header named the manifest's kind, "veracity-index"; it
+    names the folder the searcher opened, as when --index is given."""
+    class Opened:  # what open_index returns for ~/.veracity/indexes/demo, as far as the header reads it
+        index_dir = tmp_path / "indexes" / "demo"
+        manifest = {"kind": "veracity-index", "passages": 3,
+                    "source": {"dump_date": "2026-08-18"}}
+
+        def search(self, *a, **k):
+            return []
+
+        def open_page(self, *a, **k):
+            return []
+
+    llm = ScriptedLLM({"direct.judge": lambda m: {"explanation": "ok", "label": "SUPPORTED"}})
+    cv = ClaimVerifier(Verifier(method="direct", llm=llm, index=Opened(), state_dir=tmp_path / "s"))
+    index = cv.header()["index"]
+    assert index["name"] == "demo" and index["path"] == str(Opened.index_dir) and index["passages"] == 3

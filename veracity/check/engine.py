@@ -93,7 +93,9 @@ class ClaimVerifier:
         manifest = getattr(eng.searcher, "manifest", None)
         if isinstance(manifest, dict):
             dump = index_dump_date(manifest)
-            where = eng.config.evidence.index
+            # the folder the searcher opened: the one given, or the default index (~/.veracity/indexes/demo,
+            # which the header named by the manifest's kind, "veracity-index", before)
+            where = getattr(eng.searcher, "index_dir", None) or eng.config.evidence.index
             out["index"] = {"name": Path(str(where)).name if where else manifest.get("kind", "index"),
                             "path": str(where) if where else None, "passages": manifest.get("passages"),
                             "dump_date": dump.isoformat() if dump else None}
