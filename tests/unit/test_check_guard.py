@@ -444,6 +444,20 @@ def test_words_found_only_in_later_sentences_are_a_later_sentences_claim():
              "genes control the production of proteins.")
     assert check_claim("The laws of physics and chemistry control these elements and processes.",
                        stars.split(". ")[0] + ".", stars).ok
+    # one later word is enough when it is not the sentence's own in another form (seeds 8422 and 4058's
+    # hand-reads: the next sentence's fact, and a word that changes the sentence's)
+    falcon = ("The fastest animal with wings and fur is the peregrine falcon. It is the fastest animal in "
+              "the world, capable of reaching speeds of over 240 miles per hour when diving.")
+    first = falcon.split(". ")[0] + "."
+    v = check_claim("The peregrine falcon is the fastest animal in the world.", first, falcon)
+    assert not v.ok and v.reason == "carries words from later sentences: world", v
+    assert check_claim("The peregrine falcon is the fastest animal with wings and fur.", first, falcon).ok
+    gold = ("Gold is a noble metal, meaning it is resistant to most chemical reactions, including reactions "
+            "with hydrochloric acid (HCl). When gold is exposed to hydrochloric acid alone, there is no "
+            "observable chemical reaction.")
+    v = check_claim("Gold is resistant to reactions with hydrochloric acid alone.", gold.split(". ")[0] + ".",
+                    gold)
+    assert not v.ok and "alone" in v.reason, v
 
 
 def test_a_claim_cut_mid_phrase_is_a_fragment_and_an_object_pronoun_last_is_not():
