@@ -2,8 +2,10 @@
 
 Sentences come from deterministic code (ZoFia's sentence splitter, :func:`~veracity.pipeline.methods.zofia.
 keywords.split_sentences`: character spans, abbreviations and initials kept inside a sentence), never from
-the model. Then one ``check.extractor`` call per sentence and one ``check.worthiness`` call per claim
-(:mod:`veracity.check.roles`), all of a text's sentences in flight together. The result, an
+the model. Then one ``check.extractor`` call per sentence (on llama-server streamed, and cut where the reply
+starts copying other sentences: :class:`CopyCut`), the model-free opinion rule per claim, and with
+``worthiness=true`` one ``check.worthiness`` call per claim the rule leaves (:mod:`veracity.check.roles`),
+all of a text's sentences in flight together. The result, an
 :class:`Extraction`, is plain JSON (stored before any claim is verified, so a killed batch never extracts a
 text twice) with its trace (every LLM call, and the fallbacks taken, counted in ``fallbacks``).
 """

@@ -10,7 +10,9 @@ The whole text comes first in the prompt and the sentence last, so the sentences
 cached prefix. A reply that never validates (cut at its budget twice: the client retries a truncated
 reply once with twice the budget) falls back to the sentence itself as one claim, traced and counted.
 
-``check.worthiness`` (one call per claim): Factcheck-Bench's check-worthiness categories (§3, the
+``check.worthiness`` (with ``worthiness=true``, one call per claim the opinion rule of
+:mod:`veracity.check.opinions` leaves; off by default, the rule alone sorting): Factcheck-Bench's
+check-worthiness categories (§3, the
 "checkworthiness" step: factual claim / opinion / not a claim; the annotated file spells them
 ``factual``, ``opinion``, ``not_a_claim``). Only factual claims are verified. A reply that never validates
 falls back to ``factual`` (the claim is verified rather than silently dropped), traced and counted.

@@ -632,7 +632,9 @@ class LLMClient:
                 try:
                     chunk = json.loads(payload)
                 except ValueError:
-                    raise _Retryable("a streamed reply with a malformed event") from None
+                    chunk = None
+                if not isinstance(chunk, dict):
+                    raise _Retryable("a streamed reply with a malformed event")
                 if isinstance(chunk.get("usage"), dict):
                     usage = chunk["usage"]
                 if isinstance(chunk.get("timings"), dict):
