@@ -377,3 +377,32 @@ def test_conversion_bar_hooks_the_gguf_loop_and_silences_transformers_bars_then_
         assert list(gguf_utils.tqdm(["a", "b"])) == ["a", "b"]
     assert seen[-1] == ("dequantizing GGUF tensors", 2, 2)
     assert hf_logging.is_progress_bar_enabled() and gguf_utils.tqdm is original
+
+
+def test_a_conversion_parses_each_gguf_once_and_restores_the_reader(tmp_path):
+    """transformers parses a GGUF three times (tokenizer, config, weights) and builds a tensor-name map per
+    module; inside the conversion each file is parsed once and each map built once, and after it gguf's
+    own functions are back."""
+    import gguf
+    import numpy as np
+
+    from veracity.models.prepare import _gguf_read_once
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(2)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with _gguf_read_once():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first  # the same parse, however the path is spelled
+        assert [t.name for t in first.tensors] == ["token_embd.weight"]
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+        assert gguf.get_tensor_name_map(arch, 3) is not gguf.get_tensor_name_map(arch, 2)
+    assert gguf.GGUFReader is original_reader and gguf.get_tensor_name_map is original_map
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)  # outside: parsed anew each time
