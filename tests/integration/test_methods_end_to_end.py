@@ -107,11 +107,18 @@ def test_rag_with_evidence_selection_end_to_end(llm_endpoint, hover_searcher, tm
         assert {ev["passage_id"] for ev in r["evidence"]} <= set(sel["kept"])  # cites only what it was shown
 
 
-def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
+def test_sampled_runs_repeat_with_per_request_seeds(repeating_llm_endpoint, tmp_path):
     """At temperature 1 a run repeats exactly on the real server: each request carries the seed of
-    roles.SEED_RULE (run seed, claim id, role, call index), which vLLM honours; other run seeds sample
-    other replies."""
+    roles.SEED_RULE (run seed, claim id, role, call index), which the engine honours; other run seeds sample
+    other replies.
+
+    On the server that repeats itself (one slot, no prompt cache): on the session's server a second run's
+    prompt is read from the first run's cached prefix, whose logits differ in the last bits from a fresh
+    read, and at temperature 1 that can sample another first token (run alone, the first run's reply was a
+    sentence and the second's "Claim")."""
     from veracity.config import Settings
+
+    llm_endpoint = repeating_llm_endpoint
 
     def explanation(seed: int) -> str:
         v = Verifier(method="direct", endpoint=llm_endpoint.url, model=llm_endpoint.model,
@@ -124,7 +131,9 @@ def test_sampled_runs_repeat_with_per_request_seeds(llm_endpoint, tmp_path):
 
     first = explanation(0)
     assert explanation(0) == first
-    assert len({first, explanation(1), explanation(2)}) > 1, "three run seeds sampled the same reply"
+    # another run seed samples another reply (at temperature 1 SmolLM2 writes a few hundred tokens here, so
+    # two seeds agreeing by chance is out of reach; a third seed only cost CI another such reply)
+    assert explanation(1) != first, "two run seeds sampled the same reply"
 
 
 def test_mermaid_memory_persists_across_runs(llm_endpoint, hover_searcher, tmp_path):

@@ -73,7 +73,7 @@ def ray_cluster(ray_module):
 def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_module, llm_endpoint,
                                                                         hover_claims_subset, tmp_path):
     src, out = tmp_path / "claims.jsonl", tmp_path / "results.jsonl"
-    ids = write_claims(src, hover_claims_subset, 4)  # killed after the first
+    ids = write_claims(src, hover_claims_subset, 3)  # killed after the first: one done, two resumed
     # direct: what is under test is the driver's death and the resume; the actors' index use is the equality
     # tests' and bench run's (an actor opening the index would cost both driver runs its start-up)
     cmd = [sys.executable, "-m", "veracity", "verify", "-i", str(src), "-o", str(out), "--method", "direct",
