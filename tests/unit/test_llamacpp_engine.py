@@ -63,6 +63,20 @@ def test_the_argv_serves_the_gguf_under_the_model_name(tmp_path, monkeypatch):
     assert _flag(bound, "--threads") == "2"
 
 
+def test_a_repeatable_server_has_one_slot_and_no_prompt_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(hardware, "usable_cpus", lambda: [0, 1])
+    settings = Settings(home=tmp_path)
+    plain = LLAMA_CPP.command(settings, ServerSpec(model="smollm2-135m-instruct", engine="llama.cpp"),
+                              tmp_path / "m.gguf", on_gpu=False)
+    assert "--no-cache-prompt" not in plain and "--cache-ram" not in plain
+    assert _flag(plain, "--parallel") == "4"
+    spec = ServerSpec(model="smollm2-135m-instruct", engine="llama.cpp", repeatable=True)
+    cmd = LLAMA_CPP.command(settings, spec, tmp_path / "m.gguf", on_gpu=False)
+    assert _flag(cmd, "--parallel") == "1" and "--no-cache-prompt" in cmd and _flag(cmd, "--cache-ram") == "0"
+    assert int(_flag(cmd, "--ctx-size")) == MODELS[spec.model].cpu_max_model_len  # the one slot's context
+    assert _flag(cmd, "--threads") == "2"  # the cores still serve the one sequence
+
+
 def test_openmp_threads_sleep_instead_of_spinning_unless_the_user_says_otherwise(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert LLAMA_CPP.env(ServerSpec(model="m"), on_gpu=False)["OMP_WAIT_POLICY"] == "PASSIVE"

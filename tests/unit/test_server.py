@@ -50,6 +50,16 @@ def test_cpu_command_uses_module_entry_point_and_backend(tmp_path):
     assert "--tensor-parallel-size" not in cmd and "--gpu-memory-utilization" not in cmd
 
 
+def test_a_repeatable_vllm_server_runs_one_sequence_without_a_prefix_cache(tmp_path):
+    plain = build_command(ServerSpec(model="smollm2-135m-instruct", max_num_seqs=8), tmp_path, on_gpu=False)
+    assert _flag(plain, "--max-num-seqs") == "8" and "--no-enable-prefix-caching" not in plain
+    cmd = build_command(ServerSpec(model="smollm2-135m-instruct", repeatable=True), tmp_path, on_gpu=False)
+    assert _flag(cmd, "--max-num-seqs") == "1" and "--no-enable-prefix-caching" in cmd
+    with pytest.raises(ConfigError, match="--repeatable runs one sequence at a time"):
+        ServerSpec(model="smollm2-135m-instruct", repeatable=True, max_num_seqs=4).validate()
+    ServerSpec(model="smollm2-135m-instruct", repeatable=True, max_num_seqs=1).validate()
+
+
 def test_explicit_dtype_wins_on_cpu(tmp_path):
     cmd = build_command(ServerSpec(model="smollm2-135m-instruct", dtype="bfloat16"), tmp_path, on_gpu=False)
     assert _flag(cmd, "--dtype") == "bfloat16"

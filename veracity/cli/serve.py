@@ -54,6 +54,9 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 @click.option("--kv-cache-gib", type=float, default=4.0, show_default=True, help="KV-cache space on CPU "
               "(VLLM_CPU_KVCACHE_SPACE).")
 @click.option("--max-num-seqs", type=int, default=None, help="Most sequences the engine runs at once.")
+@click.option("--repeatable", is_flag=True, help="The same request gets the same reply every time, sampled "
+              "runs (temperature > 0) included: one sequence at a time, every prompt read afresh (no "
+              "prompt/prefix cache). Slower; for runs that must repeat word for word.")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Servers to start, on ports PORT .. "
               "PORT+N-1 (GPU: one per device group of --tensor-parallel-size GPUs; CPU: the cores split "
               "between "
@@ -67,7 +70,7 @@ from veracity.serving.structured import STRUCTURED_BACKENDS
 def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu_memory_utilization,
           tensor_parallel_size,
           pipeline_parallel_size, data_parallel_size, quantization, dtype, kv_cache_gib, max_num_seqs,
-          replicas,
+          repeatable, replicas,
           detach, show_status, do_stop, timeout, as_json) -> None:
     """Start a model server (vLLM, or llama.cpp's llama-server) on a prepared model and print its endpoint.
 
@@ -107,7 +110,7 @@ def serve(engine_name, model, port, host, structured_backend, max_model_len, gpu
         max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
         tensor_parallel_size=tensor_parallel_size, pipeline_parallel_size=pipeline_parallel_size,
         data_parallel_size=data_parallel_size, quantization=quantization, dtype=dtype,
-        cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs,
+        cpu_kv_cache_gib=kv_cache_gib, max_num_seqs=max_num_seqs, repeatable=repeatable,
     )
     check_spec(spec)
     if replicas < 1:

@@ -28,6 +28,12 @@ class ServerSpec:
     dtype: str | None = None
     cpu_kv_cache_gib: float = 4.0
     max_num_seqs: int | None = None
+    # one sequence at a time and every prompt read afresh (no prefix/prompt cache): the only way a server
+    # gives the same reply to the same request every time. A batched sequence's logits depend on what is
+    # decoded beside it, and a prompt read from the cache ends on logits computed by another kernel path
+    # than a fresh read (at temperature 1, SmolLM2 on llama-server sampled a sentence from a fresh prompt
+    # and "Claim" from the same prompt cached: tests/integration/test_methods_end_to_end.py)
+    repeatable: bool = False
     extra_args: list[str] = field(default_factory=list)
     engine_why: str = ""  # why this engine (EngineChoice.why), kept in the state file for `serve --status`
 
@@ -53,6 +59,9 @@ class ServerSpec:
         if self.max_num_seqs is not None and self.max_num_seqs < 1:
             raise ConfigError(f"--max-num-seqs must be >= 1, got {self.max_num_seqs}",
                               hint="vLLM's default is 256")
+        if self.repeatable and self.max_num_seqs not in (None, 1):
+            raise ConfigError(f"--repeatable runs one sequence at a time; --max-num-seqs {self.max_num_seqs} "
+                              "contradicts it", hint="leave out --max-num-seqs (or give 1)")
         if not self.cpu_kv_cache_gib > 0:
             raise ConfigError(f"--kv-cache-gib must be more than 0, got {self.cpu_kv_cache_gib:g}",
                               hint="e.g. --kv-cache-gib 4")

@@ -59,7 +59,7 @@ def slot_dir(settings: Settings, port: int) -> Path:
 
 def slots_and_threads(spec: ServerSpec, cores: int) -> tuple[int, int]:
     threads = max(1, cores)
-    slots = spec.max_num_seqs or max(4, 2 * threads)
+    slots = 1 if spec.repeatable else spec.max_num_seqs or max(4, 2 * threads)
     return slots, threads
 
 
@@ -125,6 +125,8 @@ class LlamaCppEngine:
             # slot files: a text's shared prefix copied from the slot that processed it into the idle others
             # (LLMClient.share_prefix; one file per server, in a folder per port)
             "--slot-save-path", str(slot_dir(settings, spec.port)),
+            # repeatable (ServerSpec.repeatable): every prompt read afresh, nothing kept in RAM to reuse
+            *(["--no-cache-prompt", "--cache-ram", "0"] if spec.repeatable else []),
             *spec.extra_args,
         ]
 

@@ -50,7 +50,9 @@ def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[s
         pass  # meaningless on CPU; the CLI warns
     if spec.quantization:
         cmd += ["--quantization", spec.quantization]
-    if spec.max_num_seqs:
+    if spec.repeatable:  # ServerSpec.repeatable: one sequence at a time, no prefix cache
+        cmd += ["--max-num-seqs", "1", "--no-enable-prefix-caching"]
+    elif spec.max_num_seqs:
         cmd += ["--max-num-seqs", str(spec.max_num_seqs)]
     return cmd + list(spec.extra_args)
 
