@@ -19,7 +19,8 @@ from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeSpec, pl
 
 from veracity.pipeline.methods.trification.method import NodeRun
 
-from veracity.pipeline.methods.trification.roles import JUDGE, PLANNER, REFINE, SEARCH, SYNTHESIZE, THINK
+from veracity.pipeline.methods.trification.roles import (JUDGE, PLANNER, REFINE, SEARCH, SYNTHESIZE, THINK,
+                                                         search_queries_model)
 from veracity.pipeline.types import Claim, Evidence
 from veracity.serving.structured import response_format_for
 
@@ -54,13 +55,21 @@ PLAN_CASES = [(NODE_TYPES, 120), (("SEARCH", "THINK", "JUDGE"), 120), (("SEARCH"
                                                                                                    0)]
 
 
+MAX_QUERIES = 2
+
+
+def output_of(role):
+    """The output model the method asks a role for: SEARCH's list capped at the node's query budget."""
+    return search_queries_model(MAX_QUERIES) if role is SEARCH else role.output
+
+
 def role_cases() -> list[tuple]:
     """Each node role with the method's own prompt: (role, messages)."""
     search = NodeRun(NodeSpec("s_1", "SEARCH", "Carnegie Hall Tower location", "where the tower is", []),
                      input="Carnegie Hall Tower location", queries=["Carnegie Hall Tower location"])
     judge = NodeRun(NodeSpec("j_1", "JUDGE", "", "same city", ["s_1"]), input=CLAIM.text)
     return [
-        (SEARCH, SEARCH.messages(node=search, parents=[], max_queries=2)),
+        (SEARCH, SEARCH.messages(node=search, parents=[], max_queries=MAX_QUERIES)),
         (SYNTHESIZE, SYNTHESIZE.messages(node=search, shown=PASSAGES, max_words=60)),
         (REFINE, REFINE.messages(node=judge, parents=[search], shown=PASSAGES, max_words=60)),
         (THINK, THINK.messages(claim=CLAIM, node=judge, parents=[search], shown=PASSAGES, max_words=60)),
@@ -86,7 +95,7 @@ def replies(llm_endpoint) -> dict[str, list]:
 
     async def main():
         return await asyncio.gather(*(plan(a, c) for a, c in PLAN_CASES),
-                                    *(ask(llm_endpoint.url, llm_endpoint.model, msgs, role.output, 1000)
+                                    *(ask(llm_endpoint.url, llm_endpoint.model, msgs, output_of(role), 1000)
                                       for role, msgs in roles))
 
     got = asyncio.run(main())
@@ -112,10 +121,13 @@ def test_node_role_schemas_compile_and_are_honoured(replies):
     assert [role for role, _, _ in replies["roles"]] == [SEARCH, SYNTHESIZE, REFINE, THINK, JUDGE]
     for role, raw, finish in replies["roles"]:
         assert finish == "stop", f"{role.name}: truncated: {raw[-200:]}"
-        value = role.output.model_validate_json(raw)
+        output = output_of(role)
+        value = output.model_validate_json(raw)  # list bounds too: SEARCH's queries at most MAX_QUERIES
         keys = [k for k, _ in json.loads(raw, object_pairs_hook=lambda pairs: pairs)]
-        assert keys == list(role.output.model_fields), (role.name, keys)  # the explanation precedes the label
-        for name, field in role.output.model_fields.items():  # string bounds honoured by the grammar
+        assert keys == list(output.model_fields), (role.name, keys)  # the explanation precedes the label
+        for name, field in output.model_fields.items():  # string bounds honoured by the grammar
             bound = next((m.max_length for m in field.metadata if getattr(m, "max_length", None)), None)
             if bound and isinstance(getattr(value, name), str):
                 assert len(getattr(value, name)) <= bound, (role.name, name)
+    search = next(raw for role, raw, _ in replies["roles"] if role is SEARCH)
+    assert len(json.loads(search)["queries"]) <= MAX_QUERIES

@@ -13,7 +13,7 @@ from veracity.pipeline.methods.trification.graph import (NodeSpec, VerificationP
                                                          repair_plan, structural_repair, validate_plan)
 from veracity.pipeline.methods.trification.method import (NodeRun, TrificationParams, label_from_judges,
                                                           verify_trification)
-from veracity.pipeline.methods.trification.roles import JudgeResult
+from veracity.pipeline.methods.trification.roles import JudgeResult, SearchQueries, search_queries_model
 from veracity.pipeline.tools import Tools
 from veracity.pipeline.types import Claim, Label, Trace
 
@@ -355,6 +355,20 @@ async def test_ablation_no_refine_uses_restricted_schema():
     assert call.output_model.model_json_schema()["properties"]["nodes"]["maxItems"] == ctx.params.max_nodes
     assert ("REFINE (ids" not in call.messages[0]["content"]
             and "THINK (ids" not in call.messages[0]["content"])
+
+
+async def test_search_schema_caps_the_queries_at_max_queries():
+    llm = ScriptedLLM(handlers(planner=[plan(N("s_1", "SEARCH"), N("j_1", "JUDGE", ["s_1"]))]),
+                      repeat_last=True)
+    ctx = make_ctx(llm, max_queries=2)
+    await verify_trification(Claim("c", "x"), ctx)
+    (call,) = [c for c in llm.calls if c.role == "trification.search"]
+    assert issubclass(call.output_model, SearchQueries)
+    assert call.output_model.model_json_schema()["properties"]["queries"]["maxItems"] == 2
+    assert "at most 2 queries" in user_text(call.messages)
+    assert search_queries_model(5) is SearchQueries and search_queries_model(2) is call.output_model
+    with pytest.raises(ValueError):
+        search_queries_model(6)
 
 
 async def test_bad_uncertain_label_is_a_config_error():

@@ -100,6 +100,7 @@ from veracity.pipeline.methods.trification.roles import (
     THINK,
     QuotedJudgeResult,
     REPLAN,
+    search_queries_model,
     select_evidence,
     shorten,
 )
@@ -126,7 +127,8 @@ class TrificationParams(MethodParams):
                                                "(traced)")
     k: int = param(10, min=1, max=100, help="passages per search query",
                    paper="§4.3: the Wiki strategy fetches the top-10 paragraphs")
-    max_queries: int = param(3, min=1, max=5, help="queries a SEARCH node may issue (its schema allows 5)")
+    max_queries: int = param(3, min=1, max=5,
+                             help="queries a SEARCH node may issue (its schema caps the list at it)")
     evidence_tokens: int = param(2000, min=50, max=100000,
                                  help="token budget (estimated: characters / 4) of the passages shown to a "
                                       "node, split fairly among its parents, each keeping its top-ranked "
@@ -399,7 +401,8 @@ class GraphRun:
         return {"shown": r.shown, "max_words": self.p.passage_max_words}
 
     async def _search(self, r: NodeRun, parents: list[NodeRun]) -> None:
-        out = await SEARCH(self.ctx, node=r, parents=parents, max_queries=self.p.max_queries)
+        out = await SEARCH(self.ctx, node=r, parents=parents, max_queries=self.p.max_queries,
+                           output=search_queries_model(self.p.max_queries))
         queries = [q.strip() for q in out.queries if q.strip()][: self.p.max_queries] or [r.input]
         await self._retrieve(r, queries)
 

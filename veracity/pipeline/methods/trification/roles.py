@@ -23,7 +23,7 @@ import json
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from veracity.pipeline.grounding import QUOTE_RETRY, quoted
 from veracity.pipeline.methods.trification.graph import NODE_TYPES, NodeRun, VerificationPlan
@@ -340,10 +340,32 @@ def node_context(node: NodeRun, parents: list[NodeRun], shown: list[Evidence], m
 
 
 # -- role: trification.search (A.2 "Prompts for SEARCH Node") ------------------------------------
+MAX_SEARCH_QUERIES = 5  # the most queries a SEARCH node's schema allows (the max_queries parameter's range)
+
+
 class SearchQueries(BaseModel):
-    queries: list[Annotated[str, Field(max_length=160)]] = Field(max_length=5,
+    queries: list[Annotated[str, Field(max_length=160)]] = Field(max_length=MAX_SEARCH_QUERIES,
                                                                  description="search queries, each a natural "
                                                                              "sentence")
+
+
+_QUERY_MODELS: dict[int, type[SearchQueries]] = {MAX_SEARCH_QUERIES: SearchQueries}
+
+
+def search_queries_model(max_queries: int) -> type[SearchQueries]:
+    """SEARCH's output model with the query list capped at ``max_queries``, so constrained decoding closes
+    the list at the node's budget instead of letting a small model write queries that are then dropped (as
+    :func:`~veracity.pipeline.methods.trification.graph.plan_model_for` caps the plan's nodes). The kept
+    queries are the same either way: up to the cap both grammars allow the same tokens. SmolLM2 filled all
+    five 160-character slots with digits on vLLM, 621 tokens, where two were asked for."""
+    if not 1 <= max_queries <= MAX_SEARCH_QUERIES:
+        raise ValueError(f"max_queries must be 1..{MAX_SEARCH_QUERIES}, got {max_queries}")
+    if max_queries not in _QUERY_MODELS:
+        _QUERY_MODELS[max_queries] = create_model(
+            f"SearchQueriesAtMost{max_queries}", __base__=SearchQueries,
+            queries=(list[Annotated[str, Field(max_length=160)]],
+                     Field(max_length=max_queries, description="search queries, each a natural sentence")))
+    return _QUERY_MODELS[max_queries]
 
 
 SEARCH_SYSTEM = (
