@@ -355,9 +355,12 @@ _QUERY_MODELS: dict[int, type[SearchQueries]] = {MAX_SEARCH_QUERIES: SearchQueri
 def search_queries_model(max_queries: int) -> type[SearchQueries]:
     """SEARCH's output model with the query list capped at ``max_queries``, so constrained decoding closes
     the list at the node's budget instead of letting a small model write queries that are then dropped (as
-    :func:`~veracity.pipeline.methods.trification.graph.plan_model_for` caps the plan's nodes). The kept
-    queries are the same either way: up to the cap both grammars allow the same tokens. SmolLM2 filled all
-    five 160-character slots with digits on vLLM, 621 tokens, where two were asked for."""
+    :func:`~veracity.pipeline.methods.trification.graph.plan_model_for` caps the plan's nodes). SmolLM2 filled
+    all five 160-character slots with digits on vLLM, 621 tokens, where two were asked for. The queries kept
+    are those of the uncapped schema but for the last one's end: a token that closes a string and opens the
+    next item (``",``) is refused at the cap, so there the model picks another (10 HoVer claims at
+    max_queries=3, temperature 0: the same kept queries on 9, on the 10th the third ran on to its 160
+    characters; SEARCH's completion tokens 968 instead of 1,487; BENCHMARKS.md)."""
     if not 1 <= max_queries <= MAX_SEARCH_QUERIES:
         raise ValueError(f"max_queries must be 1..{MAX_SEARCH_QUERIES}, got {max_queries}")
     if max_queries not in _QUERY_MODELS:
