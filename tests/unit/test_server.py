@@ -331,6 +331,31 @@ def test_stopping_a_llama_server_removes_its_slot_files(tmp_path):
     assert stop_server(settings) is None
 
 
+def test_status_says_a_server_is_repeatable(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from veracity.cli import _register, cli
+    _register()
+    settings = Settings(home=tmp_path)
+    monkeypatch.setenv("VERACITY_HOME", str(tmp_path))
+    settings.run_dir.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        for command, repeatable in ((["llama-server", "--parallel", "8"], False),
+                                    (["llama-server", "--parallel", "1", "--no-cache-prompt"], True),
+                                    (["python", "-m", "vllm", "--no-enable-prefix-caching"], True)):
+            state = ServerState("default", proc.pid, "http://127.0.0.1:9/v1", "m", "/x", 9, "l", time.time(),
+                                command, "llama.cpp")
+            state_path(settings).write_text(state.to_json())
+            assert json.loads(CliRunner().invoke(cli, ["serve", "--status", "--json"]).output)[
+                "repeatable"] is repeatable
+            shown = CliRunner().invoke(cli, ["serve", "--status"]).output
+            assert ("one sequence at a time, no prompt cache" in shown) is repeatable, shown
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_dead_server_is_reported(tmp_path):
     settings = Settings(home=tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -192,12 +192,14 @@ def _show_status(settings, as_json: bool) -> None:
 
                 choice = choose_engine(settings, change="`--engine vllm`")
                 extra = {"engine": choice.name, "engine_why": choice.why}
-            print_json({"status": status, **(state.__dict__ if state else extra), "orphans": left})
+            print_json({"status": status, **(state.__dict__ if state else extra),
+                        **({"repeatable": state.repeatable} if state else {}), "orphans": left})
         else:
             print_json({"status": _overall([st for _, st, _ in rows]),
                         "endpoint": ",".join(s.endpoint for s, st, _ in rows if st in ("running",
                                                                                        "starting")),
-                        "replicas": [{"status": st, **s.__dict__, "orphans": left} for s, st, left in rows]})
+                        "replicas": [{"status": st, **s.__dict__, "repeatable": s.repeatable, "orphans": left}
+                                     for s, st, left in rows]})
         if any(status == "dead" for _, status, _ in rows):
             raise SystemExit(1)
         return
@@ -215,6 +217,8 @@ def _show_status(settings, as_json: bool) -> None:
                      ("pid", state.pid),
                      ("engine", f"{state.variant}" + (f" ({state.engine_why})" if state.engine_why else "")),
                      ("log", state.log_path),
+                     *([("repeatable", "yes: one sequence at a time, no prompt cache")] if state.repeatable
+                       else []),
                      ("up for", f"{time.time() - state.started_at:.0f}s")] + (
                          [("devices", state.devices)] if state.devices else []):
             table.add_row(k, str(v))

@@ -34,6 +34,12 @@ class ServerState:
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
+    @property
+    def repeatable(self) -> bool:
+        """Started with ``serve --repeatable`` (ServerSpec.repeatable), read from its command: llama.cpp's
+        prompt cache or vLLM's prefix cache off."""
+        return "--no-cache-prompt" in self.command or "--no-enable-prefix-caching" in self.command
+
 
 def state_path(settings: Settings, name: str = DEFAULT_NAME) -> Path:
     return settings.run_dir / f"{name}.json"
