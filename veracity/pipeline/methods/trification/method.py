@@ -92,6 +92,7 @@ from veracity.pipeline.methods.trification.graph import (
 )
 from veracity.pipeline.methods.trification.roles import (
     JUDGE,
+    MAX_SEARCH_QUERIES,
     MODIFY,
     PLANNER,
     REFINE,
@@ -127,7 +128,7 @@ class TrificationParams(MethodParams):
                                                "(traced)")
     k: int = param(10, min=1, max=100, help="passages per search query",
                    paper="§4.3: the Wiki strategy fetches the top-10 paragraphs")
-    max_queries: int = param(3, min=1, max=5,
+    max_queries: int = param(3, min=1, max=MAX_SEARCH_QUERIES,
                              help="queries a SEARCH node may issue (its schema caps the list at it)")
     evidence_tokens: int = param(2000, min=50, max=100000,
                                  help="token budget (estimated: characters / 4) of the passages shown to a "
