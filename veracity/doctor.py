@@ -50,6 +50,28 @@ def check_torch() -> list[Check]:
     return checks
 
 
+def check_bytecode_cache(dont_write: bool | None = None, module: str = "torch") -> Check:
+    """Whether Python keeps the compiled form of what a command imports. The README installs with
+    ``pip --no-compile``: each module is compiled at its first import and its ``.pyc`` kept. With
+    ``PYTHONDONTWRITEBYTECODE`` set (or ``python -B``) nothing is kept, and every command, every vLLM start
+    and every worker compiles all it imports again (vLLM's API server: 43 CPU-s of imports instead of 19;
+    a hybrid ``index search``: 12 instead of 5.6; BENCHMARKS.md, "CI's bytecode cache")."""
+    import importlib.util
+
+    dont_write = sys.flags.dont_write_bytecode if dont_write is None else dont_write
+    if not dont_write:
+        return Check("bytecode cache", True, "kept (each module compiled at its first import)", required=False)
+    spec = importlib.util.find_spec(module)
+    origin = spec.origin if spec else None
+    cached = bool(origin) and origin.endswith(".py") and Path(importlib.util.cache_from_source(origin)).is_file()
+    if cached:
+        return Check("bytecode cache", True, f"not written (PYTHONDONTWRITEBYTECODE), but {module}'s is there",
+                     required=False)
+    return Check("bytecode cache", False,
+                 "not written (PYTHONDONTWRITEBYTECODE or python -B): every command compiles its imports again",
+                 "unset PYTHONDONTWRITEBYTECODE (vLLM then starts on about half the CPU)", required=False)
+
+
 def _engine(settings: Settings | None):
     """The engine choice for the default model, None when it cannot be made (check_engine reports why)."""
     from veracity.errors import VeracityError
@@ -232,7 +254,7 @@ def check_endpoint(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    checks = [check_python(), *check_torch(), check_vllm(settings), check_llamacpp(settings),
+    checks = [check_python(), check_bytecode_cache(), *check_torch(), check_vllm(settings), check_llamacpp(settings),
               check_engine(settings),
               check_structured_backends(),
               check_java(),
