@@ -60,15 +60,18 @@ def check_bytecode_cache(dont_write: bool | None = None, module: str = "torch") 
 
     dont_write = sys.flags.dont_write_bytecode if dont_write is None else dont_write
     if not dont_write:
-        return Check("bytecode cache", True, "kept (each module compiled at its first import)", required=False)
+        return Check("bytecode cache", True, "kept (each module compiled at its first import)",
+                     required=False)
     spec = importlib.util.find_spec(module)
     origin = spec.origin if spec else None
-    cached = bool(origin) and origin.endswith(".py") and Path(importlib.util.cache_from_source(origin)).is_file()
+    cached = (bool(origin) and origin.endswith(".py")
+              and Path(importlib.util.cache_from_source(origin)).is_file())
     if cached:
-        return Check("bytecode cache", True, f"not written (PYTHONDONTWRITEBYTECODE), but {module}'s is there",
-                     required=False)
+        return Check("bytecode cache", True,
+                     f"not written (PYTHONDONTWRITEBYTECODE), but {module}'s is there", required=False)
     return Check("bytecode cache", False,
-                 "not written (PYTHONDONTWRITEBYTECODE or python -B): every command compiles its imports again",
+                 "not written (PYTHONDONTWRITEBYTECODE or python -B): every command compiles its imports "
+                 "again",
                  "unset PYTHONDONTWRITEBYTECODE (vLLM then starts on about half the CPU)", required=False)
 
 
@@ -254,7 +257,8 @@ def check_endpoint(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings) -> list[Check]:
-    checks = [check_python(), check_bytecode_cache(), *check_torch(), check_vllm(settings), check_llamacpp(settings),
+    checks = [check_python(), check_bytecode_cache(), *check_torch(), check_vllm(settings),
+              check_llamacpp(settings),
               check_engine(settings),
               check_structured_backends(),
               check_java(),

@@ -24,7 +24,8 @@ def test_kept_when_python_writes_bytecode(tmp_path, monkeypatch):
 def test_a_warning_with_its_fix_when_nothing_is_written_and_nothing_is_cached(tmp_path, monkeypatch):
     check = check_bytecode_cache(dont_write=True, module=_module(tmp_path, monkeypatch, "vc_bare").stem)
     assert not check.ok and not check.required
-    assert "PYTHONDONTWRITEBYTECODE" in check.detail and check.hint.startswith("unset PYTHONDONTWRITEBYTECODE")
+    assert "PYTHONDONTWRITEBYTECODE" in check.detail
+    assert check.hint.startswith("unset PYTHONDONTWRITEBYTECODE")
 
 
 def test_no_warning_when_the_imports_were_compiled_at_install(tmp_path, monkeypatch):

@@ -515,8 +515,17 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
             assert info is not None
             gguf, origin, timings = prepare_gguf_only(settings, info, progress=progress, bar=bar,
                                                       download=download)
-        progress(f"kept {gguf.name} for llama.cpp, which serves it as it is: nothing converted (vLLM "
-                 "converts it on "
+        if gguf == settings.home / "downloads" / SMOLLM2_GGUF_NAME:  # what llama.cpp will serve: ahead
+            from veracity.models.reencode import fast_gguf
+
+            t0 = time.monotonic()
+            served = fast_gguf(gguf, progress)
+            if served != gguf:
+                timings["re-encode"] = round(time.monotonic() - t0, 1)
+                origin += f"; served by llama.cpp as {served.name} (Q4_1 tensors re-encoded as Q8_0)"
+        progress(f"kept {gguf.name} for llama.cpp, which serves "
+                 + ("its Q8_0 re-encoding" if "re-encode" in timings else "it as it is")
+                 + ": nothing converted (vLLM converts it on "
                  f"first use, or ahead with `veracity models prepare {name} --engine vllm`)")
         entry = PreparedModel(name, out_dir, origin, time.time(), None, timings, str(gguf))
         prepared[name] = entry

@@ -95,9 +95,15 @@ class LlamaCppEngine:
         return False  # the build veracity installs is CPU-only
 
     def model_path(self, settings: Settings, model: str) -> Path:
-        from veracity.models.prepare import resolve_gguf
+        from veracity.models.prepare import SMOLLM2_GGUF_NAME, resolve_gguf
 
-        return resolve_gguf(settings, model)
+        path = resolve_gguf(settings, model)
+        if path == settings.home / "downloads" / SMOLLM2_GGUF_NAME:  # the kept SmolLM2: its Q8_0 re-encoding
+            from veracity.models.reencode import fast_gguf
+            from veracity.serving.launch import say
+
+            return fast_gguf(path, say)
+        return path
 
     def command(self, settings: Settings, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
                 bind: dict[str, str] | None = None) -> list[str]:
