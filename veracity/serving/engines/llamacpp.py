@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from veracity.config import Settings
@@ -100,9 +101,8 @@ class LlamaCppEngine:
         path = resolve_gguf(settings, model)
         if path == settings.home / "downloads" / SMOLLM2_GGUF_NAME:  # the kept SmolLM2: its Q8_0 re-encoding
             from veracity.models.reencode import fast_gguf
-            from veracity.serving.launch import say
 
-            return fast_gguf(path, say)
+            return fast_gguf(path, lambda line: print(f"veracity: {line}", file=sys.stderr, flush=True))
         return path
 
     def command(self, settings: Settings, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
