@@ -4,8 +4,8 @@ round after round (A/B/A/B, so a load that changes over time falls on both): a 1
 (no prompt cache) for one token, then a 96-token greedy reply under a JSON schema. Prints the server's own
 timings (prompt tokens/s, decode tokens/s).
 
-    python benchmarks/gguf_encoding_speed.py --rounds 3 \\
-        ~/.veracity/downloads/SmolLM2-135M-Instruct.Q4_1.gguf ~/.veracity/downloads/SmolLM2-135M-Instruct.Q8_0.gguf
+    cd ~/.veracity/downloads && python benchmarks/gguf_encoding_speed.py --rounds 3 \\
+        SmolLM2-135M-Instruct.Q4_1.gguf SmolLM2-135M-Instruct.Q8_0.gguf
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ def measure(binary: str, gguf: str, port: int, tag: int) -> tuple[float, float, 
                                           "cache_prompt": False, "temperature": 0})["timings"]
         reply = post(port, "/v1/chat/completions", {
             "model": "m", "max_tokens": 96, "temperature": 0, "seed": 0,
-            "messages": [{"role": "user", "content": "Claim: The Eiffel Tower is in Berlin. Give the label and "
-                                                     "a short explanation."}],
+            "messages": [{"role": "user",
+                          "content": "Claim: The Eiffel Tower is in Berlin. Give the label and a short "
+                                     "explanation."}],
             "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": SCHEMA}}})
         return read["prompt_per_second"], reply["timings"]["predicted_per_second"], reply["usage"][
             "completion_tokens"]
@@ -60,7 +61,8 @@ def measure(binary: str, gguf: str, port: int, tag: int) -> tuple[float, float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("gguf", nargs="+")
-    ap.add_argument("--binary", default=os.path.expanduser("~/.veracity/engines/llama.cpp/bin/llama-server"))
+    ap.add_argument("--binary",
+                    default=os.path.expanduser("~/.veracity/engines/llama.cpp/bin/llama-server"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--port", type=int, default=8471)
     args = ap.parse_args()
