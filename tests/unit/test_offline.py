@@ -66,17 +66,3 @@ def test_a_vllm_server_on_loopback_is_told_its_address_so_it_never_probes_for_on
     assert "VLLM_HOST_IP" not in build_env(ServerSpec(model="m", port=1, host="0.0.0.0"), on_gpu=False)
     monkeypatch.setenv("VLLM_HOST_IP", "10.0.0.5")  # a user's own setting wins
     assert build_env(ServerSpec(model="m", port=1), on_gpu=False)["VLLM_HOST_IP"] == "10.0.0.5"
-
-
-def test_vllm_on_cpu_with_one_worker_runs_it_in_the_engine_core(monkeypatch):
-    from veracity.serving.engines.vllm import build_env
-    from veracity.serving.spec import ServerSpec
-
-    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
-    one = ServerSpec(model="m", port=1)
-    assert build_env(one, on_gpu=False)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in build_env(one, on_gpu=True)
-    two = ServerSpec(model="m", port=1, tensor_parallel_size=2)
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in build_env(two, on_gpu=False)
-    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")  # the user's own setting wins
-    assert build_env(one, on_gpu=False)["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"

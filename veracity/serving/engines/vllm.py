@@ -65,13 +65,6 @@ def build_env(spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
         env.setdefault("VLLM_HOST_IP", "127.0.0.1")
     if not on_gpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{spec.cpu_kv_cache_gib:g}")
-        if spec.tensor_parallel_size * spec.pipeline_parallel_size * spec.data_parallel_size == 1:
-            # one worker: run it inside the engine core's process instead of a third process of its own
-            # (vLLM-CPU otherwise picks its multiprocess executor even for one worker). SmolLM2 on 2 cores:
-            # ready in 46 s instead of 66-76, one stream 11.6-12.1 tokens/s instead of 7.2-8.4, eight in
-            # flight 55-57 instead of 36-39, the same greedy replies (BENCHMARKS.md, "vLLM-CPU with its
-            # worker in the engine core"). The API server and the engine core stay two processes.
-            env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     return env
 
 
