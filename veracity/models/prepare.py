@@ -420,6 +420,16 @@ def kept_gguf(settings: Settings, info: ModelInfo) -> Path | None:
     return None
 
 
+def served_gguf(settings: Settings, gguf: Path, progress: Progress) -> Path:
+    """What llama.cpp serves for ``gguf``: the kept SmolLM2 as its Q8_0 re-encoding (veracity/models/
+    reencode.py, written first where missing), any other GGUF as it is."""
+    if gguf != settings.home / "downloads" / SMOLLM2_GGUF_NAME:
+        return gguf
+    from veracity.models.reencode import fast_gguf
+
+    return fast_gguf(gguf, progress)
+
+
 def resolve_gguf(settings: Settings, name: str, progress: Progress = lambda s: None) -> Path:
     """The GGUF file to serve for ``name`` with llama.cpp: a ``.gguf`` path as given, the file a prepared
     model was made from, or the kept one; rebuilt from the cached wheels when it was removed (SmolLM2:
@@ -515,14 +525,11 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
             assert info is not None
             gguf, origin, timings = prepare_gguf_only(settings, info, progress=progress, bar=bar,
                                                       download=download)
-        if gguf == settings.home / "downloads" / SMOLLM2_GGUF_NAME:  # what llama.cpp will serve: ahead
-            from veracity.models.reencode import fast_gguf
-
-            t0 = time.monotonic()
-            served = fast_gguf(gguf, progress)
-            if served != gguf:
-                timings["re-encode"] = round(time.monotonic() - t0, 1)
-                origin += f"; served by llama.cpp as {served.name} (Q4_1 tensors re-encoded as Q8_0)"
+        t0 = time.monotonic()
+        served = served_gguf(settings, gguf, progress)  # what llama.cpp will serve, written ahead
+        if served != gguf:
+            timings["re-encode"] = round(time.monotonic() - t0, 1)
+            origin += f"; served by llama.cpp as {served.name} (Q4_1 tensors re-encoded as Q8_0)"
         progress(f"kept {gguf.name} for llama.cpp, which serves "
                  + ("its Q8_0 re-encoding" if "re-encode" in timings else "it as it is")
                  + ": nothing converted (vLLM converts it on "

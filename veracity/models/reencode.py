@@ -60,7 +60,8 @@ def reencode(source: Path, target: Path) -> Path:
 
     reader = gguf.GGUFReader(source)
     arch = reader.fields["general.architecture"].contents()
-    part = target.with_name(target.name + ".part")
+    # a part file of this process's own: two first serves at once each write a whole file, the last kept
+    part = target.with_name(f"{target.name}.{os.getpid()}.part")
     writer = gguf.GGUFWriter(part, arch)
     for field in reader.fields.values():
         if field.name.startswith("GGUF.") or field.name == "general.architecture":
@@ -74,10 +75,12 @@ def reencode(source: Path, target: Path) -> Path:
             data, kind = gguf.quants.quantize(gguf.quants.dequantize(data, kind), T[TO_TYPE]), T[TO_TYPE]
         writer.add_tensor(tensor.name, data, raw_shape=data.shape, raw_dtype=kind)
     try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
+        try:
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_tensors_to_file()
+        finally:
+            writer.close()
         os.replace(part, target)
     finally:
         part.unlink(missing_ok=True)

@@ -96,14 +96,10 @@ class LlamaCppEngine:
         return False  # the build veracity installs is CPU-only
 
     def model_path(self, settings: Settings, model: str) -> Path:
-        from veracity.models.prepare import SMOLLM2_GGUF_NAME, resolve_gguf
+        from veracity.models.prepare import resolve_gguf, served_gguf
 
-        path = resolve_gguf(settings, model)
-        if path == settings.home / "downloads" / SMOLLM2_GGUF_NAME:  # the kept SmolLM2: its Q8_0 re-encoding
-            from veracity.models.reencode import fast_gguf
-
-            return fast_gguf(path, lambda line: print(f"veracity: {line}", file=sys.stderr, flush=True))
-        return path
+        return served_gguf(settings, resolve_gguf(settings, model),
+                           lambda line: print(f"veracity: {line}", file=sys.stderr, flush=True))
 
     def command(self, settings: Settings, spec: ServerSpec, model_path: Path, *, on_gpu: bool,
                 bind: dict[str, str] | None = None) -> list[str]:
