@@ -304,14 +304,15 @@ def served_model(engine: Engine) -> ServedModel:
     if engine.stand_in is not None:
         llm = engine.stand_in
         return ServedModel(getattr(llm, "model", None), None, getattr(llm, "temperature", s.temperature),
-                           getattr(llm, "seed", s.seed))
+                           getattr(llm, "seed", s.seed), getattr(llm, "sampling", None))
     url, model = engine.resolve_endpoint()
 
-    async def check() -> str | None:
+    async def check() -> tuple[str | None, dict[str, float] | None]:
         async with engine.client(1) as llm:
-            return getattr(llm, "model", None) or model
+            return getattr(llm, "model", None) or model, getattr(llm, "sampling", None)
 
-    return ServedModel(asyncio.run(check()), url, s.temperature, s.seed)
+    served, sampling = asyncio.run(check())
+    return ServedModel(served, url, s.temperature, s.seed, sampling)
 
 
 def _pipeline_rows(ray: Any, claims: list[Claim], recipe: dict[str, Any], options: RayOptions,
