@@ -22,7 +22,6 @@ from veracity.pipeline.methods.trification.method import NodeRun
 from veracity.pipeline.methods.trification.roles import (JUDGE, PLANNER, REFINE, SEARCH, SYNTHESIZE, THINK,
                                                          search_queries_model)
 from veracity.pipeline.types import Claim, Evidence
-from veracity.models.registry import sampling_defaults
 from veracity.serving.structured import response_format_for
 
 pytestmark = pytest.mark.integration
@@ -43,10 +42,8 @@ PASSAGES = [
 
 
 async def ask(url: str, model: str, messages, output_model, max_tokens: int) -> tuple[str, str]:
-    """One request as the client sends it: temperature 0, a seed, and the model's own sampling settings
-    (SmolLM2's frequency penalty, veracity.models.registry)."""
     body = {"model": model, "messages": messages, "response_format": response_format_for(output_model),
-            "max_tokens": max_tokens, "temperature": 0.0, "seed": 0, **sampling_defaults(model)}
+            "max_tokens": max_tokens, "temperature": 0.0, "seed": 0}
     async with httpx.AsyncClient(timeout=600) as http:
         r = await http.post(url.rstrip("/") + "/chat/completions", json=body)
     assert r.status_code == 200, f"the server refused the schema of {output_model.__name__}: {r.text[:300]}"

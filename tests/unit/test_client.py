@@ -335,34 +335,3 @@ def test_request_timeout_comes_from_the_environment(monkeypatch):
             Settings()
     monkeypatch.delenv("VERACITY_REQUEST_TIMEOUT_S")
     assert Settings().request_timeout_s == 300.0
-
-
-async def test_the_registry_models_sampling_settings_go_with_every_request_and_key_the_cache(tmp_path):
-    """SmolLM2's frequency penalty (models.registry: it loops at temperature 0) is sent with every request to
-    it, whether the model was named or found on the server, and keys the response cache; a model the
-    registry does not know gets none; settings given to the client replace the registry's."""
-    from veracity.models.registry import SMOLLM2_FREQUENCY_PENALTY, sampling_defaults
-
-    smol = "smollm2-135m-instruct"
-    assert sampling_defaults(smol) == {"frequency_penalty": SMOLLM2_FREQUENCY_PENALTY}
-    assert SMOLLM2_FREQUENCY_PENALTY > 0
-    assert sampling_defaults("qwen2.5-coder-1.5b-instruct") == {} == sampling_defaults("m") == \
-        sampling_defaults(None)
-    for named in (smol, None):  # named, or the one the server serves
-        srv = FakeServer(models=(smol,))
-        llm = LLMClient("http://fake:1", named, transport=httpx.MockTransport(srv),
-                        cache_path=tmp_path / "c.sqlite")
-        async with llm:
-            await llm.generate(MSG, Out, role="r")
-        assert llm.sampling == {"frequency_penalty": SMOLLM2_FREQUENCY_PENALTY}
-        assert all(b["frequency_penalty"] == SMOLLM2_FREQUENCY_PENALTY for b in srv.bodies)
-    assert len(srv.bodies) == 0  # the second client's request was the first's, from the cache
-    srv = FakeServer(models=(smol,))  # without the penalty: another cache key, so asked again
-    async with LLMClient("http://fake:1", smol, transport=httpx.MockTransport(srv),
-                         cache_path=tmp_path / "c.sqlite", sampling={}) as llm:
-        await llm.generate(MSG, Out, role="r")
-    assert len(srv.bodies) == 1 and "frequency_penalty" not in srv.bodies[0]
-    srv = FakeServer()
-    async with client(srv) as llm:  # "m": not in the registry
-        await llm.generate(MSG, Out, role="r")
-    assert "frequency_penalty" not in srv.bodies[0] and llm.sampling == {}

@@ -789,14 +789,6 @@ def test_results_refusals_and_records_word_for_word(tmp_path, monkeypatch):
     assert record["roles"]["direct.judge"]["max_tokens"] == 64 and record["index"] == {"dir": "/idx"}
     assert record["params"] == json.loads(json.dumps(dataclasses.asdict(tuned))) and \
         record["params"]["roles"]["judge"]["max_tokens"] == 64
-    # the model's own sampling settings: the client's, else the registry's for the model (none for "m")
-    assert record["sampling"] == {}
-    smol = RunManifest(out, spec, tuned, Index(), None, None, None).record(
-        ServedModel("smollm2-135m-instruct"))
-    assert smol["sampling"] == {"frequency_penalty": 0.6}
-    assert RunManifest(out, spec, tuned, Index(), None, None, None).record(
-        ServedModel("smollm2-135m-instruct", sampling={"frequency_penalty": 0.2}))["sampling"] == \
-        {"frequency_penalty": 0.2}
     # the manifest of an engine's run: every part of it taken from the engine
     from types import SimpleNamespace
 

@@ -17,7 +17,6 @@ import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from veracity.errors import LLMOutputError
-from veracity.models.registry import sampling_defaults
 from veracity.serving.client import LLMClient, normalize_endpoint
 from veracity.serving.structured import response_format_for
 
@@ -124,8 +123,7 @@ async def run_raw(endpoint: str, model: str, concurrency: int, n: int, max_token
             t0 = time.perf_counter()
             resp = await http.post("/chat/completions", json={
                 "model": model, "messages": bench_messages(i, phase), "response_format": fmt,
-                "temperature": 0.0, "max_tokens": max_tokens, "seed": 0,
-                **sampling_defaults(model)})  # as the client sends it
+                "temperature": 0.0, "max_tokens": max_tokens, "seed": 0})
             lat = time.perf_counter() - t0
             if resp.status_code == 200:
                 data = resp.json()

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from veracity.errors import ConfigError, DataError, OutputError, VeracityError
-from veracity.models.registry import sampling_defaults
 from veracity.pipeline.claims import RejectedLine
 from veracity.pipeline.evidence import EVIDENCE_SETTINGS
 from veracity.pipeline.labels import THREE_WAY, LabelSpace
@@ -257,14 +256,12 @@ class _Progress:
 @dataclass(frozen=True)
 class ServedModel:
     """What a run records of its model: the model name, the endpoint, and the sampling settings every
-    request starts from (the run's temperature and seed, and the model's own settings every request carries:
-    ``sampling``, e.g. SmolLM2's frequency penalty)."""
+    request starts from (the run's temperature and seed)."""
 
     model: str | None = None
     endpoint: str | None = None
     temperature: float | None = None
     seed: int | None = None
-    sampling: dict[str, float] | None = None
 
     @classmethod
     def of(cls, llm: Any) -> "ServedModel":
@@ -272,7 +269,7 @@ class ServedModel:
         ``seed``)."""
         return cls(getattr(llm, "model", None), getattr(llm, "base_url", None), getattr(llm, "temperature",
                                                                                         None),
-                   getattr(llm, "seed", None), getattr(llm, "sampling", None))
+                   getattr(llm, "seed", None))
 
 
 @dataclass(frozen=True)
@@ -327,8 +324,6 @@ class RunManifest:
             "endpoint": served.endpoint,
             "temperature": served.temperature,
             "seed": served.seed,
-            # a record made without the client (a bench run's endpoint, an empty Ray run): the registry's
-            "sampling": served.sampling if served.sampling is not None else sampling_defaults(served.model),
             "seed_rule": SEED_RULE,
             "index": getattr(self.searcher, "manifest", None),
             "index_dir": str(getattr(self.searcher, "index_dir", "")) or None,

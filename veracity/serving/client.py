@@ -34,7 +34,6 @@ from pydantic import BaseModel, ValidationError
 
 from veracity.config import split_endpoints
 from veracity.errors import ConfigError, EndpointBusyError, EndpointError, LLMOutputError, PromptTooLongError
-from veracity.models.registry import sampling_defaults
 from veracity.serving.confidence import allowed_values, label_probs, top_logprobs_for
 from veracity.serving.gate import Gate
 from veracity.serving.pool import EndpointPool, Member, Notify, affinity_scope, current_affinity
@@ -196,7 +195,6 @@ class LLMClient:
         health_interval_s: float = 5.0,
         notify: Notify | None = None,
         logprobs: bool = True,
-        sampling: dict[str, float] | None = None,
     ):
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -212,11 +210,6 @@ class LLMClient:
         self.seed = seed
         self.max_tokens = max_tokens
         self.validation_retries = validation_retries
-        # sampling settings every request carries (a frequency penalty, ...): given, or the registry's for
-        # the served model (models.registry.sampling_defaults), read when the model is known (start())
-        self._sampling_given = sampling
-        self.sampling: dict[str, float] = dict(sampling) if sampling is not None else \
-            sampling_defaults(model)
         # deciding roles ask for token logprobs (their label's confidence); False never asks
         self.logprobs = logprobs
         self._said_no_logprobs = False
@@ -410,8 +403,6 @@ class LLMClient:
         else:
             await self._start_pool()
         self.pool.model = self.model
-        if self._sampling_given is None:
-            self.sampling = sampling_defaults(self.model)
         self._sem = Gate(min(self.concurrency, await self._server_slots() or self.concurrency))
         self._started = True
         self.pool.start_health_checks(self._client())
@@ -507,7 +498,6 @@ class LLMClient:
             "max_tokens": max_tokens or self.max_tokens,
             # a role passes its per-request seed (roles.SEED_RULE)
             "seed": self.seed if seed is None else seed,
-            **self.sampling,
         }
         schema_fp = schema_fingerprint(output_model)
         values = allowed_values(output_model,

@@ -304,15 +304,14 @@ def served_model(engine: Engine) -> ServedModel:
     if engine.stand_in is not None:
         llm = engine.stand_in
         return ServedModel(getattr(llm, "model", None), None, getattr(llm, "temperature", s.temperature),
-                           getattr(llm, "seed", s.seed), getattr(llm, "sampling", None))
+                           getattr(llm, "seed", s.seed))
     url, model = engine.resolve_endpoint()
 
-    async def check() -> tuple[str | None, dict[str, float] | None]:
+    async def check() -> str | None:
         async with engine.client(1) as llm:
-            return getattr(llm, "model", None) or model, getattr(llm, "sampling", None)
+            return getattr(llm, "model", None) or model
 
-    served, sampling = asyncio.run(check())
-    return ServedModel(served, url, s.temperature, s.seed, sampling)
+    return ServedModel(asyncio.run(check()), url, s.temperature, s.seed)
 
 
 def _pipeline_rows(ray: Any, claims: list[Claim], recipe: dict[str, Any], options: RayOptions,
