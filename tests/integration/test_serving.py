@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from tests.integration.test_methods_end_to_end import (  # noqa: F401  (one method end to end on vLLM)
     test_rag_with_evidence_selection_end_to_end,
 )
+from veracity.bench.prom import metrics_url, scrape, server_figures
 from veracity.errors import EndpointError
 from veracity.serving.client import LLMClient, usage_scope
 
@@ -69,6 +70,11 @@ async def _server_token_counters(url: str) -> tuple[float, float]:
 
 
 async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoint):
+    """32 calls at once, each validated; the client's usage records add up to the server's own counters; and
+    `bench throughput`'s server-side figures read from vLLM's real /metrics over these calls (its own
+    integration test runs on llama.cpp, the default engine: test_bench_throughput.py)."""
+    metrics = metrics_url(llm_endpoint.url)
+    scraped_before = scrape(metrics)
     before = await _server_token_counters(llm_endpoint.url)
     async with LLMClient(llm_endpoint.url, llm_endpoint.model, concurrency=32, max_tokens=128) as llm:
         own: list[list] = [[] for _ in range(32)]  # each call's usage_sink (what a Role passes)
@@ -78,6 +84,7 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
                                usage_sink=own[i]) for i in range(32))
             )
     after = await _server_token_counters(llm_endpoint.url)
+    figures = server_figures(scraped_before, scrape(metrics), [], model=llm_endpoint.model)
 
     assert len(results) == 32
     assert all(isinstance(r, Judgement) for r in results)
@@ -92,6 +99,15 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
     # the client's usage records add up to what the server counted for these requests
     assert sum(u.prompt_tokens for u in sink) == pytest.approx(after[0] - before[0])
     assert sum(u.completion_tokens for u in sink) == pytest.approx(after[1] - before[1])
+    # vLLM's figures as `bench throughput` reads them: histograms and counters moved by these calls alone
+    assert figures["scraped"] and figures["generation_tokens"] == pytest.approx(after[1] - before[1])
+    assert figures["prefix_cache_queries"] is not None and \
+        figures["prefix_cache_queries"] >= sum(u.prompt_tokens for u in sink) * 0.9
+    assert figures["prefix_cache_hit_rate"] is not None and 0.0 <= figures["prefix_cache_hit_rate"] <= 1.0
+    assert figures["ttft_mean_s"] is not None and figures["ttft_mean_s"] > 0
+    assert figures["tpot_mean_s"] is not None and figures["tpot_mean_s"] > 0
+    assert figures["requests_finished"] is not None and figures["requests_finished"] >= 32
+    assert figures["kv_cache_usage_max"] is not None and figures["requests_running_max"] is not None
 
 
 async def test_repeated_call_is_served_from_the_cache(llm_endpoint, tmp_path):

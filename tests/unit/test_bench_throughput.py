@@ -143,6 +143,53 @@ def bumped(text: str, changes: dict[str, float]) -> Metrics:
     return parse_prometheus("\n".join(out))
 
 
+LLAMA_METRICS = """\
+# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total {fresh}
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total {cached}
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total {generated}
+# TYPE llamacpp:tokens_predicted_seconds_total counter
+llamacpp:tokens_predicted_seconds_total {seconds}
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing {running}
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred {waiting}
+"""
+
+
+def llama_metrics(fresh=0, cached=0, generated=0, seconds=0.0, running=0, waiting=0):
+    """llama-server's /metrics exposition (the names and types of the build `engines install` makes)."""
+    return parse_prometheus(LLAMA_METRICS.format(fresh=fresh, cached=cached, generated=generated,
+                                                 seconds=seconds, running=running, waiting=waiting))
+
+
+def test_llama_servers_figures_are_its_own_counters_and_the_rest_is_none():
+    """A llama-server level: the prompt tokens read afresh plus those reused are the prefix cache's queries,
+    the reused ones its hits; time per output token is the slots' generating time over the tokens; running
+    and deferred requests are gauges over the polls; what llama-server does not report is None, whatever
+    model name is asked for (its series carry no labels)."""
+    before = llama_metrics(fresh=100, cached=50, generated=10, seconds=1.0)
+    after = llama_metrics(fresh=400, cached=650, generated=90, seconds=5.0, running=1)
+    polls = [llama_metrics(running=r, waiting=w) for r, w in ((2, 0), (4, 3))]
+    fig = server_figures(before, after, polls, model="smollm2-135m-instruct")
+    assert fig["scraped"] and fig["polls"] == 2
+    assert (fig["prefix_cache_queries"], fig["prefix_cache_hits"]) == (900, 600)
+    assert fig["prefix_cache_hit_rate"] == pytest.approx(600 / 900) and \
+        fig["prefix_cache_hit_rate_source"] == "counters"
+    assert (fig["prompt_tokens"], fig["generation_tokens"]) == (900, 80)
+    assert fig["tpot_mean_s"] == pytest.approx(4.0 / 80)
+    assert (fig["requests_running_max"], fig["requests_waiting_max"]) == (4, 3)
+    assert fig["requests_running_mean"] == pytest.approx((2 + 4 + 1) / 3)
+    assert all(fig[k] is None for k in ("ttft_mean_s", "ttft_p95_s", "kv_cache_usage_max",
+                                        "requests_finished", "queue_time_mean_s", "request_latency_mean_s",
+                                        "preemptions"))
+    # a restarted server (counters went back): no delta, not a negative one
+    assert server_figures(after, before, [])["generation_tokens"] is None
+
+
 def test_server_figures_are_deltas_over_the_level(sample):
     text = SAMPLE.read_text()
     after = bumped(text, {"vllm:prefix_cache_queries_total{": 1000, "vllm:prefix_cache_hits_total{": 250,

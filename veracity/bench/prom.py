@@ -238,6 +238,15 @@ PROMPT_TOKENS = ("vllm:prompt_tokens",)
 GENERATION_TOKENS = ("vllm:generation_tokens",)
 REQUESTS_DONE = ("vllm:request_success",)
 PREEMPTIONS = ("vllm:num_preemptions",)
+# llama-server (``--metrics``, which a managed one is started with): no labels, no histograms; prompt tokens
+# read afresh and reused from its prompt cache, tokens generated and the slots' time generating them, the
+# requests being processed and those deferred (waiting for a slot)
+LLAMA_PROMPT = ("llamacpp:prompt_tokens",)
+LLAMA_PROMPT_CACHED = ("llamacpp:prompt_tokens_cached",)
+LLAMA_GENERATED = ("llamacpp:tokens_predicted",)
+LLAMA_GENERATING_S = ("llamacpp:tokens_predicted_seconds",)
+LLAMA_RUNNING = ("llamacpp:requests_processing",)
+LLAMA_WAITING = ("llamacpp:requests_deferred",)
 
 
 def _delta(before: Metrics | None, after: Metrics | None, names: Sequence[str],
@@ -274,14 +283,61 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return num / den
 
 
+def _sum(*values: float | None) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def llama_figures(before: Metrics | None, after: Metrics | None, polls: Sequence[Metrics] = ()
+                  ) -> dict[str, Any]:
+    """llama-server's view of one benchmark level, in :func:`server_figures`' keys; what it does not report
+    (time to first token, queue time, request latency, finished requests, KV-cache use, preemptions) is
+    None. Its prompt counters are the prefix cache: every prompt token is either read afresh or reused
+    (``prompt_tokens_cached``); its time per output token is the slots' generating time over the tokens."""
+    gauges = list(polls) + ([after] if after is not None else [])
+    fresh = _delta(before, after, LLAMA_PROMPT, None)
+    hits = _delta(before, after, LLAMA_PROMPT_CACHED, None)
+    queries = _sum(fresh, hits)
+    generated = _delta(before, after, LLAMA_GENERATED, None)
+    running_mean, running_max = _gauge_stats(gauges, LLAMA_RUNNING, None)
+    waiting_mean, waiting_max = _gauge_stats(gauges, LLAMA_WAITING, None)
+    hit_rate = _ratio(hits, queries)
+    return {
+        "scraped": before is not None and after is not None,
+        "polls": len(polls),
+        "prefix_cache_queries": queries,
+        "prefix_cache_hits": hits,
+        "prefix_cache_hit_rate": hit_rate,
+        "prefix_cache_hit_rate_source": "counters" if hit_rate is not None else None,
+        "requests_running_mean": running_mean,
+        "requests_running_max": running_max,
+        "requests_waiting_mean": waiting_mean,
+        "requests_waiting_max": waiting_max,
+        "kv_cache_usage_mean": None,
+        "kv_cache_usage_max": None,
+        "ttft_mean_s": None,
+        "ttft_p50_s": None,
+        "ttft_p95_s": None,
+        "tpot_mean_s": _ratio(_delta(before, after, LLAMA_GENERATING_S, None), generated),
+        "queue_time_mean_s": None,
+        "request_latency_mean_s": None,
+        "requests_finished": None,
+        "prompt_tokens": queries,
+        "generation_tokens": generated,
+        "preemptions": None,
+    }
+
+
 def server_figures(before: Metrics | None, after: Metrics | None, polls: Sequence[Metrics] = (),
                    model: str | None = None) -> dict[str, Any]:
-    """vLLM's view of one benchmark level; every figure is None when the server does not expose it.
+    """The server's view of one benchmark level; every figure is None when the server does not expose it.
+    vLLM's metrics, or llama-server's (:func:`llama_figures`) where those are what it serves.
 
     Counter and histogram figures are deltas between ``before`` and ``after``; gauges (running and
     waiting requests, KV-cache usage) are the mean and maximum over ``polls`` (``after`` is added so a
     level shorter than one poll interval still has a value). ``model`` restricts to that model's series.
     """
+    if after is not None and after.has(LLAMA_GENERATED[0]) and not after.has(GENERATION_TOKENS[0]):
+        return llama_figures(before, after, polls)
     labels = {"model_name": model} if model else None
     gauges = list(polls) + ([after] if after is not None else [])
     queries = _delta(before, after, PREFIX_QUERIES, labels)

@@ -8,7 +8,9 @@ call, memory) and reports, per level:
 - server side, from the endpoint's Prometheus ``/metrics`` (scraped before and after the level, and
   polled every ``poll_interval_s`` during it for the gauges): prefix-cache hit rate, running and
   waiting requests (mean / max), mean time to first token and per output token, KV-cache usage,
-  requests and tokens the server processed (see :func:`veracity.bench.prom.server_figures`);
+  requests and tokens the server processed (see :func:`veracity.bench.prom.server_figures`). vLLM reports
+  them all; llama-server (a managed one runs with ``--metrics``) the prefix cache, running and deferred
+  requests, time per output token and tokens, the rest n/a (:func:`veracity.bench.prom.llama_figures`);
 - GPU memory used (max over the level) when this machine has an NVIDIA GPU.
 
 A level's concurrency is the number of claims in flight; the LLM request limit stays at its default

@@ -124,6 +124,9 @@ class LlamaCppEngine:
             # benchmarks/llama_http_threads.py), so health probes and a second command timed out
             "--threads-http", str(max(slots + 4, threads)),
             "--no-webui",
+            # Prometheus /metrics (tokens, prompt-cache reuse, busy and deferred requests), which `bench
+            # throughput` reads for its server-side figures (veracity.bench.prom)
+            "--metrics",
             # slot files: a text's shared prefix copied from the slot that processed it into the idle others
             # (LLMClient.share_prefix; one file per server, in a folder per port)
             "--slot-save-path", str(slot_dir(settings, spec.port)),
