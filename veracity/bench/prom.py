@@ -302,6 +302,7 @@ def llama_figures(before: Metrics | None, after: Metrics | None, polls: Sequence
     waiting_mean, waiting_max = _gauge_stats(gauges, LLAMA_WAITING, None)
     hit_rate = _ratio(hits, queries)
     return {
+        **vllm_figures(None, None),  # every figure's key, None where llama-server has no counterpart
         "scraped": before is not None and after is not None,
         "polls": len(polls),
         "prefix_cache_queries": queries,
@@ -312,18 +313,9 @@ def llama_figures(before: Metrics | None, after: Metrics | None, polls: Sequence
         "requests_running_max": running_max,
         "requests_waiting_mean": waiting_mean,
         "requests_waiting_max": waiting_max,
-        "kv_cache_usage_mean": None,
-        "kv_cache_usage_max": None,
-        "ttft_mean_s": None,
-        "ttft_p50_s": None,
-        "ttft_p95_s": None,
         "tpot_mean_s": _ratio(_delta(before, after, LLAMA_GENERATING_S, None), generated),
-        "queue_time_mean_s": None,
-        "request_latency_mean_s": None,
-        "requests_finished": None,
         "prompt_tokens": queries,
         "generation_tokens": generated,
-        "preemptions": None,
     }
 
 
@@ -338,6 +330,13 @@ def server_figures(before: Metrics | None, after: Metrics | None, polls: Sequenc
     """
     if after is not None and after.has(LLAMA_GENERATED[0]) and not after.has(GENERATION_TOKENS[0]):
         return llama_figures(before, after, polls)
+    return vllm_figures(before, after, polls, model)
+
+
+def vllm_figures(before: Metrics | None, after: Metrics | None, polls: Sequence[Metrics] = (),
+                 model: str | None = None) -> dict[str, Any]:
+    """vLLM's view of one benchmark level (:func:`server_figures`); with neither scrape, every key with
+    None (``scraped`` False)."""
     labels = {"model_name": model} if model else None
     gauges = list(polls) + ([after] if after is not None else [])
     queries = _delta(before, after, PREFIX_QUERIES, labels)
