@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.server import _LAST_VLLM_USER, IN_CI, private_server
+from tests.fixtures.server import _LAST_VLLM_USER, IN_CI, is_last_vllm_user, private_server
 from tests.integration.test_faults import (
     _kill_mid_batch_then_resume,
     _members,
@@ -64,7 +64,7 @@ def test_api_server_killed_mid_batch_orphans_are_found_and_ended(vllm_endpoint, 
     # CI another record means the session's stop after its last test is lost as well (the unit tests of the
     # start-ups once overwrote it, and this test then started a private server for 75 s of CI)
     session_owned = vllm_endpoint.pid is not None  # not a server given by VERACITY_TEST_VLLM_ENDPOINT
-    last = _LAST_VLLM_USER == [request.node.nodeid]
+    last = is_last_vllm_user(request.node.nodeid)
     assert last or not (IN_CI and session_owned), _LAST_VLLM_USER
     if not (last and session_owned):
         with private_server(tmp_path_factory, "killable") as server:

@@ -159,6 +159,53 @@ def test_collection_order_runs_serverless_modules_first_and_server_killers_last(
     assert fx._demand(items) == (True, 1)
 
 
+def test_under_xdist_loadgroup_vllm_is_one_group_handed_out_first_and_each_module_a_group():
+    """The README's ``-n 2 --dist loadgroup``: one worker takes vLLM's modules as one group (first: its
+    start-up and tests are the longest chain), Ray's modules are one group among the llama.cpp modules,
+    every other module a group of its own in the order of a run in one process; the last vLLM test is
+    still found when xdist appends the group to its node id."""
+    marks: dict[str, list[str]] = {}
+
+    def item(nodeid, *fixtures, llama=False):
+        it = _item(nodeid, *fixtures, marks=(fx.LLAMA_MARK,) if llama else ())
+        it.add_marker = lambda mark, nodeid=nodeid: marks.setdefault(nodeid, []).append(mark.args[0])
+        return it
+
+    items = [item("tests/integration/test_llama.py::t1", "llm_endpoint", llama=True),
+             item("tests/integration/test_ray_backend.py::t1", "llm_endpoint"),
+             item("tests/integration/test_index_scale.py::t1"),
+             item("tests/integration/test_faults.py::t1", "killable_llm_server", "vllm_endpoint"),
+             item("tests/integration/test_index.py::t1", "hover_index_dir"),
+             item("tests/integration/test_vllm.py::t1", "vllm_endpoint"),
+             item("tests/unit/test_x.py::t1"), item("tests/unit/test_x.py::t2")]
+    fx.pytest_collection_modifyitems(None, SimpleNamespace(option=SimpleNamespace(loadgroup=True)), items)
+    assert [(i.nodeid, marks[i.nodeid]) for i in items] == [
+        ("tests/integration/test_faults.py::t1", ["vllm"]), ("tests/integration/test_vllm.py::t1", ["vllm"]),
+        ("tests/integration/test_index.py::t1", ["tests/integration/test_index.py"]),
+        ("tests/unit/test_x.py::t1", ["tests/unit/test_x.py"]), ("tests/unit/test_x.py::t2", ["tests/unit/test_x.py"]),
+        ("tests/integration/test_llama.py::t1", ["tests/integration/test_llama.py"]),
+        ("tests/integration/test_ray_backend.py::t1", ["ray"]),
+        ("tests/integration/test_index_scale.py::t1", ["ray"])]
+    assert fx.is_last_vllm_user("tests/integration/test_vllm.py::t1@vllm")
+    assert not fx.is_last_vllm_user("tests/integration/test_faults.py::t1@vllm")
+    assert fx.plain_nodeid("tests/unit/test_x.py::t[a-1]@tests/unit/test_x.py") == "tests/unit/test_x.py::t[a-1]"
+
+
+def test_under_xdist_the_start_ups_begin_when_a_test_first_asks(fake_vllm, tmp_path):
+    """Each xdist worker collects every test, so no worker starts vLLM at its session's start; the one whose
+    test first asks for the session's server (or a private one) starts them then, once."""
+    session, spares = slots(tmp_path, 1)
+    starts = fx.ServerStarts(session, spares)
+    try:
+        assert fake_vllm.log == []
+        ep = starts.session_endpoint()  # begins the start-ups, then waits for the session's server
+        assert ep.name == "test" and starts.take_spare() is spares[0]
+        starts.begin()  # a second begin starts nothing
+        assert [e for e in fake_vllm.log if e[0] == "start"] == [("start", "test"), ("start", "spare-1")]
+    finally:
+        starts.close()
+
+
 def test_a_modules_own_fixture_of_the_same_name_is_not_a_vllm_server():
     def ours():
         pass
@@ -203,3 +250,35 @@ def test_the_session_vllm_server_stops_after_its_last_test(fake_vllm, tmp_path, 
     fx.pytest_runtest_logfinish("tests/integration/test_a.py::t1", None)
     starts.close()
     assert fake_vllm.log.count(("stop", "test")) == 1
+
+
+def test_under_xdist_an_index_fixture_is_built_once_for_all_workers(tmp_path, monkeypatch):
+    """tests/fixtures/index.py's built_once: the workers share one build in their common temporary folder
+    (the second reuses the first's); a build that failed is tried again; without xdist each session builds
+    its own."""
+    from tests.fixtures.index import built_once
+
+    def factory(worker):
+        base = tmp_path / "run" / f"popen-{worker}"
+        base.mkdir(parents=True, exist_ok=True)
+        return SimpleNamespace(getbasetemp=lambda: base, mktemp=lambda name: base / name)
+
+    builds = []
+
+    def build(folder):
+        builds.append(folder)
+        if len(builds) == 1:
+            raise RuntimeError("the first build fails")
+        (folder / "index").write_text("built")
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    with pytest.raises(RuntimeError):
+        built_once(factory("gw0"), "idx", build)
+    first = built_once(factory("gw0"), "idx", build)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert built_once(factory("gw1"), "idx", build) == first and len(builds) == 2
+    assert (first / "index").read_text() == "built"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    own = factory("solo").mktemp("idx")
+    own.mkdir()
+    assert built_once(SimpleNamespace(mktemp=lambda name: own), "idx", build) == own and len(builds) == 3
