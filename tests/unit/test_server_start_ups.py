@@ -182,13 +182,15 @@ def test_under_xdist_loadgroup_vllm_is_one_group_handed_out_first_and_each_modul
     assert [(i.nodeid, marks[i.nodeid]) for i in items] == [
         ("tests/integration/test_faults.py::t1", ["vllm"]), ("tests/integration/test_vllm.py::t1", ["vllm"]),
         ("tests/integration/test_index.py::t1", ["tests/integration/test_index.py"]),
-        ("tests/unit/test_x.py::t1", ["tests/unit/test_x.py"]), ("tests/unit/test_x.py::t2", ["tests/unit/test_x.py"]),
+        ("tests/unit/test_x.py::t1", ["tests/unit/test_x.py"]),
+        ("tests/unit/test_x.py::t2", ["tests/unit/test_x.py"]),
         ("tests/integration/test_llama.py::t1", ["tests/integration/test_llama.py"]),
         ("tests/integration/test_ray_backend.py::t1", ["ray"]),
         ("tests/integration/test_index_scale.py::t1", ["ray"])]
     assert fx.is_last_vllm_user("tests/integration/test_vllm.py::t1@vllm")
     assert not fx.is_last_vllm_user("tests/integration/test_faults.py::t1@vllm")
-    assert fx.plain_nodeid("tests/unit/test_x.py::t[a-1]@tests/unit/test_x.py") == "tests/unit/test_x.py::t[a-1]"
+    grouped = "tests/unit/test_x.py::t[a-1]@tests/unit/test_x.py"
+    assert fx.plain_nodeid(grouped) == "tests/unit/test_x.py::t[a-1]"
 
 
 def test_under_xdist_the_start_ups_begin_when_a_test_first_asks(fake_vllm, tmp_path):
