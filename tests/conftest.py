@@ -10,8 +10,23 @@ def pytest_configure(config) -> None:
     # server start-up shows in every log (issue 30 point 8); an explicit --durations wins.
     if os.environ.get("CI", "").lower() in ("1", "true", "yes") and config.option.durations is None:
         config.option.durations = 15
-    # pytest-xdist's loadgroup (the README's `-n 2 --dist loadgroup`) hands out the groups in collection order
-    # (tests/fixtures/server.py orders them: vLLM's first, llama.cpp's last); by default it would sort them
-    # by size instead
-    if getattr(config.option, "dist", "no") == "loadgroup":
+    # pytest-xdist (the README's `-n 2 --dist loadscope`): the workers write which modules share a group to
+    # this file and the controller's scheduler reads it (tests/fixtures/server.py, ModuleGroups); the groups
+    # are handed out in collection order (vLLM's first, llama.cpp's last), not sorted by size
+    if getattr(config.option, "dist", "no") == "loadscope" and not hasattr(config, "workerinput"):
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="veracity-test-groups-", suffix=".json")
+        os.close(fd)
+        os.environ["VERACITY_TEST_GROUPS"] = path
         config.option.loadscopereorder = False
+
+
+def pytest_unconfigure(config) -> None:
+    path = os.environ.get("VERACITY_TEST_GROUPS")
+    if path and not hasattr(config, "workerinput"):
+        os.environ.pop("VERACITY_TEST_GROUPS")
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

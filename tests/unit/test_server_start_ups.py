@@ -15,6 +15,14 @@ from tests.fixtures import server as fx
 
 
 @pytest.fixture(autouse=True)
+def _not_the_running_sessions_xdist_worker(monkeypatch):
+    """Run under pytest-xdist, these tests must neither take the collection hook for a worker's nor write
+    the running session's groups file (a test that wants a worker sets both itself)."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv(fx.GROUPS_ENV, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _the_running_sessions_last_vllm_user():
     """These tests call the plugin's collection hook with made-up items, which sets the module's
     ``_LAST_VLLM_USER``: what the running session collected is put back after each test. Without this the
@@ -159,38 +167,35 @@ def test_collection_order_runs_serverless_modules_first_and_server_killers_last(
     assert fx._demand(items) == (True, 1)
 
 
-def test_under_xdist_loadgroup_vllm_is_one_group_handed_out_first_and_each_module_a_group():
-    """The README's ``-n 2 --dist loadgroup``: one worker takes vLLM's modules as one group (first: its
+def test_under_xdist_vllm_is_one_group_handed_out_first_and_each_module_a_group(tmp_path, monkeypatch):
+    """The README's ``-n 2 --dist loadscope``: one worker takes vLLM's modules as one group (first: its
     start-up and tests are the longest chain), Ray's modules are one group among the llama.cpp modules,
-    every other module a group of its own in the order of a run in one process; the last vLLM test is
-    still found when xdist appends the group to its node id."""
-    marks: dict[str, list[str]] = {}
-
-    def item(nodeid, *fixtures, llama=False):
-        it = _item(nodeid, *fixtures, marks=(fx.LLAMA_MARK,) if llama else ())
-        it.add_marker = lambda mark, nodeid=nodeid: marks.setdefault(nodeid, []).append(mark.args[0])
-        return it
-
-    items = [item("tests/integration/test_llama.py::t1", "llm_endpoint", llama=True),
-             item("tests/integration/test_ray_backend.py::t1", "llm_endpoint"),
-             item("tests/integration/test_index_scale.py::t1"),
-             item("tests/integration/test_faults.py::t1", "killable_llm_server", "vllm_endpoint"),
-             item("tests/integration/test_index.py::t1", "hover_index_dir"),
-             item("tests/integration/test_vllm.py::t1", "vllm_endpoint"),
-             item("tests/unit/test_x.py::t1"), item("tests/unit/test_x.py::t2")]
-    fx.pytest_collection_modifyitems(None, SimpleNamespace(option=SimpleNamespace(loadgroup=True)), items)
-    assert [(i.nodeid, marks[i.nodeid]) for i in items] == [
-        ("tests/integration/test_faults.py::t1", ["vllm"]), ("tests/integration/test_vllm.py::t1", ["vllm"]),
-        ("tests/integration/test_index.py::t1", ["tests/integration/test_index.py"]),
-        ("tests/unit/test_x.py::t1", ["tests/unit/test_x.py"]),
-        ("tests/unit/test_x.py::t2", ["tests/unit/test_x.py"]),
-        ("tests/integration/test_llama.py::t1", ["tests/integration/test_llama.py"]),
-        ("tests/integration/test_ray_backend.py::t1", ["ray"]),
-        ("tests/integration/test_index_scale.py::t1", ["ray"])]
-    assert fx.is_last_vllm_user("tests/integration/test_vllm.py::t1@vllm")
-    assert not fx.is_last_vllm_user("tests/integration/test_faults.py::t1@vllm")
-    grouped = "tests/unit/test_x.py::t[a-1]@tests/unit/test_x.py"
-    assert fx.plain_nodeid(grouped) == "tests/unit/test_x.py::t[a-1]"
+    every other module a group of its own, in the order of a run in one process. The workers write the
+    groups at collection; the controller's scheduler reads them."""
+    groups = tmp_path / "groups.json"
+    monkeypatch.setenv(fx.GROUPS_ENV, str(groups))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    items = [_item("tests/integration/test_llama.py::t1", "llm_endpoint", marks=(fx.LLAMA_MARK,)),
+             _item("tests/integration/test_ray_backend.py::t1", "llm_endpoint"),
+             _item("tests/integration/test_index_scale.py::t1"),
+             _item("tests/integration/test_faults.py::t1", "killable_llm_server", "vllm_endpoint"),
+             _item("tests/integration/test_index.py::t1", "hover_index_dir"),
+             _item("tests/integration/test_vllm.py::t1", "vllm_endpoint"),
+             _item("tests/unit/test_x.py::t1"), _item("tests/unit/test_x.py::t2")]
+    fx.pytest_collection_modifyitems(None, None, items)
+    assert [i.nodeid for i in items] == [
+        "tests/integration/test_faults.py::t1", "tests/integration/test_vllm.py::t1",
+        "tests/integration/test_index.py::t1", "tests/unit/test_x.py::t1", "tests/unit/test_x.py::t2",
+        "tests/integration/test_llama.py::t1", "tests/integration/test_ray_backend.py::t1",
+        "tests/integration/test_index_scale.py::t1"]
+    assert fx.is_last_vllm_user("tests/integration/test_vllm.py::t1")
+    pytest.importorskip("xdist")
+    config = SimpleNamespace(getvalue=lambda name: "loadscope", option=SimpleNamespace(tx=[], numprocesses=2,
+                                                                                       dist="loadscope"))
+    scheduler = fx.pytest_xdist_make_scheduler(config, None)
+    scopes = [scheduler._split_scope(i.nodeid) for i in items]
+    assert scopes == ["vllm", "vllm", "tests/integration/test_index.py", "tests/unit/test_x.py",
+                      "tests/unit/test_x.py", "tests/integration/test_llama.py", "ray", "ray"]
 
 
 def test_under_xdist_the_start_ups_begin_when_a_test_first_asks(fake_vllm, tmp_path):
