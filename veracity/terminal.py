@@ -74,6 +74,18 @@ class SafeConsole(Console):
     cannot set the window title or clear the screen, whichever way it reached ``print``. Rich's own control
     segments (cursor moves of a progress bar) and its styles are left as they are."""
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """As rich prints, except that text printed where the output is not a terminal (a pipe, a file, a
+        log) is not folded at rich's default 80 columns: a path, a claim or a message stays on its line,
+        whole, for ``grep`` and for a reader of the log (a run directory's path under a long temporary
+        folder came out cut in two)."""
+        from rich.text import Text
+
+        if (kwargs.get("soft_wrap") is None and not self.is_terminal
+                and all(isinstance(o, (str, Text)) for o in objects)):
+            kwargs["soft_wrap"] = True
+        super().print(*objects, **kwargs)
+
     def _render_buffer(self, buffer: Any) -> str:
         return super()._render_buffer(
             seg if seg.control else Segment(control_safe(seg.text), seg.style, seg.control) for seg in buffer)

@@ -70,6 +70,18 @@ def test_the_console_escapes_controls_whatever_reached_print_but_keeps_its_own_s
     assert "\x1b" not in only_styles(err.getvalue()) and "PWNED" in err.getvalue()
 
 
+def test_text_printed_to_a_pipe_or_file_is_not_folded_at_80_columns():
+    """A run directory's path under a long temporary folder came out cut in two when stderr was a pipe
+    (rich folds at 80 columns where it knows no width); on a terminal rich still fits the window."""
+    path = "/tmp/pytest-of-root/pytest-101/popen-gw0/test_cli_refusals_are_one_line0/run-directory/r"
+    piped = io.StringIO()
+    SafeConsole(file=piped).print(f"run directory: {path}", highlight=False)
+    assert piped.getvalue() == f"run directory: {path}\n"
+    term = io.StringIO()
+    SafeConsole(file=term, force_terminal=True, width=40).print(f"run directory: {path}", highlight=False)
+    assert len(only_styles(term.getvalue()).splitlines()) > 1
+
+
 def test_tsv_lines_show_controls_escaped_and_keep_brackets():
     t = Table(title=terminal_safe("search — " + TITLE_AND_CLEAR))
     t.add_column("passage")
