@@ -167,7 +167,10 @@ def test_ray_backend_writes_the_same_shards(corpus, reference, tmp_path):
                         BuildOptions(bm25=False, shard_size=8, backend="ray"), log=logs.append)
     finally:
         if started and ray.is_initialized():
-            ray.shutdown()
+            from veracity.indexes.java import jvm_signals_kept
+
+            with jvm_signals_kept():
+                ray.shutdown()
     assert any("embedding with Ray Data" in line for line in logs)
     assert m["passages"] == json.loads((reference / "manifest.json").read_text())["passages"]
     np.testing.assert_allclose(_vectors(tmp_path / "idx"), _vectors(reference), atol=1e-5)

@@ -63,11 +63,56 @@ def ray_cluster(ray_module):
         from veracity.config import default_home
         from veracity.offline import local_ray_start
 
-        with local_ray_start(default_home()):
+        from veracity.indexes.java import jvm_signals_kept
+
+        with local_ray_start(default_home()), jvm_signals_kept():
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                      object_store_memory=256 * 1024**2)
     yield ray
-    ray.shutdown()
+    from veracity.indexes.java import jvm_signals_kept
+
+    with jvm_signals_kept():
+        ray.shutdown()
+
+
+JVM_AND_RAY = """
+import ctypes, signal, sys
+from veracity.indexes.java import ensure_jvm
+from veracity.pipeline.backends.ray import RayOptions, _shutdown, connect
+
+libc = ctypes.CDLL(None)
+
+class Sigaction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
+                ("restorer", ctypes.c_void_p)]
+
+def handlers():
+    out = []
+    for sig in (signal.SIGSEGV, signal.SIGBUS):
+        action = Sigaction()
+        libc.sigaction(sig, None, ctypes.byref(action))
+        out.append(action.handler)
+    return out
+
+ensure_jvm()
+jvm = handlers()
+assert connect(RayOptions(num_cpus=1))
+after_init = handlers()
+_shutdown(True)
+print(jvm == after_init == handlers(), jvm, after_init, handlers())
+"""
+
+
+def test_the_jvms_signal_handlers_outlive_ray(ray_module, tmp_path):
+    """A process that runs the JVM (BM25) and then Ray keeps the JVM's SIGSEGV and SIGBUS handlers: ray.init
+    puts its crash reporter there and ray.shutdown the default, and the JVM's next null check killed the
+    process (a test worker died with "segfault at 8" in a BM25 build after the Ray backend's test). Run in
+    a process of its own, as a user's command is."""
+    env = dict(os.environ, VERACITY_HOME=str(tmp_path / "home"))
+    done = subprocess.run([sys.executable, "-c", JVM_AND_RAY], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "True", done.stdout
 
 
 def test_a_killed_driver_leaves_whole_lines_and_the_same_command_resumes(ray_module, llm_endpoint,

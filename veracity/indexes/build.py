@@ -554,15 +554,18 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
     if options.backend == "ray":
         import ray
 
+        from veracity.indexes.java import jvm_signals_kept
+
         started = not ray.is_initialized()
         if started and options.ray_address is None:  # a local instance: no cloud metadata asked (offline.py)
             from veracity.config import default_home
             from veracity.offline import local_ray_start
 
-            with local_ray_start(default_home()):
+            with local_ray_start(default_home()), jvm_signals_kept():
                 ray.init(include_dashboard=False, log_to_driver=False)
         elif started:
-            ray.init(address=options.ray_address, include_dashboard=False, log_to_driver=False)
+            with jvm_signals_kept():
+                ray.init(address=options.ray_address, include_dashboard=False, log_to_driver=False)
         try:
             res = ray.cluster_resources()
             log(f"embedding with Ray Data: {int(res.get('GPU', 0))} GPU(s), {int(res.get('CPU', 0))} CPU(s)")
@@ -571,7 +574,8 @@ def _embed(work: Path, store: PassageStore, n: int, encoder, options: BuildOptio
                                       batch_size=options.batch_size, progress=report)
         finally:
             if started:
-                ray.shutdown()
+                with jvm_signals_kept():
+                    ray.shutdown()
     else:
         plans = plan_workers(options.batch_size, per_device=options.workers_per_device)
         if len(plans) > 1:

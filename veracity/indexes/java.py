@@ -10,12 +10,14 @@ Call :func:`ensure_jvm` before importing anything from ``pyserini.search`` / ``p
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.resources
 import os
 import re
 import threading
 from pathlib import Path
+from typing import Iterator
 
 from veracity.errors import JavaError
 
@@ -108,6 +110,60 @@ def ensure_jvm(max_heap: str | None = None) -> None:
             raise JavaError(f"the Java runtime could not start: {exc}", hint=_HINT) from exc
         _quiet_logs(jnius)
         _started = True
+
+
+# The signals the JVM handles itself on Linux: SIGSEGV and SIGBUS are how its compiled code does null checks
+# and safepoints (the handler resumes the thread), SIGFPE and SIGILL are caught the same way, SIGUSR2
+# suspends and resumes threads. Another library that takes one of them over leaves the JVM to be killed at
+# its next null check: ray.init installs Ray's crash reporter on SIGSEGV and SIGBUS over the JVM's, and
+# ray.shutdown sets SIGSEGV back to the default. A test worker that had searched BM25 (the JVM), then run
+# the Ray backend, died with "segfault at 8" at its next BM25 build.
+JVM_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGUSR2")
+
+
+def _sigaction_type():
+    import ctypes
+
+    class Sigaction(ctypes.Structure):  # glibc's struct sigaction on Linux
+        _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16), ("flags", ctypes.c_int),
+                    ("restorer", ctypes.c_void_p)]
+
+    return Sigaction
+
+
+def jvm_running() -> bool:
+    """Whether this process has started the JVM (pyjnius's), without starting it."""
+    import sys
+
+    config = sys.modules.get("jnius_config")
+    return bool(config is not None and getattr(config, "vm_running", False))
+
+
+@contextlib.contextmanager
+def jvm_signals_kept() -> Iterator[None]:
+    """Around code that installs signal handlers of its own (``ray.init``, ``ray.shutdown``): where this
+    process runs the JVM, its handlers of JVM_SIGNALS are put back afterwards, whatever the code did to them
+    (Linux; elsewhere, and without a JVM, nothing is done)."""
+    import signal
+    import sys
+
+    if not (jvm_running() and sys.platform.startswith("linux")):
+        yield
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    kind = _sigaction_type()
+    saved = {}
+    for name in JVM_SIGNALS:
+        action = kind()
+        if libc.sigaction(int(getattr(signal, name)), None, ctypes.byref(action)) == 0:
+            saved[name] = action
+    try:
+        yield
+    finally:
+        for name, action in saved.items():
+            libc.sigaction(int(getattr(signal, name)), ctypes.byref(action), None)
 
 
 def _quiet_logs(jnius) -> None:

@@ -176,15 +176,18 @@ def connect(options: RayOptions) -> bool:
         kwargs["address"] = options.address
     else:
         kwargs.update(num_cpus=options.num_cpus, object_store_memory=LOCAL_OBJECT_STORE_BYTES)
+    from veracity.indexes.java import jvm_signals_kept
+
     try:
         if options.address is None:  # a local instance: its head asks no cloud metadata service (offline.py)
             from veracity.config import default_home
             from veracity.offline import local_ray_start
 
-            with local_ray_start(default_home()):
+            with local_ray_start(default_home()), jvm_signals_kept():
                 ray.init(**kwargs)
         else:
-            ray.init(**kwargs)
+            with jvm_signals_kept():
+                ray.init(**kwargs)
     except Exception as exc:  # ConnectionError, RuntimeError, ...: one line whatever Ray raised
         where = ("find a running Ray cluster (--ray-address auto)" if options.address == "auto" else
                  f"join the Ray cluster at {options.address}" if options.address
@@ -419,7 +422,9 @@ def _shutdown(owned: bool) -> None:
     if owned:
         import ray
 
-        with contextlib.suppress(Exception):
+        from veracity.indexes.java import jvm_signals_kept
+
+        with contextlib.suppress(Exception), jvm_signals_kept():
             ray.shutdown()
 
 
