@@ -20,6 +20,10 @@ def pytest_configure(config) -> None:
         os.close(fd)
         os.environ["VERACITY_TEST_GROUPS"] = path
         config.option.loadscopereorder = False
+        # a worker that dies (a native crash) ends the run with the crashed test named, instead of being
+        # replaced: after a replacement, loadscope's requeued group never finished and the run hung
+        if getattr(config.option, "maxworkerrestart", None) is None:
+            config.option.maxworkerrestart = 0
 
 
 def pytest_unconfigure(config) -> None:
