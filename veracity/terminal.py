@@ -26,6 +26,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.segment import Segment
+from rich.text import Text
 
 # C0 controls but tab and newline, DEL, the C1 controls, the bidirectional embeddings/overrides/isolates and
 # marks, the line/paragraph separators, and lone surrogates (a file decoded with errors="surrogateescape")
@@ -79,8 +80,6 @@ class SafeConsole(Console):
         log) is not folded at rich's default 80 columns: a path, a claim or a message stays on its line,
         whole, for ``grep`` and for a reader of the log (a run directory's path under a long temporary
         folder came out cut in two)."""
-        from rich.text import Text
-
         if (kwargs.get("soft_wrap") is None and not self.is_terminal
                 and all(isinstance(o, (str, Text)) for o in objects)):
             kwargs["soft_wrap"] = True

@@ -11,6 +11,7 @@ Call :func:`ensure_jvm` before importing anything from ``pyserini.search`` / ``p
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import importlib.resources
 import os
@@ -121,6 +122,7 @@ def ensure_jvm(max_heap: str | None = None) -> None:
 JVM_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGUSR2")
 
 
+@functools.cache
 def _sigaction_type():
     import ctypes
 
