@@ -3,6 +3,7 @@ folder."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from veracity.models.registry import MODELS
 from veracity.offline import child_env
 from veracity.serving import hardware
 from veracity.serving.spec import ServerSpec
+
+# the folder whose sitecustomize a vLLM-CPU server's processes run first (build_env)
+CPU_SITE = Path(__file__).resolve().parent / "vllm_cpu_site"
 
 
 def build_command(spec: ServerSpec, model_path: Path, *, on_gpu: bool) -> list[str]:
@@ -65,6 +69,9 @@ def build_env(spec: ServerSpec, *, on_gpu: bool) -> dict[str, str]:
         env.setdefault("VLLM_HOST_IP", "127.0.0.1")
     if not on_gpu:
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{spec.cpu_kv_cache_gib:g}")
+        # no busy-waiting between the engine core and the worker: on a CPU it took a core from the forward
+        # pass (vllm_cpu_site/sitecustomize.py); first on the path, it runs any other sitecustomize after it
+        env["PYTHONPATH"] = os.pathsep.join([str(CPU_SITE), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
