@@ -13,7 +13,26 @@ from veracity import __version__
 from veracity.cli._common import VeracityGroup, debug_option, run_main
 
 
-@click.group("veracity", cls=VeracityGroup, context_settings={"help_option_names": ["-h", "--help"],
+# each command lives in the module of its name, imported when the command runs or help lists it: `serve
+# --status`, `index search` or `doctor` do not import the methods, datasets and pipeline that verify, check
+# and bench need (about 0.5 s of CPU in every such process)
+COMMAND_MODULES = ("models", "engines", "serve", "doctor", "index", "methods", "verify", "check", "bench",
+                   "web", "bundle")
+
+
+class _Commands(VeracityGroup):
+    """The top-level group, its commands' modules imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context | None, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            _load(cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group("veracity", cls=_Commands, context_settings={"help_option_names": ["-h", "--help"],
                                                               "max_content_width": 100})
 @click.version_option(__version__, prog_name="veracity")
 @debug_option
@@ -30,15 +49,20 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    # Imported here so `veracity --help` stays fast and a broken optional module names itself.
-    from veracity.cli import bench, bundle, check, doctor, engines, index, methods, models, serve, verify, web
+def _load(name: str) -> None:
+    """Import ``veracity.cli.<name>`` and add its commands (a broken optional module names itself)."""
+    import importlib
 
-    for module in (models, engines, serve, doctor, index, methods, verify, check, bench, web, bundle):
-        for command in module.COMMANDS:
+    for command in importlib.import_module(f"veracity.cli.{name}").COMMANDS:
+        if command.name not in cli.commands:
             cli.add_command(command)
 
 
+def _register() -> None:
+    """Every command added now (what in-process callers of ``cli`` that list its commands use)."""
+    for name in COMMAND_MODULES:
+        _load(name)
+
+
 def main() -> None:
-    _register()
     run_main(cli)

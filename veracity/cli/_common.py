@@ -58,7 +58,7 @@ def _command_path(group: click.Group, args: list[str]) -> str:
     for token in args:
         if token.startswith("-"):
             continue
-        sub = cmd.commands.get(token) if isinstance(cmd, click.Group) else None
+        sub = cmd.get_command(None, token) if isinstance(cmd, click.Group) else None  # type: ignore[arg-type]
         if sub is None:
             break
         names.append(token)
