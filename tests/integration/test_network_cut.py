@@ -118,7 +118,7 @@ def run_the_commands(engine: str, ep, index: Path, tmp_path: Path) -> None:
     claims = tmp_path / "claims.jsonl"
     claims.write_text("".join(json.dumps({"id": f"c{i}", "claim": c}) + "\n" for i, c in enumerate(CLAIMS)))
     text = tmp_path / "text.txt"
-    text.write_text("The Eiffel Tower is in Paris. It was finished in 1889.\n")
+    text.write_text("The Eiffel Tower is in Paris.\n")  # one sentence: what is shown is that it runs cut off
     on = ["--endpoint", ep.url, "--model", ep.model]
     idx = ["--index", str(index)]
     steps = {
