@@ -27,15 +27,6 @@ def pytest_configure(config) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
-        # the workers' shared llama-server (tests/fixtures/server.py, shared_llama), if a worker that died
-        # left it running; the workers' temporary folders are under the controller's
-        factory = getattr(config, "_tmp_path_factory", None)
-        root = factory.getbasetemp() / "llama-session" if factory is not None else None
-        if root is not None and (root / "endpoint.json").exists():
-            from tests.fixtures.server import stop_shared_llama
-
-            stop_shared_llama(root)
     path = os.environ.get("VERACITY_TEST_GROUPS")
     if path and not hasattr(config, "workerinput"):
         os.environ.pop("VERACITY_TEST_GROUPS")
