@@ -289,3 +289,58 @@ def test_under_xdist_an_index_fixture_is_built_once_for_all_workers(tmp_path, mo
     own = factory("solo").mktemp("idx")
     own.mkdir()
     assert built_once(SimpleNamespace(mktemp=lambda name: own), "idx", build) == own and len(builds) == 3
+
+
+def _detached_sleeper() -> int:
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                            start_new_session=True).pid
+
+
+def _write_state(home: Path, name: str, pid: int) -> Path:
+    from veracity.config import Settings
+    from veracity.serving.state import ServerState, state_path
+
+    settings = Settings(home=home)
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    path = state_path(settings, name)
+    path.write_text(ServerState(name, pid, "http://127.0.0.1:9/v1", "m", "m.gguf", 9, "log", time.time(),
+                                ["llama-server"], "cpu", engine="llama.cpp").to_json())
+    return path
+
+
+def test_a_crashed_workers_servers_are_stopped_by_the_controller(tmp_path, monkeypatch):
+    """A pytest-xdist worker that dies runs no finalizer, and its session llama-server (detached, as every
+    managed server is) kept running after the session: the controller now stops what the dead worker's
+    temporary folder records, and only that worker's."""
+    from veracity.processes import pid_alive
+
+    monkeypatch.setattr(fx, "_SWEPT", [])
+    monkeypatch.setattr(fx, "_WORKER_REPORTS", [])
+    from veracity.serving.process import terminate_group
+
+    crashed, alive, other = _detached_sleeper(), _detached_sleeper(), _detached_sleeper()
+    try:
+        left = _write_state(tmp_path / "popen-gw1" / "llama-session0" / "home", "test", crashed)
+        kept = _write_state(tmp_path / "popen-gw0" / "llama-session0" / "home", "test", alive)
+        # the user's real home, linked from a test home as llama_home links engines: never followed
+        user = tmp_path / "user"
+        _write_state(user, "default", other)
+        (tmp_path / "popen-gw1" / "llama-session0" / "home" / "engines").symlink_to(user)
+
+        def node(worker: str) -> SimpleNamespace:
+            factory = SimpleNamespace(getbasetemp=lambda: tmp_path)
+            return SimpleNamespace(gateway=SimpleNamespace(id=worker), workeroutput={},
+                                   config=SimpleNamespace(_tmp_path_factory=factory))
+
+        fx.pytest_testnodedown(node("gw0"), None)  # a worker that ended normally: nothing swept
+        assert pid_alive(alive) and pid_alive(crashed) and fx._SWEPT == []
+        fx.pytest_testnodedown(node("gw1"), "worker 'gw1' crashed while running 'test_x'")
+        assert not pid_alive(crashed) and not left.exists()
+        assert fx._SWEPT == [f"gw1: test (pid {crashed})"]
+        assert pid_alive(alive) and kept.exists() and pid_alive(other)
+    finally:
+        for pid in (crashed, alive, other):
+            terminate_group(pid, 1.0)
