@@ -76,6 +76,7 @@ def test_bench_help_lists_the_registries_as_they_are(monkeypatch):
     assert "Verification method: direct, rag, mermaid, emulate, trification, zofia or newmethod." in tp_help
 
 
+@pytest.mark.usefixtures("ray_importable")
 def test_the_run_options_are_validated_at_their_edges(tmp_path):
     """The config's validation rules one by one, each at its edge, with the one line (and hint) a user
     sees."""
@@ -153,6 +154,7 @@ def test_the_run_options_are_validated_at_their_edges(tmp_path):
     refused(lambda: VerifierConfig.of(settings=settings, min_confidence=2))
 
 
+@pytest.mark.usefixtures("ray_importable")
 def test_each_refusal_says_the_fix_word_for_word_and_each_part_checks_its_own_values(tmp_path, monkeypatch):
     """The hints of the rules above word for word, Ray missing, and the execution part checking its limits
     and backend on its own (not only through VerifierConfig)."""
@@ -177,14 +179,15 @@ def test_each_refusal_says_the_fix_word_for_word_and_each_part_checks_its_own_va
                                                      "that becomes NOT_ENOUGH_INFO)")
     assert check_min_confidence(0.25) == 0.25 and check_min_confidence("1") == 1.0
     # Ray not installed: one line naming the extra, before anything else of --backend ray is done
-    monkeypatch.setitem(sys.modules, "ray", None)
-    err = refused(require_ray)
-    assert str(err) == "--backend ray needs the optional extra veracity[ray], which is not installed (ray)"
-    assert err.hint == RAY_HINT == ("pip install 'veracity[ray]' (Ray Data 2.60 or newer), or use --backend "
-                                    "local")
-    assert str(refused(lambda: ExecutionConfig(backend="ray"))) == str(err)
-    assert str(refused(check_ray_options, "auto", 2)) == str(err)
-    monkeypatch.undo()
+    with monkeypatch.context() as without_ray:
+        without_ray.setitem(sys.modules, "ray", None)
+        err = refused(require_ray)
+        assert str(err) == ("--backend ray needs the optional extra veracity[ray], which is not installed "
+                            "(ray)")
+        assert err.hint == RAY_HINT == ("pip install 'veracity[ray]' (Ray Data 2.60 or newer), or use "
+                                        "--backend local")
+        assert str(refused(lambda: ExecutionConfig(backend="ray"))) == str(err)
+        assert str(refused(check_ray_options, "auto", 2)) == str(err)
     # the execution part alone: a limit given is checked even when the other is left to the settings
     for kw in ({"concurrency": 0}, {"llm_concurrency": 0}, {"concurrency": 2, "llm_concurrency": -1}):
         refused(lambda kw=kw: ExecutionConfig(**kw))

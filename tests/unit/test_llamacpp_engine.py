@@ -604,6 +604,7 @@ def test_the_hardware_rule_builds_a_missing_llama_server_first_saying_so(no_user
     assert built == []
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_model_prepared_for_llama_cpp_only_is_converted_on_first_vllm_use(no_user_choice, monkeypatch,
                                                                             tmp_path):
     from tests.unit.test_models_chunked import register, write_wheels

@@ -74,11 +74,13 @@ def test_missing_weights_directory(monkeypatch, capsys, tmp_path):
             or "qwen" not in (tmp_path / "models" / "prepared.json").read_text())
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_weights_not_in_the_offline_cache_are_never_downloaded(monkeypatch, capsys, tmp_path):
     code, _, err = run_cli(["prepare", "llama-3.1-8b-instruct"], monkeypatch, capsys, tmp_path)
     one_line_error(code, err, "not in the offline Hugging Face cache", "--from DIR")
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_gguf_that_fails_to_convert(monkeypatch, capsys, tmp_path):
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)  # a header and nothing else: a truncated download

@@ -303,6 +303,7 @@ def test_a_gguf_hash_mismatch_is_one_error_and_nothing_is_registered(monkeypatch
     assert len(list((home / "downloads" / NAME).glob("*.whl"))) == 3  # kept for the next try
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_gguf_that_joins_right_but_does_not_convert_leaves_nothing(monkeypatch, capsys, tmp_path):
     split = write_wheels(tmp_path / "index", b"GGUF" + b"\0" * 64, 2)
     register(monkeypatch, split)
@@ -313,6 +314,7 @@ def test_a_gguf_that_joins_right_but_does_not_convert_leaves_nothing(monkeypatch
     nothing_left(home)
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_prepare_joins_converts_verifies_and_registers_a_tiny_qwen2_gguf(monkeypatch, capsys, tmp_path):
     blob = tiny_qwen2_gguf(tmp_path / "tiny-source.gguf")
     split = write_wheels(tmp_path / "index", blob, 3)

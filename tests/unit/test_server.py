@@ -94,12 +94,14 @@ def test_bad_specs_are_config_errors(spec):
         spec.validate()
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_unknown_model_is_refused_before_launch(tmp_path):
     with pytest.raises(ModelError, match="unknown model 'nope'") as err:
         srv.start_server(Settings(home=tmp_path), ServerSpec(model="nope", port=srv.free_port()))
     assert "veracity models list" in err.value.hint
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_unprepared_model_says_how_to_prepare(tmp_path):
     with pytest.raises(ModelError, match="not prepared") as err:
         srv.start_server(Settings(home=tmp_path), ServerSpec(model="qwen2.5-7b-instruct",
@@ -116,6 +118,7 @@ def _fake_prepared(home: Path) -> None:
         {"smollm2-135m-instruct": {"path": str(model_dir), "source": "test", "prepared_at": 0}}))
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_port_in_use_is_refused(tmp_path):
     _fake_prepared(tmp_path)
     with socket.socket() as s:
@@ -205,6 +208,7 @@ def test_dead_server_orphans_are_reported_and_stop_ends_them(tmp_path, monkeypat
         srv.terminate_group(state.pid, grace_s=0.1)
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_command_finding_the_server_dead_cleans_up_and_starts_anew(tmp_path, monkeypatch):
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)
     monkeypatch.setenv("VERACITY_ENGINE", "vllm")  # its model is "prepared" for vLLM below
@@ -250,6 +254,7 @@ def _replace_dead_server(settings, monkeypatch, tmp_path):
     return url, said, specs, at_exit
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_command(tmp_path, monkeypatch):
     """issue 42: after the server was killed mid-batch, the rerun's replacement took a random port and was
     left running. It takes the dead server's port (the user's) and is stopped when the command ends."""
@@ -271,6 +276,7 @@ def test_a_replacement_server_reuses_the_dead_ones_port_and_stops_with_the_comma
         srv.terminate_group(dead.pid, grace_s=0.1)
 
 
+@pytest.mark.usefixtures("vllm_installed")
 def test_a_replacement_names_its_port_when_the_dead_ones_is_taken_and_spares_a_later_server(tmp_path,
                                                                                             monkeypatch):
     monkeypatch.setattr(process, "STOP_GRACE_S", 1.0)

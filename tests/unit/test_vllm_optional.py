@@ -123,6 +123,51 @@ def test_models_prepare_for_vllm_without_vllm_is_one_line_before_the_download(no
     assert not (no_vllm.home / "downloads").exists()
 
 
+@pytest.mark.parametrize("args, says", [
+    (["models", "prepare", "qwen-typo"], "unknown model 'qwen-typo'"),
+    (["models", "prepare", "mine", "--from", "{tmp}/missing"], "missing does not exist"),
+    (["models", "prepare", "mine", "--from", "{tmp}/notes.txt"], "notes.txt is neither a weights directory"),
+    (["models", "prepare", "mine", "--from", "{tmp}/empty"], "config.json"),
+    (["serve", "--model", "qwen-typo"], "unknown model 'qwen-typo'"),
+], ids=["unknown-name", "from-missing", "from-a-text-file", "from-an-empty-dir", "serve-unknown-name"])
+def test_the_users_mistake_is_named_before_a_missing_vllm(no_vllm, tmp_path, monkeypatch, capsys, args, says):
+    """On the CPU set-up (no vLLM), a mistyped model name or --from path made the hardware rule pick vLLM (the
+    name has no GGUF) and the answer was vLLM's install command: a user would install vLLM to learn the name
+    was wrong. The mistake is named first."""
+    from veracity.serving import launch
+
+    monkeypatch.setattr(launch, "start_server", lambda *a, **k: pytest.fail("started"))
+    (tmp_path / "notes.txt").write_text("not weights")
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli([a.replace("{tmp}", str(tmp_path)) for a in args], monkeypatch, capsys)
+    error, hint = _one_error(err)
+    assert code != 0 and says in error and "vLLM" not in error and CPU_PIP not in hint, err
+
+
+def test_a_gguf_of_ones_own_is_prepared_for_llama_cpp_without_vllm(no_vllm, tmp_path, monkeypatch, capsys):
+    """`models prepare NAME --from FILE.gguf` on the CPU set-up: NAME is not registered yet, so the hardware
+    rule found no GGUF for it and asked for vLLM; a GGUF is llama.cpp's to serve as it is."""
+    seen = {}
+
+    def prepared(settings, name, source=None, **kw):
+        seen.update(name=name, source=source, engine=kw.get("engine"))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(models_cli, "prepare_model", prepared)
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(b"GGUF")
+    code, _, err = run_cli(["models", "prepare", "mine", "--from", str(gguf)], monkeypatch, capsys)
+    assert code == 0 and seen == {"name": "mine", "source": gguf, "engine": "llama.cpp"}, err
+    # from a weights directory it stays vLLM's (llama.cpp reads no safetensors): the install line
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text("{}")
+    (weights / "model.safetensors").write_bytes(b"")
+    code, _, err = run_cli(["models", "prepare", "mine", "--from", str(weights)], monkeypatch, capsys)
+    error, hint = _one_error(err)
+    assert code == 1 and "vLLM is not installed" in error and CPU_PIP in hint
+
+
 def test_engines_default_vllm_without_vllm_sets_nothing(no_vllm, monkeypatch, capsys):
     code, _, err = run_cli(["engines", "default", "vllm"], monkeypatch, capsys)
     error, hint = _one_error(err)

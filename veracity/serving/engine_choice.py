@@ -31,14 +31,17 @@ class EngineChoice:
 
 
 def choose_engine(settings: Settings, model: str | None = None, flag: str | None = None, *,
-                  change: str = "`veracity engines default vllm`") -> EngineChoice:
+                  change: str = "`veracity engines default vllm`",
+                  has_gguf: bool | None = None) -> EngineChoice:
     """The engine for a managed server of ``model`` (the default model when None), and why.
 
     The user's choice first (``flag``, ``VERACITY_ENGINE``, ``veracity engines default``), else the
     hardware's: vLLM where a GPU is seen; without a GPU llama.cpp when the model has a GGUF (llama.cpp
     serves it as it is: no conversion, seconds to start, a quarter of the memory; BENCHMARKS.md "Measured
     on a quiet machine"), vLLM when it has none or when llama.cpp is neither installed nor buildable here.
-    ``change`` names how the user changes it, in the reason's words."""
+    ``change`` names how the user changes it, in the reason's words; ``has_gguf`` says whether the model
+    comes as a GGUF where that is known from elsewhere (``models prepare NAME --from FILE.gguf``: NAME is
+    not registered yet), instead of looking the name up."""
     if flag:
         if flag not in ENGINE_NAMES:
             raise ConfigError(f"unknown engine {flag!r}", hint=f"choose one of {', '.join(ENGINE_NAMES)}")
@@ -52,16 +55,17 @@ def choose_engine(settings: Settings, model: str | None = None, flag: str | None
     chosen = load_defaults(settings).get("engine")
     if chosen in ENGINE_NAMES:
         return EngineChoice(chosen, f"set with `veracity engines default {chosen}`", "defaults")
-    return _hardware_choice(settings, model, change)
+    return _hardware_choice(settings, model, change, has_gguf)
 
 
-def _hardware_choice(settings: Settings, model: str | None, change: str) -> EngineChoice:
+def _hardware_choice(settings: Settings, model: str | None, change: str,
+                     has_gguf: bool | None = None) -> EngineChoice:
     from veracity.serving import hardware
 
     if hardware.gpu_seen():
         return EngineChoice("vllm", "a GPU is seen; `--engine llama.cpp` to change", "hardware")
     name = model or default_model(settings)
-    if not model_has_gguf(settings, name):
+    if not (model_has_gguf(settings, name) if has_gguf is None else has_gguf):
         return EngineChoice("vllm", f"no GPU seen, but {name} has no GGUF for llama.cpp", "hardware")
     from veracity.serving.engines.llamacpp import binary_missing
     from veracity.serving.engines.llamacpp_install import can_build

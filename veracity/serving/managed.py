@@ -130,11 +130,12 @@ def make_ready(settings: Settings, choice: EngineChoice, name: str, *, say: Prog
     the background is waited for; one missing is built now when the hardware rule chose llama.cpp (the
     user's own choice of a missing engine stays the one-line error naming the install command). vLLM: the
     safetensors model, converted from the GGUF now when the model was prepared for llama.cpp only."""
-    from veracity.models.prepare import fetch_smollm2_gguf, kept_gguf, prepare_model
+    from veracity.models.prepare import check_model_name, fetch_smollm2_gguf, kept_gguf, prepare_model
     from veracity.models.registry import MODELS
     from veracity.serving.engines.llamacpp import binary_missing
     from veracity.serving.engines import llamacpp_install
 
+    check_model_name(settings, name)  # a mistyped name: "unknown model", not an engine's install command
     lines = progress or (lambda s: None)
     bar = bar_to_lines(lines)
     if choice.name == "llama.cpp":
