@@ -37,8 +37,7 @@ def resolve_model_path(settings: Settings, name: str) -> Path:
     """The weights directory to serve for ``name``; a clear error when it is not prepared."""
     path = prepared_path(settings, name)
     if path is None:
-        if name not in MODELS and not Path(name).exists():
-            get_model(name)  # raises "unknown model" with the list
+        check_model_name(settings, name)  # raises "unknown model" with the list
         if Path(name).is_dir():
             check_weights_dir(Path(name))
             return Path(name)
