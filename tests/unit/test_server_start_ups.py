@@ -316,11 +316,10 @@ def test_a_crashed_workers_servers_are_stopped_by_the_controller(tmp_path, monke
     managed server is) kept running after the session: the controller now stops what the dead worker's
     temporary folder records, and only that worker's."""
     from veracity.processes import pid_alive
+    from veracity.serving.process import terminate_group
 
     monkeypatch.setattr(fx, "_SWEPT", [])
     monkeypatch.setattr(fx, "_WORKER_REPORTS", [])
-    from veracity.serving.process import terminate_group
-
     crashed, alive, other = _detached_sleeper(), _detached_sleeper(), _detached_sleeper()
     try:
         left = _write_state(tmp_path / "popen-gw1" / "llama-session0" / "home", "test", crashed)

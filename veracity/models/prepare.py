@@ -487,7 +487,7 @@ def check_model_name(settings: Settings, name: str) -> None:
     """The one-line "unknown model" error (with the known models) for a name that is neither a registry
     model, nor a prepared one, nor an existing path; asked before an engine is required, so that a
     mistyped name on the CPU set-up (no vLLM) is not answered with vLLM's install command."""
-    if name in MODELS or Path(name).expanduser().exists() or name in load_prepared(settings):
+    if name in MODELS or Path(name).exists() or name in load_prepared(settings):
         return
     get_model(name)
 
